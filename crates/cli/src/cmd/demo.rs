@@ -1,0 +1,230 @@
+//! `tickscope demo`: a small multi-threaded program instrumented with tickscope, to show what
+//! the reports look like. Worker threads parse generated records, use a small pool allocator
+//! whose public functions form the group `alloc` (`realloc` calls `alloc` and `free`, so the
+//! group is re-entered), compute a recursive checksum, and hand work to a short-lived thread.
+//! Interval lines print while it runs; the exit summary prints itself when the process exits.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Result};
+
+/// Options of `tickscope demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// How long the workload runs, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 3)]
+    threads: usize,
+    /// Interval between per-thread report lines (e.g. 500ms, 1s; "off" for none).
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// Add a per-thread breakdown to the summary.
+    #[arg(long)]
+    per_thread: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    ensure!(
+        args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0,
+        "--seconds must be between 0 and 3600, got {}",
+        args.seconds
+    );
+    ensure!(
+        (1..=256).contains(&args.threads),
+        "--threads must be 1 to 256, got {}",
+        args.threads
+    );
+    let interval = parse_interval(&args.interval)?;
+    tickscope::Config::new()
+        .interval(interval)
+        .per_thread(args.per_thread)
+        .install();
+    eprintln!(
+        "tickscope demo: {} worker threads for {:.1} s; {}; the summary prints itself at exit.",
+        args.threads,
+        args.seconds,
+        match interval {
+            Some(i) => format!("a line per thread and scope every {i:?}"),
+            None => "interval lines off".to_owned(),
+        }
+    );
+    tickscope::scope!("demo");
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let workers: Vec<_> = (0..args.threads)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || worker(i as u64, deadline))
+        })
+        .collect::<std::io::Result<_>>()?;
+    let mut checksum = 0u64;
+    for w in workers {
+        checksum ^= w
+            .join()
+            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
+    }
+    println!("demo checksum: {checksum:016x}");
+    Ok(())
+}
+
+fn parse_interval(s: &str) -> Result<Option<Duration>> {
+    if s == "off" {
+        return Ok(None);
+    }
+    let (num, unit) = s.split_at(
+        s.find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(s.len()),
+    );
+    let n: f64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--interval {s:?}: expected e.g. 500ms, 1s or off"))?;
+    let secs = match unit {
+        "ms" => n / 1e3,
+        "s" => n,
+        _ => anyhow::bail!("--interval {s:?}: expected a unit, ms or s (e.g. 500ms, 1s) or off"),
+    };
+    ensure!(
+        secs > 0.0 && secs.is_finite(),
+        "--interval {s:?}: must be positive"
+    );
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
+/// One worker: batches of records until the deadline.
+fn worker(seed: u64, deadline: Instant) -> u64 {
+    let mut pool = Pool::new();
+    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut acc = 0u64;
+    let mut batch = 0u64;
+    while Instant::now() < deadline {
+        batch += 1;
+        let text = generate(&mut rng, 64);
+        acc ^= process_batch(&text, &mut pool);
+        acc = acc.wrapping_add(fib(8 + (rng % 4) as u32));
+        if batch % 5000 == 0 {
+            // Hand a checksum to a thread that lives for about a millisecond.
+            let data = text.clone();
+            let h = std::thread::Builder::new()
+                .name("flusher".into())
+                .spawn(move || flush(&data))
+                .expect("spawn flusher");
+            acc ^= h.join().unwrap_or(0);
+        }
+    }
+    acc
+}
+
+#[tickscope::profile]
+fn generate(rng: &mut u64, records: usize) -> String {
+    let mut s = String::with_capacity(records * 32);
+    for _ in 0..records {
+        for f in 0..4 {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            if f > 0 {
+                s.push(',');
+            }
+            s.push_str(&(*rng % 100_000).to_string());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[tickscope::profile]
+fn process_batch(text: &str, pool: &mut Pool) -> u64 {
+    let mut acc = 0u64;
+    for line in text.lines() {
+        acc = acc.wrapping_add(parse_record(line, pool));
+    }
+    acc
+}
+
+#[tickscope::profile(name = "parse_record")]
+fn parse_record(line: &str, pool: &mut Pool) -> u64 {
+    let fields = tokenize(line);
+    let block = pool.alloc(fields.len() * 8);
+    let block = pool.realloc(block, fields.len() * 16);
+    let sum = fields
+        .iter()
+        .fold(0u64, |a, f| a.wrapping_mul(31).wrapping_add(*f));
+    pool.free(block);
+    sum
+}
+
+fn tokenize(line: &str) -> Vec<u64> {
+    tickscope::scope!();
+    line.split(',')
+        .map(|f| f.parse::<u64>().unwrap_or(0))
+        .collect()
+}
+
+/// Recursive: tickscope counts every call, and its time once.
+#[tickscope::profile]
+fn fib(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    black_box(fib(n - 1) + fib(n - 2))
+}
+
+fn flush(data: &str) -> u64 {
+    tickscope::scope!("flush (short-lived thread)");
+    let start = Instant::now();
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    while start.elapsed() < Duration::from_millis(1) {
+        for b in data.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// A toy allocator API; each public function is in the group `alloc`.
+struct Pool {
+    free_lists: Vec<Vec<Vec<u8>>>,
+}
+
+impl Pool {
+    fn new() -> Pool {
+        Pool {
+            free_lists: (0..16).map(|_| Vec::new()).collect(),
+        }
+    }
+
+    fn class(size: usize) -> usize {
+        (usize::BITS - size.max(1).leading_zeros()) as usize % 16
+    }
+
+    #[tickscope::profile(group = "alloc")]
+    fn alloc(&mut self, size: usize) -> Vec<u8> {
+        let c = Pool::class(size);
+        self.free_lists[c]
+            .pop()
+            .unwrap_or_else(|| vec![0u8; 1 << c])
+    }
+
+    #[tickscope::profile(group = "alloc")]
+    fn realloc(&mut self, block: Vec<u8>, size: usize) -> Vec<u8> {
+        if block.len() >= size {
+            return block;
+        }
+        // The API calling its own public functions: counted as calls, timed once.
+        let mut new = self.alloc(size);
+        new[..block.len()].copy_from_slice(&block);
+        self.free(block);
+        new
+    }
+
+    #[tickscope::profile(group = "alloc")]
+    fn free(&mut self, block: Vec<u8>) {
+        let c = Pool::class(block.len());
+        if self.free_lists[c].len() < 64 {
+            self.free_lists[c].push(block);
+        }
+    }
+}

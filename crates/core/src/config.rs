@@ -1,0 +1,395 @@
+//! Configuration: defaults, the [`Config`] builder, and `TICKSCOPE_*` environment variables.
+//!
+//! Nothing needs configuring: the first scope a program enters reads the environment, registers
+//! the exit summary with `atexit` and, if asked, starts the interval reporter. [`Config`]
+//! changes the settings from code at any time. The environment is applied last and wins, so a
+//! deployed program can be re-tuned without a rebuild.
+//!
+//! | variable | values | default |
+//! |---|---|---|
+//! | `TICKSCOPE_INTERVAL` | a duration (`1s`, `250ms`, `1.5s`, `2m`) or `off` | `off` |
+//! | `TICKSCOPE_SUMMARY` | `off`, `text`, `json`, each optionally `:PATH` | `text` (stderr) |
+//! | `TICKSCOPE_PER_THREAD` | `0`/`1` (also `false`/`true`, `off`/`on`) | `0` |
+//! | `TICKSCOPE_ENABLED` | `0`/`1` | `1` |
+//! | `TICKSCOPE_CLOCK` | `auto`, `tsc` (or `cntvct`), `monotonic` | `auto` |
+//!
+//! A malformed value prints one warning naming the variable and what it expects, and the
+//! default is used.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+/// Where report text goes.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum Output {
+    /// Standard error (the default).
+    #[default]
+    Stderr,
+    /// A file, created (truncated) when the summary is written. Interval lines sent to a file
+    /// are appended.
+    File(PathBuf),
+    /// A function receiving each line (interval reports) or the whole text (summaries).
+    Callback(Arc<dyn Fn(&str) + Send + Sync>),
+    /// The `log` crate, at `info` level, target `tickscope` (feature `log`).
+    #[cfg(feature = "log")]
+    Log,
+}
+
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Output::Stderr => f.write_str("Stderr"),
+            Output::File(p) => f.debug_tuple("File").field(p).finish(),
+            Output::Callback(_) => f.write_str("Callback(..)"),
+            #[cfg(feature = "log")]
+            Output::Log => f.write_str("Log"),
+        }
+    }
+}
+
+/// The exit summary's format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SummaryFormat {
+    /// No summary at exit.
+    Off,
+    /// A table for people (the default).
+    #[default]
+    Text,
+    /// One JSON document for scripts.
+    Json,
+}
+
+/// The settings in force.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub interval: Option<Duration>,
+    pub summary: SummaryFormat,
+    pub summary_output: Output,
+    pub line_output: Output,
+    pub per_thread: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            interval: None,
+            summary: SummaryFormat::Text,
+            summary_output: Output::Stderr,
+            line_output: Output::Stderr,
+            per_thread: false,
+        }
+    }
+}
+
+static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
+static INIT: Once = Once::new();
+
+/// The settings now (initialising from the environment on first use).
+pub(crate) fn settings() -> Settings {
+    ensure_init();
+    lock().clone().unwrap_or_default()
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Option<Settings>> {
+    SETTINGS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// First-use initialisation: read the environment, register the exit summary, start the
+/// interval reporter if one is configured. Cheap after the first call (one atomic load).
+pub(crate) fn ensure_init() {
+    INIT.call_once(|| {
+        crate::report::mark_first_use();
+        let mut s = Settings::default();
+        let enabled = apply_env(&mut s);
+        *lock() = Some(s.clone());
+        if let Some(on) = enabled {
+            crate::imp::set_enabled(on);
+        }
+        if !crate::sys::at_exit(crate::report::on_process_exit) {
+            warn("could not register the exit summary with atexit; call tickscope::report()");
+        }
+        crate::report::interval::configure(s.interval, s.line_output);
+    });
+}
+
+/// Applies the `TICKSCOPE_*` variables to `s`; returns `TICKSCOPE_ENABLED` if set and valid.
+fn apply_env(s: &mut Settings) -> Option<bool> {
+    apply_env_from(s, |k| std::env::var(k).ok())
+}
+
+fn apply_env_from(s: &mut Settings, get: impl Fn(&str) -> Option<String>) -> Option<bool> {
+    if let Some(v) = get("TICKSCOPE_INTERVAL") {
+        match parse_interval(&v) {
+            Some(i) => s.interval = i,
+            None => warn_malformed(
+                "TICKSCOPE_INTERVAL",
+                &v,
+                "a duration such as 1s, 500ms, 1.5s or 2m, or off",
+            ),
+        }
+    }
+    if let Some(v) = get("TICKSCOPE_SUMMARY") {
+        match parse_summary(&v) {
+            Some((format, path)) => {
+                s.summary = format;
+                if let Some(p) = path {
+                    s.summary_output = Output::File(p);
+                }
+            }
+            None => warn_malformed(
+                "TICKSCOPE_SUMMARY",
+                &v,
+                "off, text or json, optionally :PATH",
+            ),
+        }
+    }
+    if let Some(v) = get("TICKSCOPE_PER_THREAD") {
+        match parse_bool(&v) {
+            Some(b) => s.per_thread = b,
+            None => warn_malformed("TICKSCOPE_PER_THREAD", &v, "0 or 1"),
+        }
+    }
+    let mut enabled = None;
+    if let Some(v) = get("TICKSCOPE_ENABLED") {
+        match parse_bool(&v) {
+            Some(b) => enabled = Some(b),
+            None => warn_malformed("TICKSCOPE_ENABLED", &v, "0 or 1"),
+        }
+    }
+    enabled
+}
+
+/// `off`/`0` → `Some(None)`; a duration → `Some(Some(d))`; anything else → `None`.
+pub(crate) fn parse_interval(v: &str) -> Option<Option<Duration>> {
+    let v = v.trim();
+    if v.eq_ignore_ascii_case("off") || v == "0" {
+        return Some(None);
+    }
+    parse_duration(v).map(Some)
+}
+
+/// Parses `1s`, `250ms`, `1.5s`, `2m`, `500us`/`500µs`, `100ns`. A unit is required.
+pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit.trim() {
+        "ns" => n / 1e9,
+        "us" | "µs" => n / 1e6,
+        "ms" => n / 1e3,
+        "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(secs))
+}
+
+fn parse_summary(v: &str) -> Option<(SummaryFormat, Option<PathBuf>)> {
+    let (kind, path) = match v.split_once(':') {
+        Some((k, p)) if !p.is_empty() => (k, Some(PathBuf::from(p))),
+        Some(_) => return None,
+        None => (v, None),
+    };
+    let format = match kind.trim() {
+        "off" | "0" => SummaryFormat::Off,
+        "text" => SummaryFormat::Text,
+        "json" => SummaryFormat::Json,
+        _ => return None,
+    };
+    Some((format, path))
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim() {
+        "1" | "true" | "on" | "yes" => Some(true),
+        "0" | "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// Prints one warning line to stderr.
+pub(crate) fn warn(msg: &str) {
+    eprintln!("tickscope: warning: {msg}");
+}
+
+/// Warns that `var` holds `value`, which is not one of `expected`.
+pub(crate) fn warn_malformed(var: &str, value: &str, expected: &str) {
+    warn(&format!(
+        "{var}={value:?} is not valid (expected {expected}); using the default"
+    ));
+}
+
+/// Changes tickscope's settings from code. Unset options keep their current value; the
+/// `TICKSCOPE_*` variables are applied on top and win.
+///
+/// ```
+/// use std::time::Duration;
+/// tickscope::Config::new()
+///     .interval(Some(Duration::from_secs(1)))
+///     .summary(tickscope::SummaryFormat::Json)
+///     .summary_output(tickscope::Output::File("profile.json".into()))
+///     .install();
+/// ```
+#[derive(Clone, Debug, Default)]
+#[must_use = "a Config does nothing until install() is called"]
+pub struct Config {
+    interval: Option<Option<Duration>>,
+    summary: Option<SummaryFormat>,
+    summary_output: Option<Output>,
+    line_output: Option<Output>,
+    per_thread: Option<bool>,
+}
+
+impl Config {
+    /// A builder that changes nothing yet.
+    pub fn new() -> Config {
+        Config::default()
+    }
+
+    /// Print a line per thread and active scope every `interval` (`None`: off).
+    pub fn interval(mut self, interval: Option<Duration>) -> Config {
+        self.interval = Some(interval);
+        self
+    }
+
+    /// The exit summary's format.
+    pub fn summary(mut self, format: SummaryFormat) -> Config {
+        self.summary = Some(format);
+        self
+    }
+
+    /// Where the summary (exit and [`report`](crate::report())) goes.
+    pub fn summary_output(mut self, output: Output) -> Config {
+        self.summary_output = Some(output);
+        self
+    }
+
+    /// Where interval lines go.
+    pub fn line_output(mut self, output: Output) -> Config {
+        self.line_output = Some(output);
+        self
+    }
+
+    /// Both outputs at once.
+    pub fn output(self, output: Output) -> Config {
+        self.summary_output(output.clone()).line_output(output)
+    }
+
+    /// Add a per-thread breakdown to the summary.
+    pub fn per_thread(mut self, on: bool) -> Config {
+        self.per_thread = Some(on);
+        self
+    }
+
+    /// Applies the settings (then the environment, which wins).
+    pub fn install(self) {
+        if !crate::COMPILED_IN {
+            return;
+        }
+        ensure_init();
+        let s = {
+            let mut g = lock();
+            let s = g.get_or_insert_with(Settings::default);
+            if let Some(v) = self.interval {
+                s.interval = v;
+            }
+            if let Some(v) = self.summary {
+                s.summary = v;
+            }
+            if let Some(v) = self.summary_output {
+                s.summary_output = v;
+            }
+            if let Some(v) = self.line_output {
+                s.line_output = v;
+            }
+            if let Some(v) = self.per_thread {
+                s.per_thread = v;
+            }
+            apply_env_quiet(s);
+            s.clone()
+        };
+        crate::report::interval::configure(s.interval, s.line_output);
+    }
+}
+
+/// Re-applies the environment without repeating warnings already printed at start-up.
+fn apply_env_quiet(s: &mut Settings) {
+    let mut copy = s.clone();
+    apply_env_from(&mut copy, |k| {
+        let v = std::env::var(k).ok()?;
+        // Only well-formed values override; malformed ones were reported at init.
+        let ok = match k {
+            "TICKSCOPE_INTERVAL" => parse_interval(&v).is_some(),
+            "TICKSCOPE_SUMMARY" => parse_summary(&v).is_some(),
+            _ => parse_bool(&v).is_some(),
+        };
+        ok.then_some(v)
+    });
+    *s = copy;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_only() {
+        let ok = [
+            ("1s", 1_000_000_000),
+            ("250ms", 250_000_000),
+            ("1.5s", 1_500_000_000),
+            ("2m", 120_000_000_000),
+            ("500us", 500_000),
+            ("10µs", 10_000),
+        ];
+        for (s, ns) in ok {
+            assert_eq!(parse_duration(s), Some(Duration::from_nanos(ns)), "{s}");
+        }
+        for bad in ["", "1", "s", "1 parsec", "-1s", "1e400s", "abc", "0s"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_interval("off"), Some(None));
+        assert_eq!(parse_interval("1s"), Some(Some(Duration::from_secs(1))));
+        assert_eq!(parse_interval("soon"), None);
+    }
+
+    #[test]
+    fn summary_values_parse_format_and_optional_path() {
+        assert_eq!(parse_summary("off"), Some((SummaryFormat::Off, None)));
+        assert_eq!(parse_summary("text"), Some((SummaryFormat::Text, None)));
+        assert_eq!(
+            parse_summary("json:/tmp/x.json"),
+            Some((SummaryFormat::Json, Some("/tmp/x.json".into())))
+        );
+        assert_eq!(parse_summary("json:"), None);
+        assert_eq!(parse_summary("xml"), None);
+    }
+
+    #[test]
+    fn malformed_variables_keep_the_defaults() {
+        let mut s = Settings::default();
+        let env = |k: &str| match k {
+            "TICKSCOPE_INTERVAL" => Some("fast".to_string()),
+            "TICKSCOPE_SUMMARY" => Some("json:out.json".to_string()),
+            "TICKSCOPE_PER_THREAD" => Some("maybe".to_string()),
+            _ => None,
+        };
+        assert_eq!(apply_env_from(&mut s, env), None);
+        assert_eq!(s.interval, None, "malformed interval keeps the default");
+        assert!(!s.per_thread, "malformed bool keeps the default");
+        assert_eq!(
+            s.summary,
+            SummaryFormat::Json,
+            "well-formed values still apply"
+        );
+        assert!(matches!(s.summary_output, Output::File(ref p) if p.as_os_str() == "out.json"));
+    }
+}

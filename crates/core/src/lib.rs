@@ -1,0 +1,164 @@
+//! tickscope: an in-process profiler for Rust — exact scope timings at a few nanoseconds each,
+//! with no setup call.
+//!
+//! Put [`scope!`] (or [`#[profile]`](macro@profile)) in the code to measure. Each thread keeps
+//! its own counters with no lock and no shared write; at process exit a table of every scope
+//! appears on stderr by itself: calls, total, self, mean, min, p50, p99, max, share of wall
+//! time and clock errors. [`Config`] or `TICKSCOPE_*` variables add per-thread interval lines
+//! (`TID 0x1a2b time spent in "parse": 7/1001 ms 0.7% 6481x`), JSON, files and more.
+//!
+//! The clock is the CPU's counter, calibrated against `CLOCK_MONOTONIC` and guarded against
+//! jumps ([`now`], [`Timer`]).
+//!
+//! ```
+//! #[tickscope::profile]
+//! fn parse(input: &str) -> usize {
+//!     input.split(',').count()
+//! }
+//!
+//! fn alloc_block() {
+//!     tickscope::scope!(group = "alloc"); // every function of an API in one row
+//! }
+//!
+//! fn main() {
+//!     tickscope::scope!("main loop");
+//!     for _ in 0..1000 {
+//!         parse("a,b,c");
+//!         alloc_block();
+//!     }
+//! } // the exit summary prints itself
+//! # main();
+//! ```
+//!
+//! # Main types
+//! - [`scope!`] and [`#[profile]`](macro@profile): open a scope until the end of the block.
+//! - [`Scope`]: the guard (`!Send`); [`set_enabled`] switches recording at run time.
+//! - [`report`], [`report_string`]: a summary on demand; [`Config`] for settings.
+//! - [`Timer`], [`now`], [`ticks_per_second`], [`system_time_ms`]: the clock.
+//!
+//! # Semantics
+//! - **total** is inclusive time; **self** excludes time in child scopes.
+//! - A scope (or group) entered again while it is open on the same thread — recursion, or an
+//!   API calling its own public function — counts the call, but its time is added once, at
+//!   the outermost exit. `mean`, `min`, `max` and percentiles describe outermost calls.
+//! - Percentiles come from a log-linear histogram: within 2% of the exact value.
+//! - A thread that exits is folded into the totals; nothing it recorded is lost. Whatever
+//!   cannot be recorded (nesting deeper than 4096, a scope opened during thread teardown) is
+//!   counted and shown in the report.
+//!
+//! # Features
+//! | feature | default | what it does |
+//! |---|---|---|
+//! | `enabled` | yes | Scopes record. Without it (`default-features = false`) the macros expand to nothing: zero cost. |
+//! | `log` | no | [`Output::Log`] sends report lines to the `log` crate. |
+//!
+//! # Overhead
+//! One scope (enter + exit) costs about two counter reads plus a dozen register-speed
+//! operations on thread-local memory: **about 17 ns on a 2-core x86_64 VM (where one `rdtsc`
+//! alone costs ~7 ns), 1.15× the floor of two counter reads and a thread-local add**. Measure it on your
+//! machine with `cargo bench -p tickscope --bench overhead`; every exit summary also prints the
+//! figure measured in that process. A runtime-disabled scope costs one load and a branch.
+//!
+//! # Async
+//! `#[profile]` refuses `async fn` at compile time: a scope is thread-local and cannot be held
+//! across `.await` (the task may resume on another thread). Put `scope!` in the synchronous
+//! stretches between awaits instead.
+
+#![deny(missing_docs)]
+#![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
+
+pub mod clock;
+mod config;
+mod report;
+mod scope;
+mod sys;
+
+#[cfg_attr(feature = "enabled", path = "imp/enabled.rs")]
+#[cfg_attr(not(feature = "enabled"), path = "imp/disabled.rs")]
+mod imp;
+
+pub use clock::{now, system_time_ms, ticks_per_second, ClockSource, Ticks, Timer};
+pub use config::{Config, Output, SummaryFormat};
+pub use imp::{is_enabled, report, report_string, set_enabled, thread_bytes, Scope, COMPILED_IN};
+
+/// Measures a function: the same as putting [`scope!()`](scope) at the top of its body.
+///
+/// `#[profile]` names the scope after the function (`Type::method` for methods);
+/// `#[profile(name = "parse")]` names it; `#[profile(group = "alloc")]` adds it to a group.
+/// Refused on `async fn` and `const fn`, with a message saying why.
+pub use tickscope_macros::profile;
+
+/// Opens a scope that lasts until the end of the enclosing block.
+///
+/// - `scope!()` is named after the enclosing function (`Type::method` for methods);
+/// - `scope!("name")` names it;
+/// - `scope!(group = "alloc")` adds this call site to the group `alloc`: every call site of a
+///   group is one row, and re-entering a group while it is open counts the call but not the
+///   time twice — the API-profiler idea: put it in every public function of an API.
+///
+/// Without the `enabled` feature the macro expands to nothing.
+#[cfg(feature = "enabled")]
+#[macro_export]
+macro_rules! scope {
+    () => {
+        let __tickscope_scope = $crate::__private::enter({
+            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                $crate::__private::Callsite::new(
+                    $crate::__private::Name::Function({
+                        fn __tickscope_name() -> &'static str {
+                            fn f() {}
+                            $crate::__private::type_name_of(f)
+                        }
+                        __tickscope_name
+                    }),
+                    $crate::__private::Kind::Scope,
+                    file!(),
+                    line!(),
+                    module_path!(),
+                );
+            &__TICKSCOPE_CALLSITE
+        });
+    };
+    (group = $group:expr $(,)?) => {
+        let __tickscope_scope = $crate::__private::enter({
+            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                $crate::__private::Callsite::new(
+                    $crate::__private::Name::Static($group),
+                    $crate::__private::Kind::Group,
+                    file!(),
+                    line!(),
+                    module_path!(),
+                );
+            &__TICKSCOPE_CALLSITE
+        });
+    };
+    ($name:expr $(,)?) => {
+        let __tickscope_scope = $crate::__private::enter({
+            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                $crate::__private::Callsite::new(
+                    $crate::__private::Name::Static($name),
+                    $crate::__private::Kind::Scope,
+                    file!(),
+                    line!(),
+                    module_path!(),
+                );
+            &__TICKSCOPE_CALLSITE
+        });
+    };
+}
+
+/// Opens a scope that lasts until the end of the enclosing block.
+///
+/// The `enabled` feature is off: this expands to nothing.
+#[cfg(not(feature = "enabled"))]
+#[macro_export]
+macro_rules! scope {
+    ($($anything:tt)*) => {};
+}
+
+/// What the macros expand to. **Not a stable API**: it may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::imp::enter;
+    pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
+}

@@ -1,0 +1,311 @@
+//! Reports: the exit summary (text or JSON), [`report`](crate::report()) on demand, and the
+//! per-thread interval lines.
+//!
+//! Everything here runs off the measured threads: at exit (from `atexit`), on demand, or on
+//! the reporter thread. A [`Snapshot`] reads every live thread's slots (relaxed loads) and the
+//! retired totals under the registry lock; rendering is a pure function of the snapshot and a
+//! [`Meta`] (wall time, clock rate, overhead), which is what the golden tests feed.
+
+pub(crate) mod format;
+pub(crate) mod interval;
+pub(crate) mod json;
+pub(crate) mod text;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::config::{Output, Settings, SummaryFormat};
+use crate::scope::callsite::{self, CallsiteInfo, Kind};
+use crate::scope::registry::{self, ThreadSnapshot};
+use crate::scope::thread::Row;
+
+/// One row of the summary: a call site (or group) and its merged statistics.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    pub info: CallsiteInfo,
+    pub row: Row,
+}
+
+/// Everything a report shows, read at one moment.
+pub(crate) struct Snapshot {
+    /// Sorted by total (inclusive) time, largest first; ties by name.
+    pub entries: Vec<Entry>,
+    /// Per-thread breakdown (only when asked for), live threads first.
+    pub threads: Vec<(ThreadSnapshot, Vec<Entry>)>,
+    pub live_threads: u64,
+    pub exited_threads: u64,
+    /// Scopes open right now, not yet counted anywhere.
+    pub open_now: u64,
+    pub unfinished_at_thread_exit: u64,
+    pub lost_too_deep: u64,
+    pub lost_after_thread_exit: u64,
+}
+
+/// The context a snapshot is rendered in.
+#[derive(Clone, Debug)]
+pub(crate) struct Meta {
+    /// The process's wall time so far, ns.
+    pub wall_ns: u64,
+    /// Ticks per second.
+    pub rate: f64,
+    pub clock: &'static str,
+    /// Measured cost of one scope (enter + exit), ns.
+    pub overhead_ns: f64,
+    /// Clock errors found by `Timer`s (scope clock errors are per row).
+    pub timer_clock_errors: u64,
+}
+
+impl Meta {
+    /// The live context: process wall time, calibrated clock, measured overhead.
+    pub(crate) fn now() -> Meta {
+        Meta {
+            wall_ns: process_wall_ns(),
+            rate: crate::clock::rate(),
+            clock: crate::clock::source().name(),
+            overhead_ns: overhead_ns(),
+            timer_clock_errors: crate::clock::timer_clock_errors(),
+        }
+    }
+
+    pub(crate) fn ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e9 / self.rate
+    }
+}
+
+/// Reads every thread's statistics. With `wait`, gives up (returns `None`) if the locks stay
+/// busy that long, so the exit path cannot deadlock.
+pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapshot> {
+    let reg = match wait {
+        Some(w) => registry::try_lock(w)?,
+        None => registry::lock(),
+    };
+    let mut rows: BTreeMap<u32, Row> = reg.retired.clone();
+    let mut threads = Vec::new();
+    let mut lost_too_deep = reg.retired_lost_too_deep;
+    let mut open_now = 0;
+    for t in &reg.live {
+        let mut light = BTreeMap::new();
+        t.for_each_slot(|id, slot| {
+            let row = Row::read(slot, true);
+            open_now += row.open;
+            if per_thread {
+                let mut l = Row::light();
+                l.merge(&row);
+                light.insert(id, l);
+            }
+            rows.entry(id).or_insert_with(Row::empty).merge(&row);
+        });
+        lost_too_deep += t.lost_too_deep.load(Relaxed);
+        if per_thread {
+            threads.push(ThreadSnapshot {
+                serial: t.serial,
+                tid: t.tid,
+                name: t.name.clone(),
+                alive: true,
+                threads: 1,
+                rows: light,
+            });
+        }
+    }
+    if per_thread {
+        threads.extend(reg.retired_threads.iter().cloned());
+        threads.sort_by_key(|t| (!t.alive, t.serial));
+    }
+    let (live_threads, exited_threads) = (reg.live.len() as u64, reg.retired_count);
+    let unfinished_at_thread_exit = reg.unfinished_at_thread_exit;
+    drop(reg);
+
+    let table = match wait {
+        Some(w) => callsite::try_table(w)?,
+        None => callsite::table(),
+    };
+    let entries_of = |rows: &BTreeMap<u32, Row>| -> Vec<Entry> {
+        let mut v: Vec<Entry> = rows
+            .iter()
+            .filter(|(_, r)| r.calls > 0 || r.open > 0)
+            .filter_map(|(&id, r)| {
+                Some(Entry {
+                    info: table.get(id)?.clone(),
+                    row: r.clone(),
+                })
+            })
+            .collect();
+        sort_entries(&mut v);
+        v
+    };
+    let entries = entries_of(&rows);
+    let threads = threads.into_iter().map(|t| {
+        let e = entries_of(&t.rows);
+        (t, e)
+    });
+    Some(Snapshot {
+        entries,
+        threads: threads.collect(),
+        live_threads,
+        exited_threads,
+        open_now,
+        unfinished_at_thread_exit,
+        lost_too_deep,
+        lost_after_thread_exit: crate::scope::LOST_AFTER_THREAD_EXIT.load(Relaxed),
+    })
+}
+
+pub(crate) fn sort_entries(v: &mut [Entry]) {
+    v.sort_by(|a, b| {
+        b.row
+            .incl
+            .cmp(&a.row.incl)
+            .then_with(|| a.info.name.cmp(b.info.name))
+            .then_with(|| a.info.file.cmp(b.info.file))
+            .then_with(|| a.info.line.cmp(&b.info.line))
+    });
+}
+
+/// Renders a snapshot in `format` (`Off` renders nothing).
+pub(crate) fn render(
+    snap: &Snapshot,
+    meta: &Meta,
+    format: SummaryFormat,
+    per_thread: bool,
+) -> String {
+    match format {
+        SummaryFormat::Off => String::new(),
+        SummaryFormat::Text => text::render(snap, meta, per_thread),
+        SummaryFormat::Json => json::render(snap, meta, per_thread),
+    }
+}
+
+/// Writes `text` to `out`. Never panics; a failure is one warning on stderr.
+pub(crate) fn emit(out: &Output, text: &str, append: bool) {
+    match out {
+        Output::Stderr => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+        Output::File(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(path);
+            if let Err(e) = file.and_then(|mut f| f.write_all(text.as_bytes())) {
+                crate::config::warn(&format!(
+                    "could not write the report to {}: {e}",
+                    path.display()
+                ));
+            }
+        }
+        Output::Callback(f) => {
+            let f = f.clone();
+            let text = text.to_owned();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&text))).is_err() {
+                crate::config::warn("the report callback panicked");
+            }
+        }
+        #[cfg(feature = "log")]
+        Output::Log => {
+            for line in text.lines() {
+                log::info!(target: "tickscope", "{line}");
+            }
+        }
+    }
+}
+
+/// Prints a summary now, to the configured output (text if the exit summary is off).
+pub(crate) fn report_now() {
+    let s = crate::config::settings();
+    let format = if s.summary == SummaryFormat::Off {
+        SummaryFormat::Text
+    } else {
+        s.summary
+    };
+    let text = report_string(format, s.per_thread);
+    emit(&s.summary_output, &text, false);
+}
+
+/// The summary as a string.
+pub(crate) fn report_string(format: SummaryFormat, per_thread: bool) -> String {
+    let snap = collect(per_thread, None).expect("collect without a deadline always returns");
+    render(&snap, &Meta::now(), format, per_thread)
+}
+
+static EXIT_DONE: AtomicBool = AtomicBool::new(false);
+
+/// True if and only if the process is exiting (the exit summary has started).
+pub(crate) fn exiting() -> bool {
+    EXIT_DONE.load(Relaxed)
+}
+
+/// Registered with `atexit` on first use: prints the exit summary once. Catches every panic
+/// (nothing may unwind into libc) and never blocks for long on a lock.
+pub(crate) extern "C" fn on_process_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if EXIT_DONE.swap(true, Relaxed) {
+            return;
+        }
+        let s: Settings = crate::config::settings();
+        if s.summary == SummaryFormat::Off {
+            return;
+        }
+        let text = match collect(s.per_thread, Some(Duration::from_millis(500))) {
+            Some(snap) => render(&snap, &Meta::now(), s.summary, s.per_thread),
+            None => "tickscope: exit summary skipped: a thread held the registry lock for 500 ms\n"
+                .to_owned(),
+        };
+        emit(&s.summary_output, &text, false);
+    });
+}
+
+/// The process's wall time so far: since its start per `/proc/self/stat` (10 ms resolution),
+/// or since tickscope's first use where `/proc` is unavailable.
+fn process_wall_ns() -> u64 {
+    static FIRST_USE: OnceLock<u64> = OnceLock::new();
+    let first = *FIRST_USE.get_or_init(crate::sys::monotonic_ns);
+    match crate::sys::process_start_boottime_ns() {
+        Some(start) => crate::sys::boottime_ns().saturating_sub(start),
+        None => crate::sys::monotonic_ns().saturating_sub(first),
+    }
+}
+
+/// Records the first-use time for [`process_wall_ns`]'s fallback.
+pub(crate) fn mark_first_use() {
+    let _ = process_wall_ns();
+}
+
+/// The measured cost of one scope (enter + exit) on this machine, in ns: the same recorder code
+/// and clock as real scopes, on a private recorder that no report shows. Measured once.
+pub(crate) fn overhead_ns() -> f64 {
+    static OVERHEAD: OnceLock<f64> = OnceLock::new();
+    *OVERHEAD.get_or_init(|| {
+        use crate::clock::{Counter, SystemCounter};
+        static PROBE: callsite::Callsite = callsite::Callsite::new(
+            callsite::Name::Static("tickscope overhead probe"),
+            Kind::Scope,
+            file!(),
+            line!(),
+            module_path!(),
+        );
+        let stats = std::sync::Arc::new(crate::scope::thread::ThreadStats::new(u64::MAX, 0, None));
+        let rec = crate::scope::thread::Recorder::new(stats);
+        let id = PROBE.id();
+        let c = SystemCounter;
+        const N: u64 = 20_000;
+        let mut best = u64::MAX;
+        for _ in 0..5 {
+            let t0 = c.ticks();
+            for _ in 0..N {
+                if let Some(i) = rec.enter(std::hint::black_box(id), &c) {
+                    rec.exit(i, &c);
+                }
+            }
+            best = best.min(c.ticks().wrapping_sub(t0));
+        }
+        best as f64 * 1e9 / crate::clock::rate() / N as f64
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! The summary as a table for people.
+//!
+//! ```text
+//! tickscope: 5 scopes, 3.02 s wall time, 4 threads
+//! name         location          calls    total     self     mean      min      p50  …
+//! parse        src/demo.rs:40     1200   812 ms   640 ms    677 µs   …
+//! ```
+//!
+//! `total` is inclusive time; `self` excludes time in child scopes; `mean`, `min`, `p50`,
+//! `p99` and `max` describe outermost entries (a re-entered scope's inner calls are in `calls`
+//! but their time is inside the outer entry's); `%wall` is total ÷ the process's wall time, so
+//! it can pass 100% when several threads run the same scope.
+
+use std::fmt::Write;
+
+use super::format::{count, duration, hertz, location};
+use super::{Entry, Meta, Snapshot};
+use crate::scope::callsite::Kind;
+
+/// Renders the summary.
+pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
+    let mut out = String::new();
+    let threads = snap.live_threads + snap.exited_threads;
+    let _ = writeln!(
+        out,
+        "tickscope: {}, {} wall time, {}",
+        count(snap.entries.len() as u64, "scope"),
+        duration(meta.wall_ns as f64),
+        count(threads, "thread"),
+    );
+    if snap.entries.is_empty() {
+        out.push_str("(no scope was entered)\n");
+    } else {
+        out.push_str(&table(&snap.entries, meta, true));
+    }
+    footer(&mut out, snap, meta);
+    if per_thread {
+        for (t, entries) in &snap.threads {
+            let name = t
+                .name
+                .as_deref()
+                .map(|n| format!(" \"{n}\""))
+                .unwrap_or_default();
+            let state = if t.alive { "running" } else { "exited" };
+            if t.threads > 1 {
+                let _ = writeln!(out, "\n{} merged{name}:", count(t.threads, "exited thread"));
+            } else {
+                let _ = writeln!(out, "\nthread TID 0x{:x}{name} ({state}):", t.tid);
+            }
+            out.push_str(&table(entries, meta, false));
+        }
+    }
+    out
+}
+
+fn footer(out: &mut String, snap: &Snapshot, meta: &Meta) {
+    let threads = snap.live_threads + snap.exited_threads;
+    let _ = writeln!(
+        out,
+        "threads: {threads} seen ({} running, {} exited) · clock: {} at {} (calibrated against CLOCK_MONOTONIC) · overhead: {:.0} ns per scope (measured)",
+        snap.live_threads,
+        snap.exited_threads,
+        meta.clock,
+        hertz(meta.rate),
+        meta.overhead_ns,
+    );
+    let errors: u64 =
+        snap.entries.iter().map(|e| e.row.clock_errors).sum::<u64>() + meta.timer_clock_errors;
+    let mut notes = Vec::new();
+    if errors > 0 {
+        notes.push(format!(
+            "{} replaced by the reference clock",
+            count(errors, "clock error")
+        ));
+    }
+    if snap.lost_too_deep > 0 {
+        notes.push(format!(
+            "{} not recorded: nested deeper than {}",
+            count(snap.lost_too_deep, "scope"),
+            crate::scope::thread::MAX_DEPTH
+        ));
+    }
+    if snap.lost_after_thread_exit > 0 {
+        notes.push(format!(
+            "{} not recorded: entered after its thread's exit",
+            count(snap.lost_after_thread_exit, "scope")
+        ));
+    }
+    if snap.open_now > 0 {
+        notes.push(format!(
+            "{} still open, not counted",
+            count(snap.open_now, "scope")
+        ));
+    }
+    if snap.unfinished_at_thread_exit > 0 {
+        notes.push(format!(
+            "{} open when their thread exited, not counted",
+            count(snap.unfinished_at_thread_exit, "scope")
+        ));
+    }
+    if notes.is_empty() {
+        out.push_str("nothing lost · mean/min/p50/p99/max are per outermost call\n");
+    } else {
+        let _ = writeln!(out, "note: {}", notes.join("; "));
+    }
+}
+
+/// The table of rows; `full` adds location, percentiles, %wall and clock errors.
+fn table(entries: &[Entry], meta: &Meta, full: bool) -> String {
+    let header: Vec<&str> = if full {
+        vec![
+            "name", "location", "calls", "total", "self", "mean", "min", "p50", "p99", "max",
+            "%wall", "clk err",
+        ]
+    } else {
+        vec!["name", "calls", "total", "self", "mean", "max"]
+    };
+    let mut rows: Vec<Vec<String>> = Vec::with_capacity(entries.len());
+    for e in entries {
+        let r = &e.row;
+        let ns = |t: u64| duration(meta.ns(t));
+        let name = match e.info.kind {
+            Kind::Group => format!("{} [group]", e.info.name),
+            Kind::Scope => e.info.name.to_owned(),
+        };
+        let mean = if r.outer > 0 {
+            duration(meta.ns(r.incl) / r.outer as f64)
+        } else {
+            "-".into()
+        };
+        let (min, max) = if r.outer > 0 {
+            (ns(r.min), ns(r.max))
+        } else {
+            ("-".into(), "-".into())
+        };
+        let q = |q: f64| match r.hist.quantile(q) {
+            Some(v) => ns(v.clamp(r.min, r.max)),
+            None => "-".into(),
+        };
+        if full {
+            let mut loc = location(e.info.file, e.info.line);
+            if e.info.sites > 1 {
+                let _ = write!(loc, " +{}", e.info.sites - 1);
+            }
+            let wall = if meta.wall_ns > 0 {
+                format!("{:.1}", meta.ns(r.incl) * 100.0 / meta.wall_ns as f64)
+            } else {
+                "-".into()
+            };
+            rows.push(vec![
+                name,
+                loc,
+                r.calls.to_string(),
+                ns(r.incl),
+                ns(r.self_ticks),
+                mean,
+                min,
+                q(0.5),
+                q(0.99),
+                max,
+                wall,
+                r.clock_errors.to_string(),
+            ]);
+        } else {
+            rows.push(vec![
+                name,
+                r.calls.to_string(),
+                ns(r.incl),
+                ns(r.self_ticks),
+                mean,
+                max,
+            ]);
+        }
+    }
+    let left = if full { 2 } else { 1 };
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut l = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c > 0 {
+                l.push_str("  ");
+            }
+            if c < left {
+                l.push_str(cell);
+                l.extend(std::iter::repeat(' ').take(pad));
+            } else {
+                l.extend(std::iter::repeat(' ').take(pad));
+                l.push_str(cell);
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(&header);
+    for r in &rows {
+        line(&r.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! The global registry of threads: the only lock on the scope side, taken once when a thread
+//! first enters a scope, once when it exits, and by reporters.
+//!
+//! A thread's statistics stay readable for its whole life. When it exits, its slots are folded
+//! into the retired totals *under the same lock* that removes it from the live list, so a
+//! snapshot sees every call exactly once: a thread that lived one millisecond still counts.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use super::thread::{Recorder, Row, ThreadStats};
+
+/// Per-thread breakdowns kept for exited threads; later ones are merged into one entry so a
+/// program that starts millions of threads keeps bounded memory. The totals are always exact.
+const RETIRED_THREADS_KEPT: usize = 256;
+
+/// What one thread did, for the per-thread breakdown.
+#[derive(Clone)]
+pub(crate) struct ThreadSnapshot {
+    pub serial: u64,
+    pub tid: u64,
+    pub name: Option<String>,
+    pub alive: bool,
+    /// Threads merged into this entry (1, or more for the overflow entry).
+    pub threads: u64,
+    /// Rows by call-site id, without histograms.
+    pub rows: BTreeMap<u32, Row>,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub live: Vec<Arc<ThreadStats>>,
+    next_serial: u64,
+    /// Rows of exited threads, by call-site id, with histograms.
+    pub retired: BTreeMap<u32, Row>,
+    pub retired_threads: Vec<ThreadSnapshot>,
+    pub retired_count: u64,
+    /// Scopes still open on threads when they exited (never closed, so never counted).
+    pub unfinished_at_thread_exit: u64,
+    /// Scopes lost to the depth limit on exited threads.
+    pub retired_lost_too_deep: u64,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+pub(crate) struct RegistryGuard(MutexGuard<'static, Option<Registry>>);
+
+impl std::ops::Deref for RegistryGuard {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        self.0.as_ref().expect("initialised by lock()")
+    }
+}
+
+impl std::ops::DerefMut for RegistryGuard {
+    fn deref_mut(&mut self) -> &mut Registry {
+        self.0.as_mut().expect("initialised by lock()")
+    }
+}
+
+/// Locks the registry, taking over a poisoned lock (our code never panics while holding it,
+/// and the data is consistent between statements).
+pub(crate) fn lock() -> RegistryGuard {
+    let mut g = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    g.get_or_insert_with(Registry::default);
+    RegistryGuard(g)
+}
+
+/// Like [`lock`] but gives up after `wait`: the exit path must never deadlock, even if a thread
+/// was stopped while holding the lock.
+pub(crate) fn try_lock(wait: Duration) -> Option<RegistryGuard> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let mut g = match REGISTRY.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        g.get_or_insert_with(Registry::default);
+        return Some(RegistryGuard(g));
+    }
+}
+
+/// Registers the calling thread and returns its recorder.
+pub(crate) fn register_current() -> Recorder {
+    crate::config::ensure_init();
+    let tid = crate::sys::gettid();
+    let name = std::thread::current().name().map(str::to_owned);
+    let mut reg = lock();
+    let serial = reg.next_serial;
+    reg.next_serial += 1;
+    let stats = Arc::new(ThreadStats::new(serial, tid, name));
+    reg.live.push(stats.clone());
+    Recorder::new(stats)
+}
+
+/// Folds an exiting thread into the retired totals.
+pub(crate) fn retire(rec: &Recorder) {
+    let stats = &rec.stats;
+    let mut reg = lock();
+    let mut rows = BTreeMap::new();
+    stats.for_each_slot(|id, slot| {
+        let row = Row::read(slot, true);
+        reg.retired.entry(id).or_insert_with(Row::empty).merge(&row);
+        let mut light = Row::light();
+        light.merge(&row);
+        rows.insert(id, light);
+    });
+    reg.retired_count += 1;
+    reg.unfinished_at_thread_exit += rec.depth() as u64;
+    reg.retired_lost_too_deep += stats.lost_too_deep.load(Relaxed);
+    let snap = ThreadSnapshot {
+        serial: stats.serial,
+        tid: stats.tid,
+        name: stats.name.clone(),
+        alive: false,
+        threads: 1,
+        rows,
+    };
+    if reg.retired_threads.len() < RETIRED_THREADS_KEPT {
+        reg.retired_threads.push(snap);
+    } else {
+        // One more entry stands for every thread past the limit.
+        if reg.retired_threads.len() == RETIRED_THREADS_KEPT {
+            reg.retired_threads.push(ThreadSnapshot {
+                serial: u64::MAX,
+                tid: 0,
+                name: Some("(later exited threads)".into()),
+                alive: false,
+                threads: 0,
+                rows: BTreeMap::new(),
+            });
+        }
+        let last = reg.retired_threads.last_mut().expect("pushed above");
+        last.threads += 1;
+        for (id, row) in snap.rows {
+            last.rows.entry(id).or_insert_with(Row::light).merge(&row);
+        }
+    }
+    reg.live.retain(|t| !Arc::ptr_eq(t, stats));
+}
