@@ -1,1 +1,206 @@
-fn main() {}
+//! Scope overhead, measured side by side in one run, printed as ratios.
+//!
+//! ```text
+//! cargo bench -p tickscope --bench overhead                          # scopes compiled in
+//! cargo bench -p tickscope --bench overhead --no-default-features    # compiled out
+//! ```
+//!
+//! - **floor**: a loop doing two raw counter reads and one thread-local add — the least any
+//!   timing scope can cost. Target: scope ÷ floor ≤ 1.25.
+//! - **disabled**: a scope with `set_enabled(false)`, against an empty loop.
+//! - **two threads**: scope throughput of two threads in parallel ÷ one thread (no shared
+//!   writes, so ≥ 1.9 on two free cores).
+//! - **memory**: bytes of scope state per thread, by call sites touched.
+//!
+//! Every figure is the best of several interleaved rounds, so a noisy neighbour shows up as
+//! spread between rounds rather than as a skewed ratio.
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::time::Instant;
+
+const N: u64 = 2_000_000;
+const ROUNDS: usize = 15;
+
+thread_local! {
+    static ACC: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The raw counter, without tickscope's source dispatch.
+#[inline(always)]
+fn raw() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc exists on every x86_64 CPU and only reads the time-stamp counter.
+        #[allow(unused_unsafe)]
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        tickscope::now()
+    }
+}
+
+#[inline(never)]
+fn empty_loop(n: u64) {
+    for i in 0..n {
+        black_box(i);
+    }
+}
+
+#[inline(never)]
+fn floor_loop(n: u64) {
+    for _ in 0..n {
+        let a = raw();
+        let b = raw();
+        ACC.with(|c| c.set(c.get().wrapping_add(b.wrapping_sub(a))));
+    }
+}
+
+#[inline(never)]
+fn scope_loop(n: u64) {
+    for i in 0..n {
+        tickscope::scope!("bench scope");
+        black_box(i);
+    }
+}
+
+/// Nanoseconds per iteration of `f(N)`.
+fn time(f: fn(u64)) -> f64 {
+    let t = Instant::now();
+    f(N);
+    t.elapsed().as_nanos() as f64 / N as f64
+}
+
+fn best(samples: &[f64]) -> f64 {
+    samples.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn spread(samples: &[f64]) -> f64 {
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    s[s.len() / 2] / s[0]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument selects nothing here.
+    tickscope::Config::new()
+        .summary(tickscope::SummaryFormat::Off)
+        .install();
+    // Warm up: calibrate the clock, register the call site and this thread.
+    tickscope::ticks_per_second();
+    scope_loop(10_000);
+    floor_loop(10_000);
+
+    let (mut empty, mut floor, mut scope, mut disabled) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..ROUNDS {
+        empty.push(time(empty_loop));
+        floor.push(time(floor_loop));
+        tickscope::set_enabled(true);
+        scope.push(time(scope_loop));
+        tickscope::set_enabled(false);
+        disabled.push(time(scope_loop));
+    }
+    tickscope::set_enabled(true);
+
+    println!("tickscope scope overhead, best of {ROUNDS} rounds of {N} iterations (median/best spread in brackets)");
+    println!(
+        "  clock: {} at {:.3} GHz",
+        tickscope::clock::source().name(),
+        tickscope::ticks_per_second() as f64 / 1e9
+    );
+    println!(
+        "  empty loop:                         {:6.2} ns  [{:.2}]",
+        best(&empty),
+        spread(&empty)
+    );
+    println!(
+        "  floor (2 counter reads + TLS add):  {:6.2} ns  [{:.2}]",
+        best(&floor),
+        spread(&floor)
+    );
+    if tickscope::COMPILED_IN {
+        println!(
+            "  scope!:                             {:6.2} ns  [{:.2}]",
+            best(&scope),
+            spread(&scope)
+        );
+        println!(
+            "  scope!, set_enabled(false):         {:6.2} ns  [{:.2}]",
+            best(&disabled),
+            spread(&disabled)
+        );
+        println!(
+            "  RATIO scope / floor:                {:6.3}   (target <= 1.25)",
+            best(&scope) / best(&floor)
+        );
+        println!(
+            "  RATIO disabled scope / empty loop:  {:6.3}",
+            best(&disabled) / best(&empty)
+        );
+        two_threads();
+        memory();
+    } else {
+        println!(
+            "  scope!, compiled out:               {:6.2} ns  [{:.2}]",
+            best(&scope),
+            spread(&scope)
+        );
+        println!(
+            "  RATIO compiled-out scope / empty loop: {:6.3}   (target: no difference)",
+            best(&scope) / best(&empty)
+        );
+    }
+}
+
+/// Scope throughput of two threads at once ÷ one thread.
+fn two_threads() {
+    let run = |threads: usize| -> f64 {
+        let start = std::sync::Barrier::new(threads);
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    start.wait();
+                    scope_loop(N);
+                });
+            }
+        });
+        (threads as u64 * N) as f64 / t.elapsed().as_secs_f64()
+    };
+    let (mut one, mut two) = (vec![], vec![]);
+    for _ in 0..5 {
+        one.push(run(1));
+        two.push(run(2));
+    }
+    let (one, two) = (
+        one.iter().copied().fold(0.0, f64::max),
+        two.iter().copied().fold(0.0, f64::max),
+    );
+    println!("  one thread:   {:7.1} M scopes/s", one / 1e6);
+    println!("  two threads:  {:7.1} M scopes/s", two / 1e6);
+    println!("  RATIO two threads / one thread:     {:6.3}   (target >= 1.9 with 2 free cores; this machine has {})",
+        two / one, std::thread::available_parallelism().map_or(1, |n| n.get()));
+}
+
+/// Bytes of scope state on a fresh thread after touching 1, 10 and 100 call sites.
+fn memory() {
+    macro_rules! touch {
+        ($($i:literal)*) => { $( { tickscope::scope!(concat!("mem ", $i)); } )* };
+    }
+    let one = std::thread::spawn(|| {
+        touch!(0);
+        tickscope::thread_bytes()
+    })
+    .join()
+    .unwrap();
+    let ten = std::thread::spawn(|| {
+        touch!(0 1 2 3 4 5 6 7 8 9);
+        tickscope::thread_bytes()
+    })
+    .join()
+    .unwrap();
+    println!("  memory per thread: {one} bytes with 1 call site touched, {ten} with 10 ({} per call site)", (ten - one) / 9);
+}

@@ -101,49 +101,76 @@ pub use tickscope_macros::profile;
 #[macro_export]
 macro_rules! scope {
     () => {
-        let __tickscope_scope = $crate::__private::enter({
-            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                $crate::__private::Callsite::new(
-                    $crate::__private::Name::Function({
-                        fn __tickscope_name() -> &'static str {
-                            fn f() {}
-                            $crate::__private::type_name_of(f)
-                        }
-                        __tickscope_name
-                    }),
-                    $crate::__private::Kind::Scope,
-                    file!(),
-                    line!(),
-                    module_path!(),
-                );
-            &__TICKSCOPE_CALLSITE
-        });
+        let __tickscope_scope = $crate::__private::enter_cached(
+            {
+                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                    $crate::__private::Callsite::new(
+                        $crate::__private::Name::Function({
+                            fn __tickscope_name() -> &'static str {
+                                fn f() {}
+                                $crate::__private::type_name_of(f)
+                            }
+                            __tickscope_name
+                        }),
+                        $crate::__private::Kind::Scope,
+                        file!(),
+                        line!(),
+                        module_path!(),
+                    );
+                &__TICKSCOPE_CALLSITE
+            },
+            {
+                ::std::thread_local! {
+                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
+                        const { $crate::__private::SlotCache::new() };
+                }
+                &__TICKSCOPE_SLOT
+            },
+        );
     };
     (group = $group:expr $(,)?) => {
-        let __tickscope_scope = $crate::__private::enter({
-            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                $crate::__private::Callsite::new(
-                    $crate::__private::Name::Static($group),
-                    $crate::__private::Kind::Group,
-                    file!(),
-                    line!(),
-                    module_path!(),
-                );
-            &__TICKSCOPE_CALLSITE
-        });
+        let __tickscope_scope = $crate::__private::enter_cached(
+            {
+                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                    $crate::__private::Callsite::new(
+                        $crate::__private::Name::Static($group),
+                        $crate::__private::Kind::Group,
+                        file!(),
+                        line!(),
+                        module_path!(),
+                    );
+                &__TICKSCOPE_CALLSITE
+            },
+            {
+                ::std::thread_local! {
+                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
+                        const { $crate::__private::SlotCache::new() };
+                }
+                &__TICKSCOPE_SLOT
+            },
+        );
     };
     ($name:expr $(,)?) => {
-        let __tickscope_scope = $crate::__private::enter({
-            static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                $crate::__private::Callsite::new(
-                    $crate::__private::Name::Static($name),
-                    $crate::__private::Kind::Scope,
-                    file!(),
-                    line!(),
-                    module_path!(),
-                );
-            &__TICKSCOPE_CALLSITE
-        });
+        let __tickscope_scope = $crate::__private::enter_cached(
+            {
+                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
+                    $crate::__private::Callsite::new(
+                        $crate::__private::Name::Static($name),
+                        $crate::__private::Kind::Scope,
+                        file!(),
+                        line!(),
+                        module_path!(),
+                    );
+                &__TICKSCOPE_CALLSITE
+            },
+            {
+                ::std::thread_local! {
+                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
+                        const { $crate::__private::SlotCache::new() };
+                }
+                &__TICKSCOPE_SLOT
+            },
+        );
     };
 }
 
@@ -159,6 +186,7 @@ macro_rules! scope {
 /// What the macros expand to. **Not a stable API**: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::imp::enter;
+    pub use crate::imp::{enter, enter_cached};
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
+    pub use crate::scope::SlotCache;
 }

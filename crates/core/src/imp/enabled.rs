@@ -21,13 +21,11 @@ pub fn is_enabled() -> bool {
     ENABLED.load(Relaxed)
 }
 
-const INERT: u32 = u32::MAX;
-
 /// An open scope; it closes when dropped. It is `!Send`: a scope belongs to the thread that
 /// opened it.
 #[must_use = "a scope closes when its guard is dropped; bind it with `let _guard = ...`"]
 pub struct Scope {
-    index: u32,
+    open: Option<crate::scope::thread::Open>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -36,7 +34,7 @@ impl Scope {
     #[inline(always)]
     pub fn inert() -> Scope {
         Scope {
-            index: INERT,
+            open: None,
             _not_send: PhantomData,
         }
     }
@@ -45,8 +43,8 @@ impl Scope {
 impl Drop for Scope {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.index != INERT {
-            crate::scope::exit(self.index);
+        if let Some(open) = &self.open {
+            crate::scope::exit(open);
         }
     }
 }
@@ -58,12 +56,24 @@ pub fn enter(cs: &'static Callsite) -> Scope {
         return Scope::inert();
     }
     let id = cs.id();
-    match crate::scope::enter(id) {
-        Some(index) => Scope {
-            index,
-            _not_send: PhantomData,
-        },
-        None => Scope::inert(),
+    Scope {
+        open: crate::scope::enter(id),
+        _not_send: PhantomData,
+    }
+}
+
+/// Opens a scope of call site `cs` through its per-thread slot cache (what the macros use).
+#[inline(always)]
+pub fn enter_cached(
+    cs: &'static Callsite,
+    cache: &'static std::thread::LocalKey<crate::scope::SlotCache>,
+) -> Scope {
+    if !ENABLED.load(Relaxed) {
+        return Scope::inert();
+    }
+    Scope {
+        open: crate::scope::enter_cached(cs, cache),
+        _not_send: PhantomData,
     }
 }
 

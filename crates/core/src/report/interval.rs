@@ -116,8 +116,8 @@ fn lines(prev: &mut Readings, elapsed: Duration) -> String {
         for t in &reg.live {
             t.for_each_slot(|id, slot| {
                 current.push((
-                    t.serial,
-                    t.tid,
+                    t.serial.load(Relaxed),
+                    t.tid.load(Relaxed),
                     id,
                     slot.incl.load(Relaxed),
                     slot.calls.load(Relaxed),

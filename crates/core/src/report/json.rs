@@ -38,8 +38,9 @@ pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
     );
     let _ = write!(
         o,
-        "\"lost\":{{\"too_deep\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{}}},",
+        "\"lost\":{{\"too_deep\":{},\"unbalanced\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{}}},",
         snap.lost_too_deep,
+        snap.unbalanced,
         snap.lost_after_thread_exit,
         snap.open_now,
         snap.unfinished_at_thread_exit,

@@ -41,6 +41,8 @@ pub(crate) struct Snapshot {
     pub open_now: u64,
     pub unfinished_at_thread_exit: u64,
     pub lost_too_deep: u64,
+    /// Scopes abandoned because an enclosing scope's guard was dropped first.
+    pub unbalanced: u64,
     pub lost_after_thread_exit: u64,
 }
 
@@ -86,6 +88,7 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
     let mut threads = Vec::new();
     let mut lost_too_deep = reg.retired_lost_too_deep;
     let mut open_now = 0;
+    let mut unbalanced = reg.retired_unbalanced;
     for t in &reg.live {
         let mut light = BTreeMap::new();
         t.for_each_slot(|id, slot| {
@@ -99,11 +102,12 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
             rows.entry(id).or_insert_with(Row::empty).merge(&row);
         });
         lost_too_deep += t.lost_too_deep.load(Relaxed);
+        unbalanced += t.unbalanced.load(Relaxed);
         if per_thread {
             threads.push(ThreadSnapshot {
-                serial: t.serial,
-                tid: t.tid,
-                name: t.name.clone(),
+                serial: t.serial.load(Relaxed),
+                tid: t.tid.load(Relaxed),
+                name: t.name(),
                 alive: true,
                 threads: 1,
                 rows: light,
@@ -149,6 +153,7 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
         open_now,
         unfinished_at_thread_exit,
         lost_too_deep,
+        unbalanced,
         lost_after_thread_exit: crate::scope::LOST_AFTER_THREAD_EXIT.load(Relaxed),
     })
 }
@@ -288,8 +293,9 @@ pub(crate) fn overhead_ns() -> f64 {
             line!(),
             module_path!(),
         );
-        let stats = std::sync::Arc::new(crate::scope::thread::ThreadStats::new(u64::MAX, 0, None));
-        let rec = crate::scope::thread::Recorder::new(stats);
+        // A private state, never registered, so no report shows the probe. Leaked once.
+        let stats = crate::scope::thread::ThreadStats::leak();
+        let stack = Box::new(crate::scope::thread::Stack::new());
         let id = PROBE.id();
         let c = SystemCounter;
         const N: u64 = 20_000;
@@ -297,8 +303,10 @@ pub(crate) fn overhead_ns() -> f64 {
         for _ in 0..5 {
             let t0 = c.ticks();
             for _ in 0..N {
-                if let Some(i) = rec.enter(std::hint::black_box(id), &c) {
-                    rec.exit(i, &c);
+                if let Some(o) =
+                    crate::scope::thread::enter(&*stack, stats, std::hint::black_box(id), &c)
+                {
+                    crate::scope::thread::exit(&*stack, stats, &o, &c);
                 }
             }
             best = best.min(c.ticks().wrapping_sub(t0));

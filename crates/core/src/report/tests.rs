@@ -100,6 +100,7 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
         open_now: 0,
         unfinished_at_thread_exit: 0,
         lost_too_deep: 0,
+        unbalanced: 0,
         lost_after_thread_exit: 0,
     }
 }
@@ -207,7 +208,7 @@ fn lost_and_open_scopes_are_reported_never_silent() {
     );
     let j = json::render(&snap, &meta(), false);
     assert!(
-        j.contains("\"too_deep\":3,\"after_thread_exit\":2,\"open_now\":1"),
+        j.contains("\"too_deep\":3,\"unbalanced\":0,\"after_thread_exit\":2,\"open_now\":1"),
         "{j}"
     );
 }

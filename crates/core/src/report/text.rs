@@ -80,6 +80,12 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Meta) {
             crate::scope::thread::MAX_DEPTH
         ));
     }
+    if snap.unbalanced > 0 {
+        notes.push(format!(
+            "{} not recorded: an enclosing scope's guard was dropped first",
+            count(snap.unbalanced, "scope")
+        ));
+    }
     if snap.lost_after_thread_exit > 0 {
         notes.push(format!(
             "{} not recorded: entered after its thread's exit",

@@ -48,10 +48,15 @@ pub(crate) struct Hist {
 }
 
 impl Hist {
-    pub(crate) fn new() -> Hist {
+    pub(crate) const fn new() -> Hist {
         Hist {
             buckets: [const { AtomicU64::new(0) }; BUCKETS],
         }
+    }
+
+    /// Clears every bucket.
+    pub(crate) fn reset(&self) {
+        self.buckets.iter().for_each(|b| b.store(0, Relaxed));
     }
 
     /// Records one value. Owner thread only (relaxed load + store, no locked instruction).

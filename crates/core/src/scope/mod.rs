@@ -11,66 +11,165 @@ pub(crate) mod hist;
 pub(crate) mod registry;
 pub(crate) mod thread;
 
-use std::cell::OnceCell;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::clock::SystemCounter;
-use thread::Recorder;
+use std::thread::LocalKey;
 
-/// The calling thread's recorder. Its destructor folds the thread into the retired totals.
-struct Local {
-    rec: OnceCell<Recorder>,
+use crate::clock::{Bracket, SystemCounter, Ticks};
+use callsite::Callsite;
+use thread::{DeepStack, Open, Slot, StackStore, ThreadStats};
+
+const INLINE_DEPTH: usize = 64;
+
+// The calling thread's hot-path state, in thread-locals without destructors: `thread_local!`
+// compiles each access to a plain `%fs`-relative address, with no "initialised / destroyed"
+// check. They are separate and reached through tiny closures so every access inlines.
+thread_local! {
+    /// `None` before the thread's first scope and after its exit hook ran.
+    static STATS: Cell<Option<&'static ThreadStats>> = const { Cell::new(None) };
+    /// The exit hook ran: scopes from later thread-local destructors cannot be recorded.
+    static EXITED: Cell<bool> = const { Cell::new(false) };
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static CHILD: [Cell<Ticks>; INLINE_DEPTH] = const { [const { Cell::new(0) }; INLINE_DEPTH] };
+    static DEEP: Cell<Option<&'static DeepStack>> = const { Cell::new(None) };
+    static ANCHOR: Cell<Bracket> = const { Cell::new(Bracket { before_ns: 0, ticks: 0, after_ns: 0 }) };
 }
 
-impl Drop for Local {
+/// The calling thread's stack, in the thread-locals above.
+struct TlsStack;
+
+impl StackStore for TlsStack {
+    #[inline(always)]
+    fn depth(&self) -> u32 {
+        DEPTH.get()
+    }
+    #[inline(always)]
+    fn set_depth(&self, d: u32) {
+        DEPTH.set(d)
+    }
+    #[inline(always)]
+    fn inline_child(&self, i: usize) -> Ticks {
+        CHILD.with(|c| c[i].get())
+    }
+    #[inline(always)]
+    fn set_inline_child(&self, i: usize, v: Ticks) {
+        CHILD.with(|c| c[i].set(v))
+    }
+    fn deep(&self) -> Option<&'static DeepStack> {
+        DEEP.get()
+    }
+    fn set_deep(&self, d: Option<&'static DeepStack>) {
+        DEEP.set(d)
+    }
+    #[inline(always)]
+    fn anchor(&self) -> Bracket {
+        ANCHOR.get()
+    }
+    fn set_anchor(&self, b: Bracket) {
+        ANCHOR.set(b)
+    }
+}
+
+/// Registered (by first access) when a thread registers; its destructor folds the thread
+/// into the retired totals when the thread exits.
+struct ExitHook;
+
+impl Drop for ExitHook {
     fn drop(&mut self) {
-        if let Some(rec) = self.rec.get() {
-            registry::retire(rec);
+        EXITED.set(true);
+        if let Some(stats) = STATS.take() {
+            registry::retire(stats, thread::depth(&TlsStack), DEEP.take());
         }
     }
 }
 
 thread_local! {
-    static LOCAL: Local = const { Local { rec: OnceCell::new() } };
+    static EXIT_HOOK: ExitHook = const { ExitHook };
 }
 
-/// Scopes entered on a thread after its thread-locals were destroyed (from another
-/// thread-local's destructor): they cannot be recorded, so they are counted.
+/// Scopes entered on a thread after its exit hook ran (from another thread-local's
+/// destructor): they cannot be recorded, so they are counted.
 pub(crate) static LOST_AFTER_THREAD_EXIT: AtomicU64 = AtomicU64::new(0);
 
 /// Opens a scope of call site `id` on the calling thread; `None` if it cannot be recorded.
 #[inline(always)]
-pub(crate) fn enter(id: u32) -> Option<u32> {
-    match LOCAL.try_with(|l| {
-        l.rec
-            .get_or_init(registry::register_current)
-            .enter(id, &SystemCounter)
-    }) {
-        Ok(index) => index,
-        Err(_) => lost_after_thread_exit(),
+pub(crate) fn enter(id: u32) -> Option<Open> {
+    let stats = match STATS.get() {
+        Some(s) => s,
+        None => register()?,
+    };
+    thread::enter(&TlsStack, stats, id, &SystemCounter)
+}
+
+/// A call site's slot on the calling thread, cached in a thread-local of the call site's own
+/// (the macros declare one per call site: 8 bytes of TLS each). A hit is one `%fs`-relative
+/// load, where the directory walk is four dependent loads — on the critical path, since the
+/// nesting check updates the slot before the clock is read. Not a stable API.
+#[doc(hidden)]
+pub struct SlotCache(Cell<Option<&'static Slot>>);
+
+impl SlotCache {
+    /// An empty cache.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> SlotCache {
+        SlotCache(Cell::new(None))
     }
+}
+
+/// [`enter`] through the call site's slot cache.
+#[inline(always)]
+pub(crate) fn enter_cached(
+    cs: &'static Callsite,
+    cache: &'static LocalKey<SlotCache>,
+) -> Option<Open> {
+    let stats = match STATS.get() {
+        Some(s) => s,
+        None => register()?,
+    };
+    // The cache is only read while the thread's statistics are live (checked just above), and
+    // a thread keeps the same statistics for its whole life, so a cached slot is its own.
+    let slot = match cache.with(|c| c.0.get()) {
+        Some(slot) => slot,
+        None => fill_cache(cs, cache, stats),
+    };
+    thread::enter_slot(&TlsStack, stats, slot, &SystemCounter)
 }
 
 #[cold]
 #[inline(never)]
-fn lost_after_thread_exit() -> Option<u32> {
-    LOST_AFTER_THREAD_EXIT.fetch_add(1, Relaxed);
-    None
+fn fill_cache(
+    cs: &'static Callsite,
+    cache: &'static LocalKey<SlotCache>,
+    stats: &'static ThreadStats,
+) -> &'static Slot {
+    let slot = stats.slot(cs.id());
+    cache.with(|c| c.0.set(Some(slot)));
+    slot
 }
 
-/// Closes frame `index` on the calling thread.
+#[cold]
+#[inline(never)]
+fn register() -> Option<&'static ThreadStats> {
+    if EXITED.get() || EXIT_HOOK.try_with(|_| ()).is_err() {
+        EXITED.set(true);
+        LOST_AFTER_THREAD_EXIT.fetch_add(1, Relaxed);
+        return None;
+    }
+    let stats = registry::register_current();
+    STATS.set(Some(stats));
+    Some(stats)
+}
+
+/// Closes `open` on the calling thread.
 #[inline(always)]
-pub(crate) fn exit(index: u32) {
-    let _ = LOCAL.try_with(|l| {
-        if let Some(rec) = l.rec.get() {
-            rec.exit(index, &SystemCounter);
-        }
-    });
+pub(crate) fn exit(open: &Open) {
+    if let Some(stats) = STATS.get() {
+        thread::exit(&TlsStack, stats, open, &SystemCounter);
+    }
 }
 
 /// Bytes of scope state the calling thread holds (0 if it never entered a scope).
 pub(crate) fn current_thread_bytes() -> usize {
-    LOCAL
-        .try_with(|l| l.rec.get().map_or(0, |r| r.stats.bytes() + r.stack_bytes()))
-        .unwrap_or(0)
+    STATS.get().map_or(0, |s| s.bytes())
 }

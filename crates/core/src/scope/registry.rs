@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use super::thread::{Recorder, Row, ThreadStats};
+use super::thread::{DeepStack, Row, ThreadStats};
 
 /// Per-thread breakdowns kept for exited threads; later ones are merged into one entry so a
 /// program that starts millions of threads keeps bounded memory. The totals are always exact.
@@ -31,7 +31,10 @@ pub(crate) struct ThreadSnapshot {
 
 #[derive(Default)]
 pub(crate) struct Registry {
-    pub live: Vec<Arc<ThreadStats>>,
+    pub live: Vec<&'static ThreadStats>,
+    /// Cleared statistics of exited threads, for the next threads (see `thread.rs`).
+    free: Vec<&'static ThreadStats>,
+    free_deep: Vec<&'static DeepStack>,
     next_serial: u64,
     /// Rows of exited threads, by call-site id, with histograms.
     pub retired: BTreeMap<u32, Row>,
@@ -41,6 +44,8 @@ pub(crate) struct Registry {
     pub unfinished_at_thread_exit: u64,
     /// Scopes lost to the depth limit on exited threads.
     pub retired_lost_too_deep: u64,
+    /// Scopes abandoned by out-of-order guards on exited threads.
+    pub retired_unbalanced: u64,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -87,38 +92,51 @@ pub(crate) fn try_lock(wait: Duration) -> Option<RegistryGuard> {
     }
 }
 
-/// Registers the calling thread and returns its recorder.
-pub(crate) fn register_current() -> Recorder {
+/// Registers the calling thread and returns its statistics.
+pub(crate) fn register_current() -> &'static ThreadStats {
     crate::config::ensure_init();
     let tid = crate::sys::gettid();
     let name = std::thread::current().name().map(str::to_owned);
     let mut reg = lock();
     let serial = reg.next_serial;
     reg.next_serial += 1;
-    let stats = Arc::new(ThreadStats::new(serial, tid, name));
-    reg.live.push(stats.clone());
-    Recorder::new(stats)
+    let stats = reg.free.pop().unwrap_or_else(ThreadStats::leak);
+    stats.serial.store(serial, Relaxed);
+    stats.tid.store(tid, Relaxed);
+    *stats.name.lock().unwrap_or_else(|p| p.into_inner()) = name;
+    reg.live.push(stats);
+    stats
 }
 
-/// Folds an exiting thread into the retired totals.
-pub(crate) fn retire(rec: &Recorder) {
-    let stats = &rec.stats;
+/// A deep-stack extension for a thread nesting past the inline depth.
+pub(crate) fn take_deep_stack() -> &'static DeepStack {
+    lock().free_deep.pop().unwrap_or_else(DeepStack::leak)
+}
+
+/// Folds an exiting thread into the retired totals, then clears and pools its statistics.
+/// `open` is how many scopes were still open on it.
+pub(crate) fn retire(stats: &'static ThreadStats, open: usize, deep: Option<&'static DeepStack>) {
     let mut reg = lock();
     let mut rows = BTreeMap::new();
     stats.for_each_slot(|id, slot| {
         let row = Row::read(slot, true);
+        if row.calls == 0 {
+            return; // a slot left over from an earlier thread that used this state
+        }
         reg.retired.entry(id).or_insert_with(Row::empty).merge(&row);
         let mut light = Row::light();
         light.merge(&row);
+        light.open = 0;
         rows.insert(id, light);
     });
     reg.retired_count += 1;
-    reg.unfinished_at_thread_exit += rec.depth() as u64;
+    reg.unfinished_at_thread_exit += open as u64;
     reg.retired_lost_too_deep += stats.lost_too_deep.load(Relaxed);
+    reg.retired_unbalanced += stats.unbalanced.load(Relaxed);
     let snap = ThreadSnapshot {
-        serial: stats.serial,
-        tid: stats.tid,
-        name: stats.name.clone(),
+        serial: stats.serial.load(Relaxed),
+        tid: stats.tid.load(Relaxed),
+        name: stats.name(),
         alive: false,
         threads: 1,
         rows,
@@ -143,5 +161,11 @@ pub(crate) fn retire(rec: &Recorder) {
             last.rows.entry(id).or_insert_with(Row::light).merge(&row);
         }
     }
-    reg.live.retain(|t| !Arc::ptr_eq(t, stats));
+    reg.live.retain(|t| !std::ptr::eq(*t, stats));
+    // Nobody reads it any more (readers hold the lock we hold): clear it for the next thread.
+    stats.reset();
+    reg.free.push(stats);
+    if let Some(d) = deep {
+        reg.free_deep.push(d);
+    }
 }

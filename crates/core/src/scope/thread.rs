@@ -1,19 +1,25 @@
-//! Per-thread scope statistics: the slots other threads may read, and the owner's scope stack.
+//! Per-thread scope statistics: the slots other threads may read, and the owner's stack.
 //!
-//! [`ThreadStats`] is shared (behind an `Arc`) with the registry so reporters can read it at
-//! any time; it holds one [`Slot`] per call-site id the thread has touched, found through a
+//! [`ThreadStats`] holds one [`Slot`] per call-site id the thread has touched, found through a
 //! two-level table of `OnceLock`s (a 256-entry directory of 64-slot pages). Slots are allocated
 //! the first time a thread enters a call site and never move; after that the hot path does not
 //! allocate. Every write is the owner's, as a relaxed load and store: no locked instruction,
-//! and slots are cache-line aligned so threads share no written line.
+//! and slots are cache-line aligned so threads share no written line. Reporters read them at
+//! any time.
 //!
-//! [`Recorder`] is the owner's side: the scope stack (for self time and re-entry), and the
-//! reference-clock anchor the clock's anomaly guard uses. It is generic over the [`Counter`] so
-//! tests drive it with a fake clock.
+//! A `ThreadStats` is `&'static`: allocated once, and when its thread exits, folded into the
+//! retired totals, cleared and pooled for the next thread (so memory is bounded by the peak
+//! number of live threads, not by how many ever ran). Being `'static` is what lets the hot path
+//! keep it in a destructor-free thread-local and lets an open scope's guard carry its slot —
+//! the exit then needs no lookup at all.
+//!
+//! [`Stack`] is the owner's side: child time per open scope (for self time), the depth, and
+//! the reference-clock anchor the clock's anomaly guard uses. It is generic over the
+//! [`Counter`] so tests drive it with a fake clock.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use super::hist::{Counts, Hist};
 use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
@@ -21,8 +27,8 @@ use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
 pub(crate) const PAGE_LEN: usize = 64;
 pub(crate) const DIR_LEN: usize = 256;
 
-/// Frames kept inline in every thread's stack; deeper nesting uses a lazily allocated
-/// extension, up to [`MAX_DEPTH`].
+/// Open scopes whose child time is kept inline in the thread-local (8 bytes each); deeper
+/// nesting uses a pooled extension, up to [`MAX_DEPTH`].
 const INLINE_DEPTH: usize = 64;
 /// Scopes nested deeper than this are not recorded; they are counted (`lost_too_deep`) and
 /// shown in every report. 4096 covers deep recursive descent while bounding memory.
@@ -40,9 +46,12 @@ fn add(a: &AtomicU64, v: u64) {
     a.store(a.load(Relaxed).wrapping_add(v), Relaxed);
 }
 
-/// One call site's statistics on one thread.
-#[repr(align(64))]
+/// One call site's statistics on one thread. `repr(C)` keeps the counters the hot path
+/// touches together at the front, in one cache line, with the histogram after them.
+#[repr(C, align(64))]
 pub(crate) struct Slot {
+    /// How many entries of this call site are open on the thread's stack now.
+    pub depth: AtomicU32,
     /// Every entry, re-entries included.
     pub calls: AtomicU64,
     /// Outermost entries: the calls whose time is in `incl`, `min`, `max` and the histogram.
@@ -54,13 +63,11 @@ pub(crate) struct Slot {
     pub min: AtomicU64,
     pub max: AtomicU64,
     pub clock_errors: AtomicU64,
-    /// How many entries of this call site are open on the thread's stack now.
-    pub depth: AtomicU32,
     pub hist: Hist,
 }
 
 impl Slot {
-    fn new() -> Slot {
+    const fn new() -> Slot {
         Slot {
             calls: AtomicU64::new(0),
             outer: AtomicU64::new(0),
@@ -73,6 +80,23 @@ impl Slot {
             hist: Hist::new(),
         }
     }
+
+    /// Clears the slot for reuse by another thread.
+    fn reset(&self) {
+        for a in [
+            &self.calls,
+            &self.outer,
+            &self.incl,
+            &self.self_ticks,
+            &self.max,
+            &self.clock_errors,
+        ] {
+            a.store(0, Relaxed);
+        }
+        self.min.store(u64::MAX, Relaxed);
+        self.depth.store(0, Relaxed);
+        self.hist.reset();
+    }
 }
 
 struct Page([OnceLock<Box<Slot>>; PAGE_LEN]);
@@ -80,29 +104,46 @@ struct Page([OnceLock<Box<Slot>>; PAGE_LEN]);
 /// A thread's statistics, readable from any thread.
 pub(crate) struct ThreadStats {
     /// Registration order; unique for the life of the process.
-    pub serial: u64,
+    pub serial: AtomicU64,
     /// Kernel thread id.
-    pub tid: u64,
-    pub name: Option<String>,
+    pub tid: AtomicU64,
+    pub name: Mutex<Option<String>>,
     dir: [OnceLock<Box<Page>>; DIR_LEN],
     /// Scopes not recorded because the stack was [`MAX_DEPTH`] deep.
     pub lost_too_deep: AtomicU64,
+    /// Scopes abandoned because an enclosing scope closed first (their guards were leaked
+    /// or dropped out of order): not counted.
+    pub unbalanced: AtomicU64,
 }
 
 impl ThreadStats {
-    pub(crate) fn new(serial: u64, tid: u64, name: Option<String>) -> ThreadStats {
-        ThreadStats {
-            serial,
-            tid,
-            name,
+    /// A new, leaked `ThreadStats` (the registry pools them; see the module docs).
+    pub(crate) fn leak() -> &'static ThreadStats {
+        Box::leak(Box::new(ThreadStats {
+            serial: AtomicU64::new(0),
+            tid: AtomicU64::new(0),
+            name: Mutex::new(None),
             dir: [const { OnceLock::new() }; DIR_LEN],
             lost_too_deep: AtomicU64::new(0),
-        }
+            unbalanced: AtomicU64::new(0),
+        }))
+    }
+
+    /// Clears every figure, for reuse by another thread.
+    pub(crate) fn reset(&self) {
+        self.for_each_slot(|_, s| s.reset());
+        self.lost_too_deep.store(0, Relaxed);
+        self.unbalanced.store(0, Relaxed);
+    }
+
+    /// The thread's name, if it had one.
+    pub(crate) fn name(&self) -> Option<String> {
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The slot of `id`, allocated on the thread's first entry of that call site.
     #[inline(always)]
-    fn slot(&self, id: u32) -> &Slot {
+    pub(crate) fn slot(&self, id: u32) -> &Slot {
         let id = id as usize;
         let page = match self.dir[(id / PAGE_LEN) % DIR_LEN].get() {
             Some(p) => p,
@@ -133,9 +174,10 @@ impl ThreadStats {
         }
     }
 
-    /// Bytes this thread's statistics occupy: the fixed part plus its pages and slots.
+    /// Bytes this thread's statistics occupy: the fixed part, its pages and slots, and the
+    /// thread-local stack.
     pub(crate) fn bytes(&self) -> usize {
-        let mut n = std::mem::size_of::<ThreadStats>();
+        let mut n = std::mem::size_of::<ThreadStats>() + std::mem::size_of::<Stack>();
         for page in self.dir.iter().filter_map(|p| p.get()) {
             n += std::mem::size_of::<Page>();
             n += page.0.iter().filter(|s| s.get().is_some()).count() * std::mem::size_of::<Slot>();
@@ -226,219 +268,299 @@ impl Row {
     }
 }
 
-/// One open scope on the owner's stack.
-#[derive(Clone, Copy, Default)]
-struct Frame {
-    id: u32,
-    /// The call site was already open below this frame (recursion, or a group's API calling
-    /// its own public function): count the call, but its time is inside the outer entry's.
-    nested: bool,
+/// What an open scope's guard carries: its slot and start, so the exit needs no lookup.
+#[derive(Clone, Copy)]
+pub(crate) struct Open {
+    slot: &'static Slot,
     t0: Ticks,
-    /// Inclusive ticks of child scopes, for self time.
-    child: Ticks,
-    /// The reference clock bracketing the anchor this frame started after…
+    /// Depth of this scope on the stack.
+    index: u32,
+    /// Ticks between the anchor and `t0` (at most [`ANCHOR_PERIOD`]).
+    lag: u32,
+    /// The reference clock bracketing that anchor.
     anchor_before_ns: u64,
     anchor_after_ns: u64,
-    /// …and how many ticks after it.
-    lag: Ticks,
+    /// The call site was already open below this scope (recursion, or a group's API calling
+    /// its own public function): count the call, but its time is inside the outer entry's.
+    nested: bool,
 }
 
-/// The owner thread's recorder.
-pub(crate) struct Recorder {
-    pub stats: Arc<ThreadStats>,
-    inline: Box<[Cell<Frame>; INLINE_DEPTH]>,
-    deep: OnceCell<Box<[Cell<Frame>]>>,
-    depth: Cell<usize>,
+/// Child time of open scopes past the inline ones; pooled like `ThreadStats`.
+pub(crate) struct DeepStack(pub [AtomicU64; MAX_DEPTH - INLINE_DEPTH]);
+
+impl DeepStack {
+    pub(crate) fn leak() -> &'static DeepStack {
+        Box::leak(Box::new(DeepStack(
+            [const { AtomicU64::new(0) }; MAX_DEPTH - INLINE_DEPTH],
+        )))
+    }
+}
+
+/// Where a thread's stack lives: plain cells for tests, small thread-locals for real threads
+/// (each accessed through a tiny closure, which the compiler always inlines; one big
+/// `LocalKey::with` closure was not inlined, costing a call per enter and exit).
+pub(crate) trait StackStore {
+    fn depth(&self) -> u32;
+    fn set_depth(&self, d: u32);
+    /// Inline child-time cells; `i < INLINE_DEPTH`.
+    fn inline_child(&self, i: usize) -> Ticks;
+    fn set_inline_child(&self, i: usize, v: Ticks);
+    fn deep(&self) -> Option<&'static DeepStack>;
+    fn set_deep(&self, d: Option<&'static DeepStack>);
+    fn anchor(&self) -> Bracket;
+    fn set_anchor(&self, b: Bracket);
+}
+
+/// A stack in plain cells (tests and the overhead probe).
+pub(crate) struct Stack {
+    depth: Cell<u32>,
+    child: [Cell<Ticks>; INLINE_DEPTH],
+    deep: Cell<Option<&'static DeepStack>>,
     anchor: Cell<Bracket>,
 }
 
-impl Recorder {
-    pub(crate) fn new(stats: Arc<ThreadStats>) -> Recorder {
-        Recorder {
-            stats,
-            inline: Box::new([const { Cell::new(Frame::ZERO) }; INLINE_DEPTH]),
-            deep: OnceCell::new(),
+impl Stack {
+    pub(crate) const fn new() -> Stack {
+        Stack {
             depth: Cell::new(0),
+            child: [const { Cell::new(0) }; INLINE_DEPTH],
+            deep: Cell::new(None),
             // Ticks 0: the first entry refreshes the anchor.
-            anchor: Cell::new(Bracket::default()),
-        }
-    }
-
-    /// Bytes of the owner-side stack.
-    pub(crate) fn stack_bytes(&self) -> usize {
-        std::mem::size_of::<Recorder>()
-            + std::mem::size_of::<[Cell<Frame>; INLINE_DEPTH]>()
-            + self.deep.get().map_or(0, |d| std::mem::size_of_val(&**d))
-    }
-
-    /// Open scopes on the stack.
-    pub(crate) fn depth(&self) -> usize {
-        self.depth.get()
-    }
-
-    #[inline(always)]
-    fn frame(&self, i: usize) -> &Cell<Frame> {
-        if i < INLINE_DEPTH {
-            &self.inline[i]
-        } else {
-            self.deep_frame(i)
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn deep_frame(&self, i: usize) -> &Cell<Frame> {
-        let deep = self.deep.get_or_init(|| {
-            (0..MAX_DEPTH - INLINE_DEPTH)
-                .map(|_| Cell::new(Frame::ZERO))
-                .collect()
-        });
-        &deep[i - INLINE_DEPTH]
-    }
-
-    /// Opens a scope of call site `id`. Returns the frame's index, to be passed to
-    /// [`Recorder::exit`], or `None` when the stack is full (counted as lost).
-    #[inline(always)]
-    pub(crate) fn enter(&self, id: u32, clock: &impl Counter) -> Option<u32> {
-        let d = self.depth.get();
-        if d >= MAX_DEPTH {
-            add(&self.stats.lost_too_deep, 1);
-            return None;
-        }
-        let slot = self.stats.slot(id);
-        let open = slot.depth.load(Relaxed);
-        slot.depth.store(open + 1, Relaxed);
-        let frame = self.frame(d);
-        self.depth.set(d + 1);
-        // Read the clock last, so the bookkeeping above is not in the scope's time.
-        let mut t0 = clock.ticks();
-        let mut anchor = self.anchor.get();
-        let mut lag = t0.wrapping_sub(anchor.ticks);
-        if lag > ANCHOR_PERIOD {
-            anchor = self.refresh_anchor(clock);
-            (t0, lag) = (anchor.ticks, 0);
-        }
-        frame.set(Frame {
-            id,
-            nested: open > 0,
-            t0,
-            child: 0,
-            anchor_before_ns: anchor.before_ns,
-            anchor_after_ns: anchor.after_ns,
-            lag,
-        });
-        Some(d as u32)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn refresh_anchor(&self, clock: &impl Counter) -> Bracket {
-        let b = Bracket::read(clock);
-        self.anchor.set(b);
-        b
-    }
-
-    /// Closes the scope opened as frame `index`. Frames above it that were not closed (their
-    /// guards leaked or dropped out of order) are closed at the same instant.
-    #[inline(always)]
-    pub(crate) fn exit(&self, index: u32, clock: &impl Counter) {
-        // Read the clock first, so the bookkeeping below is not in the scope's time.
-        let t1 = clock.ticks();
-        let index = index as usize;
-        let d = self.depth.get();
-        if d != index + 1 {
-            return self.exit_unordered(index, t1, clock);
-        }
-        self.close(index, t1, clock);
-        self.depth.set(index);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn exit_unordered(&self, index: usize, t1: Ticks, clock: &impl Counter) {
-        let d = self.depth.get();
-        if index >= d {
-            return; // already closed by an outer guard
-        }
-        for i in (index..d).rev() {
-            self.close(i, t1, clock);
-        }
-        self.depth.set(index);
-    }
-
-    #[inline(always)]
-    fn close(&self, i: usize, t1: Ticks, clock: &impl Counter) {
-        let f = self.frame(i).get();
-        let mut dt = t1.wrapping_sub(f.t0);
-        let mut error = false;
-        if dt > SUSPECT_TICKS {
-            (dt, error) = self.check_long(&f, t1, clock);
-        }
-        let slot = self.stats.slot(f.id);
-        slot.depth
-            .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
-        add(&slot.calls, 1);
-        add(&slot.self_ticks, dt.saturating_sub(f.child));
-        if !f.nested {
-            add(&slot.outer, 1);
-            add(&slot.incl, dt);
-            if dt < slot.min.load(Relaxed) {
-                slot.min.store(dt, Relaxed);
-            }
-            if dt > slot.max.load(Relaxed) {
-                slot.max.store(dt, Relaxed);
-            }
-            slot.hist.record(dt);
-        }
-        if error {
-            add(&slot.clock_errors, 1);
-        }
-        if i > 0 {
-            let parent = self.frame(i - 1);
-            let mut p = parent.get();
-            p.child += dt;
-            parent.set(p);
-        }
-    }
-
-    /// The anomaly guard for a long (or negative) delta: compare with the reference clock,
-    /// read now bracketing a fresh counter reading.
-    #[cold]
-    #[inline(never)]
-    fn check_long(&self, f: &Frame, t1: Ticks, clock: &impl Counter) -> (Ticks, bool) {
-        let rate = clock.rate();
-        let end = Bracket::read(clock);
-        let anchor = Bracket {
-            before_ns: f.anchor_before_ns,
-            ticks: f.t0.wrapping_sub(f.lag),
-            after_ns: f.anchor_after_ns,
-        };
-        let lag_ns = (f.lag as f64 * 1e9 / rate) as u64;
-        let max_lag_ns = if f.lag == 0 {
-            0
-        } else {
-            (ANCHOR_PERIOD as f64 * 1e9 / rate) as u64
-        };
-        let c = check_interval(&anchor, f.t0, lag_ns, max_lag_ns, &end, rate);
-        if c.error {
-            (c.ticks, true)
-        } else {
-            // The clocks agree; keep the reading taken when the scope ended.
-            (t1.wrapping_sub(f.t0), false)
+            anchor: Cell::new(Bracket {
+                before_ns: 0,
+                ticks: 0,
+                after_ns: 0,
+            }),
         }
     }
 }
 
-impl Frame {
-    const ZERO: Frame = Frame {
-        id: 0,
-        nested: false,
-        t0: 0,
-        child: 0,
-        anchor_before_ns: 0,
-        anchor_after_ns: 0,
-        lag: 0,
+impl StackStore for Stack {
+    #[inline(always)]
+    fn depth(&self) -> u32 {
+        self.depth.get()
+    }
+    #[inline(always)]
+    fn set_depth(&self, d: u32) {
+        self.depth.set(d)
+    }
+    #[inline(always)]
+    fn inline_child(&self, i: usize) -> Ticks {
+        self.child[i].get()
+    }
+    #[inline(always)]
+    fn set_inline_child(&self, i: usize, v: Ticks) {
+        self.child[i].set(v)
+    }
+    fn deep(&self) -> Option<&'static DeepStack> {
+        self.deep.get()
+    }
+    fn set_deep(&self, d: Option<&'static DeepStack>) {
+        self.deep.set(d)
+    }
+    #[inline(always)]
+    fn anchor(&self) -> Bracket {
+        self.anchor.get()
+    }
+    fn set_anchor(&self, b: Bracket) {
+        self.anchor.set(b)
+    }
+}
+
+/// Open scopes on a stack.
+pub(crate) fn depth(s: &impl StackStore) -> usize {
+    s.depth() as usize
+}
+
+#[inline(always)]
+fn child(s: &impl StackStore, i: usize) -> Ticks {
+    if i < INLINE_DEPTH {
+        s.inline_child(i)
+    } else {
+        deep_cell(s, i).load(Relaxed)
+    }
+}
+
+#[inline(always)]
+fn set_child(s: &impl StackStore, i: usize, v: Ticks) {
+    if i < INLINE_DEPTH {
+        s.set_inline_child(i, v)
+    } else {
+        deep_cell(s, i).store(v, Relaxed)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn deep_cell(s: &impl StackStore, i: usize) -> &'static AtomicU64 {
+    let deep = match s.deep() {
+        Some(d) => d,
+        None => {
+            let d = super::registry::take_deep_stack();
+            s.set_deep(Some(d));
+            d
+        }
     };
+    &deep.0[i - INLINE_DEPTH]
+}
+
+/// Opens a scope of call site `id` on the thread whose statistics are `stats`. Returns what
+/// its guard keeps, or `None` when the stack is full (counted as lost).
+#[inline(always)]
+pub(crate) fn enter(
+    s: &impl StackStore,
+    stats: &'static ThreadStats,
+    id: u32,
+    clock: &impl Counter,
+) -> Option<Open> {
+    enter_slot(s, stats, stats.slot(id), clock)
+}
+
+/// [`enter`] with the slot already found (the macros cache it per call site and thread).
+#[inline(always)]
+pub(crate) fn enter_slot(
+    s: &impl StackStore,
+    stats: &'static ThreadStats,
+    slot: &'static Slot,
+    clock: &impl Counter,
+) -> Option<Open> {
+    let d = s.depth();
+    if d as usize >= MAX_DEPTH {
+        add(&stats.lost_too_deep, 1);
+        return None;
+    }
+    let open = slot.depth.load(Relaxed);
+    slot.depth.store(open + 1, Relaxed);
+    set_child(s, d as usize, 0);
+    s.set_depth(d + 1);
+    // Read the clock last, so the bookkeeping above is not in the scope's time.
+    let mut t0 = clock.ticks();
+    let mut anchor = s.anchor();
+    let mut lag = t0.wrapping_sub(anchor.ticks);
+    if lag > ANCHOR_PERIOD {
+        anchor = refresh_anchor(s, clock);
+        (t0, lag) = (anchor.ticks, 0);
+    }
+    Some(Open {
+        slot,
+        t0,
+        index: d,
+        lag: lag as u32,
+        anchor_before_ns: anchor.before_ns,
+        anchor_after_ns: anchor.after_ns,
+        nested: open > 0,
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn refresh_anchor(s: &impl StackStore, clock: &impl Counter) -> Bracket {
+    let b = Bracket::read(clock);
+    s.set_anchor(b);
+    b
+}
+
+/// Closes the scope `o`. If scopes opened inside it are still open (their guards were leaked,
+/// or dropped out of order), they are abandoned and counted as `unbalanced`; if `o` itself was
+/// abandoned that way, its late exit is ignored.
+#[inline(always)]
+pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &impl Counter) {
+    // Read the clock first, so the bookkeeping below is not in the scope's time.
+    let t1 = clock.ticks();
+    let index = o.index as usize;
+    let d = s.depth() as usize;
+    if d != index + 1 && !unwind_to(s, stats, index) {
+        return;
+    }
+    let slot = o.slot;
+    let mut dt = t1.wrapping_sub(o.t0);
+    let mut error = false;
+    if dt > SUSPECT_TICKS {
+        (dt, error) = check_long(o, t1, clock);
+    }
+    slot.depth
+        .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
+    add(&slot.calls, 1);
+    add(&slot.self_ticks, dt.saturating_sub(child(s, index)));
+    if !o.nested {
+        add(&slot.outer, 1);
+        add(&slot.incl, dt);
+        if dt < slot.min.load(Relaxed) {
+            slot.min.store(dt, Relaxed);
+        }
+        if dt > slot.max.load(Relaxed) {
+            slot.max.store(dt, Relaxed);
+        }
+        slot.hist.record(dt);
+    }
+    if error {
+        add(&slot.clock_errors, 1);
+    }
+    if index > 0 {
+        set_child(s, index - 1, child(s, index - 1) + dt);
+    }
+    s.set_depth(index as u32);
+}
+
+/// The stack is not at `index + 1`: abandon scopes above `index` (returns true, the exit
+/// proceeds) or report that `index` itself was abandoned already (returns false).
+#[cold]
+#[inline(never)]
+fn unwind_to(s: &impl StackStore, stats: &ThreadStats, index: usize) -> bool {
+    let d = s.depth() as usize;
+    if d <= index {
+        return false;
+    }
+    add(&stats.unbalanced, (d - index - 1) as u64);
+    s.set_depth(index as u32 + 1);
+    true
+}
+
+/// The anomaly guard for a long (or negative) delta: compare with the reference clock, read
+/// now bracketing a fresh counter reading.
+#[cold]
+#[inline(never)]
+fn check_long(o: &Open, t1: Ticks, clock: &impl Counter) -> (Ticks, bool) {
+    let rate = clock.rate();
+    let end = Bracket::read(clock);
+    let anchor = Bracket {
+        before_ns: o.anchor_before_ns,
+        ticks: o.t0.wrapping_sub(o.lag as u64),
+        after_ns: o.anchor_after_ns,
+    };
+    let lag_ns = (o.lag as f64 * 1e9 / rate) as u64;
+    let max_lag_ns = if o.lag == 0 {
+        0
+    } else {
+        (ANCHOR_PERIOD as f64 * 1e9 / rate) as u64
+    };
+    let c = check_interval(&anchor, o.t0, lag_ns, max_lag_ns, &end, rate);
+    if c.error {
+        (c.ticks, true)
+    } else {
+        // The clocks agree; keep the reading taken when the scope ended.
+        (t1.wrapping_sub(o.t0), false)
+    }
+}
+
+/// A thread's statistics and stack together: what tests drive directly with a fake clock.
+#[cfg(test)]
+pub(crate) struct Recorder {
+    pub stats: &'static ThreadStats,
+    pub stack: Box<Stack>,
+}
+
+#[cfg(test)]
+impl Recorder {
+    pub(crate) fn enter(&self, id: u32, clock: &impl Counter) -> Option<Open> {
+        enter(&*self.stack, self.stats, id, clock)
+    }
+    pub(crate) fn exit(&self, o: Open, clock: &impl Counter) {
+        exit(&*self.stack, self.stats, &o, clock)
+    }
+    pub(crate) fn depth(&self) -> usize {
+        depth(&*self.stack)
+    }
 }
 
 #[cfg(test)]
@@ -448,7 +570,10 @@ pub(crate) mod tests {
     use crate::scope::callsite::{Callsite, Kind, Name};
 
     pub(crate) fn recorder() -> Recorder {
-        Recorder::new(Arc::new(ThreadStats::new(0, 1, Some("test".into()))))
+        Recorder {
+            stats: ThreadStats::leak(),
+            stack: Box::new(Stack::new()),
+        }
     }
 
     pub(crate) fn row(r: &Recorder, cs: &'static Callsite) -> Row {
@@ -534,16 +659,32 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn out_of_order_guards_close_inner_frames_too() {
+    fn out_of_order_guards_abandon_inner_scopes_and_count_them() {
         let (r, c) = (recorder(), FakeCounter::new());
         let o = r.enter(OUTER.id(), &c).unwrap();
         let i = r.enter(INNER.id(), &c).unwrap();
         c.advance_ns(40);
-        r.exit(o, &c); // the outer guard goes first: inner closes at the same instant
+        r.exit(o, &c); // the outer guard goes first: inner is abandoned, and counted
         r.exit(i, &c); // and its own late exit is ignored
-        assert_eq!(row(&r, &INNER).calls, 1);
+        assert_eq!(row(&r, &INNER).calls, 0);
+        assert_eq!(r.stats.unbalanced.load(Relaxed), 1);
         assert_eq!(row(&r, &OUTER).incl, 40);
         assert_eq!(r.depth(), 0);
+        let o = r.enter(OUTER.id(), &c).unwrap();
+        r.exit(o, &c);
+        assert_eq!(row(&r, &OUTER).calls, 2, "the stack is usable again");
+    }
+
+    #[test]
+    fn a_reset_thread_state_is_empty_for_its_next_thread() {
+        let (r, c) = (recorder(), FakeCounter::new());
+        let o = r.enter(OUTER.id(), &c).unwrap();
+        c.advance_ns(40);
+        r.exit(o, &c);
+        r.stats.reset();
+        let row = row(&r, &OUTER);
+        assert_eq!((row.calls, row.incl, row.min, row.max), (0, 0, u64::MAX, 0));
+        assert_eq!(row.hist.quantile(0.5), None);
     }
 
     #[test]
