@@ -24,8 +24,10 @@ pub(crate) fn bucket(v: u64) -> usize {
     if v < SUB as u64 {
         return v as usize;
     }
-    let exp = (63 - v.leading_zeros()).min(MAX_EXP);
-    let v = v.min((1u64 << (MAX_EXP + 1)) - 1);
+    if v >> (MAX_EXP + 1) != 0 {
+        return BUCKETS - 1;
+    }
+    let exp = 63 - v.leading_zeros();
     let shift = exp - SUB_BITS;
     let sub = ((v >> shift) as usize) & (SUB - 1);
     SUB + shift as usize * SUB + sub

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use std::thread::LocalKey;
 
-use crate::clock::{Bracket, SystemCounter, Ticks};
+use crate::clock::{SystemCounter, Ticks};
 use callsite::Callsite;
 use thread::{DeepStack, Open, Slot, StackStore, ThreadStats};
 
@@ -33,7 +33,7 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     static CHILD: [Cell<Ticks>; INLINE_DEPTH] = const { [const { Cell::new(0) }; INLINE_DEPTH] };
     static DEEP: Cell<Option<&'static DeepStack>> = const { Cell::new(None) };
-    static ANCHOR: Cell<Bracket> = const { Cell::new(Bracket { before_ns: 0, ticks: 0, after_ns: 0 }) };
+    static ANCHOR: Cell<(Ticks, u32)> = const { Cell::new((0, 0)) };
 }
 
 /// The calling thread's stack, in the thread-locals above.
@@ -63,11 +63,11 @@ impl StackStore for TlsStack {
         DEEP.set(d)
     }
     #[inline(always)]
-    fn anchor(&self) -> Bracket {
+    fn anchor(&self) -> (Ticks, u32) {
         ANCHOR.get()
     }
-    fn set_anchor(&self, b: Bracket) {
-        ANCHOR.set(b)
+    fn set_anchor(&self, ticks: Ticks, epoch: u32) {
+        ANCHOR.set((ticks, epoch))
     }
 }
 

@@ -114,6 +114,44 @@ pub(crate) struct ThreadStats {
     /// Scopes abandoned because an enclosing scope closed first (their guards were leaked
     /// or dropped out of order): not counted.
     pub unbalanced: AtomicU64,
+    /// The reference-clock anchors the anomaly guard checks long scopes against. Only the
+    /// owner touches it, and only off the fast path (a refresh every ANCHOR_PERIOD ticks of
+    /// scoped execution, a check per scope longer than SUSPECT_TICKS).
+    anchors: Mutex<Option<Box<AnchorLog>>>,
+}
+
+/// Anchors by epoch: the last 64 exactly, then every 64th and every 4096th epoch, so a scope
+/// of any length finds an anchor taken before it began (at 1.4 ms per epoch the coarsest
+/// level spans about six minutes of scoped execution; past that, the thread's first anchor).
+struct AnchorLog {
+    levels: [[(u32, Bracket); 64]; 3],
+    first: (u32, Bracket),
+}
+
+impl AnchorLog {
+    fn record(&mut self, epoch: u32, b: Bracket) {
+        for (level, shift) in [0u32, 6, 12].into_iter().enumerate() {
+            if epoch & ((1 << shift) - 1) == 0 {
+                self.levels[level][((epoch >> shift) % 64) as usize] = (epoch, b);
+            }
+        }
+        if self.first.0 == 0 {
+            self.first = (epoch, b);
+        }
+    }
+
+    /// The newest anchor taken no later than `epoch` began, and whether it is that epoch's
+    /// own (then the scope began within one anchor period of it).
+    fn find(&self, epoch: u32) -> (Bracket, bool) {
+        for (level, shift) in [0u32, 6, 12].into_iter().enumerate() {
+            let e = epoch & !((1u32 << shift) - 1);
+            let (stored, b) = self.levels[level][((e >> shift) % 64) as usize];
+            if e != 0 && stored == e {
+                return (b, level == 0);
+            }
+        }
+        (self.first.1, self.first.0 == epoch)
+    }
 }
 
 impl ThreadStats {
@@ -126,6 +164,7 @@ impl ThreadStats {
             dir: [const { OnceLock::new() }; DIR_LEN],
             lost_too_deep: AtomicU64::new(0),
             unbalanced: AtomicU64::new(0),
+            anchors: Mutex::new(None),
         }))
     }
 
@@ -134,6 +173,7 @@ impl ThreadStats {
         self.for_each_slot(|_, s| s.reset());
         self.lost_too_deep.store(0, Relaxed);
         self.unbalanced.store(0, Relaxed);
+        *self.anchors.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The thread's name, if it had one.
@@ -275,11 +315,8 @@ pub(crate) struct Open {
     t0: Ticks,
     /// Depth of this scope on the stack.
     index: u32,
-    /// Ticks between the anchor and `t0` (at most [`ANCHOR_PERIOD`]).
-    lag: u32,
-    /// The reference clock bracketing that anchor.
-    anchor_before_ns: u64,
-    anchor_after_ns: u64,
+    /// The anchor epoch current when it began (see [`AnchorLog`]).
+    epoch: u32,
     /// The call site was already open below this scope (recursion, or a group's API calling
     /// its own public function): count the call, but its time is inside the outer entry's.
     nested: bool,
@@ -307,8 +344,9 @@ pub(crate) trait StackStore {
     fn set_inline_child(&self, i: usize, v: Ticks);
     fn deep(&self) -> Option<&'static DeepStack>;
     fn set_deep(&self, d: Option<&'static DeepStack>);
-    fn anchor(&self) -> Bracket;
-    fn set_anchor(&self, b: Bracket);
+    /// The current anchor's counter reading and epoch.
+    fn anchor(&self) -> (Ticks, u32);
+    fn set_anchor(&self, ticks: Ticks, epoch: u32);
 }
 
 /// A stack in plain cells (tests and the overhead probe).
@@ -316,7 +354,7 @@ pub(crate) struct Stack {
     depth: Cell<u32>,
     child: [Cell<Ticks>; INLINE_DEPTH],
     deep: Cell<Option<&'static DeepStack>>,
-    anchor: Cell<Bracket>,
+    anchor: Cell<(Ticks, u32)>,
 }
 
 impl Stack {
@@ -326,11 +364,7 @@ impl Stack {
             child: [const { Cell::new(0) }; INLINE_DEPTH],
             deep: Cell::new(None),
             // Ticks 0: the first entry refreshes the anchor.
-            anchor: Cell::new(Bracket {
-                before_ns: 0,
-                ticks: 0,
-                after_ns: 0,
-            }),
+            anchor: Cell::new((0, 0)),
         }
     }
 }
@@ -359,11 +393,11 @@ impl StackStore for Stack {
         self.deep.set(d)
     }
     #[inline(always)]
-    fn anchor(&self) -> Bracket {
+    fn anchor(&self) -> (Ticks, u32) {
         self.anchor.get()
     }
-    fn set_anchor(&self, b: Bracket) {
-        self.anchor.set(b)
+    fn set_anchor(&self, ticks: Ticks, epoch: u32) {
+        self.anchor.set((ticks, epoch))
     }
 }
 
@@ -425,39 +459,58 @@ pub(crate) fn enter_slot(
     clock: &impl Counter,
 ) -> Option<Open> {
     let d = s.depth();
-    if d as usize >= MAX_DEPTH {
-        add(&stats.lost_too_deep, 1);
-        return None;
+    // One check for both the depth limit and the inline child cells.
+    if d as usize >= INLINE_DEPTH {
+        if d as usize >= MAX_DEPTH {
+            add(&stats.lost_too_deep, 1);
+            return None;
+        }
+        deep_cell(s, d as usize).store(0, Relaxed);
+    } else {
+        s.set_inline_child(d as usize, 0);
     }
     let open = slot.depth.load(Relaxed);
     slot.depth.store(open + 1, Relaxed);
-    set_child(s, d as usize, 0);
     s.set_depth(d + 1);
     // Read the clock last, so the bookkeeping above is not in the scope's time.
     let mut t0 = clock.ticks();
-    let mut anchor = s.anchor();
-    let mut lag = t0.wrapping_sub(anchor.ticks);
-    if lag > ANCHOR_PERIOD {
-        anchor = refresh_anchor(s, clock);
-        (t0, lag) = (anchor.ticks, 0);
+    let (anchor_ticks, mut epoch) = s.anchor();
+    if t0.wrapping_sub(anchor_ticks) > ANCHOR_PERIOD {
+        (t0, epoch) = refresh_anchor(s, stats, epoch, clock);
     }
     Some(Open {
         slot,
         t0,
         index: d,
-        lag: lag as u32,
-        anchor_before_ns: anchor.before_ns,
-        anchor_after_ns: anchor.after_ns,
+        epoch,
         nested: open > 0,
     })
 }
 
+/// Takes a new anchor (a counter reading bracketed by the reference clock); returns its
+/// reading, which becomes the scope's start, and its epoch.
 #[cold]
 #[inline(never)]
-fn refresh_anchor(s: &impl StackStore, clock: &impl Counter) -> Bracket {
+fn refresh_anchor(
+    s: &impl StackStore,
+    stats: &ThreadStats,
+    epoch: u32,
+    clock: &impl Counter,
+) -> (Ticks, u32) {
     let b = Bracket::read(clock);
-    s.set_anchor(b);
-    b
+    // Epoch 0 means "none"; wrapping after 2^32 anchors (two months of scoped execution) only
+    // makes the oldest anchors unreachable, which the log treats as "use the first one".
+    let epoch = epoch.wrapping_add(1).max(1);
+    let mut log = stats.anchors.lock().unwrap_or_else(|p| p.into_inner());
+    let log = log.get_or_insert_with(|| {
+        Box::new(AnchorLog {
+            levels: [[(0, Bracket::default()); 64]; 3],
+            first: (0, Bracket::default()),
+        })
+    });
+    log.record(epoch, b);
+    s.set_anchor(b.ticks, epoch);
+    (b.ticks, epoch)
 }
 
 /// Closes the scope `o`. If scopes opened inside it are still open (their guards were leaked,
@@ -474,14 +527,20 @@ pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &i
     }
     let slot = o.slot;
     let mut dt = t1.wrapping_sub(o.t0);
-    let mut error = false;
     if dt > SUSPECT_TICKS {
-        (dt, error) = check_long(o, t1, clock);
+        dt = check_long(stats, o, t1, clock);
     }
     slot.depth
         .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
     add(&slot.calls, 1);
-    add(&slot.self_ticks, dt.saturating_sub(child(s, index)));
+    // One check covers this scope's child cell and its parent's.
+    let inline = index < INLINE_DEPTH;
+    let own_child = if inline {
+        s.inline_child(index)
+    } else {
+        child(s, index)
+    };
+    add(&slot.self_ticks, dt.saturating_sub(own_child));
     if !o.nested {
         add(&slot.outer, 1);
         add(&slot.incl, dt);
@@ -493,11 +552,12 @@ pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &i
         }
         slot.hist.record(dt);
     }
-    if error {
-        add(&slot.clock_errors, 1);
-    }
     if index > 0 {
-        set_child(s, index - 1, child(s, index - 1) + dt);
+        if inline {
+            s.set_inline_child(index - 1, s.inline_child(index - 1) + dt);
+        } else {
+            set_child(s, index - 1, child(s, index - 1) + dt);
+        }
     }
     s.set_depth(index as u32);
 }
@@ -517,22 +577,47 @@ fn unwind_to(s: &impl StackStore, stats: &ThreadStats, index: usize) -> bool {
 }
 
 /// The anomaly guard for a long (or negative) delta: compare with the reference clock, read
-/// now bracketing a fresh counter reading.
+/// now bracketing a fresh counter reading, from the anchor the scope began after. Returns
+/// the delta to record; a clock error is counted in the scope's slot here.
 #[cold]
 #[inline(never)]
-fn check_long(o: &Open, t1: Ticks, clock: &impl Counter) -> (Ticks, bool) {
+fn check_long(stats: &ThreadStats, o: &Open, t1: Ticks, clock: &impl Counter) -> Ticks {
+    let (dt, error) = check_long_inner(stats, o, t1, clock);
+    if error {
+        add(&o.slot.clock_errors, 1);
+    }
+    dt
+}
+
+fn check_long_inner(
+    stats: &ThreadStats,
+    o: &Open,
+    t1: Ticks,
+    clock: &impl Counter,
+) -> (Ticks, bool) {
     let rate = clock.rate();
     let end = Bracket::read(clock);
-    let anchor = Bracket {
-        before_ns: o.anchor_before_ns,
-        ticks: o.t0.wrapping_sub(o.lag as u64),
-        after_ns: o.anchor_after_ns,
+    let found = stats
+        .anchors
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|l| l.find(o.epoch));
+    let Some((anchor, exact)) = found else {
+        return (t1.wrapping_sub(o.t0), false); // no anchor: nothing to check against
     };
-    let lag_ns = (o.lag as f64 * 1e9 / rate) as u64;
-    let max_lag_ns = if o.lag == 0 {
+    // With the scope's own anchor, it began at most one anchor period after it; with an older
+    // one, how long after is unknown, so only the upper bound (and the sign) can be checked.
+    let lag = o.t0.wrapping_sub(anchor.ticks);
+    let lag_ns = if lag > 1 << 62 {
         0
     } else {
-        (ANCHOR_PERIOD as f64 * 1e9 / rate) as u64
+        (lag as f64 * 1e9 / rate) as u64
+    };
+    let max_lag_ns = match (exact, lag) {
+        (true, 0) => 0,
+        (true, _) => (ANCHOR_PERIOD as f64 * 1e9 / rate) as u64,
+        (false, _) => u64::MAX,
     };
     let c = check_interval(&anchor, o.t0, lag_ns, max_lag_ns, &end, rate);
     if c.error {
@@ -673,6 +758,34 @@ pub(crate) mod tests {
         let o = r.enter(OUTER.id(), &c).unwrap();
         r.exit(o, &c);
         assert_eq!(row(&r, &OUTER).calls, 2, "the stack is usable again");
+    }
+
+    #[test]
+    fn scopes_longer_than_many_anchor_periods_are_still_checked() {
+        static LONG: Callsite = Callsite::new(Name::Static("long"), Kind::Scope, "t.rs", 11, "t");
+        let (r, c) = (recorder(), FakeCounter::new());
+        // 100 anchors first, so the long scope's own epoch is not the thread's first one.
+        for _ in 0..100 {
+            c.advance_ns(5_000_000);
+            let i = r.enter(INNER.id(), &c).unwrap();
+            r.exit(i, &c);
+        }
+        let g = r.enter(LONG.id(), &c).unwrap();
+        // 500 inner scopes, each a few anchor periods apart: the outer scope's own anchor
+        // is long gone from the exact ring when it ends.
+        for _ in 0..500 {
+            c.advance_ns(5_000_000);
+            let i = r.enter(INNER.id(), &c).unwrap();
+            r.exit(i, &c);
+        }
+        c.jump_ticks(60_000_000_000); // and then the counter leaps a minute
+        r.exit(g, &c);
+        let long = row(&r, &LONG);
+        assert_eq!(long.clock_errors, 1);
+        // Replaced by the reference time, measured from an older anchor (epoch 64).
+        assert!(long.incl <= 2_600_000_000, "{}", long.incl);
+        assert!(long.incl >= 2_400_000_000, "{}", long.incl);
+        assert_eq!(row(&r, &INNER).clock_errors, 0);
     }
 
     #[test]
