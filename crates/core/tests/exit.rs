@@ -1,1 +1,260 @@
+//! The exit summary on every exit path, from real child processes (the `exit_paths` example,
+//! which `cargo test` builds next to this test binary).
 
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// `target/<profile>/examples/exit_paths`, next to `target/<profile>/deps/tests-…`.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    dir.join("examples")
+        .join(format!("exit_paths{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn run(arg: &str, env: &[(&str, &str)]) -> (Output, String) {
+    let mut cmd = Command::new(example());
+    cmd.arg(arg);
+    for k in [
+        "TICKSCOPE_INTERVAL",
+        "TICKSCOPE_SUMMARY",
+        "TICKSCOPE_PER_THREAD",
+        "TICKSCOPE_ENABLED",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect(
+        "run the exit_paths example: `cargo test` builds it (a lone `--test tests` does not)",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
+/// The row of `name` in a text summary, split into cells.
+fn row<'a>(summary: &'a str, name: &str) -> Vec<&'a str> {
+    let line = summary
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with("  "))
+        .unwrap_or_else(|| panic!("no row {name:?} in:\n{summary}"));
+    line[name.len()..]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+fn assert_full_summary(stderr: &str) {
+    assert!(stderr.contains("tickscope: "), "no summary:\n{stderr}");
+    // fib(15) has 1973 calls; the recursion is one outermost call.
+    assert_eq!(row(stderr, "fib")[1], "1973", "{stderr}");
+    // The group: 10 get() calling put() each: 20 calls in one row, with the method's type.
+    assert_eq!(row(stderr, "pool api [group]")[1], "20", "{stderr}");
+    assert_eq!(row(stderr, "Pool::method")[1], "1", "{stderr}");
+    // scope!() names itself after the enclosing function.
+    assert_eq!(row(stderr, "work")[1], "1000", "{stderr}");
+    assert_eq!(
+        row(stderr, "short-lived thread")[1],
+        "1",
+        "exited thread kept: {stderr}"
+    );
+    assert!(stderr.contains("threads: 2 seen"), "{stderr}");
+}
+
+#[test]
+fn summary_after_main_returns() {
+    let (out, stderr) = run("return", &[]);
+    assert!(out.status.success());
+    assert_full_summary(&stderr);
+    assert!(stderr.contains("nothing lost"), "{stderr}");
+}
+
+#[test]
+fn summary_after_process_exit() {
+    let (out, stderr) = run("exit", &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_full_summary(&stderr);
+}
+
+#[test]
+fn summary_after_panic_in_main() {
+    let (out, stderr) = run("panic", &[]);
+    assert_eq!(out.status.code(), Some(101));
+    assert!(stderr.contains("deliberate panic in main"));
+    assert_full_summary(&stderr);
+    let panic_at = stderr.find("deliberate panic").unwrap();
+    assert!(
+        stderr.find("tickscope: ").unwrap() > panic_at,
+        "summary after the panic message"
+    );
+}
+
+#[test]
+fn scope_open_at_exit_is_reported_not_counted() {
+    let (out, stderr) = run("open", &[]);
+    assert!(out.status.success());
+    assert_full_summary(&stderr);
+    assert!(stderr.contains("1 scope"), "{stderr}");
+    assert!(
+        stderr.contains("not counted"),
+        "the open scope is named as not counted:\n{stderr}"
+    );
+}
+
+#[test]
+fn summary_off_json_and_file_targets() {
+    let (_, stderr) = run("return", &[("TICKSCOPE_SUMMARY", "off")]);
+    assert!(!stderr.contains("tickscope"), "{stderr}");
+
+    let (_, stderr) = run("return", &[("TICKSCOPE_SUMMARY", "json")]);
+    let json = stderr
+        .lines()
+        .find(|l| l.starts_with("{\"tickscope\":1"))
+        .expect(&stderr);
+    assert!(
+        json.contains("\"name\":\"fib\",\"kind\":\"scope\""),
+        "{json}"
+    );
+    assert!(json.contains("\"calls\":1973,\"outer_calls\":1"), "{json}");
+
+    let path = std::env::temp_dir().join(format!("tickscope-exit-{}.json", std::process::id()));
+    let (_, stderr) = run(
+        "exit",
+        &[("TICKSCOPE_SUMMARY", &format!("json:{}", path.display()))],
+    );
+    assert!(!stderr.contains("tickscope"), "nothing on stderr: {stderr}");
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        file.contains("\"name\":\"pool api\",\"kind\":\"group\""),
+        "{file}"
+    );
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn report_on_demand_and_per_thread_breakdown() {
+    let (_, stderr) = run("report", &[("TICKSCOPE_PER_THREAD", "1")]);
+    assert_eq!(
+        stderr.matches("tickscope: ").count(),
+        2,
+        "report() and the exit summary:\n{stderr}"
+    );
+    assert!(stderr.contains("thread TID 0x"), "{stderr}");
+    assert!(
+        stderr.contains("(exited)"),
+        "the short-lived thread's own table: {stderr}"
+    );
+}
+
+#[test]
+fn interval_lines_have_the_api_profiler_format() {
+    let (_, stderr) = run(
+        "return",
+        &[
+            ("TICKSCOPE_INTERVAL", "100ms"),
+            ("EXIT_PATHS_SLEEP_MS", "450"),
+        ],
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("TID 0x")).collect();
+    assert!(lines.len() >= 3, "{stderr}");
+    for l in &lines {
+        // TID 0x13bc time spent in "alloc": 7/1001 ms 0.7% 6481x
+        let rest = l.split_once(" time spent in \"").expect(l).1;
+        let (_name, figures) = rest.split_once("\": ").expect(l);
+        let parts: Vec<&str> = figures.split(' ').collect();
+        assert_eq!(parts.len(), 4, "{l}");
+        let (ms, interval) = parts[0].split_once('/').expect(l);
+        ms.parse::<u64>().expect(l);
+        let interval: u64 = interval.parse().expect(l);
+        assert!((90..400).contains(&interval), "{l}");
+        assert_eq!(parts[1], "ms");
+        assert!(
+            parts[2].ends_with('%') && parts[2][..parts[2].len() - 1].parse::<f64>().is_ok(),
+            "{l}"
+        );
+        assert!(
+            parts[3].ends_with('x') && parts[3][..parts[3].len() - 1].parse::<u64>().is_ok(),
+            "{l}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.contains("\"work\"")), "{stderr}");
+}
+
+#[test]
+fn malformed_variables_warn_once_and_keep_defaults() {
+    let (out, stderr) = run(
+        "return",
+        &[
+            ("TICKSCOPE_INTERVAL", "often"),
+            ("TICKSCOPE_SUMMARY", "xml"),
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        stderr
+            .matches("TICKSCOPE_INTERVAL=\"often\" is not valid")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("TICKSCOPE_SUMMARY=\"xml\" is not valid")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("TID 0x"), "interval stays off: {stderr}");
+    assert_full_summary(&stderr); // the default summary
+}
+
+#[test]
+fn runtime_disabled_records_nothing() {
+    let (_, stderr) = run("return", &[("TICKSCOPE_ENABLED", "0")]);
+    assert!(stderr.contains("(no scope was entered)"), "{stderr}");
+}
+
+/// Builds the example with `default-features = false` (a separate target dir, so the outer
+/// build lock is not needed) and checks that scopes left no trace: no summary, and the scope
+/// names are not even in the binary.
+#[test]
+fn compiled_out_scopes_leave_no_trace() {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let target = manifest.join("../../target/compiled-out");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "tickscope",
+            "--example",
+            "exit_paths",
+            "--no-default-features",
+        ])
+        .arg("--target-dir")
+        .arg(&target)
+        .current_dir(&manifest)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exe = target.join("debug/examples/exit_paths");
+    let out = Command::new(&exe).arg("return").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success());
+    assert!(stdout.contains("compiled in: false"), "{stdout}");
+    assert!(
+        !stderr.contains("tickscope"),
+        "no summary when compiled out: {stderr}"
+    );
+    let bytes = std::fs::read(&exe).unwrap();
+    let has = |s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(
+        !has("exit-path-work"),
+        "the scope's name is not in the compiled-out binary"
+    );
+    assert!(!has("pool api"), "nor the group's");
+}

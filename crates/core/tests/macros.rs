@@ -1,1 +1,142 @@
+//! `#[profile]` and `scope!` through the public API, and their compile errors (trybuild).
 
+use tickscope::SummaryFormat;
+
+#[tickscope::profile]
+fn plain() {}
+
+struct Parser;
+
+impl Parser {
+    #[tickscope::profile]
+    fn method(&self) -> u32 {
+        1
+    }
+}
+
+#[tickscope::profile(name = "macros custom name")]
+fn named() {}
+
+#[tickscope::profile(group = "macros group")]
+fn group_outer() {
+    group_inner();
+}
+
+#[tickscope::profile(group = "macros group")]
+fn group_inner() {}
+
+#[tickscope::profile]
+fn recurse(n: u32) -> u32 {
+    if n == 0 {
+        0
+    } else {
+        recurse(n - 1) + 1
+    }
+}
+
+#[tickscope::profile]
+fn early_return(fail: bool) -> Result<u32, String> {
+    if fail {
+        return Err("early".into());
+    }
+    let v: u32 = "41".parse().map_err(|_| "parse".to_string())?;
+    Ok(v + 1)
+}
+
+/// Looks up `"calls":N` of the scope named `name` in a JSON summary.
+fn calls(json: &str, name: &str) -> Option<u64> {
+    let key = format!("{{\"name\":{name:?},");
+    let obj = &json[json.find(&key)?..];
+    let obj = &obj[..obj.find('}')?];
+    let calls = &obj[obj.find("\"calls\":")? + 8..];
+    calls[..calls.find(',')?].parse().ok()
+}
+
+#[test]
+fn profile_attribute_measures_functions_methods_groups_and_recursion() {
+    tickscope::Config::new()
+        .summary(SummaryFormat::Off)
+        .install();
+    std::thread::spawn(|| {
+        for _ in 0..3 {
+            plain();
+            Parser.method();
+            named();
+            group_outer();
+        }
+        recurse(9);
+        assert_eq!(early_return(false), Ok(42));
+        assert!(early_return(true).is_err());
+        let closure = || {
+            tickscope::scope!();
+        };
+        closure();
+    })
+    .join()
+    .unwrap();
+    let json = tickscope::report_string(SummaryFormat::Json);
+    assert_eq!(calls(&json, "plain"), Some(3), "{json}");
+    assert_eq!(calls(&json, "Parser::method"), Some(3), "{json}");
+    assert_eq!(calls(&json, "macros custom name"), Some(3), "{json}");
+    assert_eq!(calls(&json, "macros group"), Some(6), "{json}");
+    assert!(
+        json.contains("\"name\":\"macros group\",\"kind\":\"group\""),
+        "{json}"
+    );
+    assert_eq!(calls(&json, "recurse"), Some(10), "{json}");
+    assert!(
+        json.contains(
+            "\"name\":\"recurse\",\"kind\":\"scope\",\"file\":\"crates/core/tests/macros.rs\""
+        ),
+        "{json}"
+    );
+    assert_eq!(
+        calls(&json, "early_return"),
+        Some(2),
+        "every return path closes the scope"
+    );
+    assert_eq!(
+        calls(
+            &json,
+            "profile_attribute_measures_functions_methods_groups_and_recursion"
+        ),
+        Some(1),
+        "{json}"
+    );
+}
+
+#[test]
+fn scope_guard_is_inert_when_disabled_at_run_time() {
+    tickscope::Config::new()
+        .summary(SummaryFormat::Off)
+        .install();
+    let count = || {
+        calls(
+            &tickscope::report_string(SummaryFormat::Json),
+            "macros runtime switch",
+        )
+    };
+    std::thread::spawn(move || {
+        tickscope::set_enabled(false);
+        {
+            tickscope::scope!("macros runtime switch");
+        }
+        tickscope::set_enabled(true);
+        assert_eq!(count(), None, "nothing recorded while disabled");
+        {
+            tickscope::scope!("macros runtime switch");
+        }
+        assert_eq!(count(), Some(1));
+    })
+    .join()
+    .unwrap();
+}
+
+/// Compile errors: `#[profile]` on `async fn`/`const fn`, bad arguments, and sending a guard
+/// to another thread. Re-bless the expected messages with `TRYBUILD=overwrite`.
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}

@@ -1,0 +1,6 @@
+#[tickscope::profile]
+async fn fetch() -> u32 {
+    1
+}
+
+fn main() {}

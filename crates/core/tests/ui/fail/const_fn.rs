@@ -1,0 +1,6 @@
+#[tickscope::profile]
+const fn answer() -> u32 {
+    42
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[tickscope::profile]
+struct Config;
+
+fn main() {}
