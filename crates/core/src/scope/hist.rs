@@ -158,7 +158,7 @@ mod tests {
                     let r = next();
                     match name {
                         "uniform" => 1_000 + r % 1_000_000,
-                        "log-uniform" => 1u64 << (6 + r % 30) | (r >> 40) % 64,
+                        "log-uniform" => (1u64 << (6 + r % 30)) | ((r >> 40) % 64),
                         _ => {
                             if r % 10 == 0 {
                                 5_000_000 + r % 100_000
