@@ -6,6 +6,7 @@
 //! cargo run -p tickscope --example exit_paths -- exit     # std::process::exit(3)
 //! cargo run -p tickscope --example exit_paths -- panic    # panic in main
 //! cargo run -p tickscope --example exit_paths -- open     # exit inside an open scope
+//! cargo run -p tickscope --example exit_paths -- fork     # a forked child exits first
 //! ```
 //!
 //! No init call anywhere: the summary appears by itself.
@@ -82,6 +83,18 @@ fn main() {
             std::process::exit(0);
         }
         "report" => tickscope::report(),
+        "fork" => {
+            // SAFETY: the process is single-threaded here (the helper thread was joined), so
+            // the child may run arbitrary code; it leaves through exit(), running atexit.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: exit() is the point of the test: it runs the inherited handlers.
+                unsafe { libc::exit(0) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child just forked; `status` is a valid out pointer.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
         _ => {}
     }
 }

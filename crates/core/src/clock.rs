@@ -307,7 +307,7 @@ pub(crate) fn check_interval(
     }
     let estimate = end
         .mid_ns()
-        .saturating_sub(start.mid_ns() + lag_ns)
+        .saturating_sub(start.mid_ns().saturating_add(lag_ns))
         .clamp(lower, upper.max(lower));
     Checked {
         ticks: (estimate as f64 * rate / 1e9) as Ticks,
@@ -364,9 +364,23 @@ impl Timer {
     }
 
     pub(crate) fn elapsed_ticks_with(&mut self, c: &impl Counter, reset: bool) -> Ticks {
-        let (ticks, end) = self.check(c.ticks(), c);
+        let t1 = c.ticks();
+        let (ticks, end) = self.check(t1, c);
         if reset {
-            self.start = end.unwrap_or_else(|| Bracket::read(c));
+            self.start = match end {
+                // The guard read a fresh bracket: restart there.
+                Some(end) => end,
+                // A short, trusted interval: restart at `t1` itself, so no time falls between
+                // two calls; its reference bracket follows from the counter.
+                None => {
+                    let ns = (ticks as f64 * 1e9 / c.rate()) as u64;
+                    Bracket {
+                        before_ns: self.start.before_ns + ns,
+                        ticks: t1,
+                        after_ns: self.start.after_ns + ns,
+                    }
+                }
+            };
         }
         ticks
     }
@@ -562,6 +576,22 @@ pub(crate) mod tests {
         c.advance_ns(3_000_000); // a sane 3 ms
         assert_eq!(t.elapsed_ticks_with(&c, false), 3_000_000);
         assert_eq!(timer_clock_errors() - before, 2);
+    }
+
+    #[test]
+    fn elapsed_ticks_with_reset_partitions_time_exactly() {
+        let c = FakeCounter::new();
+        let mut t = Timer::start_with(&c);
+        let mut sum = 0;
+        for i in 0..100 {
+            c.advance_ns(1_000 + i);
+            sum += t.elapsed_ticks_with(&c, true);
+        }
+        assert_eq!(
+            sum,
+            100 * 1_000 + 4_950,
+            "consecutive readings lose nothing"
+        );
     }
 
     #[test]

@@ -103,6 +103,7 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Settings>> {
 pub(crate) fn ensure_init() {
     INIT.call_once(|| {
         crate::report::mark_first_use();
+        crate::report::mark_init_pid();
         let mut s = Settings::default();
         let enabled = apply_env(&mut s);
         *lock() = Some(s.clone());
@@ -230,7 +231,7 @@ pub(crate) fn warn_malformed(var: &str, value: &str, expected: &str) {
 /// Changes tickscope's settings from code. Unset options keep their current value; the
 /// `TICKSCOPE_*` variables are applied on top and win.
 ///
-/// ```
+/// ```no_run
 /// use std::time::Duration;
 /// tickscope::Config::new()
 ///     .interval(Some(Duration::from_secs(1)))

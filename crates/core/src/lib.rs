@@ -27,7 +27,6 @@
 //!         alloc_block();
 //!     }
 //! } // the exit summary prints itself
-//! # main();
 //! ```
 //!
 //! # Main types

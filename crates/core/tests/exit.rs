@@ -211,6 +211,14 @@ fn malformed_variables_warn_once_and_keep_defaults() {
 }
 
 #[test]
+fn a_forked_child_does_not_print_the_parents_summary() {
+    let (out, stderr) = run("fork", &[]);
+    assert!(out.status.success());
+    assert_eq!(stderr.matches("tickscope: ").count(), 1, "{stderr}");
+    assert_full_summary(&stderr);
+}
+
+#[test]
 fn runtime_disabled_records_nothing() {
     let (_, stderr) = run("return", &[("TICKSCOPE_ENABLED", "0")]);
     assert!(stderr.contains("(no scope was entered)"), "{stderr}");

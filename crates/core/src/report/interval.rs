@@ -102,8 +102,14 @@ fn run() {
         let elapsed = now - last;
         last = now;
         let text = lines(&mut prev, elapsed);
-        if !text.is_empty() {
-            super::emit(&output, &text, true);
+        // Checked again: lines must not follow the exit summary.
+        if text.is_empty() || super::exiting() {
+            continue;
+        }
+        match &output {
+            // A callback gets each line on its own, as documented.
+            Output::Callback(_) => text.lines().for_each(|l| super::emit(&output, l, true)),
+            _ => super::emit(&output, &text, true),
         }
     }
 }

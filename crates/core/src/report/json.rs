@@ -100,7 +100,8 @@ fn entry(o: &mut String, e: &Entry, meta: &Meta, full: bool) {
         ns(r.incl),
         ns(r.self_ticks),
     );
-    if r.outer > 0 {
+    // A concurrent read may see `outer` before `min`/`max` of a first call: skip then.
+    if r.outer > 0 && r.min <= r.max {
         let _ = write!(
             o,
             "\"mean_ns\":{},\"min_ns\":{},\"max_ns\":{},",
@@ -111,7 +112,7 @@ fn entry(o: &mut String, e: &Entry, meta: &Meta, full: bool) {
         if full {
             for (q, key) in [(0.5, "p50_ns"), (0.9, "p90_ns"), (0.99, "p99_ns")] {
                 if let Some(v) = r.hist.quantile(q) {
-                    let _ = write!(o, "\"{key}\":{},", ns(v.clamp(r.min, r.max)));
+                    let _ = write!(o, "\"{key}\":{},", ns(v.max(r.min).min(r.max)));
                 }
             }
         }

@@ -228,7 +228,7 @@ pub(crate) fn report_now() {
         s.summary
     };
     let text = report_string(format, s.per_thread);
-    emit(&s.summary_output, &text, false);
+    emit(&s.summary_output, &text, shares_file_with_lines(&s));
 }
 
 /// The summary as a string.
@@ -238,6 +238,20 @@ pub(crate) fn report_string(format: SummaryFormat, per_thread: bool) -> String {
 }
 
 static EXIT_DONE: AtomicBool = AtomicBool::new(false);
+/// The process that registered the exit summary.
+static INIT_PID: OnceLock<u32> = OnceLock::new();
+
+/// Records the process id the exit summary belongs to.
+pub(crate) fn mark_init_pid() {
+    let _ = INIT_PID.set(std::process::id());
+}
+
+/// True if and only if interval lines go to the same file as the summary, which must then be
+/// appended after them rather than replace them.
+fn shares_file_with_lines(s: &Settings) -> bool {
+    s.interval.is_some()
+        && matches!((&s.summary_output, &s.line_output), (Output::File(a), Output::File(b)) if a == b)
+}
 
 /// True if and only if the process is exiting (the exit summary has started).
 pub(crate) fn exiting() -> bool {
@@ -255,12 +269,17 @@ pub(crate) extern "C" fn on_process_exit() {
         if s.summary == SummaryFormat::Off {
             return;
         }
+        // A forked child inherits the handler and its parent's figures: the summary is the
+        // parent's to print.
+        if INIT_PID.get().is_some_and(|&pid| pid != std::process::id()) {
+            return;
+        }
         let text = match collect(s.per_thread, Some(Duration::from_millis(500))) {
             Some(snap) => render(&snap, &Meta::now(), s.summary, s.per_thread),
             None => "tickscope: exit summary skipped: a thread held the registry lock for 500 ms\n"
                 .to_owned(),
         };
-        emit(&s.summary_output, &text, false);
+        emit(&s.summary_output, &text, shares_file_with_lines(&s));
     });
 }
 

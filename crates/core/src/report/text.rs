@@ -129,19 +129,21 @@ fn table(entries: &[Entry], meta: &Meta, full: bool) -> String {
             Kind::Group => format!("{} [group]", e.info.name),
             Kind::Scope => e.info.name.to_owned(),
         };
-        let mean = if r.outer > 0 {
+        // A concurrent read may see `outer` before `min`/`max` of a first call.
+        let complete = r.outer > 0 && r.min <= r.max;
+        let mean = if complete {
             duration(meta.ns(r.incl) / r.outer as f64)
         } else {
             "-".into()
         };
-        let (min, max) = if r.outer > 0 {
+        let (min, max) = if complete {
             (ns(r.min), ns(r.max))
         } else {
             ("-".into(), "-".into())
         };
         let q = |q: f64| match r.hist.quantile(q) {
-            Some(v) => ns(v.clamp(r.min, r.max)),
-            None => "-".into(),
+            Some(v) if complete => ns(v.max(r.min).min(r.max)),
+            _ => "-".into(),
         };
         if full {
             let mut loc = location(e.info.file, e.info.line);

@@ -31,7 +31,8 @@ thread_local! {
     /// The exit hook ran: scopes from later thread-local destructors cannot be recorded.
     static EXITED: Cell<bool> = const { Cell::new(false) };
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    static CHILD: [Cell<Ticks>; INLINE_DEPTH] = const { [const { Cell::new(0) }; INLINE_DEPTH] };
+    /// Per open scope: its children's time and its start reading (see `thread.rs`).
+    static LEVELS: [[Cell<Ticks>; 2]; INLINE_DEPTH] = const { [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH] };
     static DEEP: Cell<Option<&'static DeepStack>> = const { Cell::new(None) };
     static ANCHOR: Cell<(Ticks, u32)> = const { Cell::new((0, 0)) };
 }
@@ -49,12 +50,12 @@ impl StackStore for TlsStack {
         DEPTH.set(d)
     }
     #[inline(always)]
-    fn inline_child(&self, i: usize) -> Ticks {
-        CHILD.with(|c| c[i].get())
+    fn inline(&self, i: usize, k: usize) -> Ticks {
+        LEVELS.with(|l| l[i][k].get())
     }
     #[inline(always)]
-    fn set_inline_child(&self, i: usize, v: Ticks) {
-        CHILD.with(|c| c[i].set(v))
+    fn set_inline(&self, i: usize, k: usize, v: Ticks) {
+        LEVELS.with(|l| l[i][k].set(v))
     }
     fn deep(&self) -> Option<&'static DeepStack> {
         DEEP.get()

@@ -323,15 +323,21 @@ pub(crate) struct Open {
 }
 
 /// Child time of open scopes past the inline ones; pooled like `ThreadStats`.
-pub(crate) struct DeepStack(pub [AtomicU64; MAX_DEPTH - INLINE_DEPTH]);
+pub(crate) struct DeepStack(pub [[AtomicU64; 2]; MAX_DEPTH - INLINE_DEPTH]);
 
 impl DeepStack {
     pub(crate) fn leak() -> &'static DeepStack {
         Box::leak(Box::new(DeepStack(
-            [const { AtomicU64::new(0) }; MAX_DEPTH - INLINE_DEPTH],
+            [const { [const { AtomicU64::new(0) }; 2] }; MAX_DEPTH - INLINE_DEPTH],
         )))
     }
 }
+
+/// Per stack level, two cells: the child time of the scope open there (for self time)…
+const CHILD: usize = 0;
+/// …and its start reading, which identifies it: a guard whose scope was abandoned cannot
+/// close a newer scope that happens to sit at the same level.
+const T0: usize = 1;
 
 /// Where a thread's stack lives: plain cells for tests, small thread-locals for real threads
 /// (each accessed through a tiny closure, which the compiler always inlines; one big
@@ -339,9 +345,9 @@ impl DeepStack {
 pub(crate) trait StackStore {
     fn depth(&self) -> u32;
     fn set_depth(&self, d: u32);
-    /// Inline child-time cells; `i < INLINE_DEPTH`.
-    fn inline_child(&self, i: usize) -> Ticks;
-    fn set_inline_child(&self, i: usize, v: Ticks);
+    /// Cell `k` ([`CHILD`] or [`T0`]) of inline level `i < INLINE_DEPTH`.
+    fn inline(&self, i: usize, k: usize) -> Ticks;
+    fn set_inline(&self, i: usize, k: usize, v: Ticks);
     fn deep(&self) -> Option<&'static DeepStack>;
     fn set_deep(&self, d: Option<&'static DeepStack>);
     /// The current anchor's counter reading and epoch.
@@ -352,7 +358,7 @@ pub(crate) trait StackStore {
 /// A stack in plain cells (tests and the overhead probe).
 pub(crate) struct Stack {
     depth: Cell<u32>,
-    child: [Cell<Ticks>; INLINE_DEPTH],
+    levels: [[Cell<Ticks>; 2]; INLINE_DEPTH],
     deep: Cell<Option<&'static DeepStack>>,
     anchor: Cell<(Ticks, u32)>,
 }
@@ -361,7 +367,7 @@ impl Stack {
     pub(crate) const fn new() -> Stack {
         Stack {
             depth: Cell::new(0),
-            child: [const { Cell::new(0) }; INLINE_DEPTH],
+            levels: [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH],
             deep: Cell::new(None),
             // Ticks 0: the first entry refreshes the anchor.
             anchor: Cell::new((0, 0)),
@@ -379,12 +385,12 @@ impl StackStore for Stack {
         self.depth.set(d)
     }
     #[inline(always)]
-    fn inline_child(&self, i: usize) -> Ticks {
-        self.child[i].get()
+    fn inline(&self, i: usize, k: usize) -> Ticks {
+        self.levels[i][k].get()
     }
     #[inline(always)]
-    fn set_inline_child(&self, i: usize, v: Ticks) {
-        self.child[i].set(v)
+    fn set_inline(&self, i: usize, k: usize, v: Ticks) {
+        self.levels[i][k].set(v)
     }
     fn deep(&self) -> Option<&'static DeepStack> {
         self.deep.get()
@@ -406,27 +412,28 @@ pub(crate) fn depth(s: &impl StackStore) -> usize {
     s.depth() as usize
 }
 
+/// Cell `k` of level `i`, inline or in the deep extension.
 #[inline(always)]
-fn child(s: &impl StackStore, i: usize) -> Ticks {
+fn get(s: &impl StackStore, i: usize, k: usize) -> Ticks {
     if i < INLINE_DEPTH {
-        s.inline_child(i)
+        s.inline(i, k)
     } else {
-        deep_cell(s, i).load(Relaxed)
+        deep_cell(s, i, k).load(Relaxed)
     }
 }
 
 #[inline(always)]
-fn set_child(s: &impl StackStore, i: usize, v: Ticks) {
+fn set(s: &impl StackStore, i: usize, k: usize, v: Ticks) {
     if i < INLINE_DEPTH {
-        s.set_inline_child(i, v)
+        s.set_inline(i, k, v)
     } else {
-        deep_cell(s, i).store(v, Relaxed)
+        deep_cell(s, i, k).store(v, Relaxed)
     }
 }
 
 #[cold]
 #[inline(never)]
-fn deep_cell(s: &impl StackStore, i: usize) -> &'static AtomicU64 {
+fn deep_cell(s: &impl StackStore, i: usize, k: usize) -> &'static AtomicU64 {
     let deep = match s.deep() {
         Some(d) => d,
         None => {
@@ -435,7 +442,7 @@ fn deep_cell(s: &impl StackStore, i: usize) -> &'static AtomicU64 {
             d
         }
     };
-    &deep.0[i - INLINE_DEPTH]
+    &deep.0[i - INLINE_DEPTH][k]
 }
 
 /// Opens a scope of call site `id` on the thread whose statistics are `stats`. Returns what
@@ -458,30 +465,26 @@ pub(crate) fn enter_slot(
     slot: &'static Slot,
     clock: &impl Counter,
 ) -> Option<Open> {
-    let d = s.depth();
-    // One check for both the depth limit and the inline child cells.
-    if d as usize >= INLINE_DEPTH {
-        if d as usize >= MAX_DEPTH {
-            add(&stats.lost_too_deep, 1);
-            return None;
-        }
-        deep_cell(s, d as usize).store(0, Relaxed);
-    } else {
-        s.set_inline_child(d as usize, 0);
+    let d = s.depth() as usize;
+    if d >= MAX_DEPTH {
+        add(&stats.lost_too_deep, 1);
+        return None;
     }
+    set(s, d, CHILD, 0);
     let open = slot.depth.load(Relaxed);
     slot.depth.store(open + 1, Relaxed);
-    s.set_depth(d + 1);
+    s.set_depth(d as u32 + 1);
     // Read the clock last, so the bookkeeping above is not in the scope's time.
     let mut t0 = clock.ticks();
     let (anchor_ticks, mut epoch) = s.anchor();
     if t0.wrapping_sub(anchor_ticks) > ANCHOR_PERIOD {
         (t0, epoch) = refresh_anchor(s, stats, epoch, clock);
     }
+    set(s, d, T0, t0);
     Some(Open {
         slot,
         t0,
-        index: d,
+        index: d as u32,
         epoch,
         nested: open > 0,
     })
@@ -515,14 +518,13 @@ fn refresh_anchor(
 
 /// Closes the scope `o`. If scopes opened inside it are still open (their guards were leaked,
 /// or dropped out of order), they are abandoned and counted as `unbalanced`; if `o` itself was
-/// abandoned that way, its late exit is ignored.
+/// abandoned that way, its late exit only undoes its nesting mark.
 #[inline(always)]
 pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &impl Counter) {
     // Read the clock first, so the bookkeeping below is not in the scope's time.
     let t1 = clock.ticks();
     let index = o.index as usize;
-    let d = s.depth() as usize;
-    if d != index + 1 && !unwind_to(s, stats, index) {
+    if (s.depth() as usize != index + 1 || get(s, index, T0) != o.t0) && !unwind_to(s, stats, o) {
         return;
     }
     let slot = o.slot;
@@ -533,14 +535,7 @@ pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &i
     slot.depth
         .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
     add(&slot.calls, 1);
-    // One check covers this scope's child cell and its parent's.
-    let inline = index < INLINE_DEPTH;
-    let own_child = if inline {
-        s.inline_child(index)
-    } else {
-        child(s, index)
-    };
-    add(&slot.self_ticks, dt.saturating_sub(own_child));
+    add(&slot.self_ticks, dt.saturating_sub(get(s, index, CHILD)));
     if !o.nested {
         add(&slot.outer, 1);
         add(&slot.incl, dt);
@@ -553,27 +548,32 @@ pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &i
         slot.hist.record(dt);
     }
     if index > 0 {
-        if inline {
-            s.set_inline_child(index - 1, s.inline_child(index - 1) + dt);
-        } else {
-            set_child(s, index - 1, child(s, index - 1) + dt);
-        }
+        set(
+            s,
+            index - 1,
+            CHILD,
+            get(s, index - 1, CHILD).wrapping_add(dt),
+        );
     }
     s.set_depth(index as u32);
 }
 
-/// The stack is not at `index + 1`: abandon scopes above `index` (returns true, the exit
-/// proceeds) or report that `index` itself was abandoned already (returns false).
+/// The stack does not end with `o`'s scope. If that scope is still open lower down, abandon
+/// the scopes above it (counted as `unbalanced`) and return true: the exit proceeds. If it was
+/// itself abandoned, undo its nesting mark on its slot and return false.
 #[cold]
 #[inline(never)]
-fn unwind_to(s: &impl StackStore, stats: &ThreadStats, index: usize) -> bool {
-    let d = s.depth() as usize;
-    if d <= index {
-        return false;
+fn unwind_to(s: &impl StackStore, stats: &ThreadStats, o: &Open) -> bool {
+    let (d, index) = (s.depth() as usize, o.index as usize);
+    if d > index && get(s, index, T0) == o.t0 {
+        add(&stats.unbalanced, (d - index - 1) as u64);
+        s.set_depth(index as u32 + 1);
+        return true;
     }
-    add(&stats.unbalanced, (d - index - 1) as u64);
-    s.set_depth(index as u32 + 1);
-    true
+    o.slot
+        .depth
+        .store(o.slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
+    false
 }
 
 /// The anomaly guard for a long (or negative) delta: compare with the reference clock, read
@@ -620,11 +620,12 @@ fn check_long_inner(
         (false, _) => u64::MAX,
     };
     let c = check_interval(&anchor, o.t0, lag_ns, max_lag_ns, &end, rate);
-    if c.error {
-        (c.ticks, true)
+    if !c.error && o.t0 <= t1 && t1 <= end.ticks {
+        // The clocks agree, and the reading taken when the scope ended lies between its start
+        // and the check's reading: keep it.
+        (t1 - o.t0, false)
     } else {
-        // The clocks agree; keep the reading taken when the scope ended.
-        (t1.wrapping_sub(o.t0), false)
+        (c.ticks, c.error)
     }
 }
 
@@ -786,6 +787,51 @@ pub(crate) mod tests {
         assert!(long.incl <= 2_600_000_000, "{}", long.incl);
         assert!(long.incl >= 2_400_000_000, "{}", long.incl);
         assert_eq!(row(&r, &INNER).clock_errors, 0);
+    }
+
+    #[test]
+    fn an_abandoned_scope_does_not_stay_open_forever() {
+        // Two interleaved tasks on one thread (scopes held across an await): a opens, b
+        // opens, a closes (abandoning b), then b's guard drops late.
+        let (r, c) = (recorder(), FakeCounter::new());
+        let a = r.enter(OUTER.id(), &c).unwrap();
+        let b = r.enter(INNER.id(), &c).unwrap();
+        c.advance_ns(10);
+        r.exit(a, &c);
+        r.exit(b, &c);
+        // The next entry of INNER is an outermost call again, with its time counted.
+        let b = r.enter(INNER.id(), &c).unwrap();
+        c.advance_ns(30);
+        r.exit(b, &c);
+        let inner = row(&r, &INNER);
+        assert_eq!(
+            (inner.calls, inner.outer, inner.incl, inner.open),
+            (1, 1, 30, 0)
+        );
+    }
+
+    #[test]
+    fn a_late_guard_cannot_close_a_newer_scope_at_its_level() {
+        let (r, c) = (recorder(), FakeCounter::new());
+        let a = r.enter(OUTER.id(), &c).unwrap();
+        let b = r.enter(INNER.id(), &c).unwrap(); // level 1
+        r.exit(a, &c); // b abandoned
+        c.advance_ns(5);
+        let c0 = r.enter(REC.id(), &c).unwrap(); // level 0
+        let d1 = r.enter(OUTER.id(), &c).unwrap(); // level 1, where b was
+        c.advance_ns(20);
+        r.exit(b, &c); // ignored: level 1 is d1 now
+        assert_eq!(r.depth(), 2, "d1 is still open");
+        r.exit(d1, &c);
+        r.exit(c0, &c);
+        let rec = row(&r, &REC);
+        assert_eq!(
+            (rec.calls, rec.incl, rec.self_ticks),
+            (1, 20, 0),
+            "d1 is c0's child"
+        );
+        assert_eq!(row(&r, &INNER).calls, 0);
+        assert_eq!(r.stats.unbalanced.load(Relaxed), 1);
     }
 
     #[test]
