@@ -53,8 +53,8 @@
 //!
 //! # Overhead
 //! One scope (enter + exit) is two counter reads plus a few loads and stores to thread-local
-//! memory: **25.0–25.6 ns on a 2-core x86_64 VM where one `rdtsc` alone costs ~10 ns, i.e.
-//! 1.26–1.28 × the floor of two counter reads and a thread-local add**. Measure it on your
+//! memory: **about 25.7 ns on a 2-core x86_64 VM where one `rdtsc` alone costs ~10 ns, i.e.
+//! 1.29 × the floor of two counter reads and a thread-local add** (the goal is 1.25 ×). Measure it on your
 //! machine with `cargo bench -p tickscope --bench overhead`; every exit summary also prints the
 //! figure measured in that process. A runtime-disabled scope costs one load and a branch.
 //! Memory: ~26 KiB per thread that enters a scope, plus ~11.5 KiB per call site it touches
