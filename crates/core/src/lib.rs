@@ -102,62 +102,40 @@ pub use tickscope_macros::profile;
 #[macro_export]
 macro_rules! scope {
     () => {
-        let __tickscope_scope = $crate::__private::enter_cached(
-            {
-                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                    $crate::__private::Callsite::new(
-                        $crate::__private::Name::Function({
-                            fn __tickscope_name() -> &'static str {
-                                fn f() {}
-                                $crate::__private::type_name_of(f)
-                            }
-                            __tickscope_name
-                        }),
-                        $crate::__private::Kind::Scope,
-                        file!(),
-                        line!(),
-                        module_path!(),
-                    );
-                &__TICKSCOPE_CALLSITE
-            },
-            {
-                ::std::thread_local! {
-                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
-                        const { $crate::__private::SlotCache::new() };
+        let __tickscope_scope = $crate::__tickscope_enter!(
+            $crate::__private::Name::Function({
+                fn __tickscope_name() -> &'static str {
+                    fn f() {}
+                    $crate::__private::type_name_of(f)
                 }
-                &__TICKSCOPE_SLOT
-            },
+                __tickscope_name
+            }),
+            Scope
         );
     };
     (group = $group:expr $(,)?) => {
-        let __tickscope_scope = $crate::__private::enter_cached(
-            {
-                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                    $crate::__private::Callsite::new(
-                        $crate::__private::Name::Static($group),
-                        $crate::__private::Kind::Group,
-                        file!(),
-                        line!(),
-                        module_path!(),
-                    );
-                &__TICKSCOPE_CALLSITE
-            },
-            {
-                ::std::thread_local! {
-                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
-                        const { $crate::__private::SlotCache::new() };
-                }
-                &__TICKSCOPE_SLOT
-            },
-        );
+        let __tickscope_scope =
+            $crate::__tickscope_enter!($crate::__private::Name::Static($group), Group);
     };
     ($name:expr $(,)?) => {
-        let __tickscope_scope = $crate::__private::enter_cached(
+        let __tickscope_scope =
+            $crate::__tickscope_enter!($crate::__private::Name::Static($name), Scope);
+    };
+}
+
+/// The call site's static, its per-thread slot cache, and the guard: what every form of
+/// [`scope!`] expands to. Not a stable API.
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tickscope_enter {
+    ($name:expr, $kind:ident) => {
+        $crate::__private::enter_cached(
             {
                 static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
                     $crate::__private::Callsite::new(
-                        $crate::__private::Name::Static($name),
-                        $crate::__private::Kind::Scope,
+                        $name,
+                        $crate::__private::Kind::$kind,
                         file!(),
                         line!(),
                         module_path!(),
@@ -171,7 +149,7 @@ macro_rules! scope {
                 }
                 &__TICKSCOPE_SLOT
             },
-        );
+        )
     };
 }
 
