@@ -72,6 +72,28 @@ fn summary_after_main_returns() {
 }
 
 #[test]
+fn wall_time_starts_at_exec_not_at_fork() {
+    // `cargo run` execs the program after building it: the build must not count. Here a shell
+    // forks, sleeps a second, then execs the example.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 1; exec {} return", example().display()))
+        .env_remove("TICKSCOPE_SUMMARY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let header = stderr
+        .lines()
+        .find(|l| l.starts_with("tickscope: "))
+        .expect(&stderr);
+    let wall = header.split(", ").nth(1).expect(header);
+    assert!(
+        wall.ends_with(" ms wall time") || wall.ends_with(" µs wall time"),
+        "under a second: {header}"
+    );
+}
+
+#[test]
 fn summary_after_process_exit() {
     let (out, stderr) = run("exit", &[]);
     assert_eq!(out.status.code(), Some(3));

@@ -283,15 +283,33 @@ pub(crate) extern "C" fn on_process_exit() {
     });
 }
 
-/// The process's wall time so far: since its start per `/proc/self/stat` (10 ms resolution),
-/// or since tickscope's first use where `/proc` is unavailable.
+/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else since the
+/// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
 fn process_wall_ns() -> u64 {
     static FIRST_USE: OnceLock<u64> = OnceLock::new();
     let first = *FIRST_USE.get_or_init(crate::sys::monotonic_ns);
+    let loaded = LOAD_NS.load(Relaxed);
+    if loaded != 0 {
+        return crate::sys::monotonic_ns().saturating_sub(loaded);
+    }
     match crate::sys::process_start_boottime_ns() {
         Some(start) => crate::sys::boottime_ns().saturating_sub(start),
         None => crate::sys::monotonic_ns().saturating_sub(first),
     }
+}
+
+/// `CLOCK_MONOTONIC` when the program was loaded: an `.init_array` entry runs after `exec` and
+/// before `main`. The kernel's process start time is the *fork*, which for a program started
+/// by `cargo run` (it `exec`s the program) would include the whole build.
+static LOAD_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
+
+extern "C" fn record_load_time() {
+    // Runs before main: nothing here can panic or allocate.
+    LOAD_NS.store(crate::sys::monotonic_ns(), Relaxed);
 }
 
 /// Records the first-use time for [`process_wall_ns`]'s fallback.
