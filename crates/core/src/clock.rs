@@ -400,6 +400,15 @@ impl Timer {
     }
 }
 
+/// True if and only if two reads of `read` 50 µs apart differ, in order.
+#[allow(dead_code)] // unused where no counter exists
+fn advances(read: fn() -> Ticks) -> bool {
+    let a = read();
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_micros(50) {}
+    read() > a
+}
+
 /// The CPU counter for this architecture.
 #[cfg(target_arch = "x86_64")]
 mod counter {
@@ -428,15 +437,7 @@ mod counter {
         }
         // SAFETY: as above; the leaf exists.
         let edx = unsafe { __cpuid(0x8000_0007) }.edx;
-        edx & (1 << 8) != 0 && advances()
-    }
-
-    /// True if and only if two reads 50 µs apart differ, in order.
-    fn advances() -> bool {
-        let a = read();
-        let t = std::time::Instant::now();
-        while t.elapsed() < std::time::Duration::from_micros(50) {}
-        read() > a
+        edx & (1 << 8) != 0 && super::advances(read)
     }
 }
 
@@ -456,10 +457,7 @@ mod counter {
     }
 
     pub(super) fn usable() -> bool {
-        let a = read();
-        let t = std::time::Instant::now();
-        while t.elapsed() < std::time::Duration::from_micros(50) {}
-        read() > a
+        super::advances(read)
     }
 }
 

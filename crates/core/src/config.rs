@@ -18,7 +18,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
 /// Where report text goes.
@@ -105,9 +105,10 @@ pub(crate) fn ensure_init() {
         crate::report::mark_first_use();
         crate::report::mark_init_pid();
         let mut s = Settings::default();
-        let enabled = apply_env(&mut s);
+        let env = env();
+        env.apply(&mut s);
         *lock() = Some(s.clone());
-        if let Some(on) = enabled {
+        if let Some(on) = env.enabled {
             crate::imp::set_enabled(on);
         }
         if !crate::sys::at_exit(crate::report::on_process_exit) {
@@ -117,55 +118,76 @@ pub(crate) fn ensure_init() {
     });
 }
 
-/// Applies the `TICKSCOPE_*` variables to `s`; returns `TICKSCOPE_ENABLED` if set and valid.
-fn apply_env(s: &mut Settings) -> Option<bool> {
-    apply_env_from(s, |k| std::env::var(k).ok())
+/// The well-formed `TICKSCOPE_*` values, read once (malformed ones warned about then).
+#[derive(Debug, Default)]
+struct Env {
+    interval: Option<Option<Duration>>,
+    summary: Option<(SummaryFormat, Option<PathBuf>)>,
+    per_thread: Option<bool>,
+    enabled: Option<bool>,
 }
 
-fn apply_env_from(s: &mut Settings, get: impl Fn(&str) -> Option<String>) -> Option<bool> {
-    if let Some(v) = get("TICKSCOPE_INTERVAL") {
-        match parse_interval(&v) {
-            Some(i) => s.interval = i,
-            None => warn_malformed(
+/// The process's environment overrides.
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| Env::read(|k| std::env::var(k).ok()))
+}
+
+impl Env {
+    fn read(get: impl Fn(&str) -> Option<String>) -> Env {
+        /// Parses `var` with `parse`, warning once if it is set but malformed.
+        fn value<T>(
+            get: &impl Fn(&str) -> Option<String>,
+            var: &str,
+            parse: impl Fn(&str) -> Option<T>,
+            expected: &str,
+        ) -> Option<T> {
+            let v = get(var)?;
+            let parsed = parse(&v);
+            if parsed.is_none() {
+                warn_malformed(var, &v, expected);
+            }
+            parsed
+        }
+        Env {
+            interval: value(
+                &get,
                 "TICKSCOPE_INTERVAL",
-                &v,
+                parse_interval,
                 "a duration such as 1s, 500ms, 1.5s or 2m, or off",
             ),
-        }
-    }
-    if let Some(v) = get("TICKSCOPE_SUMMARY") {
-        match parse_summary(&v) {
-            Some((format, path)) => {
-                s.summary = format;
-                if let Some(p) = path {
-                    s.summary_output = Output::File(p);
-                }
-            }
-            None => warn_malformed(
+            summary: value(
+                &get,
                 "TICKSCOPE_SUMMARY",
-                &v,
+                parse_summary,
                 "off, text or json, optionally :PATH",
             ),
+            per_thread: value(&get, "TICKSCOPE_PER_THREAD", parse_bool, "0 or 1"),
+            enabled: value(&get, "TICKSCOPE_ENABLED", parse_bool, "0 or 1"),
         }
     }
-    if let Some(v) = get("TICKSCOPE_PER_THREAD") {
-        match parse_bool(&v) {
-            Some(b) => s.per_thread = b,
-            None => warn_malformed("TICKSCOPE_PER_THREAD", &v, "0 or 1"),
+
+    /// Applies the overrides to `s`.
+    fn apply(&self, s: &mut Settings) {
+        if let Some(i) = self.interval {
+            s.interval = i;
+        }
+        if let Some((format, path)) = &self.summary {
+            s.summary = *format;
+            if let Some(p) = path {
+                s.summary_output = Output::File(p.clone());
+            }
+        }
+        if let Some(b) = self.per_thread {
+            s.per_thread = b;
         }
     }
-    let mut enabled = None;
-    if let Some(v) = get("TICKSCOPE_ENABLED") {
-        match parse_bool(&v) {
-            Some(b) => enabled = Some(b),
-            None => warn_malformed("TICKSCOPE_ENABLED", &v, "0 or 1"),
-        }
-    }
-    enabled
 }
 
-/// `off`/`0` → `Some(None)`; a duration → `Some(Some(d))`; anything else → `None`.
-pub(crate) fn parse_interval(v: &str) -> Option<Option<Duration>> {
+/// Parses an interval as `TICKSCOPE_INTERVAL` takes it: `off` (or `0`) → `Some(None)`; a
+/// duration with a unit (`1s`, `250ms`, `1.5s`, `2m`, `500us`) → `Some(Some(d))`; anything
+/// else → `None`.
+pub fn parse_interval(v: &str) -> Option<Option<Duration>> {
     let v = v.trim();
     if v.eq_ignore_ascii_case("off") || v == "0" {
         return Some(None);
@@ -314,27 +336,11 @@ impl Config {
             if let Some(v) = self.per_thread {
                 s.per_thread = v;
             }
-            apply_env_quiet(s);
+            env().apply(s);
             s.clone()
         };
         crate::report::interval::configure(s.interval, s.line_output);
     }
-}
-
-/// Re-applies the environment without repeating warnings already printed at start-up.
-fn apply_env_quiet(s: &mut Settings) {
-    let mut copy = s.clone();
-    apply_env_from(&mut copy, |k| {
-        let v = std::env::var(k).ok()?;
-        // Only well-formed values override; malformed ones were reported at init.
-        let ok = match k {
-            "TICKSCOPE_INTERVAL" => parse_interval(&v).is_some(),
-            "TICKSCOPE_SUMMARY" => parse_summary(&v).is_some(),
-            _ => parse_bool(&v).is_some(),
-        };
-        ok.then_some(v)
-    });
-    *s = copy;
 }
 
 #[cfg(test)]
@@ -383,7 +389,9 @@ mod tests {
             "TICKSCOPE_PER_THREAD" => Some("maybe".to_string()),
             _ => None,
         };
-        assert_eq!(apply_env_from(&mut s, env), None);
+        let env = Env::read(env);
+        assert_eq!(env.enabled, None);
+        env.apply(&mut s);
         assert_eq!(s.interval, None, "malformed interval keeps the default");
         assert!(!s.per_thread, "malformed bool keeps the default");
         assert_eq!(

@@ -79,7 +79,7 @@ mod sys;
 mod imp;
 
 pub use clock::{now, system_time_ms, ticks_per_second, ClockSource, Ticks, Timer};
-pub use config::{Config, Output, SummaryFormat};
+pub use config::{parse_interval, Config, Output, SummaryFormat};
 pub use imp::{is_enabled, report, report_string, set_enabled, thread_bytes, Scope, COMPILED_IN};
 
 /// Measures a function: the same as putting [`scope!()`](scope) at the top of its body.

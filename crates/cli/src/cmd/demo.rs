@@ -37,7 +37,12 @@ pub fn run(args: Args) -> Result<()> {
         "--threads must be 1 to 256, got {}",
         args.threads
     );
-    let interval = parse_interval(&args.interval)?;
+    let interval = tickscope::parse_interval(&args.interval).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--interval {:?}: expected a duration such as 500ms or 1s, or off",
+            args.interval
+        )
+    })?;
     tickscope::Config::new()
         .interval(interval)
         .per_thread(args.per_thread)
@@ -68,29 +73,6 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!("demo checksum: {checksum:016x}");
     Ok(())
-}
-
-fn parse_interval(s: &str) -> Result<Option<Duration>> {
-    if s == "off" {
-        return Ok(None);
-    }
-    let (num, unit) = s.split_at(
-        s.find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(s.len()),
-    );
-    let n: f64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--interval {s:?}: expected e.g. 500ms, 1s or off"))?;
-    let secs = match unit {
-        "ms" => n / 1e3,
-        "s" => n,
-        _ => anyhow::bail!("--interval {s:?}: expected a unit, ms or s (e.g. 500ms, 1s) or off"),
-    };
-    ensure!(
-        secs > 0.0 && secs.is_finite(),
-        "--interval {s:?}: must be positive"
-    );
-    Ok(Some(Duration::from_secs_f64(secs)))
 }
 
 /// One worker: batches of records until the deadline.

@@ -165,40 +165,15 @@ impl Table {
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 
-/// Locks the table. Never panics: a poisoned lock (a panic while held, which our code does not
-/// do) is taken over, since the table is append-only and always consistent.
+/// Locks the table (see [`super::lock_within`]); the table is append-only, so a taken-over
+/// lock is always consistent.
 pub(crate) fn table() -> TableGuard {
-    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
-    if guard.is_none() {
-        *guard = Some(Table {
-            infos: vec![placeholder()],
-            groups: HashMap::new(),
-        });
-    }
-    TableGuard(guard)
+    TableGuard::new(super::lock_within(&TABLE, None).expect("no deadline: always locks"))
 }
 
 /// Like [`table`], but gives up after `wait` instead of blocking (for the exit path).
 pub(crate) fn try_table(wait: std::time::Duration) -> Option<TableGuard> {
-    let deadline = std::time::Instant::now() + wait;
-    loop {
-        match TABLE.try_lock() {
-            Ok(mut g) => {
-                if g.is_none() {
-                    *g = Some(Table {
-                        infos: vec![placeholder()],
-                        groups: HashMap::new(),
-                    });
-                }
-                return Some(TableGuard(g));
-            }
-            Err(std::sync::TryLockError::Poisoned(p)) => return Some(TableGuard(p.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(1))
-            }
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        }
-    }
+    super::lock_within(&TABLE, Some(wait)).map(TableGuard::new)
 }
 
 fn placeholder() -> CallsiteInfo {
@@ -214,6 +189,17 @@ fn placeholder() -> CallsiteInfo {
 
 /// The locked call-site table.
 pub(crate) struct TableGuard(MutexGuard<'static, Option<Table>>);
+
+impl TableGuard {
+    /// Wraps a lock of the table, creating the table on first use.
+    fn new(mut g: MutexGuard<'static, Option<Table>>) -> TableGuard {
+        g.get_or_insert_with(|| Table {
+            infos: vec![placeholder()],
+            groups: HashMap::new(),
+        });
+        TableGuard(g)
+    }
+}
 
 impl std::ops::Deref for TableGuard {
     type Target = Table;

@@ -174,6 +174,30 @@ pub(crate) fn exit(open: &Open) {
     }
 }
 
+/// Locks `m`, taking over a poisoned lock (our code never panics while holding one, and the
+/// data is consistent between statements). With `wait`, gives up after that long instead of
+/// blocking: the exit path must never deadlock, even on a lock held by a stopped thread.
+pub(crate) fn lock_within<T>(
+    m: &'static std::sync::Mutex<T>,
+    wait: Option<std::time::Duration>,
+) -> Option<std::sync::MutexGuard<'static, T>> {
+    use std::sync::TryLockError;
+    let Some(wait) = wait else {
+        return Some(m.lock().unwrap_or_else(|p| p.into_inner()));
+    };
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
 /// Bytes of scope state the calling thread holds (0 if it never entered a scope).
 pub(crate) fn current_thread_bytes() -> usize {
     STATS.get().map_or(0, |s| s.bytes())

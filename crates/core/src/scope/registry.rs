@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, MutexGuard, TryLockError};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use super::thread::{DeepStack, Row, ThreadStats};
 
@@ -65,31 +65,20 @@ impl std::ops::DerefMut for RegistryGuard {
     }
 }
 
-/// Locks the registry, taking over a poisoned lock (our code never panics while holding it,
-/// and the data is consistent between statements).
+/// Locks the registry (see [`super::lock_within`]).
 pub(crate) fn lock() -> RegistryGuard {
-    let mut g = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-    g.get_or_insert_with(Registry::default);
-    RegistryGuard(g)
+    try_lock_within(None).expect("no deadline: always locks")
 }
 
-/// Like [`lock`] but gives up after `wait`: the exit path must never deadlock, even if a thread
-/// was stopped while holding the lock.
+/// Like [`lock`] but gives up after `wait` (for the exit path).
 pub(crate) fn try_lock(wait: Duration) -> Option<RegistryGuard> {
-    let deadline = Instant::now() + wait;
-    loop {
-        let mut g = match REGISTRY.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        g.get_or_insert_with(Registry::default);
-        return Some(RegistryGuard(g));
-    }
+    try_lock_within(Some(wait))
+}
+
+fn try_lock_within(wait: Option<Duration>) -> Option<RegistryGuard> {
+    let mut g = super::lock_within(&REGISTRY, wait)?;
+    g.get_or_insert_with(Registry::default);
+    Some(RegistryGuard(g))
 }
 
 /// Registers the calling thread and returns its statistics.
