@@ -72,6 +72,12 @@ pub mod clock;
 mod config;
 mod report;
 mod scope;
+#[cfg(feature = "sampler")]
+pub mod sampler;
+#[cfg(feature = "sampler")]
+mod pprof;
+#[cfg(feature = "sampler")]
+mod symbolize;
 mod sys;
 
 #[cfg_attr(feature = "enabled", path = "imp/enabled.rs")]

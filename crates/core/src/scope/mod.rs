@@ -202,3 +202,25 @@ pub(crate) fn lock_within<T>(
 pub(crate) fn current_thread_bytes() -> usize {
     STATS.get().map_or(0, |s| s.bytes())
 }
+
+/// The calling thread's open scopes, as call-site (row) ids in ascending order, written into
+/// `out`; returns how many. The sampler attaches them to each sample.
+///
+/// Signal context (the sampler's handler calls it): no allocation, no lock. It reads only the
+/// thread's own slots — atomics and `OnceLock::get`, itself one atomic load.
+pub(crate) fn active_scopes(out: &mut [u32]) -> usize {
+    let Some(stats) = STATS.get() else { return 0 };
+    let mut n = 0;
+    stats.for_each_slot(|id, slot| {
+        if n < out.len() && slot.depth.load(Relaxed) > 0 {
+            out[n] = id;
+            n += 1;
+        }
+    });
+    n
+}
+
+/// The row name of call-site id `id` (a scope's name, or its group's).
+pub(crate) fn scope_name(id: u32) -> Option<String> {
+    callsite::table().get(id).map(|i| i.name.to_string())
+}

@@ -1,0 +1,309 @@
+//! The signal handler: the only code of tickscope that runs in signal context.
+//!
+//! **Contract, for every function reachable from [`on_signal`]:** no allocation, no lock, no
+//! libc or libgcc unwinder, no panic; `errno` is saved on entry and restored on exit. It reads
+//! the interrupted registers, walks the frame pointers ([`super::unwind`]), reads the thread's
+//! active scopes ([`crate::scope::active_scopes`]) and stores the sample in the lock-free
+//! [`Store`](super::table::Store). A counting global allocator test proves it never allocates.
+//!
+//! The handler finds the running sampler through [`SHARED`]. `stop()` clears it and then
+//! waits until [`ACTIVE`] (handlers between their load of `SHARED` and their last access) is
+//! zero before freeing anything: a late signal sees null and returns.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+
+use super::table::{Raw, Store, MAX_SCOPES};
+use super::unwind::{self, Ranges, MAX_FRAMES};
+use super::Source;
+
+/// Everything the handler touches, allocated once per sampler start.
+pub(crate) struct Shared {
+    pub store: Store,
+    pub ranges: Ranges,
+    /// Threads whose stacks are in `ranges` (for the process-wide timer, which may interrupt
+    /// a thread before the drain thread has seen it).
+    pub known: Tids,
+    pub source: Source,
+    pub period_ns: u64,
+    /// Per perf-event descriptor: the task clock at the thread's previous sample.
+    pub perf_last: Box<[AtomicU64]>,
+    /// Signals handled.
+    pub signals: AtomicU64,
+    /// Ticks spent in the handler, signal delivery excluded.
+    pub handler_ticks: AtomicU64,
+    /// Samples recorded with the leaf only: the thread's stack was not known yet.
+    pub leaf_only: AtomicU64,
+    /// Samples whose stack was deeper than [`MAX_FRAMES`].
+    pub truncated: AtomicU64,
+}
+
+/// The running sampler's state; null when none runs.
+pub(crate) static SHARED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+/// Handlers between their load of [`SHARED`] and their last access to it.
+pub(crate) static ACTIVE: AtomicU32 = AtomicU32::new(0);
+/// Signals that arrived with no sampler running (pending at stop, or another process's
+/// `kill -PROF`): ignored, counted.
+pub(crate) static STRAY: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Whether this thread is inside the handler (for the allocation test).
+    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Returns true if and only if the calling thread is running the sampler's signal handler.
+pub(crate) fn in_handler() -> bool {
+    IN_HANDLER.get()
+}
+
+/// A fixed open-addressing set of thread ids, lock-free for readers (the handler) with one
+/// writer (the drain thread). A miss only costs a leaf-only sample, never a wrong walk:
+/// removal writes a tombstone, and a rebuild clears before re-adding.
+pub(crate) struct Tids(Box<[AtomicU32]>);
+
+const TOMBSTONE: u32 = u32::MAX;
+
+impl Tids {
+    pub(crate) fn new(cap: usize) -> Tids {
+        Tids(
+            (0..cap.next_power_of_two())
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+        )
+    }
+
+    fn start(&self, tid: u32) -> usize {
+        (tid.wrapping_mul(0x9e37_79b9) as usize) & (self.0.len() - 1)
+    }
+
+    /// Signal context: bounded probe, no allocation.
+    pub(crate) fn contains(&self, tid: u32) -> bool {
+        let mask = self.0.len() - 1;
+        let s = self.start(tid);
+        for i in 0..self.0.len() {
+            match self.0[(s + i) & mask].load(Acquire) {
+                0 => return false,
+                t if t == tid => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Drain thread only. Returns false when full.
+    pub(crate) fn insert(&self, tid: u32) -> bool {
+        let mask = self.0.len() - 1;
+        let s = self.start(tid);
+        for i in 0..self.0.len() {
+            let c = &self.0[(s + i) & mask];
+            let t = c.load(Relaxed);
+            if t == tid {
+                return true;
+            }
+            if t == 0 || t == TOMBSTONE {
+                c.store(tid, Release);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Drain thread only.
+    pub(crate) fn remove(&self, tid: u32) {
+        let mask = self.0.len() - 1;
+        let s = self.start(tid);
+        for i in 0..self.0.len() {
+            let c = &self.0[(s + i) & mask];
+            match c.load(Relaxed) {
+                0 => return,
+                t if t == tid => return c.store(TOMBSTONE, Release),
+                _ => {}
+            }
+        }
+    }
+
+    /// Drain thread only: drops tombstones by clearing and re-adding `live`.
+    pub(crate) fn rebuild(&self, live: &[i32]) {
+        for c in self.0.iter() {
+            c.store(0, Release);
+        }
+        for &t in live {
+            self.insert(t as u32);
+        }
+    }
+}
+
+/// `si_code` of a POSIX timer signal (glibc's `SI_TIMER`).
+const SI_TIMER: libc::c_int = -2;
+/// `si_code` of an `F_SETSIG` I/O signal with data ready (`POLL_IN`).
+const POLL_IN: libc::c_int = 1;
+
+/// The signal handler (`SA_SIGINFO`).
+///
+/// Signal context: see the module docs.
+pub(crate) extern "C" fn on_signal(
+    _sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    ctx: *mut libc::c_void,
+) {
+    // SAFETY: __errno_location returns the calling thread's errno slot, valid for the
+    // thread's life; reading and writing it back is what errno preservation means.
+    let errno = unsafe { *libc::__errno_location() };
+    ACTIVE.fetch_add(1, SeqCst);
+    let shared = SHARED.load(SeqCst);
+    if shared.is_null() {
+        STRAY.fetch_add(1, Relaxed);
+    } else {
+        IN_HANDLER.set(true);
+        // SAFETY: `shared` stays valid while ACTIVE counts us (stop waits for zero after
+        // clearing SHARED); `info` and `ctx` are the kernel's, valid during the handler.
+        unsafe { sample(&*shared, info, ctx) };
+        IN_HANDLER.set(false);
+    }
+    ACTIVE.fetch_sub(1, SeqCst);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Records one sample.
+///
+/// # Safety
+/// `info` and `ctx` must be the arguments the kernel passed to an `SA_SIGINFO` handler.
+///
+/// Signal context: see the module docs.
+unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let t0 = crate::clock::now();
+    // SAFETY: `info` is the kernel's siginfo for this signal (caller's contract).
+    let info = unsafe { &*info };
+    let (tid, count, weight) = match info.si_code {
+        SI_TIMER => {
+            // SAFETY: a POSIX timer signal carries si_overrun and the sigev_value we set.
+            let (overrun, value) = unsafe { (info.si_overrun(), info.si_value()) };
+            let n = 1 + overrun.max(0) as u64;
+            (value.sival_ptr as usize as u32, n, n * s.period_ns)
+        }
+        POLL_IN if s.source == Source::PerfTaskClock => {
+            // SAFETY: an F_SETSIG signal carries the descriptor in si_fd.
+            let fd = unsafe { info.si_fd() };
+            let (n, w) = perf_weight(s, fd);
+            (crate::sys::gettid() as u32, n, w)
+        }
+        _ => (crate::sys::gettid() as u32, 1, s.period_ns),
+    };
+    if count == 0 {
+        return;
+    }
+    // SAFETY: `ctx` is the kernel's ucontext_t (caller's contract).
+    let (pc, fp, sp) = unsafe { unwind::regs(ctx) };
+    let mut frames = [0u64; MAX_FRAMES];
+    let walkable = s.source != Source::ProcessTimer || s.known.contains(tid);
+    let (n, truncated) = match walkable {
+        true => s
+            .ranges
+            .with(|v| unwind::walk(v, pc, fp, sp, &mut frames))
+            .unwrap_or((0, false)),
+        false => (0, false),
+    };
+    let n = if n == 0 {
+        s.leaf_only.fetch_add(1, Relaxed);
+        frames[0] = pc;
+        1
+    } else {
+        n
+    };
+    if truncated {
+        s.truncated.fetch_add(1, Relaxed);
+    }
+    let mut scopes = [0u32; MAX_SCOPES];
+    let nscopes = crate::scope::active_scopes(&mut scopes);
+    s.store.record(&Raw {
+        tid,
+        truncated,
+        frames: &frames[..n],
+        scopes: &scopes[..nscopes],
+        count,
+        weight,
+    });
+    s.signals.fetch_add(1, Relaxed);
+    s.handler_ticks
+        .fetch_add(crate::clock::now().wrapping_sub(t0), Relaxed);
+}
+
+/// Periods and nanoseconds since the thread's previous perf sample, from the event's count.
+///
+/// Signal context: one `read` system call (async-signal-safe), no allocation.
+fn perf_weight(s: &Shared, fd: libc::c_int) -> (u64, u64) {
+    let mut value: u64 = 0;
+    // SAFETY: reads 8 bytes into `value`; `fd` is the event descriptor the signal names (a
+    // bad descriptor only makes read fail).
+    let n = unsafe { libc::read(fd, &mut value as *mut u64 as *mut libc::c_void, 8) };
+    let Some(last) = s.perf_last.get(fd as usize) else {
+        return (1, s.period_ns);
+    };
+    if n != 8 {
+        return (1, s.period_ns);
+    }
+    let delta = value.saturating_sub(last.swap(value, Relaxed));
+    // Round to whole periods for the count; the weight stays exact.
+    let periods = ((delta + s.period_ns / 2) / s.period_ns.max(1)).max(1);
+    (periods, delta)
+}
+
+/// The installed disposition of `signal` before ours, if any.
+pub(crate) fn current(signal: libc::c_int) -> libc::sighandler_t {
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old);
+        old.sa_sigaction
+    }
+}
+
+/// Installs [`on_signal`] for `signal`, unless a handler other than ours owns it: returns
+/// that handler's address then.
+pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
+    let ours = on_signal as *const () as usize;
+    let old = current(signal);
+    if old != libc::SIG_DFL && old != libc::SIG_IGN && old != ours {
+        return Err(old);
+    }
+    // SAFETY: a zeroed sigaction is valid; we fill in an SA_SIGINFO handler that follows the
+    // signal-context contract, with an empty mask plus the signal itself (implicit).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ours;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(signal, &sa, std::ptr::null_mut());
+    }
+    Ok(())
+}
+
+/// After stop: ignore the signal, so one still pending cannot kill the process (the default
+/// action of SIGPROF is to terminate) and the next start finds it free.
+pub(crate) fn uninstall(signal: libc::c_int) {
+    if current(signal) == on_signal as *const () as usize {
+        // SAFETY: installs SIG_IGN, a valid disposition.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tid_set_finds_inserted_ids_and_forgets_removed_ones() {
+        let t = Tids::new(8);
+        for tid in [5, 13, 21, 29] {
+            assert!(t.insert(tid));
+        }
+        t.remove(13);
+        assert!(t.contains(5) && t.contains(21) && t.contains(29));
+        assert!(!t.contains(13) && !t.contains(6));
+        t.rebuild(&[7]);
+        assert!(t.contains(7) && !t.contains(5));
+    }
+}

@@ -1,0 +1,614 @@
+//! A CPU (or wall-clock) sampling profiler in the spirit of pprof, with exact CPU time at any
+//! requested rate.
+//!
+//! ```no_run
+//! use tickscope::sampler::{Mode, Sampler};
+//!
+//! let sampler = Sampler::builder().frequency(1000).mode(Mode::Cpu).start()?;
+//! // ... the work to profile, on any number of threads ...
+//! let profile = sampler.stop();
+//! profile.write_pprof("cpu.pb.gz")?; // go tool pprof -top cpu.pb.gz
+//! println!("{}", profile.top(10));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How it works
+//! - **Timers** ([`Source`]): one per thread, delivered to that thread, the first expiry
+//!   randomised. A CPU timer fires at most once per kernel tick (often 250 Hz); each sample is
+//!   weighted by the periods that elapsed (`1 + si_overrun`), so CPU time stays exact at any
+//!   rate. Above 100 Hz a perf task-clock event is used where the kernel allows it, which
+//!   fires at the full rate. `setitimer(ITIMER_PROF)` is the last fallback.
+//! - **Every thread**: threads running at `start()` and threads started later are found by a
+//!   drain thread that reads `/proc/self/task` every 10 ms. The CPU time a thread used before
+//!   its timer was armed is not lost: it appears as a frame
+//!   `[not sampled: thread start before discovery]` under that thread.
+//! - **The handler** walks frame pointers from the interrupted registers, validating every
+//!   read, reads the thread's open tickscope scopes, and stores the stack in a fixed,
+//!   lock-free table. It never allocates or locks. Samples that find no room are counted as
+//!   lost, by reason, and appear in the profile as a frame `[lost: ...]`.
+//! - **At `stop()`** the addresses are symbolised in-process (DWARF with inlined frames, else
+//!   the symbol table).
+//!
+//! # Frame pointers
+//! The unwinder follows frame pointers. Build with `-C force-frame-pointers=yes` (this
+//! workspace sets it in `.cargo/config.toml`; add it to your own `.cargo/config.toml` or
+//! `RUSTFLAGS`). The standard library ships with frame pointers. Code built without them
+//! (glibc, most C libraries) ends the stack at that frame: a caller is never invented, but the
+//! callers above such a frame are missing.
+//!
+//! # Labels
+//! Each sample carries the thread's name (`thread`), its id (`tid`) and every tickscope scope
+//! open on it (`scope`), so `go tool pprof -tagfocus=scope=parse` cuts the profile by scope.
+//!
+//! # Signals
+//! The sampler uses `SIGPROF` and refuses to start if another handler owns it. After
+//! `stop()` the signal is left ignored, so a signal still in flight cannot kill the process.
+//! In a child created by `fork` while sampling, no timer runs; the child may start its own
+//! sampler, and dropping the inherited [`Sampler`] there does nothing.
+
+mod handler;
+mod profile;
+mod table;
+mod timer;
+mod unwind;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use handler::{Shared, Tids, ACTIVE, SHARED};
+pub use profile::Profile;
+use table::{Counts, Key, Store};
+use unwind::Ranges;
+
+/// What the sampler measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// CPU time: a thread is sampled only while it runs.
+    Cpu,
+    /// Wall-clock time: every thread is sampled at the rate, running or blocked.
+    Wall,
+}
+
+/// What interrupts the threads (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Per-thread `timer_create` on the thread's CPU clock, `SIGEV_THREAD_ID`.
+    ThreadCpuTimer,
+    /// Per-thread `perf_event_open` task-clock events, signalled to their thread.
+    PerfTaskClock,
+    /// Per-thread `timer_create(CLOCK_MONOTONIC)`, for [`Mode::Wall`].
+    WallTimer,
+    /// `setitimer(ITIMER_PROF)`: one process-wide timer, limited to the kernel tick rate.
+    ProcessTimer,
+}
+
+impl Source {
+    /// A short name, as the profile's comments show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::ThreadCpuTimer => "timer_create(thread CPU clock)",
+            Source::PerfTaskClock => "perf_event task-clock",
+            Source::WallTimer => "timer_create(CLOCK_MONOTONIC)",
+            Source::ProcessTimer => "setitimer(ITIMER_PROF)",
+        }
+    }
+}
+
+/// Why the sampler could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A sampler is already running in this process.
+    AlreadyRunning,
+    /// Another handler owns the signal the sampler needs.
+    SignalInUse,
+    /// The frequency is 0 or above 100 kHz.
+    BadFrequency,
+    /// The asked-for source cannot be used here (or a wall timer in CPU mode, and so on).
+    Unsupported,
+    /// Writing a profile failed.
+    Io,
+}
+
+/// An error from [`Builder::start`] or from writing a profile.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<std::io::Error>,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, message: String, source: Option<std::io::Error>) -> Error {
+        Error {
+            kind,
+            message,
+            source,
+        }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(s) = &self.source {
+            write!(f, ": {s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|e| e as _)
+    }
+}
+
+/// Settings for a [`Sampler`]; from [`Sampler::builder`].
+#[derive(Clone, Debug)]
+pub struct Builder {
+    hz: u32,
+    mode: Mode,
+    source: Option<Source>,
+    table_entries: usize,
+    log_entries: usize,
+    poll: Duration,
+}
+
+/// Kept in the profile's comments.
+const SIGNAL: libc::c_int = libc::SIGPROF;
+
+impl Builder {
+    /// Samples per second of CPU time (or of wall time) per thread. Default 100.
+    pub fn frequency(mut self, hz: u32) -> Builder {
+        self.hz = hz;
+        self
+    }
+
+    /// CPU time (default) or wall-clock time.
+    pub fn mode(mut self, mode: Mode) -> Builder {
+        self.mode = mode;
+        self
+    }
+
+    /// Forces a timer source instead of the best one available.
+    pub fn source(mut self, source: Source) -> Builder {
+        self.source = Some(source);
+        self
+    }
+
+    /// Distinct stacks the lock-free table holds between two drains (default 4096, about
+    /// 1.1 KiB each), and samples the overflow log holds (default 1024). Memory is fixed at
+    /// start; what does not fit is counted as lost.
+    pub fn capacity(mut self, table_entries: usize, log_entries: usize) -> Builder {
+        self.table_entries = table_entries;
+        self.log_entries = log_entries;
+        self
+    }
+
+    /// How often the drain thread looks for new threads and empties the table (default
+    /// 10 ms). A thread's CPU time before it is found is reported, not sampled.
+    pub fn poll_interval(mut self, poll: Duration) -> Builder {
+        self.poll = poll.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Starts sampling every thread of the process.
+    pub fn start(self) -> Result<Sampler, Error> {
+        start(self)
+    }
+}
+
+/// A running sampler; [`Sampler::stop`] ends it and returns the [`Profile`]. Dropping it
+/// stops sampling and discards the profile.
+pub struct Sampler {
+    inner: Option<Running>,
+}
+
+struct Running {
+    pid: u32,
+    tx: mpsc::Sender<()>,
+    drain: std::thread::JoinHandle<Drained>,
+    shared: *mut Shared,
+    settings: Builder,
+    source: Source,
+    started: Instant,
+    start_time: SystemTime,
+}
+
+// SAFETY: `shared` is a heap allocation owned by the running sampler; every field of Shared is
+// atomic or immutable, so any thread may hold the pointer and free it (once, in `finish`).
+unsafe impl Send for Running {}
+
+/// What the drain thread hands back.
+#[derive(Default)]
+struct Drained {
+    stacks: HashMap<Key, Counts>,
+    names: HashMap<u32, String>,
+    /// CPU time threads used before their timer was armed.
+    unsampled: HashMap<u32, u64>,
+    /// Threads whose timer could not be armed, and the last error.
+    unarmed: u64,
+    arm_error: Option<String>,
+    threads_seen: u64,
+}
+
+/// Whether a sampler runs in this process (and its process id, to tell a fork child).
+static RUNNING: Mutex<Option<u32>> = Mutex::new(None);
+/// Starts so far, for the drain thread's name.
+static STARTS: AtomicU64 = AtomicU64::new(0);
+
+impl Sampler {
+    /// Settings with the defaults: 100 Hz, CPU time, the best source available.
+    pub fn builder() -> Builder {
+        Builder {
+            hz: 100,
+            mode: Mode::Cpu,
+            source: None,
+            table_entries: 4096,
+            log_entries: 1024,
+            poll: Duration::from_millis(10),
+        }
+    }
+
+    /// The timer source in use.
+    pub fn source(&self) -> Option<Source> {
+        self.inner.as_ref().map(|r| r.source)
+    }
+
+    /// Stops sampling and returns the profile, symbolised.
+    pub fn stop(mut self) -> Profile {
+        match self.inner.take() {
+            Some(r) => finish(r, true).unwrap_or_else(Profile::empty_after_fork),
+            None => Profile::empty_after_fork(),
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(r) = self.inner.take() {
+            finish(r, false);
+        }
+    }
+}
+
+impl fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sampler")
+            .field("source", &self.source())
+            .finish()
+    }
+}
+
+/// Returns true if and only if the calling thread is inside the sampler's signal handler.
+/// For tests that prove the handler never allocates (a counting global allocator asks this).
+#[doc(hidden)]
+pub fn in_signal_handler() -> bool {
+    handler::in_handler()
+}
+
+fn start(b: Builder) -> Result<Sampler, Error> {
+    if b.hz == 0 || b.hz > 100_000 {
+        return Err(Error::new(
+            ErrorKind::BadFrequency,
+            format!("sampling frequency {} Hz: must be 1 to 100000", b.hz),
+            None,
+        ));
+    }
+    let pid = std::process::id();
+    let mut running = crate::scope::lock_within(&RUNNING, None).expect("no deadline");
+    match *running {
+        Some(p) if p == pid => {
+            return Err(Error::new(
+                ErrorKind::AlreadyRunning,
+                "a sampler is already running in this process".into(),
+                None,
+            ))
+        }
+        // Inherited from the parent across fork: that sampler has no timers here.
+        Some(_) => SHARED.store(std::ptr::null_mut(), SeqCst),
+        None => {}
+    }
+    if let (Mode::Cpu, Some(Source::WallTimer)) | (Mode::Wall, Some(Source::ThreadCpuTimer))
+    | (Mode::Wall, Some(Source::PerfTaskClock)) | (Mode::Wall, Some(Source::ProcessTimer)) =
+        (b.mode, b.source)
+    {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("source {:?} does not measure {:?} time", b.source.unwrap(), b.mode),
+            None,
+        ));
+    }
+    // The handler reads the clock; choose its source here, outside signal context.
+    crate::clock::now();
+    if let Err(owner) = handler::install(SIGNAL) {
+        return Err(Error::new(
+            ErrorKind::SignalInUse,
+            format!(
+                "another handler ({owner:#x}) owns SIGPROF; the sampler will not replace it"
+            ),
+            None,
+        ));
+    }
+    let period_ns = (1_000_000_000 / b.hz as u64).max(1);
+    let source = timer::choose(b.mode, b.hz, b.source, SIGNAL);
+    let shared = Box::into_raw(Box::new(Shared {
+        store: Store::new(b.table_entries, b.log_entries),
+        ranges: Ranges::new(16_384),
+        known: Tids::new(16_384),
+        source,
+        period_ns,
+        perf_last: (0..4096).map(|_| AtomicU64::new(0)).collect(),
+        signals: AtomicU64::new(0),
+        handler_ticks: AtomicU64::new(0),
+        leaf_only: AtomicU64::new(0),
+        truncated: AtomicU64::new(0),
+    }));
+    SHARED.store(shared, SeqCst);
+    if source == Source::ProcessTimer {
+        if let Err(e) = timer::process_timer(period_ns) {
+            SHARED.store(std::ptr::null_mut(), SeqCst);
+            handler::uninstall(SIGNAL);
+            // SAFETY: no timer was armed, SHARED is null again and no handler can hold it
+            // (ACTIVE is only nonzero during a signal, none of ours was sent).
+            wait_handlers();
+            drop(unsafe { Box::from_raw(shared) });
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "cannot start setitimer(ITIMER_PROF)".into(),
+                Some(e),
+            ));
+        }
+    }
+    let n = STARTS.fetch_add(1, Relaxed);
+    let mut poller = Poller::new(source, b.mode, period_ns, n);
+    // SAFETY: `shared` was just allocated and is only freed by `finish`.
+    poller.poll(unsafe { &*shared });
+    let (tx, rx) = mpsc::channel();
+    let every = b.poll;
+    let shared_addr = shared as usize;
+    let drain = std::thread::Builder::new()
+        .name("tickscope-sampler".into())
+        .spawn(move || {
+            // SAFETY: the Shared outlives the drain thread: `finish` joins it before freeing.
+            let shared = unsafe { &*(shared_addr as *const Shared) };
+            drain_loop(shared, poller, every, rx)
+        })
+        .expect("spawn the sampler's drain thread");
+    *running = Some(pid);
+    Ok(Sampler {
+        inner: Some(Running {
+            pid,
+            tx,
+            drain,
+            shared,
+            settings: b,
+            source,
+            started: Instant::now(),
+            start_time: SystemTime::now(),
+        }),
+    })
+}
+
+/// Waits until no handler holds the shared state.
+fn wait_handlers() {
+    while ACTIVE.load(SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+}
+
+/// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
+/// where the drain thread and the timers do not exist.
+fn finish(r: Running, build: bool) -> Option<Profile> {
+    let mut running = crate::scope::lock_within(&RUNNING, None).expect("no deadline");
+    if r.pid != std::process::id() {
+        // A fork child: nothing of the parent's sampler runs here. Leak the state rather
+        // than touch timers and a thread that belong to the parent.
+        if *running == Some(r.pid) {
+            *running = None;
+            SHARED.store(std::ptr::null_mut(), SeqCst);
+        }
+        std::mem::forget(r.drain);
+        return None;
+    }
+    let duration = r.started.elapsed();
+    // The drain thread disarms every timer and hands back what it gathered.
+    let _ = r.tx.send(());
+    let mut drained = r.drain.join().unwrap_or_default();
+    if r.source == Source::ProcessTimer {
+        let _ = timer::process_timer(0);
+    }
+    SHARED.store(std::ptr::null_mut(), SeqCst);
+    wait_handlers();
+    handler::uninstall(SIGNAL);
+    *running = None;
+    drop(running);
+    // SAFETY: SHARED is null and no handler holds it (ACTIVE was zero after the store); the
+    // drain thread has been joined. This is the only owner left.
+    let shared = unsafe { Box::from_raw(r.shared) };
+    shared.store.drain(&mut drained.stacks, 0, true);
+    if !build {
+        return None;
+    }
+    Some(profile::build(profile::Parts {
+        mode: r.settings.mode,
+        source: r.source,
+        requested_hz: r.settings.hz,
+        period_ns: shared.period_ns,
+        duration,
+        start_time: r.start_time,
+        stacks: drained.stacks,
+        names: drained.names,
+        unsampled: drained.unsampled,
+        lost: shared.store.lost(),
+        signals: shared.signals.load(Relaxed),
+        handler_ns: crate::clock::ticks_to_ns(shared.handler_ticks.load(Relaxed)),
+        leaf_only: shared.leaf_only.load(Relaxed),
+        truncated: shared.truncated.load(Relaxed),
+        overflowed: shared.store.overflowed.load(Relaxed),
+        unarmed: drained.unarmed,
+        arm_error: drained.arm_error,
+        threads_seen: drained.threads_seen,
+        table_bytes: shared.store.bytes(),
+    }))
+}
+
+/// Finds threads, arms their timers, and disarms those of threads that exited. The first
+/// poll runs in `start()` itself, so threads alive then are sampled from the start; later
+/// polls run on the drain thread.
+struct Poller {
+    source: Source,
+    mode: Mode,
+    period_ns: u64,
+    armed: HashMap<i32, Option<timer::Armed>>,
+    /// Threads alive at `start()` and the CPU time they had used by then.
+    baseline: HashMap<i32, u64>,
+    tids: Vec<i32>,
+    rng: u64,
+    tombstones: usize,
+    out: Drained,
+}
+
+impl Poller {
+    fn new(source: Source, mode: Mode, period_ns: u64, seed: u64) -> Poller {
+        let mut p = Poller {
+            source,
+            mode,
+            period_ns,
+            armed: HashMap::new(),
+            baseline: HashMap::new(),
+            tids: Vec::new(),
+            rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            tombstones: 0,
+            out: Drained::default(),
+        };
+        if mode == Mode::Cpu && timer::list_threads(&mut p.tids).is_ok() {
+            for &tid in &p.tids {
+                if let Some(ns) = timer::thread_cpu_ns(tid) {
+                    p.baseline.insert(tid, ns);
+                }
+            }
+        }
+        p
+    }
+
+    fn poll(&mut self, shared: &Shared) {
+        if timer::list_threads(&mut self.tids).is_err() {
+            return;
+        }
+        let new: Vec<i32> = self
+            .tids
+            .iter()
+            .copied()
+            .filter(|t| !self.armed.contains_key(t))
+            .collect();
+        if !new.is_empty() {
+            // The handler may walk a new thread's stack only once its mapping is known.
+            if let Ok(maps) = crate::symbolize::read_self_maps() {
+                shared.ranges.publish(&maps);
+            }
+        }
+        for tid in new {
+            self.arm(shared, tid);
+        }
+        let gone: Vec<i32> = self
+            .armed
+            .keys()
+            .copied()
+            .filter(|t| self.tids.binary_search(t).is_err())
+            .collect();
+        for tid in gone {
+            if let Some(Some(a)) = self.armed.remove(&tid) {
+                timer::disarm(a);
+            }
+            shared.known.remove(tid as u32);
+            self.tombstones += 1;
+        }
+        if self.tombstones > 4096 {
+            shared.known.rebuild(&self.tids);
+            self.tombstones = 0;
+        }
+    }
+
+    fn arm(&mut self, shared: &Shared, tid: i32) {
+        self.out.threads_seen += 1;
+        shared.known.insert(tid as u32);
+        if let Some(name) = timer::thread_name(tid) {
+            self.out.names.insert(tid as u32, name);
+        }
+        if self.source == Source::ProcessTimer {
+            self.armed.insert(tid, None);
+            return;
+        }
+        // Randomise the first expiry so threads started together do not sample in
+        // lockstep (xorshift64).
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let first = 1 + self.rng % self.period_ns;
+        // CPU time the thread used since `start()` (or since it began, if it began later)
+        // before its timer runs: reported, so the total stays exact.
+        let before = match self.mode {
+            Mode::Cpu => timer::thread_cpu_ns(tid),
+            Mode::Wall => None,
+        };
+        match timer::arm(self.source, tid, SIGNAL, self.period_ns, first) {
+            Ok(a) => {
+                // A new event counts from zero (its descriptor number may be reused).
+                if let timer::Armed::Perf(fd) = &a {
+                    if let Some(c) = shared.perf_last.get(*fd as usize) {
+                        c.store(0, Relaxed);
+                    }
+                }
+                let base = self.baseline.get(&tid).copied().unwrap_or(0);
+                if let Some(ns) = before.map(|b| b.saturating_sub(base)).filter(|&ns| ns > 0) {
+                    *self.out.unsampled.entry(tid as u32).or_default() += ns;
+                }
+                self.armed.insert(tid, Some(a));
+            }
+            Err(e) => {
+                // Exited already (not counted), or out of timers: counted and reported.
+                if timer::thread_name(tid).is_some() {
+                    self.out.unarmed += 1;
+                    self.out.arm_error = Some(e.to_string());
+                }
+                self.armed.insert(tid, None);
+            }
+        }
+    }
+
+    /// Disarms every timer and returns what was gathered.
+    fn finish(mut self, shared: &Shared) -> Drained {
+        for (tid, a) in self.armed.drain() {
+            if let Some(name) = timer::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
+            if let Some(a) = a {
+                timer::disarm(a);
+            }
+        }
+        shared.store.drain(&mut self.out.stacks, 0, true);
+        self.out
+    }
+}
+
+/// The drain thread: polls for threads and empties the table until told to stop.
+fn drain_loop(shared: &Shared, mut poller: Poller, every: Duration, rx: mpsc::Receiver<()>) -> Drained {
+    loop {
+        if !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout)) {
+            return poller.finish(shared);
+        }
+        poller.poll(shared);
+        shared.store.drain(&mut poller.out.stacks, 3, false);
+    }
+}

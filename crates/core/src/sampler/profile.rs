@@ -1,0 +1,668 @@
+//! The finished profile: symbolised at `stop()`, written as pprof, folded stacks, a top table
+//! or a flame graph.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::table::{Counts, Key};
+use super::{Error, ErrorKind, Mode, Source};
+use crate::pprof;
+use crate::symbolize::{Frame, Module, Symbolizer};
+
+/// Profiles with fewer samples than this print a warning: their shares are mostly noise.
+const FEW_SAMPLES: u64 = 100;
+
+/// One location of a stack: a code address, or a synthetic frame that says what is missing.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Loc {
+    /// The address symbols are looked up at: the interrupted pc, or a return address - 1
+    /// (the call instruction).
+    Addr(u64),
+    Synthetic(&'static str),
+}
+
+#[derive(Clone, Debug)]
+struct Sample {
+    tid: u32,
+    /// Leaf first.
+    locs: Vec<Loc>,
+    scopes: Vec<u32>,
+    counts: Counts,
+}
+
+const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
+const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
+
+/// Everything `stop()` gathered, before symbolisation.
+pub(crate) struct Parts {
+    pub mode: Mode,
+    pub source: Source,
+    pub requested_hz: u32,
+    pub period_ns: u64,
+    pub duration: Duration,
+    pub start_time: SystemTime,
+    pub stacks: HashMap<Key, Counts>,
+    pub names: HashMap<u32, String>,
+    pub unsampled: HashMap<u32, u64>,
+    pub lost: Vec<(&'static str, Counts)>,
+    pub signals: u64,
+    pub handler_ns: u64,
+    pub leaf_only: u64,
+    pub truncated: u64,
+    pub overflowed: u64,
+    pub unarmed: u64,
+    pub arm_error: Option<String>,
+    pub threads_seen: u64,
+    pub table_bytes: usize,
+}
+
+/// A finished profile. See the [module docs](super) for what it holds.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    mode: Mode,
+    source: Option<Source>,
+    requested_hz: u32,
+    period_ns: u64,
+    duration: Duration,
+    start_time: SystemTime,
+    samples: Vec<Sample>,
+    names: HashMap<u32, String>,
+    scope_names: HashMap<u32, String>,
+    symbols: HashMap<u64, Vec<Frame>>,
+    modules: Vec<Module>,
+    module_of: HashMap<u64, usize>,
+    signals: u64,
+    lost: u64,
+    handler_ns: u64,
+    comments: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Symbolises and assembles the profile.
+pub(crate) fn build(p: Parts) -> Profile {
+    let mut samples: Vec<Sample> = p
+        .stacks
+        .into_iter()
+        .map(|(k, counts)| {
+            let mut locs: Vec<Loc> = k
+                .frames
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| Loc::Addr(if i == 0 { a } else { a.saturating_sub(1) }))
+                .collect();
+            if k.truncated {
+                locs.push(Loc::Synthetic(TRUNCATED));
+            }
+            Sample {
+                tid: k.tid,
+                locs,
+                scopes: k.scopes,
+                counts,
+            }
+        })
+        .collect();
+    for (tid, ns) in &p.unsampled {
+        samples.push(Sample {
+            tid: *tid,
+            locs: vec![Loc::Synthetic(UNSAMPLED)],
+            scopes: Vec::new(),
+            counts: Counts {
+                count: 0,
+                weight: *ns,
+            },
+        });
+    }
+    let mut lost = 0;
+    for (reason, c) in &p.lost {
+        if c.count == 0 && c.weight == 0 {
+            continue;
+        }
+        lost += c.count;
+        let name: &'static str = match *reason {
+            "table and log full" => "[lost: table and log full]",
+            _ => "[lost: other]",
+        };
+        samples.push(Sample {
+            tid: 0,
+            locs: vec![Loc::Synthetic(name)],
+            scopes: Vec::new(),
+            counts: *c,
+        });
+    }
+    samples.sort_by(|a, b| (a.tid, &a.locs, &a.scopes).cmp(&(b.tid, &b.locs, &b.scopes)));
+
+    let addrs: BTreeSet<u64> = samples
+        .iter()
+        .flat_map(|s| s.locs.iter())
+        .filter_map(|l| match l {
+            Loc::Addr(a) => Some(*a),
+            Loc::Synthetic(_) => None,
+        })
+        .collect();
+    let (symbols, modules, module_of) = match crate::symbolize::read_self_maps() {
+        Ok(maps) => {
+            let mut sym = Symbolizer::new(&maps);
+            let mut symbols = HashMap::new();
+            let mut module_of = HashMap::new();
+            for &a in &addrs {
+                if let Some(m) = sym.module_of(a) {
+                    module_of.insert(a, m);
+                }
+                let frames = sym.lookup(a);
+                if !frames.is_empty() {
+                    symbols.insert(a, frames);
+                }
+            }
+            (symbols, sym.modules().to_vec(), module_of)
+        }
+        Err(_) => (HashMap::new(), Vec::new(), HashMap::new()),
+    };
+
+    let scope_ids: BTreeSet<u32> = samples.iter().flat_map(|s| s.scopes.iter().copied()).collect();
+    let scope_names = scope_ids
+        .into_iter()
+        .filter_map(|id| crate::scope::scope_name(id).map(|n| (id, n)))
+        .collect();
+
+    let weight: u64 = samples.iter().map(|s| s.counts.weight).sum();
+    let achieved = if weight > 0 {
+        p.signals as f64 / (weight as f64 / 1e9)
+    } else {
+        0.0
+    };
+    let kind = match p.mode {
+        Mode::Cpu => "CPU",
+        Mode::Wall => "wall",
+    };
+    let mut comments = vec![
+        format!("tickscope sampler: {kind} time, source {}", p.source.name()),
+        format!(
+            "requested {} Hz, achieved {achieved:.0} signals per second of sampled time (each weighted by the periods it stands for)",
+            p.requested_hz
+        ),
+        format!(
+            "{} signals, {} threads seen, {} lost samples, {} leaf-only stacks, {} truncated stacks, {} overflowed to the log",
+            p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed
+        ),
+        format!(
+            "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
+            p.handler_ns.checked_div(p.signals).unwrap_or(0),
+            p.table_bytes / 1024
+        ),
+    ];
+    if p.unarmed > 0 {
+        comments.push(format!(
+            "{} threads could not be sampled: {}",
+            p.unarmed,
+            p.arm_error.as_deref().unwrap_or("unknown error")
+        ));
+    }
+    let mut warnings = Vec::new();
+    if p.signals < FEW_SAMPLES {
+        warnings.push(format!(
+            "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
+            p.signals,
+            p.requested_hz,
+            p.duration.as_secs_f64()
+        ));
+    }
+    if lost > 0 {
+        warnings.push(format!(
+            "{lost} samples were lost (the table and its overflow log were full); they appear as [lost: ...] frames"
+        ));
+    }
+    for w in &warnings {
+        eprintln!("tickscope: warning: {w}");
+    }
+    Profile {
+        mode: p.mode,
+        source: Some(p.source),
+        requested_hz: p.requested_hz,
+        period_ns: p.period_ns,
+        duration: p.duration,
+        start_time: p.start_time,
+        samples,
+        names: p.names,
+        scope_names,
+        symbols,
+        modules,
+        module_of,
+        signals: p.signals,
+        lost,
+        handler_ns: p.handler_ns,
+        comments,
+        warnings,
+    }
+}
+
+/// Formats nanoseconds the way pprof's tables do.
+fn fmt_ns(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if ns == 0 {
+        "0".into()
+    } else if s >= 1.0 {
+        format!("{s:.2}s")
+    } else if s >= 1e-3 {
+        format!("{:.0}ms", s * 1e3)
+    } else {
+        format!("{:.0}us", s * 1e6)
+    }
+}
+
+impl Profile {
+    /// The profile of a sampler whose process forked: empty.
+    pub(crate) fn empty_after_fork() -> Profile {
+        Profile {
+            mode: Mode::Cpu,
+            source: None,
+            requested_hz: 0,
+            period_ns: 0,
+            duration: Duration::ZERO,
+            start_time: SystemTime::now(),
+            samples: Vec::new(),
+            names: HashMap::new(),
+            scope_names: HashMap::new(),
+            symbols: HashMap::new(),
+            modules: Vec::new(),
+            module_of: HashMap::new(),
+            signals: 0,
+            lost: 0,
+            handler_ns: 0,
+            comments: vec!["sampler inherited across fork: nothing was sampled here".into()],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Signals handled: stacks recorded (each may stand for several periods).
+    pub fn samples(&self) -> u64 {
+        self.signals
+    }
+
+    /// Samples lost because the table and its overflow log were full.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// The rate asked for, per second of CPU (or wall) time per thread.
+    pub fn requested_hz(&self) -> u32 {
+        self.requested_hz
+    }
+
+    /// Signals handled per second of sampled time. Below the requested rate when the kernel
+    /// tick limits the timer; the CPU time is still exact (samples are weighted).
+    pub fn achieved_hz(&self) -> f64 {
+        let w = self.total_ns();
+        if w == 0 {
+            0.0
+        } else {
+            self.signals as f64 / (w as f64 / 1e9)
+        }
+    }
+
+    /// The timer source used (`None` for a sampler inherited across fork).
+    pub fn source(&self) -> Option<Source> {
+        self.source
+    }
+
+    /// CPU or wall time.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// How long the sampler ran.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// Time the samples stand for, in nanoseconds (synthetic frames included).
+    pub fn total_ns(&self) -> u64 {
+        self.samples.iter().map(|s| s.counts.weight).sum()
+    }
+
+    /// Sampled time of thread `tid` (its kernel id), synthetic frames included.
+    pub fn thread_ns(&self, tid: u32) -> u64 {
+        self.samples
+            .iter()
+            .filter(|s| s.tid == tid)
+            .map(|s| s.counts.weight)
+            .sum()
+    }
+
+    /// Average time spent in the signal handler per sample (signal delivery excluded).
+    pub fn handler_ns_per_sample(&self) -> u64 {
+        self.handler_ns.checked_div(self.signals).unwrap_or(0)
+    }
+
+    /// Warnings printed at `stop()` (too few samples, lost samples).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// How the profile was taken: source, rates, losses, handler cost (also written into
+    /// the pprof file's comments).
+    pub fn comments(&self) -> &[String] {
+        &self.comments
+    }
+
+    /// The names of the frames of one location, innermost (inlined) first.
+    fn names_of(&self, loc: &Loc) -> Vec<String> {
+        match loc {
+            Loc::Synthetic(s) => vec![s.to_string()],
+            Loc::Addr(a) => match self.symbols.get(a) {
+                Some(frames) => frames.iter().map(|f| f.name.clone()).collect(),
+                None => vec![match self.module_of.get(a).map(|&m| &self.modules[m]) {
+                    Some(m) => format!(
+                        "{}+{:#x}",
+                        m.path.rsplit('/').next().unwrap_or(&m.path),
+                        a - m.start + m.offset
+                    ),
+                    None => format!("{a:#x}"),
+                }],
+            },
+        }
+    }
+
+    /// Each sample's function names, leaf first, with its counts and thread.
+    fn named_stacks(&self) -> Vec<(Vec<String>, &Sample)> {
+        self.samples
+            .iter()
+            .map(|s| (s.locs.iter().flat_map(|l| self.names_of(l)).collect(), s))
+            .collect()
+    }
+
+    /// The `n` functions with the most flat time, as a pprof-style table (flat, flat%, sum%,
+    /// cum, cum%, name).
+    pub fn top(&self, n: usize) -> String {
+        let total = self.total_ns();
+        let mut flat: HashMap<String, u64> = HashMap::new();
+        let mut cum: HashMap<String, u64> = HashMap::new();
+        for (names, s) in self.named_stacks() {
+            if let Some(leaf) = names.first() {
+                *flat.entry(leaf.clone()).or_default() += s.counts.weight;
+            }
+            let unique: BTreeSet<&String> = names.iter().collect();
+            for name in unique {
+                *cum.entry(name.clone()).or_default() += s.counts.weight;
+            }
+        }
+        let mut rows: Vec<(&String, u64, u64)> =
+            cum.iter().map(|(k, &c)| (k, flat.get(k).copied().unwrap_or(0), c)).collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
+        let kind = match self.mode {
+            Mode::Cpu => "cpu",
+            Mode::Wall => "wall",
+        };
+        let pct = |v: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                v as f64 * 100.0 / total as f64
+            }
+        };
+        let shown: u64 = rows.iter().take(n).map(|r| r.1).sum();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Type: {kind}\nDuration: {:.2}s, Total samples = {} ({:.2}%)",
+            self.duration.as_secs_f64(),
+            fmt_ns(total),
+            if self.duration.is_zero() {
+                0.0
+            } else {
+                total as f64 * 100.0 / self.duration.as_nanos() as f64
+            }
+        );
+        let _ = writeln!(
+            out,
+            "Samples: {} signals, {} lost; requested {} Hz, achieved {:.0} Hz ({})",
+            self.signals,
+            self.lost,
+            self.requested_hz,
+            self.achieved_hz(),
+            self.source.map(|s| s.name()).unwrap_or("none")
+        );
+        let _ = writeln!(
+            out,
+            "Showing nodes accounting for {}, {:.2}% of {} total",
+            fmt_ns(shown),
+            pct(shown),
+            fmt_ns(total)
+        );
+        let _ = writeln!(
+            out,
+            "{:>10} {:>6} {:>6} {:>10} {:>6}",
+            "flat", "flat%", "sum%", "cum", "cum%"
+        );
+        let mut sum = 0;
+        for (name, f, c) in rows.into_iter().take(n) {
+            sum += f;
+            let _ = writeln!(
+                out,
+                "{:>10} {:>5.2}% {:>5.2}% {:>10} {:>5.2}%  {name}",
+                fmt_ns(f),
+                pct(f),
+                pct(sum),
+                fmt_ns(c),
+                pct(c)
+            );
+        }
+        out
+    }
+
+    /// Folded stacks (`thread;root;...;leaf samples`), one line per distinct stack, for
+    /// flame graph tools. Synthetic frames carry nanoseconds / period so they weigh in too.
+    pub fn folded(&self) -> String {
+        let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+        for (names, s) in self.named_stacks() {
+            let thread = self.thread_label(s.tid);
+            let mut line = thread.replace(';', ":");
+            for n in names.iter().rev() {
+                line.push(';');
+                line.push_str(&n.replace(';', ":"));
+            }
+            let count = if s.counts.count > 0 {
+                s.counts.count
+            } else {
+                s.counts.weight / self.period_ns.max(1)
+            };
+            if count > 0 {
+                *lines.entry(line).or_default() += count;
+            }
+        }
+        let mut out = String::new();
+        for (l, c) in lines {
+            let _ = writeln!(out, "{l} {c}");
+        }
+        out
+    }
+
+    fn thread_label(&self, tid: u32) -> String {
+        match (tid, self.names.get(&tid)) {
+            (0, _) => "[all threads]".to_string(),
+            (_, Some(n)) => n.clone(),
+            (_, None) => format!("thread {tid}"),
+        }
+    }
+
+    /// Writes [`Profile::folded`] to `path`.
+    pub fn write_folded(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        std::fs::write(path, self.folded()).map_err(|e| write_error(path, e))
+    }
+
+    /// Writes an interactive flame graph (SVG, via inferno) to `path`.
+    #[cfg(feature = "flamegraph")]
+    pub fn flamegraph_svg(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        let folded = self.folded();
+        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.title = match self.mode {
+            Mode::Cpu => "CPU time".into(),
+            Mode::Wall => "Wall time".into(),
+        };
+        opts.count_name = "samples".into();
+        inferno::flamegraph::from_lines(&mut opts, folded.lines(), io::BufWriter::new(file))
+            .map_err(|e| write_error(path, io::Error::other(e.to_string())))
+    }
+
+    /// The profile as pprof's protobuf, uncompressed.
+    pub fn to_pprof_bytes(&self) -> Vec<u8> {
+        pprof::encode(&self.to_pprof())
+    }
+
+    /// Writes the profile to `path` as gzip-compressed pprof protobuf (`go tool pprof`,
+    /// Pyroscope, speedscope read it).
+    pub fn write_pprof(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let mut w = io::BufWriter::new(file);
+        pprof::write_gz(&self.to_pprof(), &mut w)
+            .and_then(|_| w.flush())
+            .map_err(|e| write_error(path, e))
+    }
+
+    fn to_pprof(&self) -> pprof::Profile {
+        let kind = match self.mode {
+            Mode::Cpu => "cpu",
+            Mode::Wall => "wall",
+        };
+        let mut out = pprof::Profile {
+            sample_types: vec![
+                pprof::ValueType::new("samples", "count"),
+                pprof::ValueType::new(kind, "nanoseconds"),
+            ],
+            period_type: Some(pprof::ValueType::new(kind, "nanoseconds")),
+            period: self.period_ns as i64,
+            duration_nanos: self.duration.as_nanos() as i64,
+            time_nanos: self
+                .start_time
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as i64)
+                .unwrap_or(0),
+            comments: self.comments.clone(),
+            default_sample_type: kind.into(),
+            ..pprof::Profile::default()
+        };
+        // Mappings: the modules any sample touched, in address order.
+        let used: BTreeSet<usize> = self.module_of.values().copied().collect();
+        let mut mapping_id = HashMap::new();
+        for &m in &used {
+            let module = &self.modules[m];
+            let id = out.mappings.len() as u64 + 1;
+            mapping_id.insert(m, id);
+            let symbolised = self
+                .module_of
+                .iter()
+                .any(|(a, &mm)| mm == m && self.symbols.contains_key(a));
+            out.mappings.push(pprof::Mapping {
+                id,
+                start: module.start,
+                limit: module.limit,
+                offset: module.offset,
+                file: module.path.clone(),
+                build_id: module.build_id.clone(),
+                has_functions: symbolised,
+                has_filenames: symbolised && module.has_debug_info,
+                has_line_numbers: symbolised && module.has_debug_info,
+                has_inline_frames: symbolised && module.has_debug_info,
+            });
+        }
+        // Functions and locations, in a stable order: addresses ascending, then synthetics.
+        let mut function_id: HashMap<(String, String, String), u64> = HashMap::new();
+        let mut function = |out: &mut pprof::Profile, name: &str, system: &str, file: &str| {
+            let key = (name.to_string(), system.to_string(), file.to_string());
+            if let Some(&id) = function_id.get(&key) {
+                return id;
+            }
+            let id = out.functions.len() as u64 + 1;
+            out.functions.push(pprof::Function {
+                id,
+                name: name.into(),
+                system_name: system.into(),
+                filename: file.into(),
+                start_line: 0,
+            });
+            function_id.insert(key, id);
+            id
+        };
+        let locs: BTreeSet<&Loc> = self.samples.iter().flat_map(|s| s.locs.iter()).collect();
+        let mut location_id = HashMap::new();
+        for loc in locs {
+            let id = out.locations.len() as u64 + 1;
+            location_id.insert(loc, id);
+            let location = match loc {
+                Loc::Addr(a) => pprof::Location {
+                    id,
+                    mapping_id: self
+                        .module_of
+                        .get(a)
+                        .and_then(|m| mapping_id.get(m))
+                        .copied()
+                        .unwrap_or(0),
+                    address: *a,
+                    lines: self
+                        .symbols
+                        .get(a)
+                        .map(|frames| {
+                            frames
+                                .iter()
+                                .map(|f| pprof::Line {
+                                    function_id: function(&mut out, &f.name, &f.system_name, &f.file),
+                                    line: f.line as i64,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                },
+                Loc::Synthetic(name) => pprof::Location {
+                    id,
+                    lines: vec![pprof::Line {
+                        function_id: function(&mut out, name, name, ""),
+                        line: 0,
+                    }],
+                    ..pprof::Location::default()
+                },
+            };
+            out.locations.push(location);
+        }
+        for s in &self.samples {
+            let mut labels = Vec::new();
+            if s.tid != 0 {
+                labels.push(pprof::Label {
+                    key: "thread".into(),
+                    value: pprof::LabelValue::Str(self.thread_label(s.tid)),
+                });
+                labels.push(pprof::Label {
+                    key: "tid".into(),
+                    value: pprof::LabelValue::Num(s.tid as i64, String::new()),
+                });
+            }
+            for id in &s.scopes {
+                if let Some(name) = self.scope_names.get(id) {
+                    labels.push(pprof::Label {
+                        key: "scope".into(),
+                        value: pprof::LabelValue::Str(name.clone()),
+                    });
+                }
+            }
+            out.samples.push(pprof::Sample {
+                location_ids: s.locs.iter().map(|l| location_id[l]).collect(),
+                values: vec![s.counts.count as i64, s.counts.weight as i64],
+                labels,
+            });
+        }
+        out
+    }
+}
+
+fn write_error(path: &Path, e: io::Error) -> Error {
+    Error::new(
+        ErrorKind::Io,
+        format!("cannot write the profile to {}", path.display()),
+        Some(e),
+    )
+}

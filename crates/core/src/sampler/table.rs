@@ -1,0 +1,477 @@
+//! The fixed, preallocated, lock-free store that signal handlers write samples into.
+//!
+//! **Signal context.** [`Store::record`] and everything it calls run inside the signal
+//! handler: they may not allocate, lock, or call the libc unwinder. Every other function here
+//! belongs to the drain thread.
+//!
+//! Three tiers, so nothing is dropped silently:
+//! 1. A hash table of stacks: a sample whose key (thread, frames, active scopes) is already
+//!    there costs two atomic adds. A new key claims an empty entry with one CAS.
+//! 2. When the probe finds no room (table full, or entries busy being written or evicted), the
+//!    sample goes to an overflow log, a bounded multi-producer queue (Vyukov's design: one
+//!    sequence number per cell, producers claim cells with a CAS on the head).
+//! 3. When the log is full too, the sample is counted as lost, with its weight, by reason.
+//!
+//! The drain thread harvests counts from the table (leaving hot stacks in place), evicts
+//! entries that stayed idle, and empties the log.
+//!
+//! Eviction and readers: a handler announces itself on an entry (`users`) before checking its
+//! state; the drain marks the entry busy, then waits for `users` to drop to zero before it
+//! takes the counts and frees the entry. The handler never waits; the drain waits at most for
+//! a handler already running on another thread.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+
+use super::unwind::MAX_FRAMES;
+
+/// Active scopes kept per sample (innermost call sites beyond this are left out).
+pub(crate) const MAX_SCOPES: usize = 8;
+
+/// Entries probed for a key before the sample goes to the log.
+const PROBES: usize = 8;
+
+const EMPTY: u64 = 0;
+const BUSY: u64 = 1;
+
+/// What identifies a stack: the thread, the frames (leaf first), the active scopes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    pub tid: u32,
+    /// Cut at [`MAX_FRAMES`]; more frames existed.
+    pub truncated: bool,
+    pub frames: Vec<u64>,
+    pub scopes: Vec<u32>,
+}
+
+/// Counts for one key: signals handled, and the periods and nanoseconds they stand for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub count: u64,
+    pub weight: u64,
+}
+
+impl Counts {
+    pub(crate) fn add(&mut self, o: Counts) {
+        self.count += o.count;
+        self.weight += o.weight;
+    }
+}
+
+/// A sample as the handler builds it, on its own stack.
+pub(crate) struct Raw<'a> {
+    pub tid: u32,
+    pub truncated: bool,
+    pub frames: &'a [u64],
+    pub scopes: &'a [u32],
+    pub count: u64,
+    pub weight: u64,
+}
+
+/// Key fields stored in atomics: written by the claiming handler while the entry is BUSY,
+/// read by others only once it is published.
+struct KeyCells {
+    tid: AtomicU32,
+    nframes: AtomicU32,
+    nscopes: AtomicU32,
+    frames: [AtomicU64; MAX_FRAMES],
+    scopes: [AtomicU32; MAX_SCOPES],
+}
+
+impl KeyCells {
+    fn new() -> KeyCells {
+        KeyCells {
+            tid: AtomicU32::new(0),
+            nframes: AtomicU32::new(0),
+            nscopes: AtomicU32::new(0),
+            frames: [const { AtomicU64::new(0) }; MAX_FRAMES],
+            scopes: [const { AtomicU32::new(0) }; MAX_SCOPES],
+        }
+    }
+
+    fn store(&self, s: &Raw<'_>) {
+        self.tid.store(s.tid, Relaxed);
+        self.nframes
+            .store(s.frames.len() as u32 | (s.truncated as u32) << 31, Relaxed);
+        self.nscopes.store(s.scopes.len() as u32, Relaxed);
+        for (c, &f) in self.frames.iter().zip(s.frames) {
+            c.store(f, Relaxed);
+        }
+        for (c, &f) in self.scopes.iter().zip(s.scopes) {
+            c.store(f, Relaxed);
+        }
+    }
+
+    fn matches(&self, s: &Raw<'_>) -> bool {
+        self.tid.load(Relaxed) == s.tid
+            && self.nframes.load(Relaxed) == (s.frames.len() as u32 | (s.truncated as u32) << 31)
+            && self.nscopes.load(Relaxed) == s.scopes.len() as u32
+            && self.frames.iter().zip(s.frames).all(|(c, &f)| c.load(Relaxed) == f)
+            && self.scopes.iter().zip(s.scopes).all(|(c, &f)| c.load(Relaxed) == f)
+    }
+
+    fn key(&self) -> Key {
+        let nf = self.nframes.load(Relaxed);
+        let n = (nf & !(1 << 31)) as usize;
+        Key {
+            tid: self.tid.load(Relaxed),
+            truncated: nf >> 31 != 0,
+            frames: self.frames[..n].iter().map(|c| c.load(Relaxed)).collect(),
+            scopes: self.scopes[..self.nscopes.load(Relaxed) as usize]
+                .iter()
+                .map(|c| c.load(Relaxed))
+                .collect(),
+        }
+    }
+}
+
+struct Entry {
+    /// EMPTY, BUSY, or the key's hash (never 0 or 1) once published.
+    state: AtomicU64,
+    /// Handlers between their state check and their last access.
+    users: AtomicU32,
+    count: AtomicU64,
+    weight: AtomicU64,
+    /// Drain passes in a row that found no new sample here.
+    idle: AtomicU32,
+    key: KeyCells,
+}
+
+struct Cell {
+    seq: AtomicU64,
+    count: AtomicU64,
+    weight: AtomicU64,
+    key: KeyCells,
+}
+
+/// Why a sample could not be stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lost {
+    /// Table and overflow log both full: the drain thread fell behind.
+    Full = 0,
+}
+
+pub(crate) const LOST_REASONS: [(&str, Lost); 1] = [("table and log full", Lost::Full)];
+
+/// The whole store, allocated once per sampler start.
+pub(crate) struct Store {
+    entries: Box<[Entry]>,
+    log: Box<[Cell]>,
+    head: AtomicU64,
+    tail: AtomicU64,
+    lost: [AtomicU64; 1],
+    lost_weight: [AtomicU64; 1],
+    /// Samples that went to the log (the table had no room).
+    pub overflowed: AtomicU64,
+}
+
+/// FNV-1a over the key's words: cheap, and collisions only cost a compare.
+fn hash(s: &Raw<'_>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |v: u64| {
+        h ^= v;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    };
+    mix(s.tid as u64 | (s.truncated as u64) << 32);
+    for &f in s.frames {
+        mix(f);
+    }
+    for &f in s.scopes {
+        mix(f as u64 | 1 << 40);
+    }
+    h.max(2)
+}
+
+impl Store {
+    /// A table of `entries` (rounded up to a power of two) and a log of `log` cells (idem).
+    pub(crate) fn new(entries: usize, log: usize) -> Store {
+        let entries = entries.max(PROBES).next_power_of_two();
+        let log = log.max(2).next_power_of_two();
+        Store {
+            entries: (0..entries)
+                .map(|_| Entry {
+                    state: AtomicU64::new(EMPTY),
+                    users: AtomicU32::new(0),
+                    count: AtomicU64::new(0),
+                    weight: AtomicU64::new(0),
+                    idle: AtomicU32::new(0),
+                    key: KeyCells::new(),
+                })
+                .collect(),
+            log: (0..log as u64)
+                .map(|i| Cell {
+                    seq: AtomicU64::new(i),
+                    count: AtomicU64::new(0),
+                    weight: AtomicU64::new(0),
+                    key: KeyCells::new(),
+                })
+                .collect(),
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            lost: [AtomicU64::new(0)],
+            lost_weight: [AtomicU64::new(0)],
+            overflowed: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes allocated.
+    pub(crate) fn bytes(&self) -> usize {
+        self.entries.len() * std::mem::size_of::<Entry>()
+            + self.log.len() * std::mem::size_of::<Cell>()
+    }
+
+    /// Stores one sample.
+    ///
+    /// Signal context: no allocation, no lock, bounded work (at most [`PROBES`] entries and
+    /// a few CAS retries on the log head, which only fail when another producer advanced).
+    pub(crate) fn record(&self, s: &Raw<'_>) {
+        let h = hash(s);
+        let mask = self.entries.len() - 1;
+        for i in 0..PROBES {
+            let e = &self.entries[(h as usize).wrapping_add(i) & mask];
+            e.users.fetch_add(1, SeqCst);
+            let state = e.state.load(SeqCst);
+            if state == h && e.key.matches(s) {
+                e.count.fetch_add(s.count, Relaxed);
+                e.weight.fetch_add(s.weight, Relaxed);
+                e.users.fetch_sub(1, Release);
+                return;
+            }
+            e.users.fetch_sub(1, Release);
+            if state == EMPTY && e.state.compare_exchange(EMPTY, BUSY, SeqCst, Relaxed).is_ok() {
+                // The entry is ours until we publish it; the drain left its counts at zero.
+                e.key.store(s);
+                e.count.fetch_add(s.count, Relaxed);
+                e.weight.fetch_add(s.weight, Relaxed);
+                e.idle.store(0, Relaxed);
+                e.state.store(h, SeqCst);
+                return;
+            }
+        }
+        self.overflowed.fetch_add(1, Relaxed);
+        if !self.push_log(s) {
+            self.lost[Lost::Full as usize].fetch_add(s.count, Relaxed);
+            self.lost_weight[Lost::Full as usize].fetch_add(s.weight, Relaxed);
+        }
+    }
+
+    /// Signal context: see [`Store::record`].
+    fn push_log(&self, s: &Raw<'_>) -> bool {
+        let mask = self.log.len() as u64 - 1;
+        let mut pos = self.head.load(Relaxed);
+        loop {
+            let cell = &self.log[(pos & mask) as usize];
+            let seq = cell.seq.load(Acquire);
+            if seq == pos {
+                match self
+                    .head
+                    .compare_exchange_weak(pos, pos + 1, Relaxed, Relaxed)
+                {
+                    Ok(_) => {
+                        cell.key.store(s);
+                        cell.count.store(s.count, Relaxed);
+                        cell.weight.store(s.weight, Relaxed);
+                        cell.seq.store(pos + 1, Release);
+                        return true;
+                    }
+                    Err(now) => pos = now,
+                }
+            } else if seq < pos {
+                // The consumer has not freed this cell yet: full.
+                return false;
+            } else {
+                pos = self.head.load(Relaxed);
+            }
+        }
+    }
+
+    /// Moves counts into `into` (drain thread). Entries idle for `evict_after` passes are
+    /// freed for new stacks; with `all`, every entry is (the final drain).
+    pub(crate) fn drain(&self, into: &mut HashMap<Key, Counts>, evict_after: u32, all: bool) {
+        for e in self.entries.iter() {
+            let state = e.state.load(SeqCst);
+            if state == EMPTY || state == BUSY {
+                continue;
+            }
+            let c = Counts {
+                count: e.count.swap(0, Relaxed),
+                weight: e.weight.swap(0, Relaxed),
+            };
+            let key = (c.count != 0 || c.weight != 0).then(|| e.key.key());
+            if let Some(k) = &key {
+                into.entry(k.clone()).or_default().add(c);
+                e.idle.store(0, Relaxed);
+            } else if e.idle.fetch_add(1, Relaxed) + 1 < evict_after && !all {
+                continue;
+            }
+            if key.is_some() && !all {
+                continue;
+            }
+            // Evict: no new handler gets past the state check; wait out those already past.
+            if e.state.compare_exchange(state, BUSY, SeqCst, Relaxed).is_err() {
+                continue;
+            }
+            while e.users.load(SeqCst) != 0 {
+                std::hint::spin_loop();
+            }
+            let late = Counts {
+                count: e.count.swap(0, Relaxed),
+                weight: e.weight.swap(0, Relaxed),
+            };
+            if late != Counts::default() {
+                into.entry(e.key.key()).or_default().add(late);
+            }
+            e.state.store(EMPTY, SeqCst);
+        }
+        self.drain_log(into);
+    }
+
+    fn drain_log(&self, into: &mut HashMap<Key, Counts>) {
+        let mask = self.log.len() as u64 - 1;
+        loop {
+            let pos = self.tail.load(Relaxed);
+            let cell = &self.log[(pos & mask) as usize];
+            if cell.seq.load(Acquire) != pos + 1 {
+                return;
+            }
+            let c = Counts {
+                count: cell.count.load(Relaxed),
+                weight: cell.weight.load(Relaxed),
+            };
+            into.entry(cell.key.key()).or_default().add(c);
+            cell.seq.store(pos + self.log.len() as u64, Release);
+            self.tail.store(pos + 1, Relaxed);
+        }
+    }
+
+    /// Samples lost, by reason: (name, count, weight).
+    pub(crate) fn lost(&self) -> Vec<(&'static str, Counts)> {
+        LOST_REASONS
+            .iter()
+            .map(|&(name, r)| {
+                (
+                    name,
+                    Counts {
+                        count: self.lost[r as usize].load(Relaxed),
+                        weight: self.lost_weight[r as usize].load(Relaxed),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn raw<'a>(tid: u32, frames: &'a [u64], scopes: &'a [u32]) -> Raw<'a> {
+        Raw {
+            tid,
+            truncated: false,
+            frames,
+            scopes,
+            count: 1,
+            weight: 10,
+        }
+    }
+
+    #[test]
+    fn same_stack_aggregates_into_one_key_and_different_ones_stay_apart() {
+        let s = Store::new(64, 4);
+        for _ in 0..5 {
+            s.record(&raw(1, &[1, 2, 3], &[]));
+        }
+        s.record(&raw(1, &[1, 2, 3], &[7]));
+        s.record(&raw(2, &[1, 2, 3], &[]));
+        let mut m = HashMap::new();
+        s.drain(&mut m, 2, false);
+        assert_eq!(m.len(), 3);
+        let k = Key {
+            tid: 1,
+            truncated: false,
+            frames: vec![1, 2, 3],
+            scopes: vec![],
+        };
+        assert_eq!(m[&k], Counts { count: 5, weight: 50 });
+        assert_eq!(s.overflowed.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn a_full_table_overflows_to_the_log_and_then_counts_losses() {
+        // 8 entries, 2 log cells: 10 distinct stacks fit, the rest are lost and counted.
+        let s = Store::new(8, 2);
+        for i in 0..14u64 {
+            s.record(&raw(1, &[i], &[]));
+        }
+        let lost = s.lost()[0].1;
+        assert_eq!(lost, Counts { count: 4, weight: 40 });
+        let mut m = HashMap::new();
+        s.drain(&mut m, 1, true);
+        let kept: u64 = m.values().map(|c| c.count).sum();
+        assert_eq!(kept + lost.count, 14, "every sample is kept or counted");
+        // After the final drain the table is empty again and takes new stacks.
+        s.record(&raw(1, &[99], &[]));
+        assert_eq!(s.overflowed.load(Relaxed), 4 + 2);
+    }
+
+    #[test]
+    fn idle_entries_are_evicted_and_hot_ones_stay() {
+        let s = Store::new(8, 2);
+        s.record(&raw(1, &[1], &[]));
+        s.record(&raw(1, &[2], &[]));
+        let mut m = HashMap::new();
+        s.drain(&mut m, 2, false);
+        s.record(&raw(1, &[1], &[]));
+        s.drain(&mut m, 2, false); // [2] idle once
+        s.drain(&mut m, 2, false); // [2] idle twice: evicted; [1] idle once
+        let live = s
+            .entries
+            .iter()
+            .filter(|e| e.state.load(Relaxed) > BUSY)
+            .count();
+        assert_eq!(live, 1);
+        let total: u64 = m.values().map(|c| c.count).sum();
+        assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn concurrent_writers_and_a_draining_thread_lose_nothing() {
+        let s = Arc::new(Store::new(16, 64));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let drainer = {
+            let (s, stop) = (s.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut m = HashMap::new();
+                while !stop.load(SeqCst) {
+                    s.drain(&mut m, 1, false);
+                }
+                m
+            })
+        };
+        let writers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        s.record(&raw(t, &[i % 40, 7], &[]));
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, SeqCst);
+        let mut m = drainer.join().unwrap();
+        s.drain(&mut m, 1, true);
+        let kept: u64 = m.values().map(|c| c.count).sum();
+        let lost = s.lost()[0].1.count;
+        assert_eq!(kept + lost, 80_000);
+        // Keys never mix: each thread's stacks carry its own tid and frames.
+        for (k, _) in m {
+            assert!(k.tid < 4 && k.frames[1] == 7 && k.frames[0] < 40);
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The timers that interrupt threads: one per thread, delivered to that thread.
+//!
+//! - [`Source::ThreadCpuTimer`]: `timer_create` on the thread's CPU clock with
+//!   `SIGEV_THREAD_ID`. POSIX CPU timers are checked at the kernel tick (often 250 Hz), so
+//!   above the tick rate one signal stands for several periods; `si_overrun` says how many, and
+//!   the handler weights the sample by `1 + si_overrun`: the CPU time stays exact, only the
+//!   number of distinct stacks is limited by the tick.
+//! - [`Source::PerfTaskClock`]: a `perf_event_open` task-clock event per thread, an hrtimer
+//!   that fires at the requested rate whatever the tick, signalled with `F_SETSIG` to the
+//!   owning thread (`F_SETOWN_EX`, `F_OWNER_TID`). The handler reads the event's count and
+//!   weights each sample by the CPU time since the thread's previous sample: exact even when
+//!   a signal is merged with a pending one.
+//! - [`Source::WallTimer`]: `timer_create(CLOCK_MONOTONIC)` per thread, for wall-clock mode.
+//! - [`Source::ProcessTimer`]: `setitimer(ITIMER_PROF)`, the last fallback: one process-wide
+//!   timer, no overrun information, so above the tick rate it undercounts (the profile says
+//!   so through its achieved rate).
+
+use std::io;
+
+use super::{Mode, Source};
+
+/// `perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes). The libc crate does
+/// not declare it; the kernel accepts every published size (perf_event_open(2), "size").
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    ty: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    /// The bitfield: disabled (bit 0), exclude_kernel (5), exclude_hv (6), ...
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+/// fcntl(2) commands the libc crate does not declare for glibc targets.
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+const F_OWNER_TID: libc::c_int = 0;
+
+/// `struct f_owner_ex` (fcntl(2)); not declared by the libc crate for glibc targets.
+#[repr(C)]
+struct FOwnerEx {
+    ty: libc::c_int,
+    pid: libc::pid_t,
+}
+
+/// What keeps one thread's timer alive.
+#[derive(Debug)]
+pub(crate) enum Armed {
+    Timer(libc::timer_t),
+    Perf(libc::c_int),
+}
+
+// SAFETY: a timer_t is a kernel timer id (an integer in a pointer); the process owns it, not
+// the thread that created it, so any thread may delete it.
+unsafe impl Send for Armed {}
+
+/// The CPU-time clock of thread `tid` (MAKE_THREAD_CPUCLOCK in the kernel's
+/// include/linux/posix-timers.h: `~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`).
+pub(crate) fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
+    (!tid << 3) | 4 | 2
+}
+
+/// CPU time thread `tid` has used so far, in nanoseconds.
+pub(crate) fn thread_cpu_ns(tid: i32) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is valid and writable; clock_gettime writes only into it.
+    let rc = unsafe { libc::clock_gettime(thread_cpu_clock(tid), &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Arms `source` for thread `tid`: first expiry at `first_ns`, then every `period_ns`.
+pub(crate) fn arm(
+    source: Source,
+    tid: i32,
+    signal: libc::c_int,
+    period_ns: u64,
+    first_ns: u64,
+) -> io::Result<Armed> {
+    match source {
+        Source::ThreadCpuTimer => arm_timer(thread_cpu_clock(tid), tid, signal, period_ns, first_ns),
+        Source::WallTimer => arm_timer(libc::CLOCK_MONOTONIC, tid, signal, period_ns, first_ns),
+        Source::PerfTaskClock => arm_perf(tid, signal, period_ns),
+        Source::ProcessTimer => Err(io::Error::from(io::ErrorKind::Unsupported)),
+    }
+}
+
+fn arm_timer(
+    clock: libc::clockid_t,
+    tid: i32,
+    signal: libc::c_int,
+    period_ns: u64,
+    first_ns: u64,
+) -> io::Result<Armed> {
+    // SAFETY: sigevent is plain data; all-zero is a valid value to fill in.
+    let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+    sev.sigev_notify = libc::SIGEV_THREAD_ID;
+    sev.sigev_signo = signal;
+    sev.sigev_notify_thread_id = tid;
+    // The handler learns the thread from the signal, without a gettid call.
+    sev.sigev_value = libc::sigval {
+        sival_ptr: tid as usize as *mut libc::c_void,
+    };
+    let mut timer: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: `sev` and `timer` are valid for the call; the kernel copies `sev`.
+    if unsafe { libc::timer_create(clock, &mut sev, &mut timer) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let spec = libc::itimerspec {
+        it_interval: timespec(period_ns),
+        it_value: timespec(first_ns.max(1)),
+    };
+    // SAFETY: `timer` was just created; `spec` is valid; the old value is not wanted.
+    if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+        let e = io::Error::last_os_error();
+        disarm(Armed::Timer(timer));
+        return Err(e);
+    }
+    Ok(Armed::Timer(timer))
+}
+
+fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> {
+    let attr = PerfEventAttr {
+        ty: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: period_ns,
+        // disabled until armed below; exclude_kernel and exclude_hv, which
+        // perf_event_paranoid = 2 (the usual default) requires of unprivileged users.
+        flags: 1 | 1 << 5 | 1 << 6,
+        wakeup_events: 1,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel copies it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let armed = Armed::Perf(fd);
+    let owner = FOwnerEx {
+        ty: F_OWNER_TID,
+        pid: tid,
+    };
+    // SAFETY: plain fcntl/ioctl calls on the descriptor we own, with valid arguments.
+    let ok = unsafe {
+        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
+            && libc::fcntl(fd, F_SETSIG, signal) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
+            && libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) == 0
+    };
+    if !ok {
+        let e = io::Error::last_os_error();
+        disarm(armed);
+        return Err(e);
+    }
+    Ok(armed)
+}
+
+/// Stops and frees one thread's timer.
+pub(crate) fn disarm(armed: Armed) {
+    match armed {
+        // SAFETY: the timer id came from timer_create and is deleted once (moved in).
+        Armed::Timer(t) => unsafe {
+            libc::timer_delete(t);
+        },
+        // SAFETY: the descriptor came from perf_event_open and is closed once (moved in).
+        Armed::Perf(fd) => unsafe {
+            libc::close(fd);
+        },
+    }
+}
+
+/// Starts (or, with 0, stops) the process-wide `ITIMER_PROF` timer.
+pub(crate) fn process_timer(period_ns: u64) -> io::Result<()> {
+    let tv = libc::timeval {
+        tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
+        tv_usec: ((period_ns % 1_000_000_000) / 1000).max((period_ns > 0) as u64) as libc::suseconds_t,
+    };
+    let it = libc::itimerval {
+        it_interval: tv,
+        it_value: tv,
+    };
+    // SAFETY: `it` is valid for the call; the old value is not wanted.
+    if unsafe { libc::setitimer(libc::ITIMER_PROF, &it, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The source to use for `mode` at `hz`, unless one was asked for: probed on the calling
+/// thread (a timer or event created and deleted at once).
+pub(crate) fn choose(mode: Mode, hz: u32, asked: Option<Source>, signal: libc::c_int) -> Source {
+    if let Some(s) = asked {
+        return s;
+    }
+    let tid = crate::sys::gettid() as i32;
+    let works = |s: Source| match arm(s, tid, signal, 1_000_000_000, 1_000_000_000) {
+        Ok(a) => {
+            disarm(a);
+            true
+        }
+        Err(_) => false,
+    };
+    match mode {
+        Mode::Wall => Source::WallTimer,
+        // The kernel tick (CONFIG_HZ, 100 to 1000) is not exposed to programs; 100 Hz is the
+        // lowest, so above it a CPU timer may fire less often than asked. The perf event
+        // keeps the full rate where the kernel allows it.
+        Mode::Cpu if hz > 100 && works(Source::PerfTaskClock) => Source::PerfTaskClock,
+        Mode::Cpu if works(Source::ThreadCpuTimer) => Source::ThreadCpuTimer,
+        Mode::Cpu => Source::ProcessTimer,
+    }
+}
+
+/// The kernel ids of the process's threads (`/proc/self/task`).
+pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
+    into.clear();
+    for e in std::fs::read_dir("/proc/self/task")? {
+        if let Some(tid) = e?.file_name().to_str().and_then(|s| s.parse().ok()) {
+            into.push(tid);
+        }
+    }
+    into.sort_unstable();
+    Ok(())
+}
+
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`).
+pub(crate) fn thread_name(tid: i32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+    Some(s.trim_end_matches('\n').to_string())
+}
