@@ -70,12 +70,12 @@
 
 pub mod clock;
 mod config;
-mod report;
-mod scope;
-#[cfg(feature = "sampler")]
-pub mod sampler;
 #[cfg(feature = "sampler")]
 mod pprof;
+mod report;
+#[cfg(feature = "sampler")]
+pub mod sampler;
+mod scope;
 #[cfg(feature = "sampler")]
 mod symbolize;
 mod sys;

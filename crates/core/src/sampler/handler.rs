@@ -26,8 +26,8 @@ pub(crate) struct Shared {
     pub known: Tids,
     pub source: Source,
     pub period_ns: u64,
-    /// Per perf-event descriptor: the task clock at the thread's previous sample.
-    pub perf_last: Box<[AtomicU64]>,
+    /// Per perf-event descriptor: the thread it samples (saves a gettid call per signal).
+    pub perf_tid: Box<[AtomicU32]>,
     /// Signals handled.
     pub signals: AtomicU64,
     /// Ticks spent in the handler, signal delivery excluded.
@@ -185,8 +185,14 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
         POLL_IN if s.source == Source::PerfTaskClock => {
             // SAFETY: an F_SETSIG signal carries the descriptor in si_fd.
             let fd = unsafe { info.si_fd() };
-            let (n, w) = perf_weight(s, fd);
-            (crate::sys::gettid() as u32, n, w)
+            let tid = match s.perf_tid.get(fd as usize).map(|t| t.load(Relaxed)) {
+                Some(tid) if tid != 0 => tid,
+                _ => crate::sys::gettid() as u32,
+            };
+            // One period per signal; the drain thread reads each event's count when it
+            // disarms it, and the profile scales the thread's samples to that exact total
+            // (reading the count here would be a system call per sample).
+            (tid, 1, s.period_ns)
         }
         _ => (crate::sys::gettid() as u32, 1, s.period_ns),
     };
@@ -227,26 +233,6 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     s.signals.fetch_add(1, Relaxed);
     s.handler_ticks
         .fetch_add(crate::clock::now().wrapping_sub(t0), Relaxed);
-}
-
-/// Periods and nanoseconds since the thread's previous perf sample, from the event's count.
-///
-/// Signal context: one `read` system call (async-signal-safe), no allocation.
-fn perf_weight(s: &Shared, fd: libc::c_int) -> (u64, u64) {
-    let mut value: u64 = 0;
-    // SAFETY: reads 8 bytes into `value`; `fd` is the event descriptor the signal names (a
-    // bad descriptor only makes read fail).
-    let n = unsafe { libc::read(fd, &mut value as *mut u64 as *mut libc::c_void, 8) };
-    let Some(last) = s.perf_last.get(fd as usize) else {
-        return (1, s.period_ns);
-    };
-    if n != 8 {
-        return (1, s.period_ns);
-    }
-    let delta = value.saturating_sub(last.swap(value, Relaxed));
-    // Round to whole periods for the count; the weight stays exact.
-    let periods = ((delta + s.period_ns / 2) / s.period_ns.max(1)).max(1);
-    (periods, delta)
 }
 
 /// The installed disposition of `signal` before ours, if any.

@@ -54,7 +54,7 @@ mod unwind;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -164,6 +164,10 @@ pub struct Builder {
     poll: Duration,
 }
 
+/// Perf-event descriptors below this map to their thread in the handler; a higher one still
+/// works, with a gettid call.
+const PERF_FDS: usize = 4096;
+
 /// Kept in the profile's comments.
 const SIGNAL: libc::c_int = libc::SIGPROF;
 
@@ -186,7 +190,7 @@ impl Builder {
         self
     }
 
-    /// Distinct stacks the lock-free table holds between two drains (default 4096, about
+    /// Distinct stacks the lock-free table holds between two drains (default 2048, about
     /// 1.1 KiB each), and samples the overflow log holds (default 1024). Memory is fixed at
     /// start; what does not fit is counted as lost.
     pub fn capacity(mut self, table_entries: usize, log_entries: usize) -> Builder {
@@ -240,6 +244,8 @@ struct Drained {
     unarmed: u64,
     arm_error: Option<String>,
     threads_seen: u64,
+    /// Per thread, the CPU time its perf event counted while armed.
+    counted: HashMap<u32, u64>,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -254,7 +260,7 @@ impl Sampler {
             hz: 100,
             mode: Mode::Cpu,
             source: None,
-            table_entries: 4096,
+            table_entries: 2048,
             log_entries: 1024,
             poll: Duration::from_millis(10),
         }
@@ -319,13 +325,18 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         Some(_) => SHARED.store(std::ptr::null_mut(), SeqCst),
         None => {}
     }
-    if let (Mode::Cpu, Some(Source::WallTimer)) | (Mode::Wall, Some(Source::ThreadCpuTimer))
-    | (Mode::Wall, Some(Source::PerfTaskClock)) | (Mode::Wall, Some(Source::ProcessTimer)) =
-        (b.mode, b.source)
+    if let (Mode::Cpu, Some(Source::WallTimer))
+    | (Mode::Wall, Some(Source::ThreadCpuTimer))
+    | (Mode::Wall, Some(Source::PerfTaskClock))
+    | (Mode::Wall, Some(Source::ProcessTimer)) = (b.mode, b.source)
     {
         return Err(Error::new(
             ErrorKind::Unsupported,
-            format!("source {:?} does not measure {:?} time", b.source.unwrap(), b.mode),
+            format!(
+                "source {:?} does not measure {:?} time",
+                b.source.unwrap(),
+                b.mode
+            ),
             None,
         ));
     }
@@ -334,9 +345,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     if let Err(owner) = handler::install(SIGNAL) {
         return Err(Error::new(
             ErrorKind::SignalInUse,
-            format!(
-                "another handler ({owner:#x}) owns SIGPROF; the sampler will not replace it"
-            ),
+            format!("another handler ({owner:#x}) owns SIGPROF; the sampler will not replace it"),
             None,
         ));
     }
@@ -348,7 +357,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         known: Tids::new(16_384),
         source,
         period_ns,
-        perf_last: (0..4096).map(|_| AtomicU64::new(0)).collect(),
+        perf_tid: (0..PERF_FDS).map(|_| AtomicU32::new(0)).collect(),
         signals: AtomicU64::new(0),
         handler_ticks: AtomicU64::new(0),
         leaf_only: AtomicU64::new(0),
@@ -459,6 +468,7 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
         unarmed: drained.unarmed,
         arm_error: drained.arm_error,
         threads_seen: drained.threads_seen,
+        counted: drained.counted,
         table_bytes: shared.store.bytes(),
     }))
 }
@@ -529,7 +539,7 @@ impl Poller {
             .collect();
         for tid in gone {
             if let Some(Some(a)) = self.armed.remove(&tid) {
-                timer::disarm(a);
+                self.disarm(tid, a);
             }
             shared.known.remove(tid as u32);
             self.tombstones += 1;
@@ -566,8 +576,8 @@ impl Poller {
             Ok(a) => {
                 // A new event counts from zero (its descriptor number may be reused).
                 if let timer::Armed::Perf(fd) = &a {
-                    if let Some(c) = shared.perf_last.get(*fd as usize) {
-                        c.store(0, Relaxed);
+                    if let Some(c) = shared.perf_tid.get(*fd as usize) {
+                        c.store(tid as u32, Relaxed);
                     }
                 }
                 let base = self.baseline.get(&tid).copied().unwrap_or(0);
@@ -587,14 +597,23 @@ impl Poller {
         }
     }
 
+    /// Disarms one thread's timer, keeping a perf event's final count (the thread's exact
+    /// CPU time while sampled).
+    fn disarm(&mut self, tid: i32, a: timer::Armed) {
+        if let Some(ns) = timer::disarm(a) {
+            *self.out.counted.entry(tid as u32).or_default() += ns;
+        }
+    }
+
     /// Disarms every timer and returns what was gathered.
     fn finish(mut self, shared: &Shared) -> Drained {
-        for (tid, a) in self.armed.drain() {
+        let armed: Vec<_> = self.armed.drain().collect();
+        for (tid, a) in armed {
             if let Some(name) = timer::thread_name(tid) {
                 self.out.names.insert(tid as u32, name);
             }
             if let Some(a) = a {
-                timer::disarm(a);
+                self.disarm(tid, a);
             }
         }
         shared.store.drain(&mut self.out.stacks, 0, true);
@@ -603,7 +622,12 @@ impl Poller {
 }
 
 /// The drain thread: polls for threads and empties the table until told to stop.
-fn drain_loop(shared: &Shared, mut poller: Poller, every: Duration, rx: mpsc::Receiver<()>) -> Drained {
+fn drain_loop(
+    shared: &Shared,
+    mut poller: Poller,
+    every: Duration,
+    rx: mpsc::Receiver<()>,
+) -> Drained {
     loop {
         if !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout)) {
             return poller.finish(shared);

@@ -34,6 +34,7 @@ struct Sample {
 }
 
 const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
+const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
 /// Everything `stop()` gathered, before symbolisation.
@@ -47,6 +48,8 @@ pub(crate) struct Parts {
     pub stacks: HashMap<Key, Counts>,
     pub names: HashMap<u32, String>,
     pub unsampled: HashMap<u32, u64>,
+    /// Per thread, the CPU time its perf event counted (perf source only).
+    pub counted: HashMap<u32, u64>,
     pub lost: Vec<(&'static str, Counts)>,
     pub signals: u64,
     pub handler_ns: u64,
@@ -104,6 +107,36 @@ pub(crate) fn build(p: Parts) -> Profile {
             }
         })
         .collect();
+    // The perf source weights each signal by one period; signals the kernel dropped (the
+    // timer fired in kernel mode) or merged are in the event's exact count. Scale each
+    // thread's samples to it: exact per-thread totals, shares as sampled.
+    let mut scaled = (f64::INFINITY, 0.0f64);
+    for (tid, &counted) in &p.counted {
+        let sampled: u64 = samples
+            .iter()
+            .filter(|s| s.tid == *tid)
+            .map(|s| s.counts.weight)
+            .sum();
+        if sampled == 0 {
+            if counted > 0 {
+                samples.push(Sample {
+                    tid: *tid,
+                    locs: vec![Loc::Synthetic(NO_SIGNAL)],
+                    scopes: Vec::new(),
+                    counts: Counts {
+                        count: 0,
+                        weight: counted,
+                    },
+                });
+            }
+            continue;
+        }
+        let factor = counted as f64 / sampled as f64;
+        scaled = (scaled.0.min(factor), scaled.1.max(factor));
+        for s in samples.iter_mut().filter(|s| s.tid == *tid) {
+            s.counts.weight = (s.counts.weight as f64 * factor).round() as u64;
+        }
+    }
     for (tid, ns) in &p.unsampled {
         samples.push(Sample {
             tid: *tid,
@@ -161,7 +194,10 @@ pub(crate) fn build(p: Parts) -> Profile {
         Err(_) => (HashMap::new(), Vec::new(), HashMap::new()),
     };
 
-    let scope_ids: BTreeSet<u32> = samples.iter().flat_map(|s| s.scopes.iter().copied()).collect();
+    let scope_ids: BTreeSet<u32> = samples
+        .iter()
+        .flat_map(|s| s.scopes.iter().copied())
+        .collect();
     let scope_names = scope_ids
         .into_iter()
         .filter_map(|id| crate::scope::scope_name(id).map(|n| (id, n)))
@@ -193,6 +229,12 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.table_bytes / 1024
         ),
     ];
+    if scaled.1 > 0.0 {
+        comments.push(format!(
+            "perf source: each thread's sample weights scaled to its task-clock count (factors {:.3} to {:.3})",
+            scaled.0, scaled.1
+        ));
+    }
     if p.unarmed > 0 {
         comments.push(format!(
             "{} threads could not be sampled: {}",
@@ -388,8 +430,10 @@ impl Profile {
                 *cum.entry(name.clone()).or_default() += s.counts.weight;
             }
         }
-        let mut rows: Vec<(&String, u64, u64)> =
-            cum.iter().map(|(k, &c)| (k, flat.get(k).copied().unwrap_or(0), c)).collect();
+        let mut rows: Vec<(&String, u64, u64)> = cum
+            .iter()
+            .map(|(k, &c)| (k, flat.get(k).copied().unwrap_or(0), c))
+            .collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
         let kind = match self.mode {
             Mode::Cpu => "cpu",
@@ -611,7 +655,12 @@ impl Profile {
                             frames
                                 .iter()
                                 .map(|f| pprof::Line {
-                                    function_id: function(&mut out, &f.name, &f.system_name, &f.file),
+                                    function_id: function(
+                                        &mut out,
+                                        &f.name,
+                                        &f.system_name,
+                                        &f.file,
+                                    ),
                                     line: f.line as i64,
                                 })
                                 .collect()

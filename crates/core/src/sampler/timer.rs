@@ -97,7 +97,9 @@ pub(crate) fn arm(
     first_ns: u64,
 ) -> io::Result<Armed> {
     match source {
-        Source::ThreadCpuTimer => arm_timer(thread_cpu_clock(tid), tid, signal, period_ns, first_ns),
+        Source::ThreadCpuTimer => {
+            arm_timer(thread_cpu_clock(tid), tid, signal, period_ns, first_ns)
+        }
         Source::WallTimer => arm_timer(libc::CLOCK_MONOTONIC, tid, signal, period_ns, first_ns),
         Source::PerfTaskClock => arm_perf(tid, signal, period_ns),
         Source::ProcessTimer => Err(io::Error::from(io::ErrorKind::Unsupported)),
@@ -184,17 +186,26 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
     Ok(armed)
 }
 
-/// Stops and frees one thread's timer.
-pub(crate) fn disarm(armed: Armed) {
+/// Stops and frees one thread's timer. For a perf event, returns its final count (the
+/// thread's CPU time in nanoseconds while the event was enabled).
+pub(crate) fn disarm(armed: Armed) -> Option<u64> {
     match armed {
-        // SAFETY: the timer id came from timer_create and is deleted once (moved in).
-        Armed::Timer(t) => unsafe {
-            libc::timer_delete(t);
-        },
-        // SAFETY: the descriptor came from perf_event_open and is closed once (moved in).
-        Armed::Perf(fd) => unsafe {
-            libc::close(fd);
-        },
+        Armed::Timer(t) => {
+            // SAFETY: the timer id came from timer_create and is deleted once (moved in).
+            unsafe { libc::timer_delete(t) };
+            None
+        }
+        Armed::Perf(fd) => {
+            let mut count: u64 = 0;
+            // SAFETY: reads 8 bytes into `count` from the descriptor we own, then closes it
+            // once (moved in). The count stays readable after the thread exits.
+            let n = unsafe {
+                let n = libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8);
+                libc::close(fd);
+                n
+            };
+            (n == 8).then_some(count)
+        }
     }
 }
 
@@ -202,7 +213,8 @@ pub(crate) fn disarm(armed: Armed) {
 pub(crate) fn process_timer(period_ns: u64) -> io::Result<()> {
     let tv = libc::timeval {
         tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
-        tv_usec: ((period_ns % 1_000_000_000) / 1000).max((period_ns > 0) as u64) as libc::suseconds_t,
+        tv_usec: ((period_ns % 1_000_000_000) / 1000).max((period_ns > 0) as u64)
+            as libc::suseconds_t,
     };
     let it = libc::itimerval {
         it_interval: tv,
@@ -231,13 +243,34 @@ pub(crate) fn choose(mode: Mode, hz: u32, asked: Option<Source>, signal: libc::c
     };
     match mode {
         Mode::Wall => Source::WallTimer,
-        // The kernel tick (CONFIG_HZ, 100 to 1000) is not exposed to programs; 100 Hz is the
-        // lowest, so above it a CPU timer may fire less often than asked. The perf event
-        // keeps the full rate where the kernel allows it.
-        Mode::Cpu if hz > 100 && works(Source::PerfTaskClock) => Source::PerfTaskClock,
+        // Above the kernel tick a CPU timer fires less often than asked (its samples are
+        // weighted, so the time stays exact, but there are fewer distinct stacks); the perf
+        // event keeps the full rate where the kernel allows it.
+        Mode::Cpu if hz > kernel_hz() && works(Source::PerfTaskClock) => Source::PerfTaskClock,
         Mode::Cpu if works(Source::ThreadCpuTimer) => Source::ThreadCpuTimer,
         Mode::Cpu => Source::ProcessTimer,
     }
+}
+
+/// The kernel's tick rate (`CONFIG_HZ`), from `/proc/config.gz` or `/boot/config-<release>`
+/// where the kernel publishes its configuration; 250, the most common distribution
+/// default, where it does not.
+pub(crate) fn kernel_hz() -> u32 {
+    use std::io::Read;
+    let mut text = String::new();
+    let from_proc = std::fs::File::open("/proc/config.gz").ok().and_then(|f| {
+        flate2::read::GzDecoder::new(f)
+            .read_to_string(&mut text)
+            .ok()
+    });
+    if from_proc.is_none() {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        text =
+            std::fs::read_to_string(format!("/boot/config-{}", release.trim())).unwrap_or_default();
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.trim().parse().ok())
+        .unwrap_or(250)
 }
 
 /// The kernel ids of the process's threads (`/proc/self/task`).

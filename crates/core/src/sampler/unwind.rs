@@ -116,7 +116,10 @@ fn find(ranges: &[AtomicU64], addr: u64) -> Option<(u64, u64)> {
     let (mut lo, mut hi) = (0, ranges.len() / 2);
     while lo < hi {
         let mid = (lo + hi) / 2;
-        let (s, e) = (ranges[2 * mid].load(Relaxed), ranges[2 * mid + 1].load(Relaxed));
+        let (s, e) = (
+            ranges[2 * mid].load(Relaxed),
+            ranges[2 * mid + 1].load(Relaxed),
+        );
         if addr < s {
             hi = mid;
         } else if addr >= e {
@@ -134,9 +137,9 @@ impl View<'_> {
         find(self.stack, sp)
     }
 
-    /// Returns true if and only if `pc` lies in an executable mapping.
-    pub(crate) fn is_code(&self, pc: u64) -> bool {
-        find(self.exec, pc).is_some()
+    /// The executable mapping `[start, end)` that contains `pc`.
+    pub(crate) fn code_range(&self, pc: u64) -> Option<(u64, u64)> {
+        find(self.exec, pc)
     }
 }
 
@@ -242,6 +245,9 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
     let mut n = 1;
     let mut fp = fp;
     let mut low = sp;
+    // Most return addresses fall in the same module as the previous one: check its range
+    // before searching.
+    let mut code = (0u64, 0u64);
     loop {
         let valid = fp % 8 == 0
             && fp >= low
@@ -259,8 +265,11 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
                 std::ptr::read_volatile((fp + 8) as *const u64),
             )
         };
-        if ret == 0 || !view.is_code(ret) {
-            return (n, false);
+        if !(code.0 <= ret && ret < code.1) {
+            match view.code_range(ret) {
+                Some(r) if ret != 0 => code = r,
+                _ => return (n, false),
+            }
         }
         if n == out.len() {
             return (n, true);
@@ -351,14 +360,19 @@ mod tests {
             path: String::new(),
         };
         ranges.publish(&[entry(0x1000, 0x2000, true, false)]);
-        ranges.publish(&[entry(0x5000, 0x6000, false, true), entry(0x8000, 0x9000, true, false)]);
+        ranges.publish(&[
+            entry(0x5000, 0x6000, false, true),
+            entry(0x8000, 0x9000, true, false),
+        ]);
         let (s, c) = ranges
-            .with(|v| (v.stack_of(0x8800), v.is_code(0x5800)))
+            .with(|v| (v.stack_of(0x8800), v.code_range(0x5800).is_some()))
             .unwrap();
         assert_eq!((s, c), (Some((0x8000, 0x9000)), true));
         assert!(ranges.with(|v| v.stack_of(0x1800)).unwrap().is_none());
         // More mappings than room: counted, not silently dropped.
-        let many: Vec<_> = (0..6).map(|i| entry(i * 0x1000, i * 0x1000 + 0x800, true, false)).collect();
+        let many: Vec<_> = (0..6)
+            .map(|i| entry(i * 0x1000, i * 0x1000 + 0x800, true, false))
+            .collect();
         ranges.publish(&many);
         assert_eq!(ranges.dropped.load(Relaxed), 2);
     }

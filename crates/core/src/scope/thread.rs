@@ -18,7 +18,10 @@
 //! [`Counter`] so tests drive it with a fake clock.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::{Mutex, OnceLock};
 
 use super::hist::{Counts, Hist};
@@ -109,6 +112,8 @@ pub(crate) struct ThreadStats {
     pub tid: AtomicU64,
     pub name: Mutex<Option<String>>,
     dir: [OnceLock<Box<Page>>; DIR_LEN],
+    /// One past the highest page index allocated, so scans stop early.
+    pages: AtomicU32,
     /// Scopes not recorded because the stack was [`MAX_DEPTH`] deep.
     pub lost_too_deep: AtomicU64,
     /// Scopes abandoned because an enclosing scope closed first (their guards were leaked
@@ -162,6 +167,7 @@ impl ThreadStats {
             tid: AtomicU64::new(0),
             name: Mutex::new(None),
             dir: [const { OnceLock::new() }; DIR_LEN],
+            pages: AtomicU32::new(0),
             lost_too_deep: AtomicU64::new(0),
             unbalanced: AtomicU64::new(0),
             anchors: Mutex::new(None),
@@ -198,13 +204,17 @@ impl ThreadStats {
     #[cold]
     #[inline(never)]
     fn new_page(&self, id: usize) -> &Page {
-        self.dir[(id / PAGE_LEN) % DIR_LEN]
-            .get_or_init(|| Box::new(Page([const { OnceLock::new() }; PAGE_LEN])))
+        let index = (id / PAGE_LEN) % DIR_LEN;
+        let page =
+            self.dir[index].get_or_init(|| Box::new(Page([const { OnceLock::new() }; PAGE_LEN])));
+        self.pages.fetch_max(index as u32 + 1, Release);
+        page
     }
 
     /// Calls `f` with every slot this thread has touched and its id.
     pub(crate) fn for_each_slot(&self, mut f: impl FnMut(u32, &Slot)) {
-        for (p, page) in self.dir.iter().enumerate() {
+        let pages = self.pages.load(Acquire) as usize;
+        for (p, page) in self.dir[..pages].iter().enumerate() {
             let Some(page) = page.get() else { continue };
             for (s, slot) in page.0.iter().enumerate() {
                 if let Some(slot) = slot.get() {
