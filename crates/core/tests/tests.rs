@@ -4,3 +4,41 @@
 mod exit;
 // `#[profile]` and `scope!` through the public API, and compile errors (trybuild).
 mod macros;
+// The sampler: exact CPU time, threads, fork, signals, and `go tool pprof` on its output.
+#[cfg(feature = "sampler")]
+mod sampler;
+
+/// Counts allocations made inside the sampler's signal handler (there must be none); every
+/// allocation is passed on to the system allocator.
+#[cfg(feature = "sampler")]
+struct CountingAllocator;
+
+#[cfg(feature = "sampler")]
+// SAFETY: forwards every call to the system allocator unchanged.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if tickscope::sampler::in_signal_handler() {
+            sampler::ALLOCS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        if tickscope::sampler::in_signal_handler() {
+            sampler::ALLOCS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        if tickscope::sampler::in_signal_handler() {
+            sampler::ALLOCS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[cfg(feature = "sampler")]
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;

@@ -24,6 +24,13 @@ pub struct Args {
     /// Add a per-thread breakdown to the summary.
     #[arg(long)]
     per_thread: bool,
+    /// Sample the demo's CPU time and write a pprof profile (gzip) to FILE
+    /// (`go tool pprof -top FILE`).
+    #[arg(long, value_name = "FILE")]
+    cpuprofile: Option<std::path::PathBuf>,
+    /// Samples per second of CPU time per thread, with --cpuprofile.
+    #[arg(long, default_value_t = 1000)]
+    hz: u32,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -56,6 +63,15 @@ pub fn run(args: Args) -> Result<()> {
             None => "interval lines off".to_owned(),
         }
     );
+    let sampler = match &args.cpuprofile {
+        Some(_) => Some(
+            tickscope::sampler::Sampler::builder()
+                .frequency(args.hz)
+                .start()
+                .map_err(|e| anyhow::anyhow!("cannot start the CPU sampler: {e}"))?,
+        ),
+        None => None,
+    };
     tickscope::scope!("demo");
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let workers: Vec<_> = (0..args.threads)
@@ -72,6 +88,18 @@ pub fn run(args: Args) -> Result<()> {
             .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
     }
     println!("demo checksum: {checksum:016x}");
+    if let (Some(sampler), Some(path)) = (sampler, &args.cpuprofile) {
+        let profile = sampler.stop();
+        profile.write_pprof(path)?;
+        eprint!("{}", profile.top(10));
+        eprintln!(
+            "tickscope demo: CPU profile written to {} ({} samples, {}); view it with `go tool pprof -top {}`",
+            path.display(),
+            profile.samples(),
+            profile.source().map(|s| s.name()).unwrap_or("no source"),
+            path.display()
+        );
+    }
     Ok(())
 }
 

@@ -146,9 +146,12 @@ pub(crate) extern "C" fn on_signal(
     info: *mut libc::siginfo_t,
     ctx: *mut libc::c_void,
 ) {
-    // SAFETY: __errno_location returns the calling thread's errno slot, valid for the
-    // thread's life; reading and writing it back is what errno preservation means.
-    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno
+    // slot, valid for the thread's life.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: `slot` is this thread's errno, valid and aligned; saving it is what errno
+    // preservation means.
+    let errno = unsafe { *slot };
     ACTIVE.fetch_add(1, SeqCst);
     let shared = SHARED.load(SeqCst);
     if shared.is_null() {
@@ -156,13 +159,15 @@ pub(crate) extern "C" fn on_signal(
     } else {
         IN_HANDLER.set(true);
         // SAFETY: `shared` stays valid while ACTIVE counts us (stop waits for zero after
-        // clearing SHARED); `info` and `ctx` are the kernel's, valid during the handler.
-        unsafe { sample(&*shared, info, ctx) };
+        // clearing SHARED).
+        let shared = unsafe { &*shared };
+        // SAFETY: `info` and `ctx` are the kernel's, valid during the handler.
+        unsafe { sample(shared, info, ctx) };
         IN_HANDLER.set(false);
     }
     ACTIVE.fetch_sub(1, SeqCst);
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    // SAFETY: as above: restores the interrupted code's errno.
+    unsafe { *slot = errno };
 }
 
 /// Records one sample.
@@ -177,8 +182,10 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     let info = unsafe { &*info };
     let (tid, count, weight) = match info.si_code {
         SI_TIMER => {
-            // SAFETY: a POSIX timer signal carries si_overrun and the sigev_value we set.
-            let (overrun, value) = unsafe { (info.si_overrun(), info.si_value()) };
+            // SAFETY: a POSIX timer signal carries si_overrun ...
+            let overrun = unsafe { info.si_overrun() };
+            // SAFETY: ... and the sigev_value we set when creating the timer.
+            let value = unsafe { info.si_value() };
             let n = 1 + overrun.max(0) as u64;
             (value.sival_ptr as usize as u32, n, n * s.period_ns)
         }
@@ -237,12 +244,11 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
 
 /// The installed disposition of `signal` before ours, if any.
 pub(crate) fn current(signal: libc::c_int) -> libc::sighandler_t {
-    // SAFETY: sigaction with a null new action only reads the current one into `old`.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut old);
-        old.sa_sigaction
-    }
+    // SAFETY: sigaction is plain data; all-zero is a valid value.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: with a null new action, sigaction only writes the current one into `old`.
+    unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) };
+    old.sa_sigaction
 }
 
 /// Installs [`on_signal`] for `signal`, unless a handler other than ours owns it: returns
@@ -253,15 +259,14 @@ pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
     if old != libc::SIG_DFL && old != libc::SIG_IGN && old != ours {
         return Err(old);
     }
-    // SAFETY: a zeroed sigaction is valid; we fill in an SA_SIGINFO handler that follows the
-    // signal-context contract, with an empty mask plus the signal itself (implicit).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = ours;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(signal, &sa, std::ptr::null_mut());
-    }
+    // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = ours;
+    sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+    // SAFETY: `sa.sa_mask` is a valid sigset_t to clear.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: installs an SA_SIGINFO handler that follows the signal-context contract.
+    unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) };
     Ok(())
 }
 

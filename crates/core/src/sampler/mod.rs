@@ -60,7 +60,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use handler::{Shared, Tids, ACTIVE, SHARED};
-pub use profile::Profile;
+pub use profile::{FunctionTime, Profile, ThreadTime};
 use table::{Counts, Key, Store};
 use unwind::Ranges;
 
@@ -368,9 +368,9 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         if let Err(e) = timer::process_timer(period_ns) {
             SHARED.store(std::ptr::null_mut(), SeqCst);
             handler::uninstall(SIGNAL);
-            // SAFETY: no timer was armed, SHARED is null again and no handler can hold it
-            // (ACTIVE is only nonzero during a signal, none of ours was sent).
             wait_handlers();
+            // SAFETY: no timer was armed, SHARED is null again and no handler holds it
+            // (waited for just above); this is the only owner.
             drop(unsafe { Box::from_raw(shared) });
             return Err(Error::new(
                 ErrorKind::Unsupported,

@@ -37,6 +37,28 @@ const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
+/// One function's row of [`Profile::functions`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionTime {
+    /// Demangled name (or `module+0xoffset` when no symbol was found).
+    pub name: String,
+    /// Nanoseconds with this function as the leaf.
+    pub flat_ns: u64,
+    /// Nanoseconds with this function anywhere on the stack.
+    pub cum_ns: u64,
+}
+
+/// One thread's row of [`Profile::threads`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadTime {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// The thread's name (`/proc/self/task/<tid>/comm`), when it was read.
+    pub name: Option<String>,
+    /// Sampled nanoseconds, synthetic frames included.
+    pub ns: u64,
+}
+
 /// Everything `stop()` gathered, before symbolisation.
 pub(crate) struct Parts {
     pub mode: Mode,
@@ -415,10 +437,10 @@ impl Profile {
             .collect()
     }
 
-    /// The `n` functions with the most flat time, as a pprof-style table (flat, flat%, sum%,
-    /// cum, cum%, name).
-    pub fn top(&self, n: usize) -> String {
-        let total = self.total_ns();
+    /// Time by function, most flat time first: `flat` where the function was the leaf (the
+    /// innermost inlined frame), `cum` where it was anywhere on the stack (counted once per
+    /// sample). Synthetic frames (`[lost: ...]`, `[not sampled: ...]`) are rows too.
+    pub fn functions(&self) -> Vec<FunctionTime> {
         let mut flat: HashMap<String, u64> = HashMap::new();
         let mut cum: HashMap<String, u64> = HashMap::new();
         for (names, s) in self.named_stacks() {
@@ -430,11 +452,45 @@ impl Profile {
                 *cum.entry(name.clone()).or_default() += s.counts.weight;
             }
         }
-        let mut rows: Vec<(&String, u64, u64)> = cum
-            .iter()
-            .map(|(k, &c)| (k, flat.get(k).copied().unwrap_or(0), c))
+        let mut rows: Vec<FunctionTime> = cum
+            .into_iter()
+            .map(|(name, cum_ns)| FunctionTime {
+                flat_ns: flat.get(&name).copied().unwrap_or(0),
+                cum_ns,
+                name,
+            })
             .collect();
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
+        rows.sort_by(|a, b| {
+            (b.flat_ns, b.cum_ns)
+                .cmp(&(a.flat_ns, a.cum_ns))
+                .then(a.name.cmp(&b.name))
+        });
+        rows
+    }
+
+    /// Sampled time by thread, most first.
+    pub fn threads(&self) -> Vec<ThreadTime> {
+        let mut by: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in self.samples.iter().filter(|s| s.tid != 0) {
+            *by.entry(s.tid).or_default() += s.counts.weight;
+        }
+        let mut rows: Vec<ThreadTime> = by
+            .into_iter()
+            .map(|(tid, ns)| ThreadTime {
+                tid,
+                name: self.names.get(&tid).cloned(),
+                ns,
+            })
+            .collect();
+        rows.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.tid.cmp(&b.tid)));
+        rows
+    }
+
+    /// The `n` functions with the most flat time, as a pprof-style table (flat, flat%, sum%,
+    /// cum, cum%, name).
+    pub fn top(&self, n: usize) -> String {
+        let total = self.total_ns();
+        let rows = self.functions();
         let kind = match self.mode {
             Mode::Cpu => "cpu",
             Mode::Wall => "wall",
@@ -446,7 +502,7 @@ impl Profile {
                 v as f64 * 100.0 / total as f64
             }
         };
-        let shown: u64 = rows.iter().take(n).map(|r| r.1).sum();
+        let shown: u64 = rows.iter().take(n).map(|r| r.flat_ns).sum();
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -481,7 +537,8 @@ impl Profile {
             "flat", "flat%", "sum%", "cum", "cum%"
         );
         let mut sum = 0;
-        for (name, f, c) in rows.into_iter().take(n) {
+        for r in rows.into_iter().take(n) {
+            let (name, f, c) = (r.name, r.flat_ns, r.cum_ns);
             sum += f;
             let _ = writeln!(
                 out,

@@ -171,13 +171,15 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
         ty: F_OWNER_TID,
         pid: tid,
     };
-    // SAFETY: plain fcntl/ioctl calls on the descriptor we own, with valid arguments.
-    let ok = unsafe {
-        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
-            && libc::fcntl(fd, F_SETSIG, signal) == 0
-            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
-            && libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) == 0
-    };
+    // Four calls on the descriptor we own, with valid arguments (`owner` outlives its call).
+    // SAFETY: as just said.
+    let ok = unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) } == 0
+        // SAFETY: as above.
+        && unsafe { libc::fcntl(fd, F_SETSIG, signal) } == 0
+        // SAFETY: as above.
+        && unsafe { libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) } == 0
+        // SAFETY: as above.
+        && unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } == 0;
     if !ok {
         let e = io::Error::last_os_error();
         disarm(armed);
@@ -197,13 +199,11 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
         }
         Armed::Perf(fd) => {
             let mut count: u64 = 0;
-            // SAFETY: reads 8 bytes into `count` from the descriptor we own, then closes it
-            // once (moved in). The count stays readable after the thread exits.
-            let n = unsafe {
-                let n = libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8);
-                libc::close(fd);
-                n
-            };
+            // SAFETY: reads 8 bytes into `count` from the descriptor we own. The count stays
+            // readable after the thread exits.
+            let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+            // SAFETY: closes the descriptor once (moved in).
+            unsafe { libc::close(fd) };
             (n == 8).then_some(count)
         }
     }

@@ -256,15 +256,13 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
         if !valid {
             return (n, false);
         }
-        // SAFETY: `fp` is 8-aligned and `[fp, fp + 16)` lies inside the readable-writable
-        // mapping that holds this thread's stack pointer (checked just above); the thread is
-        // running this handler, so its stack stays mapped.
-        let (next, ret) = unsafe {
-            (
-                std::ptr::read_volatile(fp as *const u64),
-                std::ptr::read_volatile((fp + 8) as *const u64),
-            )
-        };
+        // `fp` is 8-aligned and `[fp, fp + 16)` lies inside the readable-writable mapping that
+        // holds this thread's stack pointer (checked just above); the thread is running this
+        // handler, so its stack stays mapped.
+        // SAFETY: as just said, for the saved frame pointer at `fp` ...
+        let next = unsafe { std::ptr::read_volatile(fp as *const u64) };
+        // SAFETY: ... and for the return address at `fp + 8`.
+        let ret = unsafe { std::ptr::read_volatile((fp + 8) as *const u64) };
         if !(code.0 <= ret && ret < code.1) {
             match view.code_range(ret) {
                 Some(r) if ret != 0 => code = r,

@@ -1,0 +1,437 @@
+//! The sampler end to end: exact CPU time, every thread, no allocation in the handler, fork,
+//! restart, signal ownership, and the pprof file as the real `go tool pprof` reads it.
+//!
+//! The sampler is process-wide, so these tests take [`LOCK`] and run one at a time.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tickscope::sampler::{ErrorKind, Mode, Profile, Sampler, Source};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is valid and writable for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn gettid() -> u32 {
+    // SAFETY: SYS_gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Burns `ns` of this thread's CPU time.
+#[inline(never)]
+fn burn(ns: u64) -> u64 {
+    let end = thread_cpu_ns() + ns;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    while thread_cpu_ns() < end {
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+    }
+    x
+}
+
+/// One round of the 3:1 workload lasts 1.206 ms of CPU: a period whose phase against
+/// samples every 1, 4 or 10 ms keeps moving (checked numerically), so a periodic sampler
+/// cannot alias with it — as a 4 ms round would with a 250 Hz kernel tick.
+const ROUND_NS: u64 = 1_206_000;
+
+#[inline(never)]
+fn three_parts() -> u64 {
+    black_box(burn(ROUND_NS * 3 / 4))
+}
+
+#[inline(never)]
+fn one_part() -> u64 {
+    black_box(burn(ROUND_NS / 4))
+}
+
+/// Two threads, each spending CPU in `three_parts` and `one_part` at 3:1 for ~1 s. Returns
+/// the profile and each thread's (tid, measured CPU ns).
+fn three_to_one(hz: u32, source: Option<Source>) -> (Profile, Vec<(u32, u64)>) {
+    let mut b = Sampler::builder().frequency(hz);
+    if let Some(s) = source {
+        b = b.source(s);
+    }
+    let sampler = b.start().expect("start the sampler");
+    let workers: Vec<_> = (0..2)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("split-{i}"))
+                .spawn(|| {
+                    let t0 = thread_cpu_ns();
+                    while thread_cpu_ns() - t0 < 1_000_000_000 {
+                        black_box(three_parts());
+                        black_box(one_part());
+                    }
+                    (gettid(), thread_cpu_ns() - t0)
+                })
+                .unwrap()
+        })
+        .collect();
+    let measured = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    (sampler.stop(), measured)
+}
+
+/// `share_tolerance`: the issue asks for 3 points; see the 1000 Hz test for the one check
+/// that gets more.
+fn check_three_to_one(hz: u32, source: Option<Source>, share_tolerance: f64) {
+    let (profile, measured) = three_to_one(hz, source);
+    let sampled: u64 = measured
+        .iter()
+        .map(|&(tid, _)| profile.thread_ns(tid))
+        .sum();
+    let real: u64 = measured.iter().map(|&(_, ns)| ns).sum();
+    let ratio = sampled as f64 / real as f64;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "{hz} Hz {:?}: sampled {sampled} ns of {real} ns CPU (ratio {ratio:.3})\n{}",
+        profile.source(),
+        profile.top(10)
+    );
+    let cum = |name: &str| {
+        profile
+            .functions()
+            .iter()
+            .filter(|f| f.name.ends_with(name))
+            .map(|f| f.cum_ns)
+            .sum::<u64>() as f64
+    };
+    let (three, one) = (cum("three_parts"), cum("one_part"));
+    let share = three / (three + one);
+    assert!(
+        (share - 0.75).abs() <= share_tolerance,
+        "{hz} Hz {:?}: three_parts share {share:.3}, expected 0.75 ± {share_tolerance}\n{}",
+        profile.source(),
+        profile.top(10)
+    );
+}
+
+#[test]
+fn cpu_time_is_exact_and_split_3_to_1_at_100_hz() {
+    let _g = lock();
+    check_three_to_one(100, None, 0.03);
+}
+
+#[test]
+fn cpu_time_is_exact_and_split_3_to_1_at_1000_hz() {
+    let _g = lock();
+    // The best source for 1000 Hz (a perf event where permitted, above a 250 Hz tick) ...
+    check_three_to_one(1000, None, 0.03);
+    // ... and the thread CPU timer, which the kernel tick limits (250 signals a second
+    // here): weighting by overruns keeps the time exact, which is what this checks. Its
+    // shares rest on ~500 stacks, whose sampling error is about 2 points (sqrt(.75 × .25 /
+    // 500)), so they get 6 points (3 standard errors) rather than a flaky 3.
+    check_three_to_one(1000, Some(Source::ThreadCpuTimer), 0.06);
+}
+
+/// Counts allocations made while the calling thread is in the sampler's signal handler.
+pub(crate) static ALLOCS_IN_HANDLER: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+#[test]
+fn signal_handler_never_allocates_at_1000_hz() {
+    let _g = lock();
+    let before = ALLOCS_IN_HANDLER.load(Relaxed);
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    // Allocate all the time, so signals land in and around the allocator too.
+    let t = Instant::now();
+    let mut keep = Vec::new();
+    while t.elapsed() < Duration::from_millis(800) {
+        keep.push(vec![0u8; 64]);
+        if keep.len() > 10_000 {
+            keep.clear();
+        }
+    }
+    let profile = sampler.stop();
+    assert!(profile.samples() > 100, "{} samples", profile.samples());
+    assert_eq!(ALLOCS_IN_HANDLER.load(Relaxed) - before, 0);
+}
+
+#[test]
+fn threads_created_and_joined_for_10_s_are_sampled_without_crash_or_hang() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    let t = Instant::now();
+    let mut started = 0;
+    while t.elapsed() < Duration::from_secs(10) {
+        let batch: Vec<_> = (0..4)
+            .map(|i| {
+                started += 1;
+                std::thread::Builder::new()
+                    .name(format!("short-{started}"))
+                    // Half the threads work ~25 ms, half exit at once.
+                    .spawn(move || black_box(burn(if i % 2 == 0 { 25_000_000 } else { 0 })))
+                    .unwrap()
+            })
+            .collect();
+        for h in batch {
+            h.join().unwrap();
+        }
+    }
+    let profile = sampler.stop();
+    let short: Vec<_> = profile
+        .threads()
+        .into_iter()
+        .filter(|t| t.name.as_deref().is_some_and(|n| n.starts_with("short-")))
+        .collect();
+    // Every working thread lives ~25 ms, well over the 10 ms discovery interval.
+    assert!(
+        short.len() * 4 >= started,
+        "{} of {started} short-lived threads in the profile",
+        short.len()
+    );
+    assert!(profile.functions().iter().any(|f| f.name.ends_with("burn")));
+    assert_eq!(profile.lost(), 0);
+}
+
+#[test]
+fn sampler_stops_and_starts_again_in_one_process() {
+    let _g = lock();
+    for _ in 0..3 {
+        let sampler = Sampler::builder().frequency(500).start().unwrap();
+        black_box(burn(300_000_000));
+        let profile = sampler.stop();
+        assert!(profile.samples() > 20, "{}", profile.top(5));
+        assert!(profile.functions().iter().any(|f| f.name.ends_with("burn")));
+    }
+}
+
+#[test]
+fn a_second_sampler_is_refused_while_one_runs() {
+    let _g = lock();
+    let first = Sampler::builder().start().unwrap();
+    let err = Sampler::builder().start().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AlreadyRunning);
+    drop(first);
+    Sampler::builder().start().unwrap().stop();
+}
+
+extern "C" fn foreign_handler(_: libc::c_int) {}
+
+#[test]
+fn another_sigprof_handler_makes_start_fail_with_a_clear_error() {
+    let _g = lock();
+    // SAFETY: installs and later removes a handler that does nothing.
+    unsafe {
+        libc::signal(
+            libc::SIGPROF,
+            foreign_handler as *const () as libc::sighandler_t,
+        )
+    };
+    let err = Sampler::builder().start().unwrap_err();
+    // SAFETY: restores the default disposition.
+    unsafe { libc::signal(libc::SIGPROF, libc::SIG_DFL) };
+    assert_eq!(err.kind(), ErrorKind::SignalInUse);
+    assert!(err.to_string().contains("SIGPROF"), "{err}");
+}
+
+#[test]
+fn fork_while_sampling_leaves_the_child_working() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    black_box(burn(50_000_000));
+    // SAFETY: the child only computes, starts and stops its own sampler, and leaves with
+    // _exit; the sampler tests hold LOCK, so no other thread holds the sampler's locks.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = std::panic::catch_unwind(|| {
+            black_box(burn(50_000_000));
+            let own = Sampler::builder()
+                .frequency(1000)
+                .start()
+                .expect("child start");
+            black_box(burn(200_000_000));
+            let p = own.stop();
+            if p.samples() > 20 {
+                0
+            } else {
+                3
+            }
+        })
+        .unwrap_or(4);
+        // SAFETY: leaves the child at once, without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: kills our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(libc::WIFEXITED(status), "child status {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "child failed");
+    black_box(burn(50_000_000));
+    let profile = sampler.stop();
+    assert!(profile.samples() > 50, "{}", profile.top(5));
+}
+
+#[test]
+fn wall_mode_samples_a_sleeping_thread_for_its_whole_sleep() {
+    let _g = lock();
+    let sampler = Sampler::builder()
+        .frequency(200)
+        .mode(Mode::Wall)
+        .start()
+        .unwrap();
+    let sleeper = std::thread::Builder::new()
+        .name("sleeper".into())
+        .spawn(|| {
+            // Let the drain thread find this thread first.
+            std::thread::sleep(Duration::from_millis(30));
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(600));
+            (gettid(), t.elapsed())
+        })
+        .unwrap();
+    let (tid, slept) = sleeper.join().unwrap();
+    let profile = sampler.stop();
+    let ns = profile.thread_ns(tid) as f64;
+    let ratio = ns / slept.as_nanos() as f64;
+    assert!(
+        (0.9..=1.25).contains(&ratio),
+        "wall {ns} ns for a {slept:?} sleep"
+    );
+}
+
+#[test]
+fn a_short_profile_warns_with_its_achieved_rate() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(100).start().unwrap();
+    black_box(burn(50_000_000));
+    let profile = sampler.stop();
+    let w = profile.warnings().join("\n");
+    assert!(w.contains("only") && w.contains("Hz achieved"), "{w}");
+}
+
+// --- the pprof file through the real `go tool pprof` --------------------------------------
+
+const HOT_A_LINE: u32 = line!();
+#[inline(never)]
+fn pprof_hot_a() -> u64 {
+    tickscope::scope!("labelled");
+    black_box(burn(450_000_000))
+}
+
+#[inline(never)]
+fn pprof_hot_b() -> u64 {
+    black_box(burn(150_000_000))
+}
+
+fn go_pprof(args: &[&str], file: &PathBuf) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn go_tool_pprof_reads_names_totals_lines_source_and_scope_labels() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(250).start().unwrap();
+    black_box(pprof_hot_a());
+    black_box(pprof_hot_b());
+    let profile = sampler.stop();
+    let dir = std::env::temp_dir().join(format!("tickscope-pprof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cpu.pb.gz");
+    profile.write_pprof(&file).unwrap();
+
+    // -top: our function names.
+    let top = go_pprof(&["-top"], &file);
+    assert!(
+        top.contains("pprof_hot_a") && top.contains("pprof_hot_b"),
+        "{top}"
+    );
+    assert!(top.contains("Type: cpu"), "{top}");
+
+    // -raw: every sample's cpu value; their sum is our total, to the nanosecond.
+    let raw = go_pprof(&["-raw"], &file);
+    let samples = raw
+        .split("Samples:")
+        .nth(1)
+        .and_then(|s| s.split("Locations").next())
+        .expect("a Samples section");
+    let total: u64 = samples
+        .lines()
+        .filter_map(|l| {
+            let (values, _) = l.split_once(':')?;
+            let v: Vec<u64> = values
+                .split_whitespace()
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            (v.len() == 2).then(|| v[1])
+        })
+        .sum();
+    assert_eq!(total, profile.total_ns(), "-raw total\n{raw}");
+
+    // -lines: file:line of our functions, inside them.
+    let lines = go_pprof(&["-top", "-lines"], &file);
+    let here = file!().rsplit('/').next().unwrap();
+    let a_line = lines
+        .lines()
+        .find(|l| l.contains("pprof_hot_a") && l.contains(here))
+        .unwrap_or_else(|| panic!("no pprof_hot_a {here}:line row\n{lines}"));
+    let line_no: u32 = a_line
+        .rsplit(':')
+        .next()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no line number in {a_line:?}"));
+    assert!(
+        (HOT_A_LINE..HOT_A_LINE + 6).contains(&line_no),
+        "{a_line}: expected a line of pprof_hot_a ({HOT_A_LINE}..)"
+    );
+
+    // -list: annotated source read from the file:line we wrote.
+    let list = go_pprof(&["-list", "pprof_hot_b"], &file);
+    assert!(
+        list.contains("ROUTINE") && list.contains("burn(150_000_000)"),
+        "{list}"
+    );
+
+    // Scope labels: -tagfocus keeps only the samples taken inside scope!("labelled").
+    let focused = go_pprof(&["-top", "-tagfocus=scope=labelled"], &file);
+    assert!(focused.contains("pprof_hot_a"), "{focused}");
+    assert!(!focused.contains("pprof_hot_b"), "{focused}");
+    // The thread label is there too.
+    let tags = go_pprof(&["-tags"], &file);
+    assert!(tags.contains("thread") && tags.contains("scope"), "{tags}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
