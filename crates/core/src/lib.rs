@@ -34,6 +34,8 @@
 //! - [`Scope`]: the guard (`!Send`); [`set_enabled`] switches recording at run time.
 //! - [`report`], [`report_string`]: a summary on demand; [`Config`] for settings.
 //! - [`Timer`], [`now`], [`ticks_per_second`], [`system_time_ms`]: the clock.
+//! - [`sampler::Sampler`]: the sampling CPU profiler; its samples carry the open scopes as
+//!   pprof labels.
 //!
 //! # Semantics
 //! - **total** is inclusive time; **self** excludes time in child scopes.
@@ -50,6 +52,8 @@
 //! |---|---|---|
 //! | `enabled` | yes | Scopes record. Without it (`default-features = false`) the macros expand to nothing: zero cost. |
 //! | `log` | no | [`Output::Log`] sends report lines to the `log` crate. |
+//! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (`addr2line`, `object`, `flate2`). |
+//! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead
 //! One scope (enter + exit) is two counter reads plus a few loads and stores to thread-local

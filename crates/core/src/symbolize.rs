@@ -6,6 +6,9 @@
 //!   each with the GNU build id of its file;
 //! - [`Frame`]s: function, file and line for an address, one frame per inlined call, from
 //!   the file's DWARF through `addr2line`, or from its ELF symbol table when it has none.
+//!   A symbol names only the addresses it covers (`start..start + size`): an address in a
+//!   function missing from the table (a static one of a library without `.symtab`) gets no
+//!   frame rather than the name of whichever symbol precedes it.
 //!
 //! An address is translated in two steps, so that PIE executables and shared libraries both
 //! work: runtime address → file offset (through the mapping's offset) → ELF virtual address
@@ -24,8 +27,8 @@ use std::io;
 
 use addr2line::gimli;
 use object::elf::{self, FileHeader32, FileHeader64};
-use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader};
-use object::{Endianness, FileKind, ReadCache};
+use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader, Sym};
+use object::{Endianness, FileKind, ReadCache, StringTable};
 
 /// One line of `/proc/<pid>/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,6 +172,8 @@ struct ObjectFile {
     path: String,
     info: ElfInfo,
     loader: LoaderState,
+    /// Read on the first lookup that DWARF does not name; empty if that failed.
+    symbols: Option<SymbolTable>,
 }
 
 enum LoaderState {
@@ -193,6 +198,41 @@ impl ObjectFile {
             LoaderState::NotLoaded | LoaderState::Failed => None,
         }
     }
+
+    /// The frames at `svma` (an address in the file's own address space).
+    fn frames(&mut self, svma: u64) -> Vec<Frame> {
+        // Malformed DWARF may fail half-way through the inline chain; then the symbol table
+        // is the better answer, as the last frame must be the real function.
+        let mut frames = self
+            .loader()
+            .and_then(|loader| dwarf_frames(loader, svma))
+            .unwrap_or_default();
+        // The outermost frame has no name when a unit has line info but no function entries
+        // (hand-written assembly), and there is no frame at all without DWARF.
+        if !frames.last().map_or(true, |frame| frame.name.is_empty()) {
+            return frames;
+        }
+        let path = &self.path;
+        let symbols = self
+            .symbols
+            .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
+        if let Some(raw) = symbols.find(svma) {
+            let name = demangle(raw, None);
+            match frames.last_mut() {
+                Some(outermost) => {
+                    outermost.name = name;
+                    outermost.system_name = raw.to_owned();
+                }
+                None => frames.push(Frame {
+                    name,
+                    system_name: raw.to_owned(),
+                    file: String::new(),
+                    line: 0,
+                }),
+            }
+        }
+        frames
+    }
 }
 
 impl Symbolizer {
@@ -216,6 +256,7 @@ impl Symbolizer {
                     path: entry.path.clone(),
                     info: read_elf_file(&entry.path).unwrap_or_default(),
                     loader: LoaderState::NotLoaded,
+                    symbols: None,
                 });
                 files.len() - 1
             });
@@ -255,8 +296,9 @@ impl Symbolizer {
     ///
     /// Innermost (most deeply inlined) frame first, the real function last: the order of
     /// pprof's `Location.line`. Without DWARF, one frame named from the ELF symbol table
-    /// (`.symtab`, else `.dynsym`) with file `""` and line 0. Empty if nothing is known: the
-    /// address is in no module, the file is stripped or gone.
+    /// (`.symtab`, else `.dynsym`) with file `""` and line 0, if a symbol covers the address.
+    /// Empty if nothing is known: the address is in no module or in no symbol, the file is
+    /// stripped or gone.
     pub(crate) fn lookup(&mut self, addr: u64) -> Vec<Frame> {
         let Some(index) = self.module_of(addr) else {
             return Vec::new();
@@ -269,38 +311,8 @@ impl Symbolizer {
         let Some(svma) = file.info.svma(file_offset) else {
             return Vec::new();
         };
-        match file.loader() {
-            Some(loader) => frames_at(loader, svma),
-            None => Vec::new(),
-        }
+        file.frames(svma)
     }
-}
-
-/// The frames at `svma` (an address in the file's own address space).
-fn frames_at(loader: &addr2line::Loader, svma: u64) -> Vec<Frame> {
-    // Malformed DWARF may fail half-way through the inline chain; then the symbol table
-    // is the better answer, as the last frame must be the real function.
-    let mut frames = dwarf_frames(loader, svma).unwrap_or_default();
-    // The outermost frame has no name when a unit has line info but no function entries
-    // (hand-written assembly), and there is no frame at all without DWARF.
-    if frames.last().map_or(true, |frame| frame.name.is_empty()) {
-        if let Some(raw) = loader.find_symbol(svma) {
-            let name = demangle(raw, None);
-            match frames.last_mut() {
-                Some(outermost) => {
-                    outermost.name = name;
-                    outermost.system_name = raw.to_owned();
-                }
-                None => frames.push(Frame {
-                    name,
-                    system_name: raw.to_owned(),
-                    file: String::new(),
-                    line: 0,
-                }),
-            }
-        }
-    }
-    frames
 }
 
 fn dwarf_frames(loader: &addr2line::Loader, svma: u64) -> Option<Vec<Frame>> {

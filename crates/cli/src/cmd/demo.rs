@@ -28,6 +28,9 @@ pub struct Args {
     /// (`go tool pprof -top FILE`).
     #[arg(long, value_name = "FILE")]
     cpuprofile: Option<std::path::PathBuf>,
+    /// With --cpuprofile, also write an interactive flame graph (SVG) to FILE.
+    #[arg(long, value_name = "FILE", requires = "cpuprofile")]
+    flamegraph: Option<std::path::PathBuf>,
     /// Samples per second of CPU time per thread, with --cpuprofile.
     #[arg(long, default_value_t = 1000)]
     hz: u32,
@@ -91,6 +94,10 @@ pub fn run(args: Args) -> Result<()> {
     if let (Some(sampler), Some(path)) = (sampler, &args.cpuprofile) {
         let profile = sampler.stop();
         profile.write_pprof(path)?;
+        if let Some(svg) = &args.flamegraph {
+            profile.flamegraph_svg(svg)?;
+            eprintln!("tickscope demo: flame graph written to {}", svg.display());
+        }
         eprint!("{}", profile.top(10));
         eprintln!(
             "tickscope demo: CPU profile written to {} ({} samples, {}); view it with `go tool pprof -top {}`",

@@ -1,0 +1,35 @@
+//! Integration tests of the `tickscope` binary: one binary, one module per area.
+
+use std::process::Command;
+
+/// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.
+#[test]
+fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {
+    let dir = std::env::temp_dir().join(format!("tickscope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("demo.pb.gz");
+    let svg = dir.join("demo.svg");
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["demo", "--seconds", "1", "--interval", "off", "--cpuprofile"])
+        .arg(&profile)
+        .arg("--flamegraph")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("CPU profile written to"), "{stderr}");
+    let top = Command::new("go")
+        .args(["tool", "pprof", "-top"])
+        .arg(&profile)
+        .output()
+        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+    let text = String::from_utf8_lossy(&top.stdout);
+    assert!(top.status.success(), "{}", String::from_utf8_lossy(&top.stderr));
+    for name in ["demo::parse_record", "demo::tokenize", "demo::fib"] {
+        assert!(text.contains(name), "{name} missing from go tool pprof -top:\n{text}");
+    }
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("parse_record"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
