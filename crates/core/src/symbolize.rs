@@ -464,6 +464,111 @@ fn find_build_id<Elf: FileHeader>(
     None
 }
 
+/// A function symbol: `size` bytes of code at file address `start`.
+#[derive(Debug)]
+struct Symbol {
+    start: u64,
+    size: u64,
+    /// Raw (mangled) name.
+    name: String,
+}
+
+/// The function symbols of a file, which name addresses that DWARF does not.
+#[derive(Debug, Default)]
+struct SymbolTable {
+    /// Sorted by start, then by size, largest first; one symbol per (start, size).
+    symbols: Vec<Symbol>,
+    /// `max_end[i]`: the largest end among `symbols[..=i]`. Symbols may overlap or nest, so
+    /// the one containing an address need not be the last to start before it; this bounds
+    /// the search backwards.
+    max_end: Vec<u64>,
+}
+
+impl SymbolTable {
+    /// Of aliases (same start and size), the first in `symbols` is kept. A symbol of size 0
+    /// is kept but names nothing, not even its start.
+    fn new(mut symbols: Vec<Symbol>) -> SymbolTable {
+        // Stable: aliases keep their order.
+        symbols.sort_by_key(|symbol| (symbol.start, std::cmp::Reverse(symbol.size)));
+        symbols.dedup_by_key(|symbol| (symbol.start, symbol.size));
+        let max_end = symbols
+            .iter()
+            .scan(0, |max, symbol| {
+                *max = symbol.start.saturating_add(symbol.size).max(*max);
+                Some(*max)
+            })
+            .collect();
+        SymbolTable { symbols, max_end }
+    }
+
+    /// The raw name of the symbol with `start <= svma < start + size`, the innermost (the
+    /// last to start) when several are; `None` when no symbol covers `svma`.
+    fn find(&self, svma: u64) -> Option<&str> {
+        let after = self.symbols.partition_point(|symbol| symbol.start <= svma);
+        (0..after)
+            .rev()
+            .take_while(|&i| self.max_end[i] > svma)
+            .map(|i| &self.symbols[i])
+            .find(|symbol| svma - symbol.start < symbol.size)
+            .map(|symbol| symbol.name.as_str())
+    }
+}
+
+/// The function symbols of the ELF file at `path`, from `.symtab`, else `.dynsym` (all a
+/// stripped library keeps); `None` if the file cannot be opened or is not ELF.
+fn read_symbols(path: &str) -> Option<SymbolTable> {
+    let data = ReadCache::new(File::open(path).ok()?);
+    match FileKind::parse(&data).ok()? {
+        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&data),
+        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&data),
+        _ => None,
+    }
+}
+
+/// [`read_symbols`] for one ELF class. Reads the symbol and string tables, not the DWARF.
+fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTable> {
+    let header = Elf::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, data).ok()?;
+    for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
+        let Ok(table) = sections.symbols(endian, data, sh_type) else {
+            continue;
+        };
+        // One read for all names: through the cache, each would be a read of its own.
+        let strings = sections
+            .section(table.string_section())
+            .and_then(|section| section.data(endian, data))
+            .unwrap_or_default();
+        let strings = StringTable::new(strings, 0, strings.len() as u64);
+        let mut symbols: Vec<(bool, Symbol)> = table
+            .iter()
+            .filter_map(|sym| {
+                // Code, and assembly symbols that have a size but no type.
+                let code = matches!(
+                    sym.st_type(),
+                    elf::STT_FUNC | elf::STT_GNU_IFUNC | elf::STT_NOTYPE
+                );
+                let size = sym.st_size(endian).into();
+                if !code || size == 0 || sym.is_undefined(endian) {
+                    return None;
+                }
+                let name = sym.name(endian, strings).ok().filter(|n| !n.is_empty())?;
+                let name = String::from_utf8_lossy(name).into_owned();
+                let start = sym.st_value(endian).into();
+                // Of aliases, an exported name: `__getpid`, not libc's own `__GI___getpid`.
+                let local = sym.st_bind() == elf::STB_LOCAL;
+                Some((local, Symbol { start, size, name }))
+            })
+            .collect();
+        symbols.sort_by_key(|&(local, _)| local);
+        let table = SymbolTable::new(symbols.into_iter().map(|(_, symbol)| symbol).collect());
+        if !table.symbols.is_empty() {
+            return Some(table);
+        }
+    }
+    Some(SymbolTable::default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -642,6 +747,83 @@ this is not a mapping
         assert_eq!(frames.len(), 1, "{frames:#?}");
         assert!(frames[0].name.contains("getpid"), "{frames:#?}");
         assert_eq!(frames[0].line, 0);
+    }
+
+    #[test]
+    fn libc_address_just_past_a_symbol_gets_no_invented_name() {
+        let getpid = libc::getpid as *const () as usize as u64;
+        let mut symbolizer = self_symbolizer();
+        let index = symbolizer.module_of(getpid).expect("getpid in no module");
+        let (module, file) = (&symbolizer.modules[index], symbolizer.module_files[index]);
+        let info = &symbolizer.files[file].info;
+        let table = read_symbols(&module.path).expect("libc unreadable");
+        let covered = |svma: u64| {
+            let symbols = &table.symbols;
+            symbols.iter().any(|s| svma.wrapping_sub(s.start) < s.size)
+        };
+        // The runtime address of `svma` when it is in this executable mapping.
+        let runtime = |svma: u64| {
+            let load = info
+                .loads
+                .iter()
+                .find(|l| svma.wrapping_sub(l.vaddr) < l.file_size)?;
+            let offset = (svma - load.vaddr + load.file_offset).checked_sub(module.offset)?;
+            Some(module.start + offset).filter(|&addr| addr < module.limit)
+        };
+        // The first byte after a function, where no symbol is: the old nearest-preceding
+        // lookup named it after that function.
+        let gap = (table.symbols.iter())
+            .map(|symbol| symbol.start + symbol.size)
+            .filter(|&end| !covered(end))
+            .find_map(|end| Some((end, runtime(end)?)));
+        let Some((svma, addr)) = gap else {
+            eprintln!("note: {} has no gap between symbols; skipped", module.path);
+            return;
+        };
+        let path = module.path.clone();
+        // With a debug package, DWARF names the function there, rightly.
+        let loader = symbolizer.files[file].loader();
+        if loader
+            .and_then(|loader| dwarf_frames(loader, svma))
+            .is_some_and(|f| !f.is_empty())
+        {
+            eprintln!("note: {path} has DWARF at {svma:#x}; skipped");
+            return;
+        }
+        assert_eq!(symbolizer.lookup(addr), Vec::new(), "{path} at {svma:#x}");
+    }
+
+    #[test]
+    fn symbol_names_only_addresses_from_its_start_to_its_end() {
+        let symbol = |start, size, name: &str| Symbol {
+            start,
+            size,
+            name: name.to_owned(),
+        };
+        let table = SymbolTable::new(vec![
+            symbol(0x100, 0x10, "f"),
+            symbol(0x100, 0x10, "f_alias"),
+            symbol(0x200, 0x100, "outer"),
+            symbol(0x240, 0x20, "nested"),
+            symbol(0x400, 0, "sizeless"),
+        ]);
+        let cases = [
+            (0xff, None),
+            (0x100, Some("f")),
+            (0x10f, Some("f")),
+            (0x110, None),
+            (0x23f, Some("outer")),
+            (0x240, Some("nested")),
+            (0x25f, Some("nested")),
+            (0x260, Some("outer")),
+            (0x2ff, Some("outer")),
+            (0x300, None),
+            (0x400, None),
+            (0x401, None),
+        ];
+        for (svma, name) in cases {
+            assert_eq!(table.find(svma), name, "at {svma:#x}");
+        }
     }
 
     #[test]

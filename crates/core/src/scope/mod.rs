@@ -208,6 +208,7 @@ pub(crate) fn current_thread_bytes() -> usize {
 ///
 /// Signal context (the sampler's handler calls it): no allocation, no lock. It reads only the
 /// thread's own slots — atomics and `OnceLock::get`, itself one atomic load.
+#[cfg(feature = "sampler")]
 pub(crate) fn active_scopes(out: &mut [u32]) -> usize {
     let Some(stats) = STATS.get() else { return 0 };
     let mut n = 0;
@@ -221,6 +222,7 @@ pub(crate) fn active_scopes(out: &mut [u32]) -> usize {
 }
 
 /// The row name of call-site id `id` (a scope's name, or its group's).
+#[cfg(feature = "sampler")]
 pub(crate) fn scope_name(id: u32) -> Option<String> {
     callsite::table().get(id).map(|i| i.name.to_string())
 }
