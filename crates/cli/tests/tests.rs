@@ -10,7 +10,14 @@ fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {
     let profile = dir.join("demo.pb.gz");
     let svg = dir.join("demo.svg");
     let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
-        .args(["demo", "--seconds", "1", "--interval", "off", "--cpuprofile"])
+        .args([
+            "demo",
+            "--seconds",
+            "1",
+            "--interval",
+            "off",
+            "--cpuprofile",
+        ])
         .arg(&profile)
         .arg("--flamegraph")
         .arg(&svg)
@@ -25,9 +32,16 @@ fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {
         .output()
         .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
     let text = String::from_utf8_lossy(&top.stdout);
-    assert!(top.status.success(), "{}", String::from_utf8_lossy(&top.stderr));
+    assert!(
+        top.status.success(),
+        "{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
     for name in ["demo::parse_record", "demo::tokenize", "demo::fib"] {
-        assert!(text.contains(name), "{name} missing from go tool pprof -top:\n{text}");
+        assert!(
+            text.contains(name),
+            "{name} missing from go tool pprof -top:\n{text}"
+        );
     }
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.contains("<svg") && svg.contains("parse_record"));

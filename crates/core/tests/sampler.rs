@@ -449,15 +449,24 @@ fn flame_graph_and_folded_stacks_name_the_hot_functions() {
     let svg = dir.join("cpu.svg");
     profile.flamegraph_svg(&svg).unwrap();
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<?xml") && text.contains("<svg"), "not an SVG");
+    assert!(
+        text.starts_with("<?xml") && text.contains("<svg"),
+        "not an SVG"
+    );
     assert!(text.contains("burn"), "burn missing from the flame graph");
     let folded = dir.join("cpu.folded");
     profile.write_folded(&folded).unwrap();
     let folded = std::fs::read_to_string(&folded).unwrap();
     // Root first: the thread, then callers, then `burn` near the leaf; counts at the end.
-    let line = folded.lines().find(|l| l.contains("burn")).expect("a burn stack");
+    let line = folded
+        .lines()
+        .find(|l| l.contains("burn"))
+        .expect("a burn stack");
     let (stack, count) = line.rsplit_once(' ').unwrap();
     assert!(count.parse::<u64>().unwrap() > 0);
-    assert!(stack.find("burn") > stack.find("sampler::flame_graph_and_folded"), "{stack}");
+    assert!(
+        stack.find("burn") > stack.find("sampler::flame_graph_and_folded"),
+        "{stack}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

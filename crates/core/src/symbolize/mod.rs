@@ -18,17 +18,14 @@
 //! The build id, the load segments and whether DWARF line info exists are read from the ELF
 //! headers with `object` (the copy addr2line builds), a few KiB per file, without mapping it.
 
-// Used by the sampler's stop(); the integrator removes this once it calls in.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::HashMap;
-use std::fs::File;
 use std::io;
 
 use addr2line::gimli;
-use object::elf::{self, FileHeader32, FileHeader64};
-use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader, Sym};
-use object::{Endianness, FileKind, ReadCache, StringTable};
+
+mod elf;
+
+use elf::{read_elf_file, read_symbols, ElfInfo, SymbolTable};
 
 /// One line of `/proc/<pid>/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -360,215 +357,6 @@ fn demangle(raw: &str, language: Option<gimli::DwLang>) -> String {
     demangled.unwrap_or_else(|| raw.to_owned())
 }
 
-/// What [`Symbolizer::new`] learns from an ELF file's headers, without loading its DWARF.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct ElfInfo {
-    build_id: String,
-    has_debug_info: bool,
-    loads: Vec<LoadSegment>,
-}
-
-/// A `PT_LOAD` program header: the file bytes `file_offset..file_offset + file_size` sit
-/// at virtual address `vaddr`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LoadSegment {
-    file_offset: u64,
-    file_size: u64,
-    vaddr: u64,
-}
-
-impl ElfInfo {
-    /// The file's virtual address of the byte at `file_offset`; `None` outside every
-    /// loaded segment.
-    fn svma(&self, file_offset: u64) -> Option<u64> {
-        let segment = self.loads.iter().find(|segment| {
-            file_offset >= segment.file_offset
-                && file_offset - segment.file_offset < segment.file_size
-        })?;
-        Some((file_offset - segment.file_offset).wrapping_add(segment.vaddr))
-    }
-}
-
-/// Build id, `PT_LOAD` segments and DWARF presence from the headers of the ELF file at
-/// `path`; `None` if it cannot be opened or is not ELF.
-fn read_elf_file(path: &str) -> Option<ElfInfo> {
-    // `ReadCache` reads only the byte ranges asked for: the headers, the note areas and
-    // section names, a few KiB of a file that may be hundreds of MiB.
-    let data = ReadCache::new(File::open(path).ok()?);
-    match FileKind::parse(&data).ok()? {
-        FileKind::Elf32 => read_elf_info::<FileHeader32<Endianness>>(&data),
-        FileKind::Elf64 => read_elf_info::<FileHeader64<Endianness>>(&data),
-        _ => None,
-    }
-}
-
-/// [`read_elf_file`] for one ELF class. `None` if the file header does not parse; a table
-/// that does not is left empty, so a corrupt part hides only itself.
-///
-/// The low-level `FileHeader` API, not `ElfFile::parse` and `Object::build_id`: that parse
-/// also reads the whole symbol table, megabytes in a large binary, and fails with it.
-fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
-    let header = Elf::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let segments = header.program_headers(endian, data).unwrap_or_default();
-    let sections = header.sections(endian, data).unwrap_or_default();
-
-    let loads = segments
-        .iter()
-        .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
-        .map(|segment| LoadSegment {
-            file_offset: segment.p_offset(endian).into(),
-            file_size: segment.p_filesz(endian).into(),
-            vaddr: segment.p_vaddr(endian).into(),
-        })
-        .collect();
-    // The build id is in a `PT_NOTE` segment of every linked executable and library; the
-    // `SHT_NOTE` sections are the fallback.
-    let segment_notes = segments.iter().map(|segment| segment.notes(endian, data));
-    let section_notes = sections.iter().map(|section| section.notes(endian, data));
-    let build_id = segment_notes
-        .chain(section_notes)
-        .find_map(|notes| find_build_id(endian, notes.ok()??))
-        .unwrap_or_default();
-    // Compressed DWARF keeps the name (`SHF_COMPRESSED`) or takes a `z` (GNU style); a
-    // file stripped to a separate debug file keeps the name as `SHT_NOBITS`.
-    let has_debug_info = [&b".debug_line"[..], b".zdebug_line"].iter().any(|name| {
-        sections
-            .section_by_name(endian, name)
-            .is_some_and(|(_, section)| {
-                section.sh_type(endian) != elf::SHT_NOBITS && section.sh_size(endian).into() > 0
-            })
-    });
-    Some(ElfInfo {
-        build_id,
-        has_debug_info,
-        loads,
-    })
-}
-
-/// The `NT_GNU_BUILD_ID` note among `notes` (of one segment or section) as lowercase hex.
-fn find_build_id<Elf: FileHeader>(
-    endian: Elf::Endian,
-    mut notes: NoteIterator<'_, Elf>,
-) -> Option<String> {
-    while let Some(note) = notes.next().ok()? {
-        if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
-            return Some(
-                note.desc()
-                    .iter()
-                    .map(|byte| format!("{byte:02x}"))
-                    .collect(),
-            );
-        }
-    }
-    None
-}
-
-/// A function symbol: `size` bytes of code at file address `start`.
-#[derive(Debug)]
-struct Symbol {
-    start: u64,
-    size: u64,
-    /// Raw (mangled) name.
-    name: String,
-}
-
-/// The function symbols of a file, which name addresses that DWARF does not.
-#[derive(Debug, Default)]
-struct SymbolTable {
-    /// Sorted by start, then by size, largest first; one symbol per (start, size).
-    symbols: Vec<Symbol>,
-    /// `max_end[i]`: the largest end among `symbols[..=i]`. Symbols may overlap or nest, so
-    /// the one containing an address need not be the last to start before it; this bounds
-    /// the search backwards.
-    max_end: Vec<u64>,
-}
-
-impl SymbolTable {
-    /// Of aliases (same start and size), the first in `symbols` is kept. A symbol of size 0
-    /// is kept but names nothing, not even its start.
-    fn new(mut symbols: Vec<Symbol>) -> SymbolTable {
-        // Stable: aliases keep their order.
-        symbols.sort_by_key(|symbol| (symbol.start, std::cmp::Reverse(symbol.size)));
-        symbols.dedup_by_key(|symbol| (symbol.start, symbol.size));
-        let max_end = symbols
-            .iter()
-            .scan(0, |max, symbol| {
-                *max = symbol.start.saturating_add(symbol.size).max(*max);
-                Some(*max)
-            })
-            .collect();
-        SymbolTable { symbols, max_end }
-    }
-
-    /// The raw name of the symbol with `start <= svma < start + size`, the innermost (the
-    /// last to start) when several are; `None` when no symbol covers `svma`.
-    fn find(&self, svma: u64) -> Option<&str> {
-        let after = self.symbols.partition_point(|symbol| symbol.start <= svma);
-        (0..after)
-            .rev()
-            .take_while(|&i| self.max_end[i] > svma)
-            .map(|i| &self.symbols[i])
-            .find(|symbol| svma - symbol.start < symbol.size)
-            .map(|symbol| symbol.name.as_str())
-    }
-}
-
-/// The function symbols of the ELF file at `path`, from `.symtab`, else `.dynsym` (all a
-/// stripped library keeps); `None` if the file cannot be opened or is not ELF.
-fn read_symbols(path: &str) -> Option<SymbolTable> {
-    let data = ReadCache::new(File::open(path).ok()?);
-    match FileKind::parse(&data).ok()? {
-        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&data),
-        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&data),
-        _ => None,
-    }
-}
-
-/// [`read_symbols`] for one ELF class. Reads the symbol and string tables, not the DWARF.
-fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTable> {
-    let header = Elf::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let sections = header.sections(endian, data).ok()?;
-    for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
-        let Ok(table) = sections.symbols(endian, data, sh_type) else {
-            continue;
-        };
-        // One read for all names: through the cache, each would be a read of its own.
-        let strings = sections
-            .section(table.string_section())
-            .and_then(|section| section.data(endian, data))
-            .unwrap_or_default();
-        let strings = StringTable::new(strings, 0, strings.len() as u64);
-        let mut symbols: Vec<(bool, Symbol)> = table
-            .iter()
-            .filter_map(|sym| {
-                // Code, and assembly symbols that have a size but no type.
-                let code = matches!(
-                    sym.st_type(),
-                    elf::STT_FUNC | elf::STT_GNU_IFUNC | elf::STT_NOTYPE
-                );
-                let size = sym.st_size(endian).into();
-                if !code || size == 0 || sym.is_undefined(endian) {
-                    return None;
-                }
-                let name = sym.name(endian, strings).ok().filter(|n| !n.is_empty())?;
-                let name = String::from_utf8_lossy(name).into_owned();
-                let start = sym.st_value(endian).into();
-                // Of aliases, an exported name: `__getpid`, not libc's own `__GI___getpid`.
-                let local = sym.st_bind() == elf::STB_LOCAL;
-                Some((local, Symbol { start, size, name }))
-            })
-            .collect();
-        symbols.sort_by_key(|&(local, _)| local);
-        let table = SymbolTable::new(symbols.into_iter().map(|(_, symbol)| symbol).collect());
-        if !table.symbols.is_empty() {
-            return Some(table);
-        }
-    }
-    Some(SymbolTable::default())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,7 +472,7 @@ this is not a mapping
             "{frame:?}"
         );
         assert!(frame.file.starts_with('/'), "{frame:?}");
-        assert!(frame.file.ends_with("symbolize.rs"), "{frame:?}");
+        assert!(frame.file.ends_with("symbolize/mod.rs"), "{frame:?}");
         assert!(
             (first..=last).contains(&frame.line),
             "{frame:?}, lines {first}..={last}"
@@ -733,7 +521,7 @@ this is not a mapping
             "tickscope::symbolize::tests::calls_inlined_pc"
         );
         assert_eq!(frames[1].line, call_line, "{frames:#?}");
-        assert!(frames.iter().all(|f| f.file.ends_with("symbolize.rs")));
+        assert!(frames.iter().all(|f| f.file.ends_with("symbolize/mod.rs")));
     }
 
     #[test]
@@ -794,39 +582,6 @@ this is not a mapping
     }
 
     #[test]
-    fn symbol_names_only_addresses_from_its_start_to_its_end() {
-        let symbol = |start, size, name: &str| Symbol {
-            start,
-            size,
-            name: name.to_owned(),
-        };
-        let table = SymbolTable::new(vec![
-            symbol(0x100, 0x10, "f"),
-            symbol(0x100, 0x10, "f_alias"),
-            symbol(0x200, 0x100, "outer"),
-            symbol(0x240, 0x20, "nested"),
-            symbol(0x400, 0, "sizeless"),
-        ]);
-        let cases = [
-            (0xff, None),
-            (0x100, Some("f")),
-            (0x10f, Some("f")),
-            (0x110, None),
-            (0x23f, Some("outer")),
-            (0x240, Some("nested")),
-            (0x25f, Some("nested")),
-            (0x260, Some("outer")),
-            (0x2ff, Some("outer")),
-            (0x300, None),
-            (0x400, None),
-            (0x401, None),
-        ];
-        for (svma, name) in cases {
-            assert_eq!(table.find(svma), name, "at {svma:#x}");
-        }
-    }
-
-    #[test]
     fn test_binary_module_has_a_hex_build_id_and_debug_info() {
         let symbolizer = self_symbolizer();
         let module = symbolizer
@@ -879,23 +634,6 @@ this is not a mapping
         assert_eq!(symbolizer.module_of(0x3000), None);
         assert_eq!(symbolizer.module_of(0x7fff), Some(1));
         assert_eq!(symbolizer.module_of(0x8000), None);
-    }
-
-    #[test]
-    fn file_offset_maps_to_address_only_inside_a_load_segment() {
-        let info = ElfInfo {
-            loads: vec![LoadSegment {
-                file_offset: 0x1000,
-                file_size: 0x500,
-                vaddr: 0x401000,
-            }],
-            ..ElfInfo::default()
-        };
-        assert_eq!(info.svma(0xfff), None);
-        assert_eq!(info.svma(0x1000), Some(0x401000));
-        assert_eq!(info.svma(0x1234), Some(0x401234));
-        assert_eq!(info.svma(0x14ff), Some(0x4014ff));
-        assert_eq!(info.svma(0x1500), None);
     }
 
     #[test]
