@@ -136,6 +136,7 @@ fn scope_guard_is_inert_when_disabled_at_run_time() {
 /// to another thread. Re-bless the expected messages with `TRYBUILD=overwrite`.
 #[test]
 fn ui() {
+    let _heavy = crate::CPU_HEAVY.read().unwrap_or_else(|p| p.into_inner());
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/fail/*.rs");

@@ -21,7 +21,10 @@
 //! - **Every thread**: threads running at `start()` and threads started later are found by a
 //!   drain thread that reads `/proc/self/task` every 10 ms. The CPU time a thread used before
 //!   its timer was armed is not lost: it appears as a frame
-//!   `[not sampled: thread start before discovery]` under that thread.
+//!   `[not sampled: thread start before discovery]` under that thread. In CPU mode the
+//!   process's CPU time that no sample holds (threads that began and ended between two polls,
+//!   each thread's last partial period) appears as one more `[not sampled: ...]` frame, so the
+//!   profile's total is the process's CPU time.
 //! - **The handler** walks frame pointers from the interrupted registers, validating every
 //!   read, reads the thread's open tickscope scopes, and stores the stack in a fixed,
 //!   lock-free table. It never allocates or locks. Samples that find no room are counted as
@@ -227,6 +230,8 @@ struct Running {
     source: Source,
     started: Instant,
     start_time: SystemTime,
+    /// The process's CPU time at `start()`.
+    cpu_at_start: Option<u64>,
 }
 
 // SAFETY: `shared` is a heap allocation owned by the running sampler; every field of Shared is
@@ -380,6 +385,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         }
     }
     let n = STARTS.fetch_add(1, Relaxed);
+    let cpu_at_start = timer::process_cpu_ns();
     let mut poller = Poller::new(source, b.mode, period_ns, n);
     // SAFETY: `shared` was just allocated and is only freed by `finish`.
     poller.poll(unsafe { &*shared });
@@ -404,6 +410,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             settings: b,
             source,
             started: Instant::now(),
+            cpu_at_start,
             start_time: SystemTime::now(),
         }),
     })
@@ -434,6 +441,10 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     // The drain thread disarms every timer and hands back what it gathered.
     let _ = r.tx.send(());
     let mut drained = r.drain.join().unwrap_or_default();
+    let process_cpu_ns = match (r.settings.mode, timer::process_cpu_ns(), r.cpu_at_start) {
+        (Mode::Cpu, Some(now), Some(then)) => Some(now.saturating_sub(then)),
+        _ => None,
+    };
     if r.source == Source::ProcessTimer {
         let _ = timer::process_timer(0);
     }
@@ -469,6 +480,7 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
         arm_error: drained.arm_error,
         threads_seen: drained.threads_seen,
         counted: drained.counted,
+        process_cpu_ns,
         table_bytes: shared.store.bytes(),
     }))
 }

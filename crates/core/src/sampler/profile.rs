@@ -34,6 +34,8 @@ struct Sample {
 }
 
 const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
+const UNACCOUNTED: &str =
+    "[not sampled: threads that ended before discovery, last partial periods]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
@@ -72,6 +74,8 @@ pub(crate) struct Parts {
     pub unsampled: HashMap<u32, u64>,
     /// Per thread, the CPU time its perf event counted (perf source only).
     pub counted: HashMap<u32, u64>,
+    /// The process's CPU time while sampling (CPU mode).
+    pub process_cpu_ns: Option<u64>,
     pub lost: Vec<(&'static str, Counts)>,
     pub signals: u64,
     pub handler_ns: u64,
@@ -186,6 +190,22 @@ pub(crate) fn build(p: Parts) -> Profile {
             scopes: Vec::new(),
             counts: *c,
         });
+    }
+    // Whatever CPU time the process used that no sample or synthetic frame holds: threads
+    // that began and ended between two polls, and each thread's last partial period.
+    if let Some(cpu) = p.process_cpu_ns {
+        let held: u64 = samples.iter().map(|s| s.counts.weight).sum();
+        if cpu > held {
+            samples.push(Sample {
+                tid: 0,
+                locs: vec![Loc::Synthetic(UNACCOUNTED)],
+                scopes: Vec::new(),
+                counts: Counts {
+                    count: 0,
+                    weight: cpu - held,
+                },
+            });
+        }
     }
     samples.sort_by(|a, b| (a.tid, &a.locs, &a.scopes).cmp(&(b.tid, &b.locs, &b.scopes)));
 
