@@ -118,13 +118,18 @@ struct Enc {
 const VARINT: u64 = 0;
 const BYTES: u64 = 2;
 
+/// Appends `v` to `buf` as a protobuf varint.
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
 impl Enc {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.buf.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.buf.push(v as u8);
+    fn varint(&mut self, v: u64) {
+        put_varint(&mut self.buf, v)
     }
 
     fn key(&mut self, field: u64, wire: u64) {
@@ -149,18 +154,14 @@ impl Enc {
 
     /// A packed repeated varint field.
     fn packed(&mut self, field: u64, vs: impl Iterator<Item = u64>) {
-        let mut body = Enc {
-            buf: Vec::new(),
-            strings: Vec::new(),
-            index: HashMap::new(),
-        };
+        let mut body = Vec::new();
         for v in vs {
-            body.varint(v);
+            put_varint(&mut body, v);
         }
-        if !body.buf.is_empty() {
+        if !body.is_empty() {
             self.key(field, BYTES);
-            self.varint(body.buf.len() as u64);
-            self.buf.extend_from_slice(&body.buf);
+            self.varint(body.len() as u64);
+            self.buf.extend_from_slice(&body);
         }
     }
 

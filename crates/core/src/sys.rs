@@ -4,9 +4,9 @@
 //! (the reference clocks, the OS thread id, `atexit`) are wrapped here once, each with the reason
 //! it is sound, so those modules stay free of `unsafe`.
 
-/// Reads `clock` with `clock_gettime`, in nanoseconds. Returns 0 if the clock is not supported,
-/// which never happens for the clocks used here on Linux.
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+/// Reads `clock` with `clock_gettime`, in nanoseconds; `None` if the clock does not exist
+/// (a CPU clock of a thread that has exited).
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -15,24 +15,28 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     // writes only into it and is async-signal-safe.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {
-        return 0;
+        return None;
     }
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+    Some(
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64),
+    )
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the reference clock the CPU counter is calibrated and
 /// checked against.
 #[inline]
 pub(crate) fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    // Never fails for this clock on Linux.
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 /// `CLOCK_BOOTTIME` in nanoseconds (counts suspend too); used with the process start time from
 /// `/proc/self/stat`, which is measured on the same clock.
 pub(crate) fn boottime_ns() -> u64 {
-    clock_ns(libc::CLOCK_BOOTTIME)
+    // Never fails for this clock on Linux.
+    clock_ns(libc::CLOCK_BOOTTIME).unwrap_or(0)
 }
 
 /// The kernel's id of the calling thread (what `top -H`, `perf` and `gdb` show).

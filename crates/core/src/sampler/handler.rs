@@ -133,8 +133,6 @@ impl Tids {
     }
 }
 
-/// `si_code` of a POSIX timer signal (glibc's `SI_TIMER`).
-const SI_TIMER: libc::c_int = -2;
 /// `si_code` of an `F_SETSIG` I/O signal with data ready (`POLL_IN`).
 const POLL_IN: libc::c_int = 1;
 
@@ -181,7 +179,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     // SAFETY: `info` is the kernel's siginfo for this signal (caller's contract).
     let info = unsafe { &*info };
     let (tid, count, weight) = match info.si_code {
-        SI_TIMER => {
+        libc::SI_TIMER => {
             // SAFETY: a POSIX timer signal carries si_overrun ...
             let overrun = unsafe { info.si_overrun() };
             // SAFETY: ... and the sigev_value we set when creating the timer.
@@ -201,7 +199,14 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
             // (reading the count here would be a system call per sample).
             (tid, 1, s.period_ns)
         }
-        _ => (crate::sys::gettid() as u32, 1, s.period_ns),
+        libc::SI_KERNEL if s.source == Source::ProcessTimer => {
+            (crate::sys::gettid() as u32, 1, s.period_ns)
+        }
+        // `kill -PROF`, or a signal of another source: not a sample of this profile.
+        _ => {
+            STRAY.fetch_add(1, Relaxed);
+            return;
+        }
     };
     if count == 0 {
         return;

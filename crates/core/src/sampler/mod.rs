@@ -39,6 +39,11 @@
 //! (glibc, most C libraries) ends the stack at that frame: a caller is never invented, but the
 //! callers above such a frame are missing.
 //!
+//! Inlined functions are named from DWARF: keep `debug = "limited"` (or more) in the profile
+//! you sample. With `debug = "line-tables-only"` they keep their file and line but lose their
+//! path (`exit` instead of `tickscope::scope::thread::exit`); with no debug info only the
+//! symbol table names the non-inlined functions.
+//!
 //! # Labels
 //! Each sample carries the thread's name (`thread`), its id (`tid`) and every tickscope scope
 //! open on it (`scope`), so `go tool pprof -tagfocus=scope=parse` cuts the profile by scope.
@@ -232,6 +237,8 @@ struct Running {
     start_time: SystemTime,
     /// The process's CPU time at `start()`.
     cpu_at_start: Option<u64>,
+    /// [`handler::STRAY`] at `start()`.
+    stray_at_start: u64,
 }
 
 // SAFETY: `shared` is a heap allocation owned by the running sampler; every field of Shared is
@@ -317,7 +324,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         ));
     }
     let pid = std::process::id();
-    let mut running = crate::scope::lock_within(&RUNNING, None).expect("no deadline");
+    let mut running = lock_running();
     match *running {
         Some(p) if p == pid => {
             return Err(Error::new(
@@ -326,8 +333,12 @@ fn start(b: Builder) -> Result<Sampler, Error> {
                 None,
             ))
         }
-        // Inherited from the parent across fork: that sampler has no timers here.
-        Some(_) => SHARED.store(std::ptr::null_mut(), SeqCst),
+        // Inherited from the parent across fork: that sampler has no timers or threads here,
+        // and a handler the parent's other threads were running does not exist either.
+        Some(_) => {
+            SHARED.store(std::ptr::null_mut(), SeqCst);
+            ACTIVE.store(0, SeqCst);
+        }
         None => {}
     }
     if let (Mode::Cpu, Some(Source::WallTimer))
@@ -355,7 +366,17 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         ));
     }
     let period_ns = (1_000_000_000 / b.hz as u64).max(1);
-    let source = timer::choose(b.mode, b.hz, b.source, SIGNAL);
+    let source = match timer::choose(b.mode, b.hz, b.source, SIGNAL) {
+        Ok(s) => s,
+        Err((s, e)) => {
+            handler::uninstall(SIGNAL);
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("the timer source {} does not work here", s.name()),
+                Some(e),
+            ));
+        }
+    };
     let shared = Box::into_raw(Box::new(Shared {
         store: Store::new(b.table_entries, b.log_entries),
         ranges: Ranges::new(16_384),
@@ -392,14 +413,33 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
     let shared_addr = shared as usize;
-    let drain = std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name("tickscope-sampler".into())
         .spawn(move || {
             // SAFETY: the Shared outlives the drain thread: `finish` joins it before freeing.
             let shared = unsafe { &*(shared_addr as *const Shared) };
             drain_loop(shared, poller, every, rx)
-        })
-        .expect("spawn the sampler's drain thread");
+        });
+    let drain = match spawned {
+        Ok(d) => d,
+        Err(e) => {
+            // The poller went down with the closure and disarmed its timers (its Drop).
+            if source == Source::ProcessTimer {
+                let _ = timer::process_timer(0);
+            }
+            SHARED.store(std::ptr::null_mut(), SeqCst);
+            wait_handlers();
+            handler::uninstall(SIGNAL);
+            // SAFETY: no timer is armed, SHARED is null and no handler holds it (waited for
+            // just above); this is the only owner.
+            drop(unsafe { Box::from_raw(shared) });
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "cannot start the sampler's drain thread".into(),
+                Some(e),
+            ));
+        }
+    };
     *running = Some(pid);
     Ok(Sampler {
         inner: Some(Running {
@@ -411,9 +451,14 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             source,
             started: Instant::now(),
             cpu_at_start,
+            stray_at_start: handler::STRAY.load(Relaxed),
             start_time: SystemTime::now(),
         }),
     })
+}
+
+fn lock_running() -> std::sync::MutexGuard<'static, Option<u32>> {
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Waits until no handler holds the shared state.
@@ -426,13 +471,14 @@ fn wait_handlers() {
 /// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
 /// where the drain thread and the timers do not exist.
 fn finish(r: Running, build: bool) -> Option<Profile> {
-    let mut running = crate::scope::lock_within(&RUNNING, None).expect("no deadline");
     if r.pid != std::process::id() {
         // A fork child: nothing of the parent's sampler runs here. Leak the state rather
         // than touch timers and a thread that belong to the parent.
+        let mut running = lock_running();
         if *running == Some(r.pid) {
             *running = None;
             SHARED.store(std::ptr::null_mut(), SeqCst);
+            ACTIVE.store(0, SeqCst);
         }
         std::mem::forget(r.drain);
         return None;
@@ -451,8 +497,9 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     SHARED.store(std::ptr::null_mut(), SeqCst);
     wait_handlers();
     handler::uninstall(SIGNAL);
-    *running = None;
-    drop(running);
+    // Held only here, not across the join above: a fork during `stop()` must not leave the
+    // child with this lock taken.
+    *lock_running() = None;
     // SAFETY: SHARED is null and no handler holds it (ACTIVE was zero after the store); the
     // drain thread has been joined. This is the only owner left.
     let shared = unsafe { Box::from_raw(r.shared) };
@@ -482,6 +529,10 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
         counted: drained.counted,
         process_cpu_ns,
         table_bytes: shared.store.bytes(),
+        stray: handler::STRAY
+            .load(Relaxed)
+            .saturating_sub(r.stray_at_start),
+        ranges_dropped: shared.ranges.dropped.load(Relaxed),
     }))
 }
 
@@ -618,7 +669,7 @@ impl Poller {
     }
 
     /// Disarms every timer and returns what was gathered.
-    fn finish(mut self, shared: &Shared) -> Drained {
+    fn finish(mut self) -> Drained {
         let armed: Vec<_> = self.armed.drain().collect();
         for (tid, a) in armed {
             if let Some(name) = timer::thread_name(tid) {
@@ -628,8 +679,20 @@ impl Poller {
                 self.disarm(tid, a);
             }
         }
-        shared.store.drain(&mut self.out.stacks, 0, true);
-        self.out
+        // The table's last counts are taken by `finish`, once no handler can run.
+        std::mem::take(&mut self.out)
+    }
+}
+
+impl Drop for Poller {
+    /// Disarms whatever is still armed (a poller dropped without `finish`, when the drain
+    /// thread could not start).
+    fn drop(&mut self) {
+        for (_, a) in self.armed.drain() {
+            if let Some(a) = a {
+                timer::disarm(a);
+            }
+        }
     }
 }
 
@@ -642,7 +705,7 @@ fn drain_loop(
 ) -> Drained {
     loop {
         if !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout)) {
-            return poller.finish(shared);
+            return poller.finish();
         }
         poller.poll(shared);
         shared.store.drain(&mut poller.out.stacks, 3, false);

@@ -86,6 +86,10 @@ pub(crate) struct Parts {
     pub arm_error: Option<String>,
     pub threads_seen: u64,
     pub table_bytes: usize,
+    /// Signals that were not samples (`kill -PROF`, late ones), since start.
+    pub stray: u64,
+    /// Mappings the unwinder's snapshot had no room for (their stacks are not walked).
+    pub ranges_dropped: u64,
 }
 
 /// A finished profile. See the [module docs](super) for what it holds.
@@ -137,30 +141,33 @@ pub(crate) fn build(p: Parts) -> Profile {
     // timer fired in kernel mode) or merged are in the event's exact count. Scale each
     // thread's samples to it: exact per-thread totals, shares as sampled.
     let mut scaled = (f64::INFINITY, 0.0f64);
-    for (tid, &counted) in &p.counted {
-        let sampled: u64 = samples
-            .iter()
-            .filter(|s| s.tid == *tid)
-            .map(|s| s.counts.weight)
-            .sum();
-        if sampled == 0 {
-            if counted > 0 {
-                samples.push(Sample {
-                    tid: *tid,
-                    locs: vec![Loc::Synthetic(NO_SIGNAL)],
-                    scopes: Vec::new(),
-                    counts: Counts {
-                        count: 0,
-                        weight: counted,
-                    },
-                });
+    let mut sampled: HashMap<u32, u64> = HashMap::new();
+    for s in &samples {
+        *sampled.entry(s.tid).or_default() += s.counts.weight;
+    }
+    let mut factors: HashMap<u32, f64> = HashMap::new();
+    for (&tid, &counted) in &p.counted {
+        match sampled.get(&tid).copied().unwrap_or(0) {
+            0 if counted > 0 => samples.push(Sample {
+                tid,
+                locs: vec![Loc::Synthetic(NO_SIGNAL)],
+                scopes: Vec::new(),
+                counts: Counts {
+                    count: 0,
+                    weight: counted,
+                },
+            }),
+            0 => {}
+            held => {
+                let factor = counted as f64 / held as f64;
+                scaled = (scaled.0.min(factor), scaled.1.max(factor));
+                factors.insert(tid, factor);
             }
-            continue;
         }
-        let factor = counted as f64 / sampled as f64;
-        scaled = (scaled.0.min(factor), scaled.1.max(factor));
-        for s in samples.iter_mut().filter(|s| s.tid == *tid) {
-            s.counts.weight = (s.counts.weight as f64 * factor).round() as u64;
+    }
+    for s in samples.iter_mut() {
+        if let Some(f) = factors.get(&s.tid) {
+            s.counts.weight = (s.counts.weight as f64 * f).round() as u64;
         }
     }
     for (tid, ns) in &p.unsampled {
@@ -175,6 +182,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         });
     }
     let mut lost = 0;
+    let rescaled = !p.counted.is_empty();
     for (reason, c) in &p.lost {
         if c.count == 0 && c.weight == 0 {
             continue;
@@ -184,11 +192,20 @@ pub(crate) fn build(p: Parts) -> Profile {
             "table and log full" => "[lost: table and log full]",
             _ => "[lost: other]",
         };
+        // With the perf source the threads' totals were rescaled to their exact counts,
+        // which already hold the lost samples' time: here they count, but weigh nothing.
+        let counts = match rescaled {
+            true => Counts {
+                count: c.count,
+                weight: 0,
+            },
+            false => *c,
+        };
         samples.push(Sample {
             tid: 0,
             locs: vec![Loc::Synthetic(name)],
             scopes: Vec::new(),
-            counts: *c,
+            counts,
         });
     }
     // Whatever CPU time the process used that no sample or synthetic frame holds: threads
@@ -262,8 +279,8 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.requested_hz
         ),
         format!(
-            "{} signals, {} threads seen, {} lost samples, {} leaf-only stacks, {} truncated stacks, {} overflowed to the log",
-            p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed
+            "{} signals, {} threads seen, {} lost samples, {} leaf-only stacks, {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
+            p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
         ),
         format!(
             "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
@@ -299,7 +316,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         ));
     }
     for w in &warnings {
-        eprintln!("tickscope: warning: {w}");
+        crate::config::warn(w);
     }
     Profile {
         mode: p.mode,
@@ -573,8 +590,9 @@ impl Profile {
         out
     }
 
-    /// Folded stacks (`thread;root;...;leaf samples`), one line per distinct stack, for
-    /// flame graph tools. Synthetic frames carry nanoseconds / period so they weigh in too.
+    /// Folded stacks (`thread;root;...;leaf periods`), one line per distinct stack, for
+    /// flame graph tools. The value is sampled time in sampling periods (1 ms at 1000 Hz), the
+    /// same unit for real stacks and synthetic frames.
     pub fn folded(&self) -> String {
         let mut lines: BTreeMap<String, u64> = BTreeMap::new();
         for (names, s) in self.named_stacks() {
@@ -584,11 +602,8 @@ impl Profile {
                 line.push(';');
                 line.push_str(&n.replace(';', ":"));
             }
-            let count = if s.counts.count > 0 {
-                s.counts.count
-            } else {
-                s.counts.weight / self.period_ns.max(1)
-            };
+            // One unit for every stack and synthetic frame alike: periods of sampled time.
+            let count = (s.counts.weight + self.period_ns / 2) / self.period_ns.max(1);
             if count > 0 {
                 *lines.entry(line).or_default() += count;
             }
@@ -625,7 +640,7 @@ impl Profile {
             Mode::Cpu => "CPU time".into(),
             Mode::Wall => "Wall time".into(),
         };
-        opts.count_name = "samples".into();
+        opts.count_name = "periods".into();
         inferno::flamegraph::from_lines(&mut opts, folded.lines(), io::BufWriter::new(file))
             .map_err(|e| write_error(path, io::Error::other(e.to_string())))
     }

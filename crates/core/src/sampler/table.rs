@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 use super::unwind::MAX_FRAMES;
 
-/// Active scopes kept per sample (innermost call sites beyond this are left out).
+/// Open scopes kept per sample: the 8 with the lowest call-site ids (the earliest
+/// registered); more are left out.
 pub(crate) const MAX_SCOPES: usize = 8;
 
 /// Entries probed for a key before the sample goes to the log.
@@ -175,7 +176,8 @@ pub(crate) struct Store {
     tail: AtomicU64,
     lost: [AtomicU64; 1],
     lost_weight: [AtomicU64; 1],
-    /// Samples that went to the log (the table had no room).
+    /// Samples the table had no room for (they went to the log, or were lost when it was
+    /// full too).
     pub overflowed: AtomicU64,
     /// The drain thread's copy of each entry's key (by generation) and the counts taken from
     /// it since it was last merged. Never touched by handlers.

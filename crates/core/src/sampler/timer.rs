@@ -7,9 +7,10 @@
 //!   number of distinct stacks is limited by the tick.
 //! - [`Source::PerfTaskClock`]: a `perf_event_open` task-clock event per thread, an hrtimer
 //!   that fires at the requested rate whatever the tick, signalled with `F_SETSIG` to the
-//!   owning thread (`F_SETOWN_EX`, `F_OWNER_TID`). The handler reads the event's count and
-//!   weights each sample by the CPU time since the thread's previous sample: exact even when
-//!   a signal is merged with a pending one.
+//!   owning thread (`F_SETOWN_EX`, `F_OWNER_TID`). Each signal weighs one period; when the
+//!   event is disarmed its count (the thread's exact CPU time) rescales the thread's weights,
+//!   which covers signals the kernel dropped (fired in kernel mode) or merged. perf offers no
+//!   first-expiry offset, so these samples are not phase-randomised.
 //! - [`Source::WallTimer`]: `timer_create(CLOCK_MONOTONIC)` per thread, for wall-clock mode.
 //! - [`Source::ProcessTimer`]: `setitimer(ITIMER_PROF)`, the last fallback: one process-wide
 //!   timer, no overrun information, so above the tick rate it undercounts (the profile says
@@ -41,6 +42,7 @@ const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 /// fcntl(2) commands the libc crate does not declare for glibc targets.
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
@@ -72,24 +74,12 @@ pub(crate) fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
 
 /// CPU time thread `tid` has used so far, in nanoseconds.
 pub(crate) fn thread_cpu_ns(tid: i32) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is valid and writable; clock_gettime writes only into it.
-    let rc = unsafe { libc::clock_gettime(thread_cpu_clock(tid), &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    crate::sys::clock_ns(thread_cpu_clock(tid))
 }
 
 /// CPU time the whole process has used so far, in nanoseconds.
 pub(crate) fn process_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is valid and writable; clock_gettime writes only into it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    crate::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 fn timespec(ns: u64) -> libc::timespec {
@@ -210,6 +200,10 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
         }
         Armed::Perf(fd) => {
             let mut count: u64 = 0;
+            // Disable first: a fork child may hold a copy of the descriptor, and closing ours
+            // alone would leave the event signalling.
+            // SAFETY: an ioctl on the descriptor we own.
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
             // SAFETY: reads 8 bytes into `count` from the descriptor we own. The count stays
             // readable after the thread exits.
             let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
@@ -238,21 +232,27 @@ pub(crate) fn process_timer(period_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The source to use for `mode` at `hz`, unless one was asked for: probed on the calling
-/// thread (a timer or event created and deleted at once).
-pub(crate) fn choose(mode: Mode, hz: u32, asked: Option<Source>, signal: libc::c_int) -> Source {
-    if let Some(s) = asked {
-        return s;
-    }
+/// The source to use for `mode` at `hz`, or the one asked for, probed on the calling thread
+/// (a timer or event created and deleted at once). `Err` when the asked-for one does not work.
+pub(crate) fn choose(
+    mode: Mode,
+    hz: u32,
+    asked: Option<Source>,
+    signal: libc::c_int,
+) -> Result<Source, (Source, io::Error)> {
     let tid = crate::sys::gettid() as i32;
-    let works = |s: Source| match arm(s, tid, signal, 1_000_000_000, 1_000_000_000) {
-        Ok(a) => {
+    let probe = |s: Source| match s {
+        // setitimer has nothing to probe per thread; `start` reports its own failure.
+        Source::ProcessTimer => Ok(()),
+        _ => arm(s, tid, signal, 1_000_000_000, 1_000_000_000).map(|a| {
             disarm(a);
-            true
-        }
-        Err(_) => false,
+        }),
     };
-    match mode {
+    if let Some(s) = asked {
+        return probe(s).map(|_| s).map_err(|e| (s, e));
+    }
+    let works = |s: Source| probe(s).is_ok();
+    Ok(match mode {
         Mode::Wall => Source::WallTimer,
         // Above the kernel tick a CPU timer fires less often than asked (its samples are
         // weighted, so the time stays exact, but there are fewer distinct stacks); the perf
@@ -260,7 +260,7 @@ pub(crate) fn choose(mode: Mode, hz: u32, asked: Option<Source>, signal: libc::c
         Mode::Cpu if hz > kernel_hz() && works(Source::PerfTaskClock) => Source::PerfTaskClock,
         Mode::Cpu if works(Source::ThreadCpuTimer) => Source::ThreadCpuTimer,
         Mode::Cpu => Source::ProcessTimer,
-    }
+    })
 }
 
 /// The kernel's tick rate (`CONFIG_HZ`), from `/proc/config.gz` or `/boot/config-<release>`

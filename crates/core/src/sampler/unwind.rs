@@ -11,6 +11,12 @@
 //! without frame pointers (glibc's, say) ends the stack instead of inventing a caller. The
 //! mappings come from `/proc/self/maps`, re-read by the drain thread whenever it finds a new
 //! thread and published through [`Ranges`], a double buffer the handler reads without waiting.
+//!
+//! Known gap: the snapshot is not re-read when memory is unmapped. If the kernel had merged a
+//! thread's stack with an adjacent read-write mapping and that neighbour is unmapped later, a
+//! wild frame pointer pointing into the vanished part would fault. Closing it needs the
+//! thread's own stack bounds (a later issue: interposing `pthread_create`, or a per-thread
+//! registration when a thread is armed).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
