@@ -115,6 +115,10 @@ pub(crate) fn ensure_init() {
             warn("could not register the exit summary with atexit; call tickscope::report()");
         }
         crate::report::interval::configure(s.interval, s.line_output);
+        #[cfg(feature = "capture")]
+        if let Some(sink) = &env.capture {
+            crate::capture::start_from_env(sink.clone(), env.capture_full);
+        }
     });
 }
 
@@ -125,6 +129,10 @@ struct Env {
     summary: Option<(SummaryFormat, Option<PathBuf>)>,
     per_thread: Option<bool>,
     enabled: Option<bool>,
+    #[cfg(feature = "capture")]
+    capture: Option<crate::capture::Sink>,
+    #[cfg(feature = "capture")]
+    capture_full: Option<crate::capture::Full>,
 }
 
 /// The process's environment overrides.
@@ -164,6 +172,24 @@ impl Env {
             ),
             per_thread: value(&get, "TICKSCOPE_PER_THREAD", parse_bool, "0 or 1"),
             enabled: value(&get, "TICKSCOPE_ENABLED", parse_bool, "0 or 1"),
+            #[cfg(feature = "capture")]
+            capture: value(
+                &get,
+                "TICKSCOPE_CAPTURE",
+                crate::capture::Sink::parse,
+                "a file path, tcp://HOST:PORT or flight:DURATION[:PATH]",
+            ),
+            #[cfg(feature = "capture")]
+            capture_full: value(
+                &get,
+                "TICKSCOPE_CAPTURE_FULL",
+                |v| match v {
+                    "drop" => Some(crate::capture::Full::Drop),
+                    "block" => Some(crate::capture::Full::Block),
+                    _ => None,
+                },
+                "drop or block",
+            ),
         }
     }
 

@@ -6,6 +6,9 @@
 /// not while a compiler runs beside them (measured: 3:1 came out as 0.80 under a build).
 pub(crate) static CPU_HEAVY: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+// Timeline capture: loss accounting, ring policies, sinks that fail or vanish, flight recorder.
+#[cfg(all(feature = "capture", feature = "enabled"))]
+mod capture;
 // Exit summaries of real processes on every exit path (the examples as child processes).
 mod exit;
 // `#[profile]` and `scope!` through the public API, and compile errors (trybuild).

@@ -34,6 +34,10 @@ pub struct Args {
     /// Samples per second of CPU time per thread, with --cpuprofile.
     #[arg(long, default_value_t = 1000)]
     hz: u32,
+    /// Record the timeline (every scope begin and end, frame marks, counters, messages) to
+    /// FILE (`tickscope report FILE`, `tickscope convert FILE --to chrome -o trace.json`).
+    #[arg(long, value_name = "FILE")]
+    capture: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -75,22 +79,47 @@ pub fn run(args: Args) -> Result<()> {
         ),
         None => None,
     };
-    tickscope::scope!("demo");
-    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
-    let workers: Vec<_> = (0..args.threads)
-        .map(|i| {
-            std::thread::Builder::new()
-                .name(format!("worker-{i}"))
-                .spawn(move || worker(i as u64, deadline))
-        })
-        .collect::<std::io::Result<_>>()?;
-    let mut checksum = 0u64;
-    for w in workers {
-        checksum ^= w
-            .join()
-            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
+    if let Some(path) = &args.capture {
+        // 8 MiB rings: the demo's scopes are fine-grained (tens of millions of events a second
+        // across its threads) and a 2-core machine has no core to spare for the collector.
+        tickscope::capture::Builder::new(tickscope::capture::Sink::File(path.clone()))
+            .ring_capacity(1 << 19)
+            .start()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        tickscope::message!("demo: {} workers for {} s", args.threads, args.seconds);
     }
+    let checksum = {
+        tickscope::scope!("demo");
+        let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+        let workers: Vec<_> = (0..args.threads)
+            .map(|i| {
+                std::thread::Builder::new()
+                    .name(format!("worker-{i}"))
+                    .spawn(move || worker(i as u64, deadline))
+            })
+            .collect::<std::io::Result<_>>()?;
+        let mut checksum = 0u64;
+        for w in workers {
+            checksum ^= w
+                .join()
+                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?;
+        }
+        checksum
+    };
     println!("demo checksum: {checksum:016x}");
+    if let Some(path) = &args.capture {
+        tickscope::message!("demo: done, checksum {checksum:016x}");
+        let stats = tickscope::capture::stop().expect("the capture started above");
+        eprintln!(
+            "tickscope demo: timeline written to {} ({} events, {} dropped, {:.1} MB, {:.2} bytes per event); see it with `tickscope report {}`",
+            path.display(),
+            stats.events,
+            stats.dropped + stats.undelivered,
+            stats.bytes as f64 / 1e6,
+            stats.bytes as f64 / stats.events.max(1) as f64,
+            path.display()
+        );
+    }
     if let (Some(sampler), Some(path)) = (sampler, &args.cpuprofile) {
         let profile = sampler.stop();
         profile.write_pprof(path)?;
@@ -121,8 +150,11 @@ fn worker(seed: u64, deadline: Instant) -> u64 {
         let text = generate(&mut rng, 64);
         acc ^= process_batch(&text, &mut pool);
         acc = acc.wrapping_add(fib(8 + (rng % 4) as u32));
+        tickscope::plot!("pool free blocks", pool.free_blocks());
+        tickscope::frame!("batch");
         if batch % 5000 == 0 {
             // Hand a checksum to a thread that lives for about a millisecond.
+            tickscope::message!("batch {batch}: handing a checksum to a short-lived thread");
             let data = text.clone();
             let h = std::thread::Builder::new()
                 .name("flusher".into())
@@ -211,6 +243,10 @@ impl Pool {
         Pool {
             free_lists: (0..16).map(|_| Vec::new()).collect(),
         }
+    }
+
+    fn free_blocks(&self) -> usize {
+        self.free_lists.iter().map(Vec::len).sum()
     }
 
     fn class(size: usize) -> usize {

@@ -17,6 +17,16 @@ pub fn is_enabled() -> bool {
     false
 }
 
+/// Always false: scopes are compiled out.
+#[inline(always)]
+pub fn capturing() -> bool {
+    false
+}
+
+/// Does nothing: scopes are compiled out.
+#[cfg(feature = "capture")]
+pub(crate) fn set_capture(_on: bool) {}
+
 /// A guard that records nothing.
 #[must_use = "a scope closes when its guard is dropped; bind it with `let _guard = ...`"]
 pub struct Scope {

@@ -1,11 +1,17 @@
 //! The recording implementation (feature `enabled`). `imp/disabled.rs` has the same API.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use crate::scope::callsite::Callsite;
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Bit: scopes record.
+const ON: u8 = 1;
+/// Bit: a capture is running; scopes also record their begin and end into it.
+const CAPTURE: u8 = 2;
+
+/// Both switches in one byte, so a scope reads them with one load.
+static STATE: AtomicU8 = AtomicU8::new(ON);
 
 /// True when scopes are compiled in (the `enabled` feature).
 pub const COMPILED_IN: bool = true;
@@ -13,12 +19,32 @@ pub const COMPILED_IN: bool = true;
 /// Turns recording on or off at run time. Off, a scope costs one relaxed load and a branch;
 /// scopes already open when it is turned off still close normally.
 pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Relaxed);
+    if on {
+        STATE.fetch_or(ON, Relaxed);
+    } else {
+        STATE.fetch_and(!ON, Relaxed);
+    }
 }
 
 /// True if and only if scopes are recorded now.
 pub fn is_enabled() -> bool {
-    ENABLED.load(Relaxed)
+    STATE.load(Relaxed) & ON != 0
+}
+
+/// Turns the capture bit on or off (the capture module's start and stop).
+#[cfg(feature = "capture")]
+pub(crate) fn set_capture(on: bool) {
+    if on {
+        STATE.fetch_or(CAPTURE, Relaxed);
+    } else {
+        STATE.fetch_and(!CAPTURE, Relaxed);
+    }
+}
+
+/// True if and only if a capture is running and scopes are on.
+#[inline(always)]
+pub fn capturing() -> bool {
+    STATE.load(Relaxed) == ON | CAPTURE
 }
 
 /// An open scope; it closes when dropped. It is `!Send`: a scope belongs to the thread that
@@ -44,20 +70,50 @@ impl Drop for Scope {
     #[inline(always)]
     fn drop(&mut self) {
         if let Some(open) = &self.open {
-            crate::scope::exit(open);
+            let t1 = crate::scope::exit(open);
+            if open.captured != 0 {
+                capture_end(open.captured, t1);
+            }
         }
     }
+}
+
+/// Records a captured scope's end (`t1`: the reading its exit took).
+#[inline]
+fn capture_end(id: u32, t1: Option<crate::Ticks>) {
+    #[cfg(feature = "capture")]
+    crate::capture::end(id, t1.unwrap_or_else(crate::now));
+    #[cfg(not(feature = "capture"))]
+    let _ = (id, t1);
+}
+
+/// Records a scope's begin into the running capture and marks its guard to record the end.
+#[inline]
+fn capture_begin(cs: &'static Callsite, open: &mut Option<crate::scope::thread::Open>) {
+    #[cfg(feature = "capture")]
+    if let Some(o) = open {
+        let id = cs.id();
+        o.captured = id;
+        crate::capture::begin(id, o.t0());
+    }
+    #[cfg(not(feature = "capture"))]
+    let _ = (cs, open);
 }
 
 /// Opens a scope of call site `cs` on the calling thread.
 #[inline(always)]
 pub fn enter(cs: &'static Callsite) -> Scope {
-    if !ENABLED.load(Relaxed) {
+    let state = STATE.load(Relaxed);
+    if state & ON == 0 {
         return Scope::inert();
     }
     let id = cs.id();
+    let mut open = crate::scope::enter(id);
+    if state & CAPTURE != 0 {
+        capture_begin(cs, &mut open);
+    }
     Scope {
-        open: crate::scope::enter(id),
+        open,
         _not_send: PhantomData,
     }
 }
@@ -68,11 +124,16 @@ pub fn enter_cached(
     cs: &'static Callsite,
     cache: &'static std::thread::LocalKey<crate::scope::SlotCache>,
 ) -> Scope {
-    if !ENABLED.load(Relaxed) {
+    let state = STATE.load(Relaxed);
+    if state & ON == 0 {
         return Scope::inert();
     }
+    let mut open = crate::scope::enter_cached(cs, cache);
+    if state & CAPTURE != 0 {
+        capture_begin(cs, &mut open);
+    }
     Scope {
-        open: crate::scope::enter_cached(cs, cache),
+        open,
         _not_send: PhantomData,
     }
 }

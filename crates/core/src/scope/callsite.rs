@@ -157,6 +157,11 @@ impl Table {
         id
     }
 
+    /// One more than the largest id handed out.
+    pub(crate) fn len(&self) -> u32 {
+        self.infos.len() as u32
+    }
+
     /// The row's description; `None` for an id never handed out.
     pub(crate) fn get(&self, id: u32) -> Option<&CallsiteInfo> {
         self.infos.get(id as usize).filter(|_| id != 0)

@@ -166,12 +166,12 @@ fn register() -> Option<&'static ThreadStats> {
     Some(stats)
 }
 
-/// Closes `open` on the calling thread.
+/// Closes `open` on the calling thread; returns the end reading (`None` if the thread's
+/// statistics are gone, during thread teardown).
 #[inline(always)]
-pub(crate) fn exit(open: &Open) {
-    if let Some(stats) = STATS.get() {
-        thread::exit(&TlsStack, stats, open, &SystemCounter);
-    }
+pub(crate) fn exit(open: &Open) -> Option<Ticks> {
+    let stats = STATS.get()?;
+    Some(thread::exit(&TlsStack, stats, open, &SystemCounter))
 }
 
 /// Locks `m`, taking over a poisoned lock (our code never panics while holding one, and the

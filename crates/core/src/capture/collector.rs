@@ -1,0 +1,438 @@
+//! The collector thread: drains every ring, encodes each thread's events into chunks (see
+//! [`format`](super::format)), announces call sites, markers and threads before first use, and
+//! hands sealed chunks to the sink.
+
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+use super::format::{self, chunk, event, meta, put_str, put_svarint, put_varint};
+use super::ring::{self, Ring};
+use super::sink::{Chunk, Sink};
+
+/// An events chunk is sealed when its streams reach this many bytes (before compression).
+/// LZ4's window is 64 KiB; larger chunks add little ratio and delay a live viewer.
+const CHUNK_TARGET: usize = 128 << 10;
+
+/// One thread's events being encoded.
+struct ThreadEnc {
+    ring: &'static Ring,
+    index: u64,
+    tags: Vec<u8>,
+    deltas: Vec<u8>,
+    payload: Vec<u8>,
+    n: u64,
+    base: u64,
+    prev: u64,
+    pred: Box<[i64; 256]>,
+    /// The scopes open now: (id, begin ticks).
+    open: Vec<(u32, u64)>,
+    /// The scopes open when the current chunk began.
+    open_at_start: Vec<(u32, u64)>,
+    /// A counter or message header waiting for its payload records.
+    partial: Partial,
+    /// The ring's drop count when this capture began (rings registered since start at 0).
+    dropped_base: u64,
+    max_scope: u32,
+    max_marker: u32,
+    /// Program events encoded so far (not counting `lost` markers).
+    events: u64,
+}
+
+enum Partial {
+    None,
+    Counter { ticks: u64, id: u32 },
+    Message { ticks: u64, len: usize, bytes: Vec<u8> },
+}
+
+impl ThreadEnc {
+    fn new(ring: &'static Ring, index: u64) -> ThreadEnc {
+        ThreadEnc {
+            ring,
+            index,
+            tags: Vec::new(),
+            deltas: Vec::new(),
+            payload: Vec::new(),
+            n: 0,
+            base: 0,
+            prev: 0,
+            pred: Box::new([0; 256]),
+            open: Vec::new(),
+            open_at_start: Vec::new(),
+            partial: Partial::None,
+            dropped_base: ring.drop_base.load(Relaxed),
+            max_scope: 0,
+            max_marker: 0,
+            events: 0,
+        }
+    }
+
+    fn raw_len(&self) -> usize {
+        self.tags.len() + self.deltas.len() + self.payload.len()
+    }
+
+    /// Takes one ring record.
+    #[inline]
+    fn record(&mut self, ticks: u64, word: u64) {
+        if !matches!(self.partial, Partial::None) {
+            return self.record_payload(ticks, word);
+        }
+        self.record_event(ticks, word);
+    }
+
+    /// A payload record (a counter's value, a message's bytes) of the pending event.
+    #[cold]
+    fn record_payload(&mut self, ticks: u64, word: u64) {
+        match std::mem::replace(&mut self.partial, Partial::None) {
+            Partial::None => {}
+            Partial::Counter { ticks: t, id } => {
+                self.event(t, event::COUNTER, id);
+                self.payload.extend_from_slice(&ticks.to_le_bytes());
+            }
+            Partial::Message {
+                ticks: t,
+                len,
+                mut bytes,
+            } => {
+                bytes.extend_from_slice(&ticks.to_le_bytes());
+                bytes.extend_from_slice(&word.to_le_bytes());
+                if bytes.len() < len {
+                    self.partial = Partial::Message {
+                        ticks: t,
+                        len,
+                        bytes,
+                    };
+                } else {
+                    bytes.truncate(len);
+                    self.event(t, event::MESSAGE, 0);
+                    put_str(&mut self.payload, &String::from_utf8_lossy(&bytes));
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn record_event(&mut self, ticks: u64, word: u64) {
+        let kind = (word & 0xff) as u8;
+        let x = word >> 8;
+        match kind {
+            event::BEGIN => {
+                let id = x as u32;
+                self.max_scope = self.max_scope.max(id);
+                self.event(ticks, kind, id);
+                if self.open.len() < format::MAX_OPEN {
+                    self.open.push((id, ticks));
+                }
+            }
+            event::END => {
+                let id = x as u32;
+                self.max_scope = self.max_scope.max(id);
+                self.event(ticks, kind, id);
+                if let Some(i) = self.open.iter().rposition(|&(o, _)| o == id) {
+                    self.open.truncate(i);
+                }
+            }
+            event::FRAME => {
+                let id = x as u32;
+                self.max_marker = self.max_marker.max(id);
+                self.event(ticks, kind, id);
+            }
+            event::COUNTER => {
+                let id = x as u32;
+                self.max_marker = self.max_marker.max(id);
+                self.partial = Partial::Counter { ticks, id };
+            }
+            event::MESSAGE => {
+                let len = x as usize;
+                if len == 0 {
+                    self.event(ticks, kind, 0);
+                    put_str(&mut self.payload, "");
+                } else {
+                    self.partial = Partial::Message {
+                        ticks,
+                        len,
+                        bytes: Vec::with_capacity(len.next_multiple_of(16)),
+                    };
+                }
+            }
+            event::LOST => {
+                self.event(ticks, kind, 0);
+                put_varint(&mut self.payload, x);
+            }
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn event(&mut self, ticks: u64, kind: u8, id: u32) {
+        if self.n == 0 {
+            self.base = ticks;
+            self.prev = ticks;
+            self.pred.fill(0);
+            self.open_at_start.clone_from(&self.open);
+        }
+        let tag = kind as u64 | (id as u64) << 3;
+        put_varint(&mut self.tags, tag);
+        let delta = ticks.wrapping_sub(self.prev) as i64;
+        let ctx = (tag & 255) as usize;
+        put_svarint(&mut self.deltas, delta.wrapping_sub(self.pred[ctx]));
+        self.pred[ctx] = delta;
+        self.prev = ticks;
+        self.n += 1;
+        self.events += u64::from(kind != event::LOST);
+    }
+
+    /// The chunk's payload; resets the streams for the next chunk.
+    fn take_payload(&mut self, out: &mut Vec<u8>) -> u64 {
+        out.clear();
+        put_varint(out, self.index);
+        put_varint(out, self.n);
+        put_varint(out, self.base);
+        put_varint(out, self.open_at_start.len() as u64);
+        for &(id, t) in &self.open_at_start {
+            put_varint(out, id as u64);
+            put_varint(out, t);
+        }
+        put_varint(out, self.tags.len() as u64);
+        put_varint(out, self.deltas.len() as u64);
+        put_varint(out, self.payload.len() as u64);
+        out.extend_from_slice(&self.tags);
+        out.extend_from_slice(&self.deltas);
+        out.extend_from_slice(&self.payload);
+        let n = self.n;
+        self.tags.clear();
+        self.deltas.clear();
+        self.payload.clear();
+        self.n = 0;
+        n
+    }
+}
+
+/// The collector's state.
+pub(crate) struct Collector {
+    sink: Sink,
+    encs: Vec<ThreadEnc>,
+    meta: Vec<u8>,
+    scopes_announced: u32,
+    markers_announced: u32,
+    next_thread: u64,
+    payload: Vec<u8>,
+    sealed: Vec<u8>,
+    /// Per exited thread: (index, events dropped).
+    exited_drops: Vec<(u64, u64)>,
+    last_flush: Instant,
+    flush_every: Duration,
+}
+
+impl Collector {
+    pub(crate) fn new(sink: Sink, flush_every: Duration) -> Collector {
+        // Rings left from an earlier capture hold stale records: start them empty.
+        for r in ring::live() {
+            r.skip();
+            r.index.store(0, Relaxed);
+            r.drop_base.store(r.dropped(), Relaxed);
+        }
+        let mut c = Collector {
+            sink,
+            encs: Vec::new(),
+            meta: Vec::new(),
+            scopes_announced: 0,
+            markers_announced: 0,
+            next_thread: 1,
+            payload: Vec::new(),
+            sealed: Vec::new(),
+            exited_drops: Vec::new(),
+            last_flush: Instant::now(),
+            flush_every,
+        };
+        c.process_chunk();
+        c
+    }
+
+    fn process_chunk(&mut self) {
+        let mut p = Vec::new();
+        p.extend_from_slice(&crate::clock::rate().to_le_bytes());
+        put_varint(&mut p, crate::clock::now());
+        let unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        put_varint(&mut p, unix_ns);
+        put_varint(&mut p, std::process::id() as u64);
+        let program = std::env::args().next().unwrap_or_default();
+        put_str(&mut p, &program);
+        put_str(&mut p, crate::clock::source().name());
+        self.put(chunk::PROCESS, &p, 0);
+    }
+
+    fn put(&mut self, kind: u8, payload: &[u8], events: u64) {
+        format::seal(kind, payload, &mut self.sealed);
+        super::STATS.chunks.fetch_add(1, Relaxed);
+        self.sink.put(Chunk {
+            bytes: &self.sealed,
+            kind,
+            events,
+        });
+    }
+
+    /// One pass over every ring. Returns the records drained and whether any ring was more
+    /// than an eighth full (the collector is behind: no pause before the next pass).
+    pub(crate) fn pass(&mut self, flush_all: bool) -> (u64, bool) {
+        let mut drained = 0;
+        let mut behind = false;
+        for r in ring::live() {
+            let i = match self.encs.iter().position(|e| std::ptr::eq(e.ring, r)) {
+                Some(i) => i,
+                None => {
+                    let index = self.next_thread;
+                    self.next_thread += 1;
+                    r.index.store(index as u32, Relaxed);
+                    self.meta.push(meta::THREAD);
+                    put_varint(&mut self.meta, index);
+                    put_varint(&mut self.meta, r.tid.load(Relaxed));
+                    put_str(
+                        &mut self.meta,
+                        &r.name.lock().unwrap_or_else(|p| p.into_inner()),
+                    );
+                    self.encs.push(ThreadEnc::new(r, index));
+                    self.encs.len() - 1
+                }
+            };
+            let retired = r.retired.load(Acquire);
+            let enc = &mut self.encs[i];
+            let before = enc.events;
+            let n = r.drain(|t, w| enc.record(t, w));
+            drained += enc.events - before;
+            behind |= n > r.capacity() / 8;
+            if enc.raw_len() >= CHUNK_TARGET || (retired && enc.n > 0) {
+                self.seal(i);
+            }
+            if retired {
+                let enc = self.encs.swap_remove(i);
+                self.exited_drops
+                    .push((enc.index, r.dropped().wrapping_sub(enc.dropped_base)));
+                ring::recycle(r);
+            }
+        }
+        super::STATS.events.fetch_add(drained, Relaxed);
+        if flush_all || self.last_flush.elapsed() >= self.flush_every {
+            self.flush();
+        }
+        self.sink.poll();
+        super::STATS.evicted.store(self.sink.evicted(), Relaxed);
+        (drained, behind)
+    }
+
+    /// Seals every non-empty encoder (and pending metadata).
+    pub(crate) fn flush(&mut self) {
+        for i in 0..self.encs.len() {
+            if self.encs[i].n > 0 {
+                self.seal(i);
+            }
+        }
+        self.announce(u32::MAX, u32::MAX);
+        self.last_flush = Instant::now();
+    }
+
+    fn seal(&mut self, i: usize) {
+        let (max_scope, max_marker) = (self.encs[i].max_scope, self.encs[i].max_marker);
+        self.announce(max_scope, max_marker);
+        let mut payload = std::mem::take(&mut self.payload);
+        let n = self.encs[i].take_payload(&mut payload);
+        self.put(chunk::EVENTS, &payload, n);
+        self.payload = payload;
+    }
+
+    /// Describes every call site and marker registered so far (at least up to the ids given)
+    /// that the stream has not seen, and any new threads, in one metadata chunk.
+    fn announce(&mut self, _max_scope: u32, max_marker: u32) {
+        {
+            let table = crate::scope::callsite::table();
+            while self.scopes_announced + 1 < table.len() {
+                self.scopes_announced += 1;
+                let id = self.scopes_announced;
+                if let Some(info) = table.get(id) {
+                    self.meta.push(meta::SCOPE);
+                    put_varint(&mut self.meta, id as u64);
+                    self.meta
+                        .push(u8::from(info.kind == crate::scope::callsite::Kind::Group));
+                    put_str(&mut self.meta, info.name);
+                    put_str(&mut self.meta, info.file);
+                    put_varint(&mut self.meta, info.line as u64);
+                }
+            }
+        }
+        if max_marker > self.markers_announced || max_marker == u32::MAX {
+            let markers = super::markers();
+            while (self.markers_announced as usize) < markers.len() {
+                let (name, kind) = markers[self.markers_announced as usize];
+                self.markers_announced += 1;
+                self.meta.push(meta::MARKER);
+                put_varint(&mut self.meta, self.markers_announced as u64);
+                self.meta.push(kind);
+                put_str(&mut self.meta, name);
+            }
+        }
+        if !self.meta.is_empty() {
+            let m = std::mem::take(&mut self.meta);
+            self.put(chunk::META, &m, 0);
+        }
+    }
+
+    /// Drains everything, seals it, writes the end chunk and closes the sink.
+    pub(crate) fn finish(&mut self, deadline: Instant) {
+        self.pass(true);
+        let end = self.end_chunk();
+        self.sink.finish(&end, deadline);
+    }
+
+    /// The end chunk as it would be now.
+    fn end_chunk(&mut self) -> Vec<u8> {
+        let mut drops = self.exited_drops.clone();
+        for e in &self.encs {
+            drops.push((e.index, e.ring.dropped().wrapping_sub(e.dropped_base)));
+        }
+        drops.sort_unstable();
+        let dropped: u64 = drops.iter().map(|d| d.1).sum();
+        super::STATS.dropped.store(dropped, Relaxed);
+        let mut p = Vec::new();
+        put_varint(&mut p, super::STATS.events.load(Relaxed));
+        put_varint(&mut p, dropped);
+        put_varint(&mut p, super::STATS.undelivered.load(Relaxed));
+        put_varint(&mut p, self.sink.evicted());
+        put_varint(&mut p, crate::clock::now());
+        let unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        put_varint(&mut p, unix_ns);
+        let with_drops: Vec<_> = drops.iter().filter(|d| d.1 > 0).collect();
+        put_varint(&mut p, with_drops.len() as u64);
+        for (i, d) in with_drops {
+            put_varint(&mut p, *i);
+            put_varint(&mut p, *d);
+        }
+        let mut out = Vec::new();
+        format::seal(chunk::END, &p, &mut out);
+        out
+    }
+
+    /// Writes what a flight recorder holds to `path` (after draining and sealing everything).
+    pub(crate) fn dump(&mut self, path: &std::path::Path) -> std::io::Result<u64> {
+        self.pass(true);
+        let end = self.end_chunk();
+        match &self.sink {
+            Sink::Flight(f) => f.dump(path, &end),
+            _ => Err(std::io::Error::other(
+                "this capture does not use the flight recorder",
+            )),
+        }
+    }
+
+    /// Records dropped so far by every ring of this capture.
+    pub(crate) fn dropped(&self) -> u64 {
+        let live: u64 = self
+            .encs
+            .iter()
+            .map(|e| e.ring.dropped().wrapping_sub(e.dropped_base))
+            .sum();
+        live + self.exited_drops.iter().map(|d| d.1).sum::<u64>()
+    }
+}

@@ -1,0 +1,718 @@
+//! Timeline capture: every scope begin and end, frame mark, counter value and message, with
+//! its timestamp, streamed to a file, a TCP listener or an in-memory flight recorder.
+//!
+//! Turn it on with [`start`] (or [`Builder`]), or with no code change at all through the
+//! environment: `TICKSCOPE_CAPTURE=run.tscap`, `TICKSCOPE_CAPTURE=tcp://127.0.0.1:7878`
+//! (connects to `tickscope capture listen`), or `TICKSCOPE_CAPTURE=flight:10s:crash.tscap`
+//! (keep the last 10 s in memory, dump them on panic or on [`dump`]). The same
+//! [`scope!`](crate::scope) macros then also record their begin and end; [`frame!`](crate::frame),
+//! [`plot!`](crate::plot) and [`message!`](crate::message) add frame marks, counters and
+//! messages. `tickscope report run.tscap` prints the exit-summary table computed from the
+//! timeline; `tickscope convert run.tscap --to chrome|perfetto|speedscope|folded` exports it.
+//!
+//! ```no_run
+//! tickscope::capture::start(tickscope::capture::Sink::File("run.tscap".into()))?;
+//! for frame in 0..100 {
+//!     tickscope::scope!("update");
+//!     tickscope::plot!("entities", frame as f64 * 1.5);
+//!     tickscope::frame!();
+//! }
+//! tickscope::message!("done after {} frames", 100);
+//! let stats = tickscope::capture::stop().expect("capture was running");
+//! assert_eq!(stats.dropped, 0);
+//! # Ok::<(), tickscope::capture::Error>(())
+//! ```
+//!
+//! # How
+//! Each thread writes fixed 16-byte records into its own bounded ring ([`ring`]: two relaxed
+//! stores and a release store per event, no lock, no shared write). One collector thread
+//! drains the rings every millisecond, delta-encodes the timestamps, compresses chunks with
+//! LZ4 and hands them to the sink. A full ring drops the event and counts it ([`Full::Drop`],
+//! the default) or makes the thread wait ([`Full::Block`]); memory never grows without bound.
+//! A sink that cannot keep up (a slow or vanished TCP listener) never blocks the collector:
+//! what it cannot take is counted as undelivered and announced in the stream. Every loss is
+//! in the file's end record, in [`stats`], and printed to stderr at the end.
+//!
+//! The byte layout is specified in [`format`].
+
+pub mod format;
+
+mod collector;
+mod ring;
+mod sink;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub use ring::Full;
+
+/// Where a capture goes.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Sink {
+    /// A `.tscap` file, created (or truncated) at start.
+    File(PathBuf),
+    /// A TCP connection to `host:port` where `tickscope capture listen` waits.
+    Tcp(String),
+    /// Memory: the last `window` of events (at most `max_bytes` of chunks), written out by
+    /// [`dump`], and to `dump_on_panic` when a thread panics.
+    FlightRecorder {
+        /// How much history to keep.
+        window: Duration,
+        /// A bound on the memory the recorder holds, whatever the window.
+        max_bytes: usize,
+        /// Where to write the recording when a thread panics.
+        dump_on_panic: Option<PathBuf>,
+    },
+}
+
+impl Sink {
+    /// Parses a sink as `TICKSCOPE_CAPTURE` takes it: `PATH`, `tcp://HOST:PORT`, or
+    /// `flight:DURATION[:PATH]` (a flight recorder of that window, 64 MiB at most, dumped to
+    /// PATH on panic). `None` if malformed.
+    pub fn parse(s: &str) -> Option<Sink> {
+        if let Some(addr) = s.strip_prefix("tcp://") {
+            return (!addr.is_empty()).then(|| Sink::Tcp(addr.to_owned()));
+        }
+        if let Some(rest) = s.strip_prefix("flight:") {
+            let (window, path) = match rest.split_once(':') {
+                Some((w, p)) => (w, Some(PathBuf::from(p))),
+                None => (rest, None),
+            };
+            return Some(Sink::FlightRecorder {
+                window: crate::config::parse_duration(window)?,
+                max_bytes: 64 << 20,
+                dump_on_panic: path,
+            });
+        }
+        (!s.is_empty()).then(|| Sink::File(PathBuf::from(s)))
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Sink::File(p) => p.display().to_string(),
+            Sink::Tcp(a) => format!("tcp://{a}"),
+            Sink::FlightRecorder { window, .. } => format!("flight recorder ({window:?})"),
+        }
+    }
+}
+
+/// Why a capture could not start, stop or dump.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    target: String,
+    source: Option<std::io::Error>,
+}
+
+/// The kinds of [`Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A capture is already running.
+    AlreadyRunning,
+    /// No capture is running.
+    NotRunning,
+    /// [`dump`] needs a flight-recorder capture.
+    NotFlightRecorder,
+    /// The file or connection failed.
+    Io,
+    /// Scopes are compiled out (no `enabled` feature): there is nothing to capture.
+    Unsupported,
+}
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            ErrorKind::AlreadyRunning => "a capture is already running",
+            ErrorKind::NotRunning => "no capture is running",
+            ErrorKind::NotFlightRecorder => "the running capture is not a flight recorder",
+            ErrorKind::Io => "cannot open",
+            ErrorKind::Unsupported => "scopes are compiled out (feature `enabled`)",
+        };
+        write!(f, "capture: {what}")?;
+        if !self.target.is_empty() {
+            write!(f, ": {}", self.target)?;
+        }
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+fn err(kind: ErrorKind, target: impl Into<String>, source: Option<std::io::Error>) -> Error {
+    Error {
+        kind,
+        target: target.into(),
+        source,
+    }
+}
+
+/// Figures of the current (or last) capture.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Events the collector took from the rings.
+    pub events: u64,
+    /// Events dropped because a thread's ring was full.
+    pub dropped: u64,
+    /// Events in chunks the sink could not take (a slow or vanished listener, a failed write).
+    pub undelivered: u64,
+    /// Events a flight recorder let go of past its window (its purpose, not a loss).
+    pub evicted: u64,
+    /// Events recorded by threads after their own exit hook ran (not capturable).
+    pub lost_after_exit: u64,
+    /// Bytes the sink took.
+    pub bytes: u64,
+    /// Chunks sealed.
+    pub chunks: u64,
+    /// CPU time the collector thread used.
+    pub collector_cpu: Duration,
+    /// Wall time since the capture started.
+    pub wall: Duration,
+    /// The TCP listener went away during the capture.
+    pub disconnected: bool,
+}
+
+/// Shared counters (written by the collector, read by anyone).
+struct Counters {
+    events: AtomicU64,
+    dropped: AtomicU64,
+    undelivered: AtomicU64,
+    evicted: AtomicU64,
+    bytes: AtomicU64,
+    chunks: AtomicU64,
+    collector_cpu_ns: AtomicU64,
+    disconnected: AtomicBool,
+}
+
+impl Counters {
+    fn add_undelivered(&self, n: u64) {
+        self.undelivered.fetch_add(n, Relaxed);
+    }
+    fn add_written(&self, n: u64) {
+        self.bytes.fetch_add(n, Relaxed);
+    }
+    fn reset(&self) {
+        for a in [
+            &self.events,
+            &self.dropped,
+            &self.undelivered,
+            &self.evicted,
+            &self.bytes,
+            &self.chunks,
+            &self.collector_cpu_ns,
+        ] {
+            a.store(0, Relaxed);
+        }
+        self.disconnected.store(false, Relaxed);
+    }
+}
+
+static STATS: Counters = Counters {
+    events: AtomicU64::new(0),
+    dropped: AtomicU64::new(0),
+    undelivered: AtomicU64::new(0),
+    evicted: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    chunks: AtomicU64::new(0),
+    collector_cpu_ns: AtomicU64::new(0),
+    disconnected: AtomicBool::new(false),
+};
+
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// True if and only if a capture is running.
+pub fn running() -> bool {
+    RUNNING.load(Relaxed)
+}
+
+/// Requests to the collector thread.
+#[derive(Default)]
+struct Control {
+    stop: bool,
+    dump: Option<PathBuf>,
+    /// The answer to the last dump request.
+    dumped: Option<Result<u64, String>>,
+    done: bool,
+    started: Option<Instant>,
+}
+
+static CONTROL: Mutex<Control> = Mutex::new(Control {
+    stop: false,
+    dump: None,
+    dumped: None,
+    done: true,
+    started: None,
+});
+static CONTROL_CV: Condvar = Condvar::new();
+static COLLECTOR: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+
+fn control() -> std::sync::MutexGuard<'static, Control> {
+    CONTROL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Settings of a capture.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    sink: Sink,
+    ring_capacity: u64,
+    full: Full,
+    flush_every: Duration,
+}
+
+impl Builder {
+    /// A capture to `sink` with the default settings.
+    pub fn new(sink: Sink) -> Builder {
+        Builder {
+            sink,
+            ring_capacity: ring::DEFAULT_CAPACITY,
+            full: Full::Drop,
+            flush_every: Duration::from_millis(100),
+        }
+    }
+
+    /// Records per thread ring (rounded up to a power of two; 16 bytes each; default 131,072,
+    /// 2 MiB). Applies to threads that record their first event after the capture starts.
+    pub fn ring_capacity(mut self, records: u64) -> Builder {
+        self.ring_capacity = records.clamp(64, 1 << 26);
+        self
+    }
+
+    /// What a thread does when its ring is full (default [`Full::Drop`]).
+    pub fn full(mut self, policy: Full) -> Builder {
+        self.full = policy;
+        self
+    }
+
+    /// How often partly filled chunks are sealed and sent (default 100 ms): the most a
+    /// crash can lose, and the delay a live listener sees.
+    pub fn flush_every(mut self, d: Duration) -> Builder {
+        self.flush_every = d.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Starts the capture.
+    pub fn start(self) -> Result<(), Error> {
+        if !crate::COMPILED_IN {
+            return Err(err(ErrorKind::Unsupported, "", None));
+        }
+        let mut handle = COLLECTOR.lock().unwrap_or_else(|p| p.into_inner());
+        if handle.is_some() {
+            return Err(err(ErrorKind::AlreadyRunning, self.sink.describe(), None));
+        }
+        crate::config::ensure_init();
+        let s = match &self.sink {
+            Sink::File(p) => sink::Sink::file(p)
+                .map_err(|e| err(ErrorKind::Io, p.display().to_string(), Some(e)))?,
+            Sink::Tcp(a) => sink::Sink::tcp(a)
+                .map_err(|e| err(ErrorKind::Io, format!("tcp://{a}"), Some(e)))?,
+            Sink::FlightRecorder {
+                window,
+                max_bytes,
+                dump_on_panic,
+            } => {
+                if let Some(path) = dump_on_panic {
+                    install_panic_dump(path.clone());
+                }
+                sink::Sink::flight(*window, *max_bytes)
+            }
+        };
+        STATS.reset();
+        ring::CAPACITY.store(self.ring_capacity, Relaxed);
+        ring::POLICY.store(u8::from(self.full == Full::Block), Relaxed);
+        *control() = Control {
+            started: Some(Instant::now()),
+            ..Control::default()
+        };
+        register_exit_hook();
+        let mut c = collector::Collector::new(s, self.flush_every);
+        RUNNING.store(true, Relaxed);
+        crate::imp::set_capture(true);
+        let spawned = std::thread::Builder::new()
+            .name("tickscope-capture".into())
+            .spawn(move || run(&mut c));
+        match spawned {
+            Ok(h) => {
+                *handle = Some(h);
+                Ok(())
+            }
+            Err(e) => {
+                crate::imp::set_capture(false);
+                RUNNING.store(false, Relaxed);
+                Err(err(ErrorKind::Io, "the collector thread", Some(e)))
+            }
+        }
+    }
+}
+
+/// Starts capturing to `sink` with the default settings ([`Builder`] for others).
+pub fn start(sink: Sink) -> Result<(), Error> {
+    Builder::new(sink).start()
+}
+
+/// The collector thread's loop: a pass every millisecond while events flow, every 5 ms when
+/// idle; answers dump and stop requests.
+fn run(c: &mut collector::Collector) {
+    loop {
+        let (stop, dump) = {
+            let mut ctl = control();
+            (ctl.stop, ctl.dump.take())
+        };
+        if let Some(path) = dump {
+            let r = c.dump(&path).map_err(|e| e.to_string());
+            control().dumped = Some(r);
+            CONTROL_CV.notify_all();
+        }
+        if stop {
+            RUNNING.store(false, Relaxed);
+            crate::imp::set_capture(false);
+            c.finish(Instant::now() + Duration::from_secs(2));
+            break;
+        }
+        let (n, behind) = c.pass(false);
+        STATS.dropped.store(c.dropped(), Relaxed);
+        if let Some(ns) = crate::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
+            STATS.collector_cpu_ns.store(ns, Relaxed);
+        }
+        let mut ctl = control();
+        if ctl.stop || ctl.dump.is_some() || behind {
+            continue;
+        }
+        let wait = Duration::from_millis(if n > 0 { 1 } else { 5 });
+        ctl = CONTROL_CV
+            .wait_timeout(ctl, wait)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        drop(ctl);
+    }
+    STATS.dropped.store(c.dropped(), Relaxed);
+    if let Some(ns) = crate::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
+        STATS.collector_cpu_ns.store(ns, Relaxed);
+    }
+    control().done = true;
+    CONTROL_CV.notify_all();
+}
+
+/// Stops the capture: drains every ring, writes the end record, closes the sink (waiting up
+/// to 2 s for a TCP listener to take what is queued). Returns the capture's figures, or
+/// `None` if none was running. Losses, if any, are also printed to stderr.
+pub fn stop() -> Option<Stats> {
+    stop_within(None)
+}
+
+fn stop_within(wait: Option<Duration>) -> Option<Stats> {
+    let handle = COLLECTOR.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    {
+        let mut ctl = control();
+        ctl.stop = true;
+        CONTROL_CV.notify_all();
+        match wait {
+            None => {
+                drop(ctl);
+                let _ = handle.join();
+            }
+            Some(w) => {
+                let deadline = Instant::now() + w;
+                while !ctl.done {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        crate::config::warn("capture: the collector did not finish in time");
+                        break;
+                    }
+                    ctl = CONTROL_CV
+                        .wait_timeout(ctl, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+    let s = stats();
+    let lost = s.dropped + s.undelivered + s.lost_after_exit;
+    if lost > 0 {
+        crate::config::warn(&format!(
+            "capture: {} of {} events lost ({} dropped, ring full; {} undelivered, sink; {} after thread exit)",
+            lost,
+            s.events + s.dropped + s.lost_after_exit,
+            s.dropped,
+            s.undelivered,
+            s.lost_after_exit
+        ));
+    }
+    Some(s)
+}
+
+/// The current (or last) capture's figures.
+pub fn stats() -> Stats {
+    let started = control().started;
+    Stats {
+        events: STATS.events.load(Relaxed),
+        dropped: STATS.dropped.load(Relaxed),
+        undelivered: STATS.undelivered.load(Relaxed),
+        evicted: STATS.evicted.load(Relaxed),
+        lost_after_exit: ring::LOST_AFTER_EXIT.load(Relaxed),
+        bytes: STATS.bytes.load(Relaxed),
+        chunks: STATS.chunks.load(Relaxed),
+        collector_cpu: Duration::from_nanos(STATS.collector_cpu_ns.load(Relaxed)),
+        wall: started.map_or(Duration::ZERO, |s| s.elapsed()),
+        disconnected: STATS.disconnected.load(Relaxed),
+    }
+}
+
+/// Writes what the flight recorder holds (the last window of events) to `path` as a complete
+/// `.tscap` file; returns its size in bytes.
+pub fn dump(path: impl AsRef<Path>) -> Result<u64, Error> {
+    let path = path.as_ref();
+    if COLLECTOR.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+        return Err(err(ErrorKind::NotRunning, "", None));
+    }
+    let mut ctl = control();
+    ctl.dumped = None;
+    ctl.dump = Some(path.to_owned());
+    CONTROL_CV.notify_all();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ctl.dumped.is_none() && !ctl.done {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        ctl = CONTROL_CV
+            .wait_timeout(ctl, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    match ctl.dumped.take() {
+        Some(Ok(n)) => Ok(n),
+        Some(Err(e)) if e.contains("flight recorder") => {
+            Err(err(ErrorKind::NotFlightRecorder, "", None))
+        }
+        Some(Err(e)) => Err(err(
+            ErrorKind::Io,
+            path.display().to_string(),
+            Some(std::io::Error::other(e)),
+        )),
+        None => Err(err(
+            ErrorKind::Io,
+            path.display().to_string(),
+            Some(std::io::Error::other("the collector did not answer in 5 s")),
+        )),
+    }
+}
+
+fn install_panic_dump(path: PathBuf) {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    static PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+    *PATH.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
+    if INSTALLED.swap(true, Relaxed) {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let (Some(path), true) = (path, running()) {
+            match dump(&path) {
+                Ok(_) => eprintln!(
+                    "tickscope: capture: flight recorder dumped to {}",
+                    path.display()
+                ),
+                Err(e) => eprintln!("tickscope: {e}"),
+            }
+        }
+        previous(info)
+    }));
+}
+
+fn register_exit_hook() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if !REGISTERED.swap(true, Relaxed) && !crate::sys::at_exit(on_process_exit) {
+        crate::config::warn("capture: could not register the exit hook; call capture::stop()");
+    }
+}
+
+/// At process exit: finish the capture (the end record, the last chunks).
+extern "C" fn on_process_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if crate::report::forked_child() {
+            return;
+        }
+        stop_within(Some(Duration::from_secs(3)));
+    });
+}
+
+/// Starts the capture `TICKSCOPE_CAPTURE` asks for (called once, at first use).
+pub(crate) fn start_from_env(sink: Sink, full: Option<Full>) {
+    let mut b = Builder::new(sink.clone());
+    if let Some(f) = full {
+        b = b.full(f);
+    }
+    if let Err(e) = b.start() {
+        crate::config::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
+    }
+}
+
+// ---- frame marks, counters, messages -------------------------------------------------------
+
+/// Frame and counter names, indexed by marker id - 1.
+static MARKERS: Mutex<Vec<(&'static str, u8)>> = Mutex::new(Vec::new());
+
+fn markers() -> Vec<(&'static str, u8)> {
+    MARKERS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The static state of one `frame!` or `plot!` call site. Not a stable API.
+#[doc(hidden)]
+pub struct Marker {
+    name: &'static str,
+    kind: u8,
+    id: AtomicU32,
+}
+
+impl Marker {
+    /// A frame marker.
+    pub const fn frame(name: &'static str) -> Marker {
+        Marker {
+            name,
+            kind: 0,
+            id: AtomicU32::new(0),
+        }
+    }
+
+    /// A counter.
+    pub const fn counter(name: &'static str) -> Marker {
+        Marker {
+            name,
+            kind: 1,
+            id: AtomicU32::new(0),
+        }
+    }
+
+    #[inline]
+    fn id(&'static self) -> u32 {
+        let id = self.id.load(Relaxed);
+        if id != 0 {
+            id
+        } else {
+            self.register()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&'static self) -> u32 {
+        let mut m = MARKERS.lock().unwrap_or_else(|p| p.into_inner());
+        let id = self.id.load(Relaxed);
+        if id != 0 {
+            return id;
+        }
+        // Markers with the same name and kind share an id: one counter track, one frame kind.
+        let id = match m.iter().position(|&(n, k)| n == self.name && k == self.kind) {
+            Some(i) => i as u32 + 1,
+            None => {
+                m.push((self.name, self.kind));
+                m.len() as u32
+            }
+        };
+        self.id.store(id, Relaxed);
+        id
+    }
+}
+
+/// Records the scope begin of call site `id` at `ticks` on the calling thread.
+#[inline]
+pub(crate) fn begin(id: u32, ticks: u64) {
+    ring::push(ticks, format::event::BEGIN as u64 | (id as u64) << 8);
+}
+
+/// Records the scope end of call site `id` at `ticks` on the calling thread.
+#[inline]
+pub(crate) fn end(id: u32, ticks: u64) {
+    ring::push(ticks, format::event::END as u64 | (id as u64) << 8);
+}
+
+/// `frame!`: a frame mark. Not a stable API.
+#[doc(hidden)]
+#[inline]
+pub fn frame(m: &'static Marker) {
+    if crate::imp::capturing() {
+        ring::push(
+            crate::clock::now(),
+            format::event::FRAME as u64 | (m.id() as u64) << 8,
+        );
+    }
+}
+
+/// `plot!`: a counter value. Not a stable API.
+#[doc(hidden)]
+#[inline]
+pub fn plot(m: &'static Marker, value: f64) {
+    if crate::imp::capturing() {
+        let t = crate::clock::now();
+        ring::push_group(&[
+            (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
+            (value.to_bits(), 0),
+        ]);
+    }
+}
+
+/// The longest message kept; longer ones are cut (at a character boundary).
+pub const MAX_MESSAGE: usize = 1024;
+
+/// `message!`: formats into a stack buffer (no allocation) and records it. Not a stable API.
+#[doc(hidden)]
+pub fn message(args: std::fmt::Arguments<'_>) {
+    struct Buf {
+        bytes: [u8; MAX_MESSAGE],
+        len: usize,
+    }
+    impl std::fmt::Write for Buf {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = MAX_MESSAGE - self.len;
+            let mut n = s.len().min(room);
+            while !s.is_char_boundary(n) {
+                n -= 1;
+            }
+            self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+    if !crate::imp::capturing() {
+        return;
+    }
+    let t = crate::clock::now();
+    let mut b = Buf {
+        bytes: [0; MAX_MESSAGE],
+        len: 0,
+    };
+    let _ = std::fmt::write(&mut b, args);
+    let mut recs = [(0u64, 0u64); 1 + MAX_MESSAGE / 16];
+    recs[0] = (t, format::event::MESSAGE as u64 | (b.len as u64) << 8);
+    for (k, chunk) in b.bytes[..b.len].chunks(16).enumerate() {
+        let mut pad = [0u8; 16];
+        pad[..chunk.len()].copy_from_slice(chunk);
+        recs[1 + k] = (
+            u64::from_le_bytes(pad[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(pad[8..].try_into().expect("8 bytes")),
+        );
+    }
+    ring::push_group(&recs[..1 + b.len.div_ceil(16)]);
+}

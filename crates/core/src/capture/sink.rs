@@ -1,0 +1,304 @@
+//! Where sealed chunks go: a file, a TCP connection, or the flight recorder's memory.
+//!
+//! Only the collector thread calls these, so a slow sink slows the collector, never the
+//! program; and no sink may block the collector for long either: the TCP sink's socket is
+//! non-blocking with a bounded queue, and whatever a sink cannot take is counted as
+//! undelivered and announced in the stream (a sink-loss entry) as soon as it can take data
+//! again.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{ErrorKind as IoKind, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::format::{self, chunk, meta};
+
+/// A chunk the collector hands to a sink.
+pub(crate) struct Chunk<'a> {
+    /// The whole chunk, header included.
+    pub bytes: &'a [u8],
+    /// Its kind.
+    pub kind: u8,
+    /// Events it holds.
+    pub events: u64,
+}
+
+/// The TCP sink's queue bound: past it, whole chunks are dropped (and counted) rather than
+/// let memory grow behind a reader that does not keep up.
+const TCP_QUEUE_BYTES: usize = 8 << 20;
+
+pub(crate) enum Sink {
+    File {
+        file: File,
+        path: PathBuf,
+        failed: bool,
+    },
+    Tcp(Tcp),
+    Flight(Flight),
+}
+
+/// What a sink could not deliver.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Undelivered {
+    pub events: u64,
+    pub chunks: u64,
+}
+
+impl Sink {
+    pub(crate) fn file(path: &Path) -> std::io::Result<Sink> {
+        let mut file = File::create(path)?;
+        file.write_all(&format::file_header())?;
+        Ok(Sink::File {
+            file,
+            path: path.to_owned(),
+            failed: false,
+        })
+    }
+
+    pub(crate) fn tcp(addr: &str) -> std::io::Result<Sink> {
+        use std::net::ToSocketAddrs;
+        let mut last = None;
+        for a in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+                Ok(s) => {
+                    s.set_nodelay(true)?;
+                    s.set_nonblocking(true)?;
+                    let mut t = Tcp {
+                        stream: Some(s),
+                        queue: VecDeque::new(),
+                        queued: 0,
+                        sent_front: 0,
+                        lost: Undelivered::default(),
+                        unannounced: Undelivered::default(),
+                        addr: addr.to_owned(),
+                    };
+                    t.enqueue(format::file_header().to_vec(), 0);
+                    return Ok(Sink::Tcp(t));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::new(IoKind::NotFound, "no address")))
+    }
+
+    pub(crate) fn flight(window: Duration, max_bytes: usize) -> Sink {
+        Sink::Flight(Flight {
+            window,
+            max_bytes,
+            header: Vec::new(),
+            events: VecDeque::new(),
+            bytes: 0,
+            evicted: 0,
+        })
+    }
+
+    /// Takes one chunk.
+    pub(crate) fn put(&mut self, c: Chunk) {
+        match self {
+            Sink::File { file, path, failed } => {
+                if *failed {
+                    super::STATS.add_undelivered(c.events);
+                    return;
+                }
+                if let Err(e) = file.write_all(c.bytes) {
+                    *failed = true;
+                    super::STATS.add_undelivered(c.events);
+                    crate::config::warn(&format!(
+                        "capture: writing {} failed ({e}); the rest of the capture is lost and counted",
+                        path.display()
+                    ));
+                } else {
+                    super::STATS.add_written(c.bytes.len() as u64);
+                }
+            }
+            Sink::Tcp(t) => t.put(c),
+            Sink::Flight(f) => f.put(c),
+        }
+    }
+
+    /// Gives the sink a moment to move queued bytes (TCP); called every collector pass.
+    pub(crate) fn poll(&mut self) {
+        if let Sink::Tcp(t) = self {
+            t.pump();
+        }
+    }
+
+    /// Writes the end chunk and lets queued bytes go, waiting at most `deadline`.
+    pub(crate) fn finish(&mut self, end: &[u8], deadline: Instant) {
+        match self {
+            Sink::File { file, failed, .. } => {
+                if !*failed && file.write_all(end).is_ok() {
+                    super::STATS.add_written(end.len() as u64);
+                    let _ = file.flush();
+                }
+            }
+            Sink::Tcp(t) => {
+                t.put(Chunk {
+                    bytes: end,
+                    kind: chunk::END,
+                    events: 0,
+                });
+                while t.queued > 0 && t.stream.is_some() && Instant::now() < deadline {
+                    t.pump();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let left = t.queue.len() as u64;
+                if left > 0 {
+                    let events: u64 = t.queue.iter().map(|q| q.1).sum();
+                    super::STATS.add_undelivered(events);
+                    crate::config::warn(&format!(
+                        "capture: {left} chunks ({events} events) still queued for {} after 2 s were not delivered",
+                        t.addr
+                    ));
+                }
+                if let Some(s) = t.stream.take() {
+                    let _ = s.shutdown(std::net::Shutdown::Write);
+                }
+            }
+            Sink::Flight(_) => {}
+        }
+    }
+
+    /// Events a flight recorder let go of past its window.
+    pub(crate) fn evicted(&self) -> u64 {
+        match self {
+            Sink::Flight(f) => f.evicted,
+            _ => 0,
+        }
+    }
+}
+
+pub(crate) struct Tcp {
+    stream: Option<TcpStream>,
+    /// Chunks waiting for the socket, with the events each holds.
+    queue: VecDeque<(Vec<u8>, u64)>,
+    queued: usize,
+    /// Bytes of the front buffer already sent: a chunk begun is always finished.
+    sent_front: usize,
+    /// Lost since the connection broke (or in total).
+    lost: Undelivered,
+    /// Dropped chunks not yet announced in the stream.
+    unannounced: Undelivered,
+    addr: String,
+}
+
+impl Tcp {
+    fn enqueue(&mut self, bytes: Vec<u8>, events: u64) {
+        self.queued += bytes.len();
+        self.queue.push_back((bytes, events));
+    }
+
+    fn put(&mut self, c: Chunk) {
+        if self.stream.is_none() {
+            super::STATS.add_undelivered(c.events);
+            self.lost.events += c.events;
+            self.lost.chunks += 1;
+            return;
+        }
+        self.pump();
+        if self.queued + c.bytes.len() > TCP_QUEUE_BYTES && c.kind == chunk::EVENTS {
+            super::STATS.add_undelivered(c.events);
+            self.unannounced.events += c.events;
+            self.unannounced.chunks += 1;
+            return;
+        }
+        if self.unannounced.chunks > 0 {
+            let mut entry = vec![meta::SINK_LOSS];
+            format::put_varint(&mut entry, self.unannounced.events);
+            format::put_varint(&mut entry, self.unannounced.chunks);
+            let mut sealed = Vec::new();
+            format::seal(chunk::META, &entry, &mut sealed);
+            self.enqueue(sealed, 0);
+            self.unannounced = Undelivered::default();
+        }
+        self.enqueue(c.bytes.to_vec(), c.events);
+        self.pump();
+    }
+
+    /// Sends what the socket takes now, without waiting.
+    fn pump(&mut self) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        while let Some((front, _)) = self.queue.front() {
+            match stream.write(&front[self.sent_front..]) {
+                Ok(0) => return self.broke("the connection closed".into()),
+                Ok(n) => {
+                    super::STATS.add_written(n as u64);
+                    self.sent_front += n;
+                    if self.sent_front == front.len() {
+                        self.queued -= front.len();
+                        self.queue.pop_front();
+                        self.sent_front = 0;
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) => return self.broke(e.to_string()),
+            }
+        }
+    }
+
+    fn broke(&mut self, why: String) {
+        self.stream = None;
+        let chunks = self.queue.len() as u64;
+        let events: u64 = self.queue.iter().map(|q| q.1).sum();
+        super::STATS.add_undelivered(events);
+        self.lost.events += events;
+        self.queue.clear();
+        self.queued = 0;
+        self.lost.chunks += chunks;
+        super::STATS.disconnected.store(true, std::sync::atomic::Ordering::Relaxed);
+        crate::config::warn(&format!(
+            "capture: the listener at {} went away ({why}); events from now on are counted as undelivered",
+            self.addr
+        ));
+    }
+}
+
+/// The flight recorder: the process and metadata chunks (small, kept for good) and the event
+/// chunks of the last `window`, at most `max_bytes` of them.
+pub(crate) struct Flight {
+    window: Duration,
+    max_bytes: usize,
+    header: Vec<u8>,
+    events: VecDeque<(Instant, u64, Vec<u8>)>,
+    bytes: usize,
+    evicted: u64,
+}
+
+impl Flight {
+    fn put(&mut self, c: Chunk) {
+        if c.kind != chunk::EVENTS {
+            self.header.extend_from_slice(c.bytes);
+            return;
+        }
+        let now = Instant::now();
+        self.bytes += c.bytes.len();
+        self.events.push_back((now, c.events, c.bytes.to_vec()));
+        while let Some((t, n, b)) = self.events.front() {
+            let old = now.duration_since(*t) > self.window;
+            if !(old || self.bytes > self.max_bytes) || self.events.len() == 1 {
+                break;
+            }
+            self.bytes -= b.len();
+            self.evicted += n;
+            self.events.pop_front();
+        }
+    }
+
+    /// Writes a whole capture of what the recorder holds, ended by `end`.
+    pub(crate) fn dump(&self, path: &Path, end: &[u8]) -> std::io::Result<u64> {
+        let mut out = Vec::with_capacity(self.header.len() + self.bytes + end.len() + 12);
+        out.extend_from_slice(&format::file_header());
+        out.extend_from_slice(&self.header);
+        for (_, _, b) in &self.events {
+            out.extend_from_slice(b);
+        }
+        out.extend_from_slice(end);
+        std::fs::write(path, &out)?;
+        Ok(out.len() as u64)
+    }
+}

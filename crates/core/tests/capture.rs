@@ -1,0 +1,265 @@
+//! Timeline capture through the public API: exact loss accounting, both ring policies, sinks
+//! that fail or vanish, the flight recorder. The files' content is read back by the analyze
+//! crate's reader in the CLI crate's tests; here the chunk framing is checked directly.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tickscope::capture::{self, format, Builder, Full, Sink};
+
+/// One capture per process at a time: the tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tickscope-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// `n` scopes on the calling thread.
+fn scopes(n: u64) {
+    for i in 0..n {
+        tickscope::scope!("capture test scope");
+        std::hint::black_box(i);
+    }
+}
+
+/// The chunk kinds of a capture, checking magic, version, lengths and every CRC.
+fn chunk_kinds(bytes: &[u8]) -> Vec<u8> {
+    assert_eq!(&bytes[..8], &format::MAGIC, "magic");
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), format::VERSION);
+    let mut at = format::HEADER_LEN;
+    let mut kinds = Vec::new();
+    while at < bytes.len() {
+        let h = &bytes[at..at + format::CHUNK_HEADER_LEN];
+        let stored = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(h[12..16].try_into().unwrap());
+        let body = &bytes[at + format::CHUNK_HEADER_LEN..at + format::CHUNK_HEADER_LEN + stored];
+        assert_eq!(crc32(body), crc, "CRC of chunk at byte {at}");
+        kinds.push(h[0]);
+        at += format::CHUNK_HEADER_LEN + stored;
+    }
+    assert_eq!(at, bytes.len(), "the last chunk ends at the end of the file");
+    kinds
+}
+
+/// CRC-32 (IEEE), bit by bit: an independent check of the writer's.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn a_file_capture_is_framed_process_first_end_last() {
+    let _t = turn();
+    let path = temp("framed.tscap");
+    capture::start(Sink::File(path.clone())).unwrap();
+    scopes(10_000);
+    tickscope::frame!();
+    tickscope::plot!("queue", 3);
+    tickscope::message!("hello {}", 42);
+    let stats = capture::stop().unwrap();
+    assert!(stats.events >= 20_003, "{stats:?}");
+    let kinds = chunk_kinds(&std::fs::read(&path).unwrap());
+    assert_eq!(kinds.first(), Some(&format::chunk::PROCESS));
+    assert_eq!(kinds.last(), Some(&format::chunk::END));
+    assert!(kinds.contains(&format::chunk::META) && kinds.contains(&format::chunk::EVENTS));
+    assert!(capture::stop().is_none(), "stopping twice: nothing to stop");
+}
+
+#[test]
+fn a_second_capture_is_refused_while_one_runs() {
+    let _t = turn();
+    capture::start(Sink::File(temp("first.tscap"))).unwrap();
+    let e = capture::start(Sink::File(temp("second.tscap"))).unwrap_err();
+    assert_eq!(e.kind(), capture::ErrorKind::AlreadyRunning);
+    capture::stop().unwrap();
+    let e = capture::start(Sink::File("/nonexistent-dir/x.tscap".into())).unwrap_err();
+    assert_eq!(e.kind(), capture::ErrorKind::Io);
+    assert!(e.to_string().contains("/nonexistent-dir/x.tscap"), "{e}");
+}
+
+#[test]
+fn a_full_ring_drops_and_every_event_is_accounted_for() {
+    let _t = turn();
+    let path = temp("drops.tscap");
+    Builder::new(Sink::File(path))
+        .ring_capacity(64)
+        .start()
+        .unwrap();
+    // A fresh thread: its ring is registered now, with the small capacity.
+    let n = 200_000;
+    std::thread::spawn(move || scopes(n)).join().unwrap();
+    let s = capture::stop().unwrap();
+    assert!(s.dropped > 0, "a 64-record ring cannot hold 400,000 events: {s:?}");
+    assert_eq!(
+        s.events + s.dropped,
+        2 * n,
+        "every begin and end is either in the capture or counted as dropped: {s:?}"
+    );
+}
+
+#[test]
+fn the_block_policy_loses_nothing() {
+    let _t = turn();
+    Builder::new(Sink::File(temp("block.tscap")))
+        .ring_capacity(64)
+        .full(Full::Block)
+        .start()
+        .unwrap();
+    let n = 100_000;
+    std::thread::spawn(move || scopes(n)).join().unwrap();
+    let s = capture::stop().unwrap();
+    assert_eq!((s.dropped, s.events), (0, 2 * n), "{s:?}");
+}
+
+/// A listener that takes the start of the stream and disappears: the program goes on at full
+/// speed, and the capture counts what it could not deliver.
+#[test]
+fn a_listener_that_vanishes_never_blocks_the_program_and_the_loss_is_counted() {
+    let _t = turn();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut first = [0u8; 12];
+        s.read_exact(&mut first).unwrap();
+        first
+        // dropped here: the connection closes
+    });
+    capture::start(Sink::Tcp(addr)).unwrap();
+    let first = reader.join().unwrap();
+    assert_eq!(&first[..8], &format::MAGIC);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(500) {
+        scopes(10_000);
+    }
+    let stop = Instant::now();
+    let s = capture::stop().unwrap();
+    assert!(stop.elapsed() < Duration::from_secs(3), "stop waits at most 2 s");
+    assert!(s.disconnected, "{s:?}");
+    assert!(s.undelivered > 0, "{s:?}");
+}
+
+/// A listener that never reads: the queue is bounded, whole chunks are dropped and counted,
+/// and the producing thread never waits for the socket.
+#[test]
+fn a_listener_that_never_reads_costs_undelivered_chunks_not_time() {
+    let _t = turn();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let hold = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        std::thread::sleep(Duration::from_secs(20));
+        drop(s);
+    });
+    capture::start(Sink::Tcp(addr)).unwrap();
+    // Messages of pseudo-random text compress poorly: the socket's buffers and the sink's
+    // 8 MiB queue fill in a few seconds.
+    let t = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    while capture::stats().undelivered == 0 && t.elapsed() < Duration::from_secs(15) {
+        let b = Instant::now();
+        for _ in 0..1000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            tickscope::message!("{x:016x}{:016x}{:016x}", x.rotate_left(21), x.wrapping_mul(3));
+        }
+        slowest = slowest.max(b.elapsed());
+    }
+    let s = capture::stop().unwrap();
+    assert!(s.undelivered > 0, "{s:?}");
+    assert!(
+        slowest < Duration::from_millis(100),
+        "the program never waits for the socket: slowest 1000 messages took {slowest:?}"
+    );
+    drop(hold);
+}
+
+#[test]
+fn a_tcp_capture_with_no_listener_fails_to_start_with_the_address() {
+    let _t = turn();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = capture::start(Sink::Tcp(format!("127.0.0.1:{port}"))).unwrap_err();
+    assert_eq!(e.kind(), capture::ErrorKind::Io);
+    assert!(e.to_string().contains(&format!("tcp://127.0.0.1:{port}")), "{e}");
+}
+
+#[test]
+fn the_flight_recorder_keeps_its_window_and_dumps_a_complete_capture() {
+    let _t = turn();
+    Builder::new(Sink::FlightRecorder {
+        window: Duration::from_millis(50),
+        max_bytes: 1 << 20,
+        dump_on_panic: None,
+    })
+    .flush_every(Duration::from_millis(5))
+    .start()
+    .unwrap();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(400) {
+        scopes(1_000);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let path = temp("flight.tscap");
+    let size = capture::dump(&path).unwrap();
+    let s = capture::stop().unwrap();
+    assert!(s.evicted > 0, "400 ms of events, a 50 ms window: {s:?}");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len() as u64, size);
+    let kinds = chunk_kinds(&bytes);
+    assert_eq!(kinds.first(), Some(&format::chunk::PROCESS));
+    assert_eq!(kinds.last(), Some(&format::chunk::END));
+    let e = capture::dump(path).unwrap_err();
+    assert_eq!(e.kind(), capture::ErrorKind::NotRunning);
+}
+
+#[test]
+fn dump_needs_a_flight_recorder() {
+    let _t = turn();
+    capture::start(Sink::File(temp("not-flight.tscap"))).unwrap();
+    let e = capture::dump(temp("x.tscap")).unwrap_err();
+    capture::stop();
+    assert_eq!(e.kind(), capture::ErrorKind::NotFlightRecorder);
+}
+
+#[test]
+fn sinks_parse_as_the_environment_variable_takes_them() {
+    assert_eq!(Sink::parse("run.tscap"), Some(Sink::File("run.tscap".into())));
+    assert_eq!(
+        Sink::parse("tcp://127.0.0.1:7878"),
+        Some(Sink::Tcp("127.0.0.1:7878".into()))
+    );
+    assert_eq!(
+        Sink::parse("flight:10s:crash.tscap"),
+        Some(Sink::FlightRecorder {
+            window: Duration::from_secs(10),
+            max_bytes: 64 << 20,
+            dump_on_panic: Some(Path::new("crash.tscap").to_owned()),
+        })
+    );
+    assert_eq!(Sink::parse("flight:soon"), None);
+    assert_eq!(Sink::parse("tcp://"), None);
+    assert_eq!(Sink::parse(""), None);
+}
