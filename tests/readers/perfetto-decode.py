@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""Decode a Perfetto protobuf trace with Perfetto's own published protos and check it.
+
+usage: tests/readers/.venv/bin/python tests/readers/perfetto-decode.py [--no-events] FILE
+
+The protos are the ones the `perfetto` PyPI package ships, already compiled:
+perfetto/protos/perfetto/trace/perfetto_trace_pb2.py (generated from Perfetto's merged
+protos/perfetto/trace/perfetto_trace.proto, package `perfetto.protos`). No network, no
+trace_processor: only `protobuf` decodes the file as a `perfetto.protos.Trace`.
+
+Prints one JSON object on stdout (see README.md for the shape) and exits
+  0  the trace decoded and every check passed,
+  1  it decoded but a check failed (unknown fields, unbalanced slices, ...),
+  2  it could not be read or decoded at all, or bad usage.
+
+Checks:
+  * decoding as perfetto.protos.Trace succeeds (a gzip-compressed file is unpacked first);
+  * no decoded message anywhere carries unknown fields: an unknown field means the writer
+    used a field number (or wire type) that the proto does not define;
+  * every TrackEvent names a track (track_uuid, or track_event_defaults on its sequence)
+    that has a TrackDescriptor, and every parent_uuid names a described track;
+  * a uuid is never described twice with different content;
+  * COUNTER events only on counter tracks (TrackDescriptor.counter set) and carrying a
+    value; slices and instants only on non-counter tracks;
+  * per track: SLICE_BEGIN/SLICE_END balanced, no SLICE_END without an open slice, no
+    SLICE_END before its SLICE_BEGIN; per sequence (trusted_packet_sequence_id) and per
+    track: timestamps never decrease; every TrackEvent packet has a timestamp;
+  * interned names (name_iid / category_iids) resolve on their sequence, and packets with
+    SEQ_NEEDS_INCREMENTAL_STATE come after a SEQ_INCREMENTAL_STATE_CLEARED on their
+    sequence (trace processor drops them otherwise).
+"""
+
+import gzip
+import json
+import sys
+import warnings
+
+
+def emit(obj, code):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def fail_early(path, error, code=2):
+    emit({"file": path, "ok": False, "error": error, "errors": [error], "packets": None,
+          "track_events": None, "sequences": [], "clock_ids": [], "unknown_fields": [],
+          "balanced": None, "tracks": []}, code)
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    flags = [a for a in argv[1:] if a.startswith("--")]
+    if len(args) != 1 or any(f not in ("--no-events",) for f in flags):
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        sys.exit(2)
+    path = args[0]
+    with_events = "--no-events" not in flags
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from google.protobuf.message import DecodeError
+            from google.protobuf.unknown_fields import UnknownFieldSet
+            from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+    except Exception as e:  # noqa: BLE001 - report any import problem as JSON
+        fail_early(path, f"cannot import perfetto protos (run tests/readers/install.sh): {e}")
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        fail_early(path, f"cannot read {path}: {e}")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except Exception as e:  # noqa: BLE001
+            fail_early(path, f"cannot gunzip {path}: {e}")
+
+    trace = pb.Trace()
+    try:
+        trace.ParseFromString(data)
+    except DecodeError as e:
+        fail_early(path, f"decode error: not a valid perfetto.protos.Trace: {e}")
+    except Exception as e:  # noqa: BLE001
+        fail_early(path, f"decode error: {type(e).__name__}: {e}")
+
+    errors = []
+
+    def err(msg):
+        if len(errors) < 200:
+            errors.append(msg)
+        elif len(errors) == 200:
+            errors.append("... (more errors left out)")
+
+    # ---- unknown fields, anywhere in the tree -------------------------------------------
+    unknown = []
+    wire_names = {0: "varint", 1: "fixed64", 2: "length-delimited", 3: "start-group",
+                  4: "end-group", 5: "fixed32"}
+
+    def walk(msg, where):
+        try:
+            ufs = UnknownFieldSet(msg)
+            for uf in ufs:
+                unknown.append(f"{where}: field {uf.field_number} "
+                               f"({wire_names.get(uf.wire_type, uf.wire_type)}) "
+                               f"unknown in {msg.DESCRIPTOR.full_name}")
+        except Exception as e:  # noqa: BLE001
+            unknown.append(f"{where}: cannot list unknown fields: {e}")
+        for fd, value in msg.ListFields():
+            if fd.message_type is None:
+                continue
+            if fd.message_type.GetOptions().map_entry:
+                if fd.message_type.fields_by_name["value"].message_type is not None:
+                    for k, v in value.items():
+                        walk(v, f"{where}.{fd.name}[{k!r}]")
+            elif fd.is_repeated:
+                for i, v in enumerate(value):
+                    walk(v, f"{where}.{fd.name}[{i}]")
+            else:
+                walk(value, f"{where}.{fd.name}")
+
+    if not trace.packet:
+        err("trace has no packets")
+    walk(trace, "trace")
+    for u in unknown[:200]:
+        err(f"unknown field: {u}")
+
+    # ---- track descriptors ----------------------------------------------------------------
+    TE = pb.TrackEvent
+    type_names = {v.number: v.name[len("TYPE_"):] for v in TE.Type.DESCRIPTOR.values}
+    tracks = {}  # uuid -> dict
+    desc_bytes = {}
+
+    def track_name(td):
+        for field in ("name", "static_name", "atrace_name"):
+            if td.HasField(field):
+                return getattr(td, field)
+        return None
+
+    for i, pkt in enumerate(trace.packet):
+        if not pkt.HasField("track_descriptor"):
+            continue
+        td = pkt.track_descriptor
+        if not td.HasField("uuid"):
+            err(f"packet[{i}]: track_descriptor without uuid")
+            continue
+        raw = td.SerializeToString(deterministic=True)
+        if td.uuid in desc_bytes:
+            if desc_bytes[td.uuid] != raw:
+                err(f"packet[{i}]: track uuid {td.uuid} described again with different content")
+            continue
+        desc_bytes[td.uuid] = raw
+        t = {
+            "uuid": td.uuid,
+            "name": track_name(td),
+            "parent_uuid": td.parent_uuid if td.HasField("parent_uuid") else None,
+            "process": None,
+            "thread": None,
+            "counter": td.HasField("counter"),
+            "counter_unit": None,
+            "events": {name: 0 for name in type_names.values() if name != "UNSPECIFIED"},
+            "slice_names": [],
+            "instant_names": [],
+            "max_depth": 0,
+            "open_slices": 0,
+        }
+        if td.HasField("process"):
+            t["process"] = {"pid": td.process.pid if td.process.HasField("pid") else None,
+                            "name": td.process.process_name
+                            if td.process.HasField("process_name") else None}
+        if td.HasField("thread"):
+            th = td.thread
+            t["thread"] = {"pid": th.pid if th.HasField("pid") else None,
+                           "tid": th.tid if th.HasField("tid") else None,
+                           "name": th.thread_name if th.HasField("thread_name") else None}
+        if td.HasField("counter"):
+            c = td.counter
+            if c.HasField("unit_name"):
+                t["counter_unit"] = c.unit_name
+            elif c.HasField("unit"):
+                t["counter_unit"] = pb.CounterDescriptor.Unit.Name(c.unit)
+        if with_events:
+            t["slices"] = []
+            t["instants"] = []
+            t["counter_values"] = []
+        tracks[td.uuid] = t
+    for t in tracks.values():
+        if t["parent_uuid"] is not None and t["parent_uuid"] not in tracks:
+            err(f"track {t['uuid']}: parent_uuid {t['parent_uuid']} has no track descriptor")
+
+    # ---- events -------------------------------------------------------------------------
+    SEQ_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    SEQ_NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+    seqs = {}  # seq id -> state
+    stacks = {}  # uuid -> [(name, ts, depth)]
+    last_ts_track = {}
+    clock_ids = set()
+    event_count = 0
+
+    for i, pkt in enumerate(trace.packet):
+        sid = pkt.trusted_packet_sequence_id
+        s = seqs.setdefault(sid, {"valid": False, "names": {}, "cats": {}, "default_track": None,
+                                  "last_ts": None, "packets": 0})
+        s["packets"] += 1
+        if pkt.incremental_state_cleared or (pkt.sequence_flags & SEQ_CLEARED):
+            s["valid"] = True
+            s["names"], s["cats"], s["default_track"] = {}, {}, None
+        if (pkt.sequence_flags & SEQ_NEEDS) and not s["valid"]:
+            err(f"packet[{i}]: SEQ_NEEDS_INCREMENTAL_STATE on sequence {sid} before any "
+                f"SEQ_INCREMENTAL_STATE_CLEARED (trace processor drops such packets)")
+        if pkt.HasField("interned_data"):
+            for en in pkt.interned_data.event_names:
+                s["names"][en.iid] = en.name
+            for ec in pkt.interned_data.event_categories:
+                s["cats"][ec.iid] = ec.name
+        if pkt.HasField("trace_packet_defaults"):
+            d = pkt.trace_packet_defaults
+            if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
+                s["default_track"] = d.track_event_defaults.track_uuid
+        if pkt.HasField("timestamp_clock_id"):
+            clock_ids.add(pkt.timestamp_clock_id)
+        if pkt.HasField("timestamp"):
+            if s["last_ts"] is not None and pkt.timestamp < s["last_ts"]:
+                err(f"packet[{i}]: timestamp {pkt.timestamp} < previous {s['last_ts']} "
+                    f"on sequence {sid}")
+            s["last_ts"] = pkt.timestamp
+
+        if not pkt.HasField("track_event"):
+            continue
+        event_count += 1
+        ev = pkt.track_event
+        where = f"packet[{i}] track_event"
+        if not pkt.HasField("timestamp"):
+            err(f"{where}: packet has no timestamp")
+        ts = pkt.timestamp
+        if ev.HasField("track_uuid"):
+            uuid = ev.track_uuid
+        elif s["default_track"] is not None:
+            uuid = s["default_track"]
+        else:
+            err(f"{where}: no track_uuid and no track_event_defaults on sequence {sid}")
+            continue
+        t = tracks.get(uuid)
+        if t is None:
+            err(f"{where}: track_uuid {uuid} has no track descriptor")
+            continue
+        etype = type_names.get(ev.type, str(ev.type))
+        if etype == "UNSPECIFIED":
+            err(f"{where}: type unset (TYPE_UNSPECIFIED)")
+            continue
+        t["events"][etype] = t["events"].get(etype, 0) + 1
+
+        name = None
+        if ev.HasField("name"):
+            name = ev.name
+        elif ev.HasField("name_iid"):
+            name = s["names"].get(ev.name_iid)
+            if name is None:
+                err(f"{where}: name_iid {ev.name_iid} not interned on sequence {sid}")
+        for ci in ev.category_iids:
+            if ci not in s["cats"]:
+                err(f"{where}: category iid {ci} not interned on sequence {sid}")
+
+        prev = last_ts_track.get(uuid)
+        if prev is not None and ts < prev:
+            err(f"{where}: timestamp {ts} < previous {prev} on track {uuid}")
+        last_ts_track[uuid] = ts
+
+        if etype == "COUNTER":
+            if not t["counter"]:
+                err(f"{where}: COUNTER event on non-counter track {uuid}")
+            if ev.HasField("counter_value"):
+                value = ev.counter_value
+            elif ev.HasField("double_counter_value"):
+                value = ev.double_counter_value
+            else:
+                value = None
+                err(f"{where}: COUNTER event without counter_value/double_counter_value")
+            if with_events:
+                t["counter_values"].append({"ts": ts, "value": value})
+            continue
+        if t["counter"]:
+            err(f"{where}: {etype} event on counter track {uuid}")
+        stack = stacks.setdefault(uuid, [])
+        if etype == "SLICE_BEGIN":
+            if name is None:
+                err(f"{where}: SLICE_BEGIN without a name")
+            stack.append((name, ts, len(stack), i))
+            t["max_depth"] = max(t["max_depth"], len(stack))
+            if name not in t["slice_names"]:
+                t["slice_names"].append(name)
+        elif etype == "SLICE_END":
+            if not stack:
+                err(f"{where}: SLICE_END on track {uuid} with no open slice")
+                continue
+            bname, bts, depth, _ = stack.pop()
+            if ts < bts:
+                err(f"{where}: SLICE_END at {ts} before its SLICE_BEGIN {bname!r} at {bts}")
+            if with_events:
+                t["slices"].append({"name": bname, "ts": bts, "dur": ts - bts, "depth": depth})
+        elif etype == "INSTANT":
+            if name not in t["instant_names"]:
+                t["instant_names"].append(name)
+            if with_events:
+                t["instants"].append({"name": name, "ts": ts, "depth": len(stack)})
+
+    balanced = True
+    for uuid, stack in stacks.items():
+        if stack:
+            balanced = False
+            tracks[uuid]["open_slices"] = len(stack)
+            for name, bts, _, pi in stack:
+                err(f"packet[{pi}]: slice {name!r} begun at {bts} on track {uuid} never ended")
+    if with_events:
+        for t in tracks.values():
+            t["slices"].sort(key=lambda x: (x["ts"], x["depth"]))
+
+    result = {
+        "file": path,
+        "ok": not errors,
+        "error": "; ".join(errors[:5]) + (f" (+{len(errors) - 5} more)" if len(errors) > 5 else "")
+        if errors else None,
+        "errors": errors,
+        "packets": len(trace.packet),
+        "track_events": event_count,
+        "sequences": sorted(seqs),
+        "clock_ids": sorted(clock_ids),
+        "unknown_fields": unknown,
+        "balanced": balanced,
+        "tracks": list(tracks.values()),
+    }
+    emit(result, 0 if not errors else 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
