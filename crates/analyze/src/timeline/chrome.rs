@@ -1,0 +1,199 @@
+//! Chrome trace event JSON: `{"traceEvents":[...],"displayTimeUnit":"ns"}`, read by
+//! `chrome://tracing`, the Perfetto UI and speedscope.
+//!
+//! Each scope is one `"X"` complete event whose `ts` and `dur` are microseconds with three
+//! decimals, printed from integer ns so that nesting survives the conversion exactly; `pid` is
+//! 1 and `tid` the capture's thread index (small and non-zero). Frame marks, messages and
+//! losses are thread-scoped `"i"` instant events (categories `frame`, `message`, `lost`),
+//! counters `"C"` events, and `"M"` metadata events name the process (its program) and
+//! threads (their names; the OS pid and tids are in `otherData`). A scope
+//! closed other than by its own end carries `args` `{"unfinished":true}`, `{"abandoned":true}`
+//! or `{"cut":true}` (see the replay rules in the [module docs](super)).
+
+use std::io::{self, Read, Write};
+
+use super::format::{json_str, micros};
+use super::replay::{replay, Close, Instant, Sink};
+use super::{Error, TimeMap};
+use crate::tscap::{Clock, Meta, Reader};
+
+/// Bytes buffered before a write.
+const FLUSH: usize = 1 << 16;
+
+struct Chrome<W> {
+    out: W,
+    buf: String,
+    first: bool,
+}
+
+impl<W: Write> Chrome<W> {
+    fn event(&mut self) {
+        if !self.first {
+            self.buf.push(',');
+        }
+        self.first = false;
+        self.buf.push_str("\n{");
+    }
+
+    fn done(&mut self) -> io::Result<()> {
+        self.buf.push('}');
+        if self.buf.len() >= FLUSH {
+            self.out.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn common(&mut self, ph: &str, ns: u64, thread: u64) {
+        self.buf.push_str(",\"ph\":\"");
+        self.buf.push_str(ph);
+        self.buf.push_str("\",\"ts\":");
+        micros(&mut self.buf, ns);
+        self.buf.push_str(",\"pid\":1,\"tid\":");
+        self.buf.push_str(&thread.to_string());
+    }
+}
+
+impl<W: Write> Sink for Chrome<W> {
+    fn begin(&mut self, _: &Meta, _: u64, _: u64, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn end(
+        &mut self,
+        meta: &Meta,
+        thread: u64,
+        id: u64,
+        begin: u64,
+        end: u64,
+        how: Close,
+    ) -> io::Result<()> {
+        self.event();
+        self.buf.push_str("\"name\":");
+        json_str(&mut self.buf, &meta.scope_name(id));
+        self.buf.push_str(",\"cat\":\"scope\"");
+        self.common("X", begin, thread);
+        self.buf.push_str(",\"dur\":");
+        micros(&mut self.buf, end.saturating_sub(begin));
+        if let Some(label) = how.label() {
+            self.buf.push_str(",\"args\":{\"");
+            self.buf.push_str(label);
+            self.buf.push_str("\":true}");
+        }
+        self.done()
+    }
+
+    fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()> {
+        self.event();
+        self.buf.push_str("\"name\":");
+        match what {
+            Instant::Frame(id) => {
+                json_str(&mut self.buf, &meta.marker_name(id));
+                self.buf.push_str(",\"cat\":\"frame\"");
+            }
+            Instant::Message(text) => {
+                json_str(&mut self.buf, text);
+                self.buf.push_str(",\"cat\":\"message\"");
+            }
+            Instant::Lost(n) => {
+                json_str(&mut self.buf, &format!("lost {n} events"));
+                self.buf.push_str(",\"cat\":\"lost\"");
+            }
+        }
+        self.common("i", ns, thread);
+        self.buf.push_str(",\"s\":\"t\"");
+        if let Instant::Lost(n) = what {
+            self.buf.push_str(",\"args\":{\"dropped\":");
+            self.buf.push_str(&n.to_string());
+            self.buf.push('}');
+        }
+        self.done()
+    }
+
+    fn counter(
+        &mut self,
+        meta: &Meta,
+        thread: u64,
+        id: u64,
+        ns: u64,
+        value: f64,
+    ) -> io::Result<()> {
+        // JSON has no NaN or infinity; such a value cannot be drawn either.
+        if !value.is_finite() {
+            return Ok(());
+        }
+        self.event();
+        self.buf.push_str("\"name\":");
+        json_str(&mut self.buf, &meta.marker_name(id));
+        self.buf.push_str(",\"cat\":\"counter\"");
+        self.common("C", ns, thread);
+        self.buf.push_str(",\"args\":{\"value\":");
+        self.buf
+            .push_str(&serde_json::Number::from_f64(value).map_or("0".into(), |n| n.to_string()));
+        self.buf.push('}');
+        self.done()
+    }
+}
+
+/// Writes the capture at `reader` as Chrome trace JSON, converting ticks at `clock`.
+pub fn write<R: Read, W: Write>(reader: &mut Reader<R>, clock: Clock, out: W) -> Result<(), Error> {
+    let map = TimeMap::new(reader.process(), clock);
+    let mut c = Chrome {
+        out,
+        buf: String::from("{\"traceEvents\":["),
+        first: true,
+    };
+    let threads = replay(reader, &map, &mut c)?;
+    let meta = reader.meta();
+    let p = reader.process();
+    c.event();
+    c.buf
+        .push_str("\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":");
+    // Viewers add the pid and tid to these names themselves.
+    json_str(&mut c.buf, &p.program);
+    c.buf.push('}');
+    c.done()?;
+    for t in &threads {
+        let name = meta.thread_name(t.index);
+        c.event();
+        c.buf
+            .push_str("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":");
+        c.buf.push_str(&t.index.to_string());
+        c.buf.push_str(",\"args\":{\"name\":");
+        json_str(&mut c.buf, &name);
+        c.buf.push('}');
+        c.done()?;
+        c.event();
+        c.buf
+            .push_str("\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":");
+        c.buf.push_str(&t.index.to_string());
+        c.buf.push_str(",\"args\":{\"sort_index\":");
+        c.buf.push_str(&t.index.to_string());
+        c.buf.push('}');
+        c.done()?;
+    }
+    c.buf.push_str("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"tickscope capture\",\"program\":");
+    json_str(&mut c.buf, &p.program);
+    c.buf.push_str(",\"pid\":");
+    c.buf.push_str(&p.pid.to_string());
+    c.buf.push_str(",\"threads\":{");
+    for (i, t) in threads.iter().enumerate() {
+        if i > 0 {
+            c.buf.push(',');
+        }
+        c.buf.push('"');
+        c.buf.push_str(&t.index.to_string());
+        c.buf.push_str("\":{\"name\":");
+        json_str(&mut c.buf, &meta.thread_name(t.index));
+        c.buf.push_str(",\"tid\":");
+        match meta.thread(t.index) {
+            Some(d) => c.buf.push_str(&d.tid.to_string()),
+            None => c.buf.push_str("null"),
+        }
+        c.buf.push('}');
+    }
+    c.buf.push_str("}}}\n");
+    c.out.write_all(c.buf.as_bytes())?;
+    c.out.flush()?;
+    Ok(())
+}

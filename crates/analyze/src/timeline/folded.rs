@@ -1,0 +1,150 @@
+//! Folded stacks for flame graph tools (inferno, `flamegraph.pl`, speedscope): one line per
+//! distinct stack, `thread;outer;inner self_ns`, where `self_ns` is the time spent in the
+//! innermost scope and not in its children, summed over the capture. Lines are sorted, and
+//! equal stacks (threads of the same name) merged, so the output is deterministic. `;` in a
+//! name becomes `:`, line breaks spaces.
+//!
+//! Memory is bounded by the number of distinct stacks (a calling-context tree per thread).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read, Write};
+
+use super::format::folded_name;
+use super::replay::{replay, Close, Instant, Sink};
+use super::{Error, TimeMap};
+use crate::tscap::{Clock, IdIndex, Meta, Reader};
+
+const NO_PARENT: u32 = u32::MAX;
+
+struct Node {
+    parent: u32,
+    /// Scope id, or the thread index for a root.
+    id: u64,
+    self_ns: u64,
+}
+
+struct Open {
+    node: u32,
+    begin: u64,
+    child: u64,
+}
+
+#[derive(Default)]
+struct Folded {
+    nodes: Vec<Node>,
+    children: HashMap<(u32, u64), u32>,
+    threads: IdIndex,
+    roots: Vec<u32>,
+    stacks: Vec<Vec<Open>>,
+}
+
+impl Folded {
+    fn thread_key(&mut self, thread: u64) -> usize {
+        let (k, new) = self.threads.get_or_insert(thread);
+        if new {
+            self.roots.push(self.nodes.len() as u32);
+            self.nodes.push(Node {
+                parent: NO_PARENT,
+                id: thread,
+                self_ns: 0,
+            });
+            self.stacks.push(Vec::new());
+        }
+        k as usize
+    }
+}
+
+impl Sink for Folded {
+    fn begin(&mut self, _: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()> {
+        let k = self.thread_key(thread);
+        let parent = self.stacks[k].last().map_or(self.roots[k], |o| o.node);
+        let next = self.nodes.len() as u32;
+        let node = *self.children.entry((parent, id)).or_insert(next);
+        if node == next {
+            self.nodes.push(Node {
+                parent,
+                id,
+                self_ns: 0,
+            });
+        }
+        self.stacks[k].push(Open {
+            node,
+            begin: ns,
+            child: 0,
+        });
+        Ok(())
+    }
+
+    fn end(&mut self, _: &Meta, thread: u64, _: u64, _: u64, end: u64, _: Close) -> io::Result<()> {
+        let k = self.thread_key(thread);
+        let Some(o) = self.stacks[k].pop() else {
+            return Ok(());
+        };
+        let dur = end.saturating_sub(o.begin);
+        let n = &mut self.nodes[o.node as usize];
+        n.self_ns = n.self_ns.saturating_add(dur.saturating_sub(o.child));
+        if let Some(parent) = self.stacks[k].last_mut() {
+            parent.child = parent.child.saturating_add(dur);
+        }
+        Ok(())
+    }
+
+    fn instant(&mut self, _: &Meta, _: u64, _: u64, _: Instant<'_>) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn counter(&mut self, _: &Meta, _: u64, _: u64, _: u64, _: f64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes the capture at `reader` as folded stacks, converting ticks at `clock`.
+pub fn write<R: Read, W: Write>(
+    reader: &mut Reader<R>,
+    clock: Clock,
+    mut out: W,
+) -> Result<(), Error> {
+    let map = TimeMap::new(reader.process(), clock);
+    let mut f = Folded::default();
+    replay(reader, &map, &mut f)?;
+    let meta = reader.meta();
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    let mut path = Vec::new();
+    for (i, n) in f.nodes.iter().enumerate() {
+        if n.self_ns == 0 || n.parent == NO_PARENT {
+            continue;
+        }
+        path.clear();
+        let mut at = i as u32;
+        while at != NO_PARENT {
+            path.push(at);
+            at = f.nodes[at as usize].parent;
+        }
+        let mut line = String::new();
+        for (j, &node) in path.iter().rev().enumerate() {
+            let n = &f.nodes[node as usize];
+            if j == 0 {
+                line.push_str(&folded_name(&meta.thread_name(n.id)));
+            } else {
+                line.push(';');
+                line.push_str(&folded_name(&meta.scope_name(n.id)));
+            }
+        }
+        let sum = lines.entry(line).or_default();
+        *sum = sum.saturating_add(n.self_ns);
+    }
+    let mut buf = String::new();
+    for (line, ns) in &lines {
+        buf.push_str(line);
+        buf.push(' ');
+        buf.push_str(&ns.to_string());
+        buf.push('\n');
+        if buf.len() >= 1 << 16 {
+            out.write_all(buf.as_bytes())?;
+            buf.clear();
+        }
+    }
+    out.write_all(buf.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The report as one JSON document, for scripts.
+//!
+//! ```json
+//! {"tickscope":1,"source":"capture","file":"run.tscap","program":"demo","pid":4242,
+//!  "wall_ns":3020000000,"complete":true,"events":1200000,"event_chunks":40,
+//!  "clock":{"source":"tsc","ticks_per_second":2995000000.0,"calibrations":1},
+//!  "lost":{"dropped":0,"undelivered":0,"evicted":0,"abandoned":0,…},
+//!  "scopes":[{"name":"parse","kind":"scope","file":"src/demo.rs","line":40,"calls":1200,
+//!    "outer_calls":1200,"total_ns":812000000,"self_ns":640000000,"mean_ns":676666,
+//!    "min_ns":…,"p50_ns":…,"p99_ns":…,"max_ns":…,"wall_percent":26.9,"clock_errors":0}],
+//!  "threads":[{"index":1,"tid":4660,"name":"main","events":…,"dropped":0,…}],
+//!  "frames":[…],"counters":[…],"messages":{"count":0,"first":[]},"warnings":[]}
+//! ```
+//! Times are integers in nanoseconds; a thread's `scopes` are present with `--per-thread`.
+//! Keys are sorted, so the same capture always gives the same bytes.
+
+use serde_json::{json, Map, Value};
+
+use super::report::{Report, ScopeRow};
+use crate::tscap::ScopeKind;
+
+fn scope(r: &ScopeRow, full: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("id".into(), json!(r.id));
+    o.insert("name".into(), json!(r.name));
+    o.insert(
+        "kind".into(),
+        json!(match r.kind {
+            ScopeKind::Scope => "scope",
+            ScopeKind::Group => "group",
+        }),
+    );
+    o.insert("file".into(), json!(r.file));
+    o.insert("line".into(), json!(r.line));
+    o.insert("calls".into(), json!(r.calls));
+    o.insert("outer_calls".into(), json!(r.outer_calls));
+    o.insert("total_ns".into(), json!(r.total_ns));
+    o.insert("self_ns".into(), json!(r.self_ns));
+    let mut opt = |k: &str, v: Option<u64>| {
+        if let Some(v) = v {
+            o.insert(k.into(), json!(v));
+        }
+    };
+    opt("mean_ns", r.mean_ns);
+    opt("max_ns", r.max_ns);
+    if full {
+        opt("min_ns", r.min_ns);
+        opt("p50_ns", r.p50_ns);
+        opt("p99_ns", r.p99_ns);
+        o.insert(
+            "wall_percent".into(),
+            json!((r.wall_percent * 100.0).round() / 100.0),
+        );
+        o.insert("clock_errors".into(), json!(r.clock_errors));
+    }
+    Value::Object(o)
+}
+
+/// A float as JSON: non-finite values (which JSON cannot hold) as null.
+fn float(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::Null
+    }
+}
+
+impl Report {
+    /// The report as JSON (one line, and a newline).
+    pub fn to_json(&self) -> String {
+        let l = &self.losses;
+        let threads: Vec<Value> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let mut o = json!({
+                    "index": t.index,
+                    "tid": t.tid,
+                    "name": t.name,
+                    "events": t.events,
+                    "dropped": t.dropped,
+                    "lost_events": t.lost_events,
+                    "open_at_end": t.open_at_end,
+                });
+                if self.per_thread {
+                    o["scopes"] = Value::Array(t.scopes.iter().map(|r| scope(r, false)).collect());
+                }
+                o
+            })
+            .collect();
+        let v = json!({
+            "tickscope": 1,
+            "source": "capture",
+            "file": self.file,
+            "program": self.program,
+            "pid": self.pid,
+            "wall_ns": self.wall_ns,
+            "complete": self.complete,
+            "recorded_events": self.recorded_events,
+            "events": self.events,
+            "loss_markers": self.loss_markers,
+            "event_chunks": self.event_chunks,
+            "clock": {
+                "source": self.clock_source,
+                "ticks_per_second": float(self.ticks_per_second),
+                "calibrations": self.calibrations,
+            },
+            "lost": {
+                "dropped": l.dropped,
+                "undelivered": l.undelivered,
+                "undelivered_chunks": l.undelivered_chunks,
+                "evicted": l.evicted,
+                "abandoned": l.abandoned,
+                "unmatched_ends": l.unmatched_ends,
+                "open_at_end": l.open_at_end,
+                "cut_at_gaps": l.cut_at_gaps,
+                "too_deep": l.too_deep,
+            },
+            "scopes": self.scopes.iter().map(|r| scope(r, true)).collect::<Vec<_>>(),
+            "threads": threads,
+            "frames": self.frames.iter().map(|f| json!({
+                "id": f.id,
+                "name": f.name,
+                "marks": f.marks,
+                "frames": f.frames,
+                "min_ns": f.min_ns,
+                "mean_ns": f.mean_ns,
+                "p99_ns": f.p99_ns,
+                "max_ns": f.max_ns,
+            })).collect::<Vec<_>>(),
+            "counters": self.counters.iter().map(|c| json!({
+                "id": c.id,
+                "name": c.name,
+                "count": c.count,
+                "min": float(c.min),
+                "max": float(c.max),
+                "last": float(c.last),
+            })).collect::<Vec<_>>(),
+            "messages": {
+                "count": self.messages,
+                "first": self.first_messages.iter().map(|m| json!({
+                    "at_ns": m.at_ns,
+                    "thread": m.thread,
+                    "text": m.text,
+                })).collect::<Vec<_>>(),
+            },
+            "warnings": self.warnings,
+        });
+        let mut s = v.to_string();
+        s.push('\n');
+        s
+    }
+}

@@ -1,0 +1,204 @@
+//! One replay of every thread's events for the exports: ns timestamps that never go back on a
+//! thread, scopes that always nest, every scope closed exactly once.
+
+use std::io::{self, Read};
+
+use super::{Error, TimeMap};
+use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN};
+
+/// How a scope was closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// By its own end.
+    Normal,
+    /// By the end of a scope it is nested in (its own end never came: a leaked guard).
+    Abandoned,
+    /// Still open when the capture ends: closed at its thread's last timestamp.
+    Unfinished,
+    /// Its thread's next chunk no longer lists it: it ended in chunks missing from the
+    /// capture; closed at the thread's last timestamp before the gap.
+    Cut,
+}
+
+impl Close {
+    /// The marker exports attach to a scope closed other than by its own end.
+    pub(crate) fn label(self) -> Option<&'static str> {
+        match self {
+            Close::Normal => None,
+            Close::Abandoned => Some("abandoned"),
+            Close::Unfinished => Some("unfinished"),
+            Close::Cut => Some("cut"),
+        }
+    }
+}
+
+/// A point event.
+pub(crate) enum Instant<'a> {
+    /// A frame mark of this marker id.
+    Frame(u64),
+    /// A message.
+    Message(&'a str),
+    /// This many events dropped.
+    Lost(u64),
+}
+
+/// What an export does with the replayed events. Thread arguments are thread indexes.
+pub(crate) trait Sink {
+    /// A thread's first appearance.
+    fn thread(&mut self, _meta: &Meta, _thread: u64) -> io::Result<()> {
+        Ok(())
+    }
+    fn begin(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()>;
+    /// Ends are reported innermost first; `begin` is the ns its begin was reported at.
+    #[allow(clippy::too_many_arguments)]
+    fn end(
+        &mut self,
+        meta: &Meta,
+        thread: u64,
+        id: u64,
+        begin: u64,
+        end: u64,
+        how: Close,
+    ) -> io::Result<()>;
+    fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()>;
+    fn counter(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64, value: f64)
+        -> io::Result<()>;
+}
+
+struct Open {
+    id: u64,
+    ticks: u64,
+    ns: u64,
+}
+
+/// One thread's replay state.
+pub(crate) struct Span {
+    /// Thread index.
+    pub index: u64,
+    /// Its first and last timestamps (ns).
+    pub first: u64,
+    pub last: u64,
+    stack: Vec<Open>,
+    overflow: u64,
+}
+
+/// Replays every chunk of `reader` into `sink`; returns the threads seen, by index.
+pub(crate) fn replay<R: Read, S: Sink>(
+    reader: &mut Reader<R>,
+    map: &TimeMap,
+    sink: &mut S,
+) -> Result<Vec<Span>, Error> {
+    let mut index = IdIndex::default();
+    let mut threads: Vec<Span> = Vec::new();
+    let mut events = Events::new();
+    while let Some(kind) = reader.next_chunk()? {
+        if kind != ChunkKind::Events {
+            continue;
+        }
+        let info = reader.events_info();
+        let (t, new) = index.get_or_insert(info.thread);
+        let t = t as usize;
+        if new {
+            threads.push(Span {
+                index: info.thread,
+                first: u64::MAX,
+                last: 0,
+                stack: Vec::new(),
+                overflow: 0,
+            });
+            sink.thread(reader.meta(), info.thread)?;
+        }
+        let th = &mut threads[t];
+        let meta = reader.meta();
+        // Reconcile the open scopes with the chunk's list (see `report::Collector::chunk`).
+        let common = th
+            .stack
+            .iter()
+            .zip(&info.open)
+            .take_while(|(s, o)| s.id == o.id && s.ticks == o.ticks)
+            .count();
+        while th.stack.len() > common {
+            let s = th.stack.pop().expect("non-empty");
+            sink.end(meta, th.index, s.id, s.ns, th.last, Close::Cut)?;
+        }
+        th.overflow = 0;
+        for o in &info.open[common..] {
+            if th.stack.len() >= MAX_OPEN {
+                break;
+            }
+            let ns = map.ns(o.ticks).max(th.last);
+            th.last = ns;
+            th.first = th.first.min(ns);
+            th.stack.push(Open {
+                id: o.id,
+                ticks: o.ticks,
+                ns,
+            });
+            sink.begin(meta, th.index, o.id, ns)?;
+        }
+        while reader.decode(&mut events) {
+            let meta = reader.meta();
+            let th = &mut threads[t];
+            for e in events.as_slice() {
+                let ns = map.ns(e.ticks).max(th.last);
+                th.last = ns;
+                th.first = th.first.min(ns);
+                match e.kind {
+                    EventKind::Begin => {
+                        if th.stack.len() >= MAX_OPEN {
+                            th.overflow += 1;
+                            continue;
+                        }
+                        th.stack.push(Open {
+                            id: e.id,
+                            ticks: e.ticks,
+                            ns,
+                        });
+                        sink.begin(meta, th.index, e.id, ns)?;
+                    }
+                    EventKind::End => {
+                        if th.overflow > 0 {
+                            th.overflow -= 1;
+                            continue;
+                        }
+                        let Some(pos) = th.stack.iter().rposition(|s| s.id == e.id) else {
+                            continue; // unmatched: nothing to close
+                        };
+                        while th.stack.len() > pos + 1 {
+                            let s = th.stack.pop().expect("non-empty");
+                            sink.end(meta, th.index, s.id, s.ns, ns, Close::Abandoned)?;
+                        }
+                        let s = th.stack.pop().expect("non-empty");
+                        sink.end(meta, th.index, s.id, s.ns, ns, Close::Normal)?;
+                    }
+                    EventKind::Frame => {
+                        sink.instant(meta, th.index, ns, Instant::Frame(e.id))?;
+                    }
+                    EventKind::Counter => {
+                        let v = e.counter_value().unwrap_or(0.0);
+                        sink.counter(meta, th.index, e.id, ns, v)?;
+                    }
+                    EventKind::Message => {
+                        let text = events.message(e).unwrap_or_default();
+                        sink.instant(meta, th.index, ns, Instant::Message(text))?;
+                    }
+                    EventKind::Lost => {
+                        let n = e.lost_count().unwrap_or(0);
+                        sink.instant(meta, th.index, ns, Instant::Lost(n))?;
+                    }
+                }
+            }
+        }
+    }
+    threads.sort_by_key(|t| t.index);
+    let meta = reader.meta();
+    for th in &mut threads {
+        while let Some(s) = th.stack.pop() {
+            sink.end(meta, th.index, s.id, s.ns, th.last, Close::Unfinished)?;
+        }
+        if th.first == u64::MAX {
+            th.first = th.last;
+        }
+    }
+    Ok(threads)
+}

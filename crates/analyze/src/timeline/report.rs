@@ -1,0 +1,731 @@
+//! The exit-summary table computed from a timeline: per scope calls, inclusive and self time,
+//! mean/min/p50/p99/max and clock errors, with the in-process summary's semantics; frame,
+//! counter and message statistics; and every loss, counted.
+//!
+//! [`Collector`] is fed one events batch at a time (it is also what `capture listen` keeps
+//! live); [`report`] drives it over a whole [`Reader`]. The hot loop does no allocation and
+//! no hashing: scope ids and thread indexes map to dense rows through flat arrays, each
+//! thread's open scopes are a stack, and a scope's open count (for re-entry) lives in its row.
+//!
+//! Semantics, as `tickscope`'s own summary: every end counts a call; a scope re-entered while
+//! open on the same thread adds inclusive time only at its outermost exit (its inner calls'
+//! time is inside the outer one's), and only outermost calls enter mean/min/percentiles/max;
+//! self time excludes the time of child scopes that ended inside it; a negative duration (the
+//! counter went backwards) is a clock error and counts as zero. An end whose scope is not the
+//! innermost one closes that scope and abandons the ones above it (not counted, like a leaked
+//! guard); an end matching no open scope is unmatched. Scopes still open when the capture ends
+//! are not counted, and are reported.
+
+use std::io::Read;
+
+use super::hist::Hist;
+pub use super::summary::{CounterRow, FrameRow, Losses, Message, Report, ScopeRow, ThreadRow};
+use crate::tscap::{
+    ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
+    ScopeKind, MAX_OPEN,
+};
+
+/// What to compute besides the totals.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Also keep a row per scope and thread.
+    pub per_thread: bool,
+}
+
+/// Messages kept verbatim; the rest are counted.
+const FIRST_MESSAGES: usize = 5;
+
+#[derive(Clone)]
+struct Row {
+    id: u64,
+    calls: u64,
+    outer: u64,
+    incl: u64,
+    self_ticks: u64,
+    min: u64,
+    max: u64,
+    clock_errors: u64,
+    /// Entries open on the active thread (see [`Collector::switch`]).
+    open: u32,
+    hist: Hist,
+}
+
+#[derive(Clone, Default)]
+struct LightRow {
+    id: u64,
+    calls: u64,
+    outer: u64,
+    incl: u64,
+    self_ticks: u64,
+    max: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    id: u64,
+    begin: u64,
+    /// Time of child scopes that ended inside this one.
+    child: u64,
+    row: u32,
+    trow: u32,
+    nested: bool,
+}
+
+struct ThreadState {
+    index: u64,
+    stack: Vec<Frame>,
+    /// Begins past [`MAX_OPEN`] deep, not on the stack; the next ends are theirs.
+    overflow: u64,
+    events: u64,
+    lost: u64,
+    last: u64,
+    seen: bool,
+    /// Per global row: this thread's light row (`u32::MAX`: none yet). Indexed by row, not
+    /// by id, so it is as long as the number of distinct scopes at most.
+    trows: Vec<u32>,
+    light: Vec<LightRow>,
+    /// Per frame marker (its marker row): the last mark's ticks.
+    frame_last: Vec<(u32, u64)>,
+}
+
+#[derive(Clone)]
+struct MarkerStat {
+    id: u64,
+    marks: u64,
+    frames: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+    hist: Option<Hist>,
+    values: u64,
+    vmin: f64,
+    vmax: f64,
+    last: f64,
+    last_ticks: u64,
+}
+
+/// Accumulates the summary from events, batch by batch.
+pub struct Collector {
+    per_thread: bool,
+    index: IdIndex,
+    rows: Vec<Row>,
+    tindex: IdIndex,
+    threads: Vec<ThreadState>,
+    cur: usize,
+    mindex: IdIndex,
+    markers: Vec<MarkerStat>,
+    messages: u64,
+    first_messages: Vec<(u64, u64, u64, String)>,
+    events: u64,
+    loss_markers: u64,
+    event_chunks: u64,
+    abandoned: u64,
+    unmatched: u64,
+    cut: u64,
+    too_deep: u64,
+}
+
+impl Collector {
+    /// An empty collector.
+    pub fn new(opts: Options) -> Collector {
+        Collector {
+            per_thread: opts.per_thread,
+            index: IdIndex::default(),
+            rows: Vec::new(),
+            tindex: IdIndex::default(),
+            threads: Vec::new(),
+            cur: usize::MAX,
+            mindex: IdIndex::default(),
+            markers: Vec::new(),
+            messages: 0,
+            first_messages: Vec::new(),
+            events: 0,
+            loss_markers: 0,
+            event_chunks: 0,
+            abandoned: 0,
+            unmatched: 0,
+            cut: 0,
+            too_deep: 0,
+        }
+    }
+
+    /// Events seen so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Events the threads reported dropped so far (loss events).
+    pub fn lost(&self) -> u64 {
+        self.threads.iter().fold(0, |a, t| a.saturating_add(t.lost))
+    }
+
+    /// Inclusive ticks per scope id so far (outermost calls), in row order (stable: a row
+    /// keeps its position as more are added).
+    pub fn scope_ticks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.rows.iter().map(|r| (r.id, r.incl))
+    }
+
+    fn row(&mut self, id: u64) -> u32 {
+        let (r, new) = self.index.get_or_insert(id);
+        if new {
+            self.rows.push(Row {
+                id,
+                calls: 0,
+                outer: 0,
+                incl: 0,
+                self_ticks: 0,
+                min: u64::MAX,
+                max: 0,
+                clock_errors: 0,
+                open: 0,
+                hist: Hist::new(),
+            });
+        }
+        r
+    }
+
+    /// Makes thread `t` the active one: rows' open counts describe the active thread's stack.
+    fn switch(&mut self, t: usize) {
+        if t == self.cur {
+            return;
+        }
+        if let Some(old) = self.threads.get(self.cur) {
+            for f in &old.stack {
+                self.rows[f.row as usize].open -= 1;
+            }
+        }
+        for f in &self.threads[t].stack {
+            self.rows[f.row as usize].open += 1;
+        }
+        self.cur = t;
+    }
+
+    /// Starts an events chunk: selects its thread and reconciles the thread's open scopes
+    /// with the chunk's list (equal unless chunks are missing: scopes that ended in the gap
+    /// are dropped and counted as cut; scopes that began in it are taken from the list).
+    pub fn chunk(&mut self, info: &EventsInfo) {
+        self.event_chunks += 1;
+        let (t, new) = self.tindex.get_or_insert(info.thread);
+        if new {
+            self.threads.push(ThreadState {
+                index: info.thread,
+                stack: Vec::new(),
+                overflow: 0,
+                events: 0,
+                lost: 0,
+                last: 0,
+                seen: false,
+                trows: Vec::new(),
+                light: Vec::new(),
+                frame_last: Vec::new(),
+            });
+        }
+        self.switch(t as usize);
+        let th = &self.threads[t as usize];
+        let common = th
+            .stack
+            .iter()
+            .zip(&info.open)
+            .take_while(|(f, o)| f.id == o.id && f.begin == o.ticks)
+            .count();
+        let th = &mut self.threads[t as usize];
+        while th.stack.len() > common {
+            let f = th.stack.pop().expect("non-empty");
+            self.rows[f.row as usize].open -= 1;
+            self.cut += 1;
+        }
+        th.overflow = 0;
+        for o in &info.open[common..] {
+            if self.threads[t as usize].stack.len() >= MAX_OPEN {
+                break;
+            }
+            let row = self.row(o.id);
+            let trow = self.trow(t as usize, row);
+            let r = &mut self.rows[row as usize];
+            let nested = r.open > 0;
+            r.open += 1;
+            self.threads[t as usize].stack.push(Frame {
+                id: o.id,
+                begin: o.ticks,
+                child: 0,
+                row,
+                trow,
+                nested,
+            });
+        }
+    }
+
+    /// Thread `t`'s light row for global row `row`.
+    fn trow(&mut self, t: usize, row: u32) -> u32 {
+        if !self.per_thread {
+            return 0;
+        }
+        let th = &mut self.threads[t];
+        if let Some(&r) = th.trows.get(row as usize) {
+            if r != u32::MAX {
+                return r;
+            }
+        }
+        if th.trows.len() <= row as usize {
+            th.trows.resize(row as usize + 1, u32::MAX);
+        }
+        let r = th.light.len() as u32;
+        th.trows[row as usize] = r;
+        th.light.push(LightRow {
+            id: self.rows[row as usize].id,
+            ..LightRow::default()
+        });
+        r
+    }
+
+    fn marker(&mut self, id: u64) -> usize {
+        let (m, new) = self.mindex.get_or_insert(id);
+        if new {
+            self.markers.push(MarkerStat {
+                id,
+                marks: 0,
+                frames: 0,
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+                hist: None,
+                values: 0,
+                vmin: f64::INFINITY,
+                vmax: f64::NEG_INFINITY,
+                last: 0.0,
+                last_ticks: 0,
+            });
+        }
+        m as usize
+    }
+
+    /// Adds one batch of the current events chunk (after [`chunk`](Self::chunk)).
+    pub fn add(&mut self, batch: &Events) {
+        let t = self.cur;
+        if t >= self.threads.len() {
+            return;
+        }
+        let list = batch.as_slice();
+        self.events += list.len() as u64;
+        for e in list {
+            match e.kind {
+                EventKind::Begin => {
+                    let th = &mut self.threads[t];
+                    if th.stack.len() >= MAX_OPEN {
+                        th.overflow += 1;
+                        self.too_deep += 1;
+                        continue;
+                    }
+                    let row = match self.index.get(e.id) {
+                        Some(r) => r,
+                        None => self.row(e.id),
+                    };
+                    let trow = if self.per_thread {
+                        self.trow(t, row)
+                    } else {
+                        0
+                    };
+                    let r = &mut self.rows[row as usize];
+                    let nested = r.open > 0;
+                    r.open += 1;
+                    self.threads[t].stack.push(Frame {
+                        id: e.id,
+                        begin: e.ticks,
+                        child: 0,
+                        row,
+                        trow,
+                        nested,
+                    });
+                }
+                EventKind::End => {
+                    let th = &mut self.threads[t];
+                    if th.overflow > 0 {
+                        th.overflow -= 1;
+                        continue;
+                    }
+                    match th.stack.last() {
+                        Some(f) if f.id == e.id => {
+                            let f = th.stack.pop().expect("non-empty");
+                            close(&mut self.rows, th, f, e.ticks, self.per_thread);
+                        }
+                        _ => self.end_slow(t, e.id, e.ticks),
+                    }
+                }
+                _ => self.other(t, batch, e),
+            }
+        }
+        if let Some(last) = list.last() {
+            let th = &mut self.threads[t];
+            th.last = last.ticks;
+            th.seen = true;
+            th.events += list.len() as u64;
+        }
+    }
+
+    /// An end that does not close the innermost scope.
+    #[cold]
+    fn end_slow(&mut self, t: usize, id: u64, ticks: u64) {
+        let open = self
+            .index
+            .get(id)
+            .is_some_and(|r| self.rows[r as usize].open > 0);
+        if !open {
+            self.unmatched += 1;
+            return;
+        }
+        let th = &mut self.threads[t];
+        while let Some(f) = th.stack.pop() {
+            if f.id == id {
+                close(&mut self.rows, th, f, ticks, self.per_thread);
+                return;
+            }
+            self.rows[f.row as usize].open -= 1;
+            self.abandoned += 1;
+        }
+    }
+
+    fn other(&mut self, t: usize, batch: &Events, e: &crate::tscap::Event) {
+        match e.kind {
+            EventKind::Frame => {
+                let m = self.marker(e.id);
+                let th = &mut self.threads[t];
+                let prev = match th.frame_last.iter_mut().find(|(k, _)| *k == m as u32) {
+                    Some((_, last)) => Some(std::mem::replace(last, e.ticks)),
+                    None => {
+                        th.frame_last.push((m as u32, e.ticks));
+                        None
+                    }
+                };
+                let s = &mut self.markers[m];
+                s.marks += 1;
+                if let Some(prev) = prev {
+                    let dt = e.ticks.wrapping_sub(prev);
+                    let dt = if (dt as i64) < 0 { 0 } else { dt };
+                    s.frames += 1;
+                    s.sum = s.sum.saturating_add(dt);
+                    s.min = s.min.min(dt);
+                    s.max = s.max.max(dt);
+                    s.hist.get_or_insert_with(Hist::new).record(dt);
+                }
+            }
+            EventKind::Counter => {
+                let v = e.counter_value().unwrap_or(0.0);
+                let m = self.marker(e.id);
+                let s = &mut self.markers[m];
+                s.values += 1;
+                s.vmin = s.vmin.min(v);
+                s.vmax = s.vmax.max(v);
+                if s.values == 1 || e.ticks >= s.last_ticks {
+                    s.last = v;
+                    s.last_ticks = e.ticks;
+                }
+            }
+            EventKind::Message => {
+                self.messages += 1;
+                let key = (e.ticks, self.threads[t].index, self.messages);
+                let full = self.first_messages.len() >= FIRST_MESSAGES;
+                if !full
+                    || self
+                        .first_messages
+                        .last()
+                        .is_some_and(|m| key < (m.0, m.1, m.2))
+                {
+                    let text = batch.message(e).unwrap_or_default().to_owned();
+                    let at = self
+                        .first_messages
+                        .partition_point(|m| (m.0, m.1, m.2) < key);
+                    self.first_messages.insert(at, (key.0, key.1, key.2, text));
+                    self.first_messages.truncate(FIRST_MESSAGES);
+                }
+            }
+            EventKind::Lost => {
+                let n = e.lost_count().unwrap_or(0);
+                self.loss_markers += 1;
+                let th = &mut self.threads[t];
+                th.lost = th.lost.saturating_add(n);
+            }
+            EventKind::Begin | EventKind::End => {}
+        }
+    }
+
+    /// The summary, with durations converted at the latest calibration in `meta`.
+    pub fn finish(&self, name: &str, process: &Process, meta: &Meta, end: Option<&End>) -> Report {
+        let clock = meta.clock();
+        let ns_per_tick = 1e9 / clock.ticks_per_second;
+        let ns = |t: u64| (t as f64 * ns_per_tick).round() as u64;
+        let last = self
+            .threads
+            .iter()
+            .filter(|t| t.seen)
+            .map(|t| t.last.wrapping_sub(process.start_ticks) as i64)
+            .max()
+            .unwrap_or(0)
+            .max(0) as u64;
+        let wall_ticks = match end {
+            Some(e) => e.end_ticks.saturating_sub(process.start_ticks),
+            None => last,
+        };
+        let wall_ns = ns(wall_ticks);
+        let scope_meta = |id: u64| {
+            let s = meta.scope(id);
+            (
+                meta.scope_name(id).into_owned(),
+                s.map_or(ScopeKind::Scope, |s| s.kind),
+                s.map(|s| s.file.clone()).unwrap_or_default(),
+                s.map_or(0, |s| s.line),
+            )
+        };
+        let mut scopes: Vec<ScopeRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.calls > 0)
+            .map(|r| {
+                let (name, kind, file, line) = scope_meta(r.id);
+                let has = r.outer > 0;
+                let q = |q: f64| {
+                    r.hist
+                        .quantile(q)
+                        .filter(|_| has)
+                        .map(|v| ns(v.clamp(r.min, r.max)))
+                };
+                ScopeRow {
+                    id: r.id,
+                    name,
+                    kind,
+                    file,
+                    line,
+                    calls: r.calls,
+                    outer_calls: r.outer,
+                    total_ns: ns(r.incl),
+                    self_ns: ns(r.self_ticks),
+                    mean_ns: has
+                        .then(|| (r.incl as f64 * ns_per_tick / r.outer as f64).round() as u64),
+                    min_ns: has.then(|| ns(r.min)),
+                    p50_ns: q(0.5),
+                    p99_ns: q(0.99),
+                    max_ns: has.then(|| ns(r.max)),
+                    wall_percent: if wall_ns > 0 {
+                        ns(r.incl) as f64 * 100.0 / wall_ns as f64
+                    } else {
+                        0.0
+                    },
+                    clock_errors: r.clock_errors,
+                }
+            })
+            .collect();
+        sort_rows(&mut scopes);
+
+        let end_dropped = |index: u64| {
+            end.and_then(|e| e.threads.iter().find(|(t, _)| *t == index).map(|(_, d)| *d))
+        };
+        let mut threads: Vec<ThreadRow> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let mut rows: Vec<ScopeRow> = t
+                    .light
+                    .iter()
+                    .filter(|r| r.calls > 0)
+                    .map(|r| {
+                        let (name, kind, file, line) = scope_meta(r.id);
+                        ScopeRow {
+                            id: r.id,
+                            name,
+                            kind,
+                            file,
+                            line,
+                            calls: r.calls,
+                            outer_calls: r.outer,
+                            total_ns: ns(r.incl),
+                            self_ns: ns(r.self_ticks),
+                            mean_ns: (r.outer > 0).then(|| {
+                                (r.incl as f64 * ns_per_tick / r.outer as f64).round() as u64
+                            }),
+                            min_ns: None,
+                            p50_ns: None,
+                            p99_ns: None,
+                            max_ns: (r.outer > 0).then(|| ns(r.max)),
+                            wall_percent: 0.0,
+                            clock_errors: 0,
+                        }
+                    })
+                    .collect();
+                sort_rows(&mut rows);
+                ThreadRow {
+                    index: t.index,
+                    tid: meta.thread(t.index).map(|d| d.tid),
+                    name: meta.thread_name(t.index).into_owned(),
+                    events: t.events,
+                    lost_events: t.lost,
+                    dropped: end_dropped(t.index).unwrap_or(t.lost),
+                    open_at_end: t.stack.len() as u64 + t.overflow,
+                    scopes: rows,
+                }
+            })
+            .collect();
+        // Threads the metadata or the end record name but that recorded no events.
+        let mut extra: Vec<u64> = meta
+            .threads()
+            .map(|t| t.index)
+            .chain(end.into_iter().flat_map(|e| e.threads.iter().map(|t| t.0)))
+            .filter(|&i| self.tindex.get(i).is_none())
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        for index in extra {
+            threads.push(ThreadRow {
+                index,
+                tid: meta.thread(index).map(|d| d.tid),
+                name: meta.thread_name(index).into_owned(),
+                events: 0,
+                lost_events: 0,
+                dropped: end_dropped(index).unwrap_or(0),
+                open_at_end: 0,
+                scopes: Vec::new(),
+            });
+        }
+        threads.sort_by_key(|t| t.index);
+
+        let mut frames = Vec::new();
+        let mut counters = Vec::new();
+        for m in &self.markers {
+            let name = meta.marker_name(m.id).into_owned();
+            if m.marks > 0 {
+                let has = m.frames > 0;
+                frames.push(FrameRow {
+                    id: m.id,
+                    name: name.clone(),
+                    marks: m.marks,
+                    frames: m.frames,
+                    min_ns: has.then(|| ns(m.min)),
+                    mean_ns: has
+                        .then(|| (m.sum as f64 * ns_per_tick / m.frames as f64).round() as u64),
+                    p99_ns: m
+                        .hist
+                        .as_ref()
+                        .and_then(|h| h.quantile(0.99))
+                        .map(|v| ns(v.clamp(m.min, m.max))),
+                    max_ns: has.then(|| ns(m.max)),
+                });
+            }
+            if m.values > 0 {
+                counters.push(CounterRow {
+                    id: m.id,
+                    name,
+                    count: m.values,
+                    min: m.vmin,
+                    max: m.vmax,
+                    last: m.last,
+                });
+            }
+        }
+        frames.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        counters.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+
+        let lost_events = self.lost();
+        let (sink_events, sink_chunks) = meta.sink_loss();
+        let losses = Losses {
+            dropped: end.map_or(lost_events, |e| e.dropped.max(lost_events)),
+            undelivered: end.map_or(sink_events, |e| e.undelivered.max(sink_events)),
+            undelivered_chunks: sink_chunks,
+            evicted: end.map_or(0, |e| e.evicted),
+            abandoned: self.abandoned,
+            unmatched_ends: self.unmatched,
+            open_at_end: threads.iter().map(|t| t.open_at_end).sum(),
+            cut_at_gaps: self.cut,
+            too_deep: self.too_deep,
+        };
+        Report {
+            file: name.to_owned(),
+            program: process.program.clone(),
+            pid: process.pid,
+            clock_source: process.clock.clone(),
+            ticks_per_second: clock.ticks_per_second,
+            calibrations: meta.clock_updates(),
+            wall_ns,
+            complete: end.is_some(),
+            recorded_events: end.map(|e| e.events),
+            events: self.events,
+            loss_markers: self.loss_markers,
+            event_chunks: self.event_chunks,
+            scopes,
+            threads,
+            per_thread: self.per_thread,
+            frames,
+            counters,
+            messages: self.messages,
+            first_messages: self
+                .first_messages
+                .iter()
+                .map(|(t, th, _, text)| Message {
+                    at_ns: ns(t.wrapping_sub(process.start_ticks).min(i64::MAX as u64)),
+                    thread: *th,
+                    thread_name: meta.thread_name(*th).into_owned(),
+                    text: text.clone(),
+                })
+                .collect(),
+            losses,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Closes frame `f` (popped from `th`'s stack) at `end`.
+#[inline(always)]
+fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread: bool) {
+    let d = end.wrapping_sub(f.begin) as i64;
+    let (dt, error) = if d < 0 { (0, true) } else { (d as u64, false) };
+    let r = &mut rows[f.row as usize];
+    r.open -= 1;
+    r.calls += 1;
+    r.self_ticks = r.self_ticks.wrapping_add(dt.saturating_sub(f.child));
+    r.clock_errors += error as u64;
+    if !f.nested {
+        r.outer += 1;
+        r.incl = r.incl.wrapping_add(dt);
+        r.min = r.min.min(dt);
+        r.max = r.max.max(dt);
+        r.hist.record(dt);
+    }
+    if per_thread {
+        if let Some(l) = th.light.get_mut(f.trow as usize) {
+            l.calls += 1;
+            l.self_ticks = l.self_ticks.wrapping_add(dt.saturating_sub(f.child));
+            if !f.nested {
+                l.outer += 1;
+                l.incl = l.incl.wrapping_add(dt);
+                l.max = l.max.max(dt);
+            }
+        }
+    }
+    if let Some(parent) = th.stack.last_mut() {
+        parent.child = parent.child.wrapping_add(dt);
+    }
+}
+
+/// Largest total first; ties by name, then id.
+fn sort_rows(rows: &mut [ScopeRow]) {
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+            .then(a.id.cmp(&b.id))
+    });
+}
+
+/// Reads every chunk of `reader` and summarises it.
+pub fn report<R: Read>(reader: &mut Reader<R>, opts: Options) -> Result<Report, Error> {
+    let mut c = Collector::new(opts);
+    let mut events = Events::new();
+    while let Some(kind) = reader.next_chunk()? {
+        if kind == ChunkKind::Events {
+            c.chunk(reader.events_info());
+            while reader.decode(&mut events) {
+                c.add(&events);
+            }
+        }
+    }
+    let mut r = c.finish(reader.name(), reader.process(), reader.meta(), reader.end());
+    r.warnings = reader.warnings();
+    Ok(r)
+}

@@ -1,0 +1,228 @@
+//! Per-key byte streams whose total can outgrow memory: kept in memory up to a limit, then
+//! moved in blocks to an unnamed temporary file, and read back key by key.
+//!
+//! speedscope wants each thread's events together, and Perfetto's packets sorted by time
+//! (a merge of the threads' streams, each already in time order), while a capture interleaves
+//! threads chunk by chunk; this keeps those exports' memory bounded whatever the capture's
+//! length.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Bytes held in memory, all keys together, before they move to the file.
+const HOLD: usize = 32 << 20;
+
+pub(crate) struct Spill {
+    bufs: Vec<Vec<u8>>,
+    /// Per key, its blocks in the file: (offset, length).
+    blocks: Vec<Vec<(u64, u64)>>,
+    file: Option<File>,
+    file_len: u64,
+    held: usize,
+    hold: usize,
+}
+
+impl Spill {
+    pub(crate) fn new() -> Spill {
+        Spill::with_limit(HOLD)
+    }
+
+    pub(crate) fn with_limit(hold: usize) -> Spill {
+        Spill {
+            bufs: Vec::new(),
+            blocks: Vec::new(),
+            file: None,
+            file_len: 0,
+            held: 0,
+            hold,
+        }
+    }
+
+    /// Appends `bytes` to key `k`'s stream.
+    pub(crate) fn push(&mut self, k: usize, bytes: &[u8]) -> io::Result<()> {
+        if self.bufs.len() <= k {
+            self.bufs.resize_with(k + 1, Vec::new);
+            self.blocks.resize_with(k + 1, Vec::new);
+        }
+        self.bufs[k].extend_from_slice(bytes);
+        self.held += bytes.len();
+        if self.held > self.hold {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Whether key `k` has any bytes.
+    pub(crate) fn is_empty(&self, k: usize) -> bool {
+        self.bufs.get(k).map_or(true, Vec::is_empty)
+            && self.blocks.get(k).map_or(true, Vec::is_empty)
+    }
+
+    fn spill(&mut self) -> io::Result<()> {
+        if self.file.is_none() {
+            self.file = Some(temp_file()?);
+        }
+        let file = self.file.as_mut().expect("just created");
+        file.seek(SeekFrom::Start(self.file_len))?;
+        for (k, buf) in self.bufs.iter_mut().enumerate() {
+            if buf.is_empty() {
+                continue;
+            }
+            file.write_all(buf)?;
+            self.blocks[k].push((self.file_len, buf.len() as u64));
+            self.file_len += buf.len() as u64;
+            buf.clear();
+        }
+        self.held = 0;
+        Ok(())
+    }
+
+    /// Writes key `k`'s stream to `out`.
+    pub(crate) fn copy_to(&mut self, k: usize, out: &mut impl Write) -> io::Result<()> {
+        if let (Some(file), Some(blocks)) = (self.file.as_mut(), self.blocks.get(k)) {
+            for &(offset, len) in blocks {
+                file.seek(SeekFrom::Start(offset))?;
+                io::copy(&mut (&mut *file).take(len), out)?;
+            }
+        }
+        if let Some(buf) = self.bufs.get(k) {
+            out.write_all(buf)?;
+        }
+        Ok(())
+    }
+}
+
+/// A sequential reading position in one key's stream, with its own buffer.
+pub(crate) struct Cursor {
+    key: usize,
+    block: usize,
+    /// Bytes of the current block already read.
+    at: u64,
+    /// Bytes of the in-memory tail already read.
+    mem: usize,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already consumed.
+    start: usize,
+}
+
+/// Bytes read from the file per refill.
+const READ: u64 = 1 << 16;
+
+impl Cursor {
+    /// The unconsumed bytes read so far.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// Marks `n` bytes as consumed.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start += n;
+    }
+}
+
+impl Spill {
+    /// A cursor at the start of key `k`'s stream.
+    pub(crate) fn cursor(&self, k: usize) -> Cursor {
+        Cursor {
+            key: k,
+            block: 0,
+            at: 0,
+            mem: 0,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// Reads more of the cursor's stream into its buffer until it holds at least `want`
+    /// unconsumed bytes; false when the stream ends first.
+    pub(crate) fn fill(&mut self, c: &mut Cursor, want: usize) -> io::Result<bool> {
+        while c.buf.len() - c.start < want {
+            if c.start > 0 {
+                c.buf.drain(..c.start);
+                c.start = 0;
+            }
+            let blocks = self.blocks.get(c.key).map_or(&[][..], Vec::as_slice);
+            if let Some(&(offset, len)) = blocks.get(c.block) {
+                let n = (len - c.at).min(READ);
+                let file = self.file.as_mut().expect("blocks live in the file");
+                file.seek(SeekFrom::Start(offset + c.at))?;
+                let old = c.buf.len();
+                c.buf.resize(old + n as usize, 0);
+                file.read_exact(&mut c.buf[old..])?;
+                c.at += n;
+                if c.at == len {
+                    c.block += 1;
+                    c.at = 0;
+                }
+                continue;
+            }
+            let tail = self.bufs.get(c.key).map_or(&[][..], Vec::as_slice);
+            if c.mem < tail.len() {
+                c.buf.extend_from_slice(&tail[c.mem..]);
+                c.mem = tail.len();
+                continue;
+            }
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+/// A new temporary file, unlinked at once where the system allows it (so nothing is left
+/// behind, even if the process dies).
+fn temp_file() -> io::Result<File> {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    loop {
+        let path = dir.join(format!(
+            "tickscope-spill-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Relaxed)
+        ));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_come_back_whole_and_in_order_across_the_file() {
+        let mut s = Spill::with_limit(10);
+        for i in 0..100u8 {
+            s.push((i % 3) as usize, &[i]).unwrap();
+        }
+        assert!(s.file.is_some(), "small limit: spilled");
+        for k in 0..3 {
+            let mut out = Vec::new();
+            s.copy_to(k, &mut out).unwrap();
+            let want: Vec<u8> = (0..100u8).filter(|i| (i % 3) as usize == k).collect();
+            assert_eq!(out, want);
+        }
+        assert!(s.is_empty(7));
+        assert!(!s.is_empty(1));
+        let mut c = s.cursor(2);
+        let mut got = Vec::new();
+        while s.fill(&mut c, 1).unwrap() {
+            got.extend_from_slice(c.bytes());
+            let n = c.bytes().len();
+            c.consume(n);
+        }
+        let want: Vec<u8> = (0..100u8).filter(|i| i % 3 == 2).collect();
+        assert_eq!(got, want);
+    }
+}

@@ -1,0 +1,294 @@
+//! What metadata chunks define: scopes, markers, threads, clock calibrations, sink losses.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Ids below this are looked up in a flat array (the writer's ids are small dense integers:
+/// call-site ids below 16384, thread indexes from 1); larger ones, which only a foreign or
+/// damaged file would hold, go to a map so that one huge id cannot make the array huge.
+const DENSE_IDS: u64 = 1 << 16;
+const NONE: u32 = u32::MAX;
+
+/// Maps ids (varints from the file) to small dense indexes `0..len`, assigned in order of
+/// first use. Lookups of small ids are one array index.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct IdIndex {
+    dense: Vec<u32>,
+    sparse: BTreeMap<u64, u32>,
+    len: u32,
+}
+
+impl IdIndex {
+    /// The index of `id`, if it has one.
+    #[inline]
+    pub(crate) fn get(&self, id: u64) -> Option<u32> {
+        if id < DENSE_IDS {
+            match self.dense.get(id as usize) {
+                Some(&i) if i != NONE => Some(i),
+                _ => None,
+            }
+        } else {
+            self.sparse.get(&id).copied()
+        }
+    }
+
+    /// The index of `id`, assigning the next one if it has none; the bool is true when new.
+    #[inline]
+    pub(crate) fn get_or_insert(&mut self, id: u64) -> (u32, bool) {
+        if let Some(&i) = self.dense.get(id as usize) {
+            if i != NONE {
+                return (i, false);
+            }
+        }
+        self.insert_slow(id)
+    }
+
+    #[cold]
+    fn insert_slow(&mut self, id: u64) -> (u32, bool) {
+        if let Some(i) = self.get(id) {
+            return (i, false);
+        }
+        let i = self.len;
+        self.len += 1;
+        if id < DENSE_IDS {
+            let id = id as usize;
+            if self.dense.len() <= id {
+                self.dense.resize(id + 1, NONE);
+            }
+            self.dense[id] = i;
+        } else {
+            self.sparse.insert(id, i);
+        }
+        (i, true)
+    }
+}
+
+/// Items keyed by id, stored densely.
+#[derive(Clone, Debug)]
+pub(crate) struct Table<T> {
+    index: IdIndex,
+    items: Vec<T>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Table {
+            index: IdIndex::default(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> Table<T> {
+    fn get(&self, id: u64) -> Option<&T> {
+        self.index.get(id).map(|i| &self.items[i as usize])
+    }
+
+    /// Defines `id`, replacing an earlier definition (a repeated definition, as a flight
+    /// recorder dump may hold, keeps the latest).
+    fn set(&mut self, id: u64, item: T) {
+        let (i, new) = self.index.get_or_insert(id);
+        if new {
+            self.items.push(item);
+        } else {
+            self.items[i as usize] = item;
+        }
+    }
+}
+
+/// Whether a scope is a call site's own row or a group's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeKind {
+    /// One call site.
+    Scope,
+    /// A group: every call site naming it shares the id.
+    Group,
+}
+
+/// A scope definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scope {
+    /// Its id in events.
+    pub id: u64,
+    /// Scope or group.
+    pub kind: ScopeKind,
+    /// Its name.
+    pub name: String,
+    /// The source file of its call site (a group's first).
+    pub file: String,
+    /// The line.
+    pub line: u64,
+}
+
+/// What a marker marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// Frame boundaries.
+    Frame,
+    /// Counter values.
+    Counter,
+}
+
+/// A frame or counter marker definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    /// Its id in events.
+    pub id: u64,
+    /// Frame or counter.
+    pub kind: MarkerKind,
+    /// Its name.
+    pub name: String,
+}
+
+/// A thread definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Thread {
+    /// Its index in events chunks (from 1, never reused within a capture).
+    pub index: u64,
+    /// The OS thread id.
+    pub tid: u64,
+    /// Its name (may be empty).
+    pub name: String,
+}
+
+/// A clock calibration: the counter's rate, and one reading paired with the wall clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Clock {
+    /// Counter ticks per second.
+    pub ticks_per_second: f64,
+    /// A counter reading.
+    pub ticks: u64,
+    /// The wall clock (ns since the Unix epoch) at that reading.
+    pub unix_ns: u64,
+}
+
+/// One entry of a metadata chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetaEntry {
+    /// A scope.
+    Scope(Scope),
+    /// A marker.
+    Marker(Marker),
+    /// A thread.
+    Thread(Thread),
+    /// A later calibration.
+    Clock(Clock),
+    /// Chunks the sink could not take since its previous such entry.
+    SinkLoss {
+        /// Events in them.
+        events: u64,
+        /// Chunks.
+        chunks: u64,
+    },
+}
+
+/// Everything the metadata chunks read so far define.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    scopes: Table<Scope>,
+    markers: Table<Marker>,
+    threads: Table<Thread>,
+    clock: Clock,
+    clock_updates: u64,
+    sink_lost_events: u64,
+    sink_lost_chunks: u64,
+}
+
+impl Meta {
+    pub(crate) fn new(clock: Clock) -> Meta {
+        Meta {
+            scopes: Table::default(),
+            markers: Table::default(),
+            threads: Table::default(),
+            clock,
+            clock_updates: 0,
+            sink_lost_events: 0,
+            sink_lost_chunks: 0,
+        }
+    }
+
+    pub(crate) fn apply(&mut self, entry: &MetaEntry) {
+        match entry {
+            MetaEntry::Scope(s) => self.scopes.set(s.id, s.clone()),
+            MetaEntry::Marker(m) => self.markers.set(m.id, m.clone()),
+            MetaEntry::Thread(t) => self.threads.set(t.index, t.clone()),
+            MetaEntry::Clock(c) => {
+                self.clock = *c;
+                self.clock_updates += 1;
+            }
+            MetaEntry::SinkLoss { events, chunks } => {
+                self.sink_lost_events = self.sink_lost_events.saturating_add(*events);
+                self.sink_lost_chunks = self.sink_lost_chunks.saturating_add(*chunks);
+            }
+        }
+    }
+
+    /// The scope `id`, if a metadata chunk defined it.
+    pub fn scope(&self, id: u64) -> Option<&Scope> {
+        self.scopes.get(id)
+    }
+
+    /// The marker `id`, if defined.
+    pub fn marker(&self, id: u64) -> Option<&Marker> {
+        self.markers.get(id)
+    }
+
+    /// The thread with index `index`, if defined.
+    pub fn thread(&self, index: u64) -> Option<&Thread> {
+        self.threads.get(index)
+    }
+
+    /// Every scope defined, in order of first definition.
+    pub fn scopes(&self) -> impl Iterator<Item = &Scope> {
+        self.scopes.items.iter()
+    }
+
+    /// Every marker defined, in order of first definition.
+    pub fn markers(&self) -> impl Iterator<Item = &Marker> {
+        self.markers.items.iter()
+    }
+
+    /// Every thread defined, in order of first definition.
+    pub fn threads(&self) -> impl Iterator<Item = &Thread> {
+        self.threads.items.iter()
+    }
+
+    /// The scope's name, or `<scope #id>` for an id no metadata defined.
+    pub fn scope_name(&self, id: u64) -> Cow<'_, str> {
+        match self.scope(id) {
+            Some(s) => Cow::Borrowed(&s.name),
+            None => Cow::Owned(format!("<scope #{id}>")),
+        }
+    }
+
+    /// The marker's name, or `<marker #id>`.
+    pub fn marker_name(&self, id: u64) -> Cow<'_, str> {
+        match self.marker(id) {
+            Some(m) => Cow::Borrowed(&m.name),
+            None => Cow::Owned(format!("<marker #{id}>")),
+        }
+    }
+
+    /// The thread's name; `thread N` when it has none or was never defined.
+    pub fn thread_name(&self, index: u64) -> Cow<'_, str> {
+        match self.thread(index) {
+            Some(t) if !t.name.is_empty() => Cow::Borrowed(&t.name),
+            _ => Cow::Owned(format!("thread {index}")),
+        }
+    }
+
+    /// The latest calibration: the process record's, or the last clock entry read.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// How many clock entries were read (0: the process record's calibration is in use).
+    pub fn clock_updates(&self) -> u64 {
+        self.clock_updates
+    }
+
+    /// Events and chunks the sink reported it could not take (sink-loss entries, summed).
+    pub fn sink_loss(&self) -> (u64, u64) {
+        (self.sink_lost_events, self.sink_lost_chunks)
+    }
+}
