@@ -125,8 +125,6 @@ fn main() {
     let dir = dir();
     scope_loop(10_000);
     floor_loop(10_000);
-    let pre: Vec<f64> = (0..ROUNDS).map(|_| time(scope_loop)).collect();
-    println!("  (before any capture) scope: {:.2} ns", best(&pre));
 
     // Cost: interleaved rounds of the floor, a plain scope, and a scope with a capture running.
     let (mut floor, mut plain, mut captured) = (vec![], vec![], vec![]);
@@ -147,8 +145,14 @@ fn main() {
         tickscope::clock::source().name(),
         tickscope::ticks_per_second() as f64 / 1e9
     );
-    println!("  floor (2 counter reads + TLS add):  {:6.2} ns", best(&floor));
-    println!("  scope!, no capture:                 {:6.2} ns", best(&plain));
+    println!(
+        "  floor (2 counter reads + TLS add):  {:6.2} ns",
+        best(&floor)
+    );
+    println!(
+        "  scope!, no capture:                 {:6.2} ns",
+        best(&plain)
+    );
     println!(
         "  scope!, capture running:            {:6.2} ns   ({dropped} events dropped)",
         best(&captured)
@@ -163,7 +167,7 @@ fn main() {
     );
 
     let file = sustained(&dir);
-    reading(&file);
+    reading(&file, &dir.join("cost0.tscap"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -250,7 +254,44 @@ fn sustained(dir: &Path) -> PathBuf {
     dir.join("keep.tscap")
 }
 
-/// Decoding speed and memory of the reader that `tickscope report` uses.
-fn reading(file: &Path) {
-    let _ = file;
+/// Decoding speed and memory of the reader that `tickscope report` uses, on files the real
+/// writer wrote: the sustained run's, and a short one (peak heap should not grow with length).
+fn reading(long: &Path, short: &Path) {
+    use tickscope_analyze::timeline::{report, Options};
+    use tickscope_analyze::tscap::Reader;
+    let read = |path: &Path| {
+        let base = LIVE.load(Relaxed);
+        PEAK.store(base, Relaxed);
+        let t = Instant::now();
+        let mut reader = Reader::open(path).unwrap();
+        let r = report(&mut reader, Options { per_thread: false }).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        (r.events, secs, PEAK.load(Relaxed) - base)
+    };
+    let mut best = 0.0f64;
+    let mut long_peak = 0;
+    let mut events = 0;
+    for _ in 0..3 {
+        let (n, secs, peak) = read(long);
+        best = best.max(n as f64 / secs);
+        long_peak = peak;
+        events = n;
+    }
+    let (short_events, _, short_peak) = read(short);
+    let size = std::fs::metadata(long).unwrap().len();
+    println!("reading (tickscope report's reader and summary), one core, best of 3");
+    println!(
+        "  {events} events ({:.1} MB file) at {:.1} M events/s",
+        size as f64 / 1e6,
+        best / 1e6
+    );
+    println!(
+        "  RATIO decode rate / 50 M events/s: {:.3}   (target >= 1.0)",
+        best / 50e6
+    );
+    println!(
+        "  peak heap while reading: {:.2} MB for {events} events, {:.2} MB for {short_events} events (bounded by chunk size and scopes, not length)",
+        long_peak as f64 / 1e6,
+        short_peak as f64 / 1e6
+    );
 }

@@ -2,6 +2,16 @@
 
 use std::process::Command;
 
+// The analyze crate's test support: its spec-following capture encoder and sample captures.
+#[path = "../../analyze/tests/support/mod.rs"]
+mod support;
+
+// `report`, `convert` and `capture listen` on captures built by that encoder.
+mod timeline;
+// Real programs recording (--capture, TICKSCOPE_CAPTURE, killed mid-capture); the exports
+// checked by speedscope in headless Chromium and by Perfetto's protos.
+mod recorded;
+
 /// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.
 #[test]
 fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {

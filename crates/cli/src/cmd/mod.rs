@@ -1,3 +1,19 @@
 //! One module per subcommand.
 
+pub mod capture;
+pub mod convert;
 pub mod demo;
+pub mod report;
+
+use std::io::Write;
+
+/// Writes `bytes` to standard output; a closed pipe (`| head`) is not an error.
+pub(crate) fn print(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,235 @@
+//! The timeline end to end with the real writer: a real program records (with `--capture`,
+//! with no code change through `TICKSCOPE_CAPTURE`, and killed mid-capture), `tickscope
+//! report` and `tickscope convert` read what it wrote, and real third-party readers check the
+//! exports: speedscope in headless Chromium (the speedscope and Chrome files) and Perfetto's
+//! published protos (the Perfetto file). `.ci/run` installs those readers
+//! (`tests/readers/install.sh`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn tickscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tickscope"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tickscope-recorded-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn readers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/readers")
+}
+
+fn ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The demo's timeline, read back: the report names its scopes with the same call counts the
+/// in-process summary counted (when nothing was dropped), with frames and messages.
+#[test]
+fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
+    let d = dir("demo");
+    let cap = d.join("demo.tscap");
+    let out = tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.5",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+        ])
+        .arg("--capture")
+        .arg(&cap)
+        .env(
+            "TICKSCOPE_SUMMARY",
+            format!("json:{}", d.join("summary.json").display()),
+        )
+        .output()
+        .unwrap();
+    ok(&out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    let report = ok(&tickscope()
+        .arg("report")
+        .arg(&cap)
+        .arg("--json")
+        .output()
+        .unwrap());
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let calls = |v: &serde_json::Value, name: &str| -> Option<u64> {
+        v["scopes"]
+            .as_array()?
+            .iter()
+            .find(|r| r["name"] == name)
+            .and_then(|r| r["calls"].as_u64())
+    };
+    let dropped = report["lost"]["dropped"].as_u64();
+    for name in ["parse_record", "tokenize", "fib", "alloc"] {
+        let in_process = calls(&summary, name).unwrap_or_else(|| panic!("{name} in {summary}"));
+        let from_timeline = calls(&report, name).unwrap_or_else(|| panic!("{name} in {report}"));
+        if dropped == Some(0) {
+            assert_eq!(in_process, from_timeline, "{name}");
+        } else {
+            assert!(from_timeline <= in_process && from_timeline > 0, "{name}");
+        }
+    }
+    let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
+    assert!(
+        text.contains("parse_record") && text.contains("batch"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `TICKSCOPE_CAPTURE` records a program with no code change; killed mid-capture, it leaves a
+/// file that reads up to its last complete chunk.
+#[test]
+fn a_program_killed_mid_capture_leaves_a_readable_file() {
+    let d = dir("killed");
+    let cap = d.join("killed.tscap");
+    let mut child = tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "30",
+            "--threads",
+            "1",
+            "--interval",
+            "off",
+        ])
+        .env("TICKSCOPE_CAPTURE", &cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(std::fs::metadata(&cap).unwrap().len() > 12);
+    let out = tickscope().arg("report").arg(&cap).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        assert!(stdout.contains("parse_record"), "{stdout}");
+        assert!(
+            stderr.contains("end record"),
+            "a warning says the end is missing: {stderr}"
+        );
+    } else {
+        // Killed in the middle of a write: the damage is named, and salvage reads the rest.
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("killed.tscap"), "{stderr}");
+        let out = tickscope()
+            .arg("report")
+            .arg(&cap)
+            .arg("--salvage")
+            .output()
+            .unwrap();
+        assert!(ok(&out).contains("parse_record"));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Every export of one real capture, checked by the real readers.
+#[test]
+fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
+    let d = dir("exports");
+    let cap = d.join("run.tscap");
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.2",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+        ])
+        .arg("--capture")
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let mut files = Vec::new();
+    for (to, name) in [
+        ("chrome", "run.json"),
+        ("speedscope", "run.speedscope.json"),
+        ("perfetto", "run.pftrace"),
+        ("folded", "run.folded"),
+    ] {
+        let path = d.join(name);
+        ok(&tickscope()
+            .arg("convert")
+            .arg(&cap)
+            .args(["--to", to, "-o"])
+            .arg(&path)
+            .output()
+            .unwrap());
+        files.push(path);
+    }
+    let folded = std::fs::read_to_string(&files[3]).unwrap();
+    assert!(
+        folded.lines().any(|l| l.contains("parse_record;tokenize ")),
+        "{folded}"
+    );
+
+    let node = Command::new("node")
+        .arg(readers().join("speedscope-import.mjs"))
+        .arg("--strict")
+        .args(&files[..2])
+        .output()
+        .expect("node not found: run tests/readers/install.sh (.ci/run does)");
+    let lines = String::from_utf8_lossy(&node.stdout);
+    assert!(
+        node.status.success(),
+        "speedscope refused an export:\n{lines}\n{}",
+        String::from_utf8_lossy(&node.stderr)
+    );
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["ok"], true, "{line}");
+        assert!(
+            v["profiles"].as_u64().unwrap_or(0) >= 3,
+            "main + 2 workers: {line}"
+        );
+    }
+
+    let perfetto = Command::new(readers().join(".venv/bin/python"))
+        .arg(readers().join("perfetto-decode.py"))
+        .arg("--no-events")
+        .arg(&files[2])
+        .output()
+        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
+    let summary = String::from_utf8_lossy(&perfetto.stdout);
+    assert!(
+        perfetto.status.success(),
+        "Perfetto's protos refused our trace:\n{summary}\n{}",
+        String::from_utf8_lossy(&perfetto.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(v["ok"], true, "{summary}");
+    assert_eq!(v["balanced"], true, "{summary}");
+    assert_eq!(
+        v["unknown_fields"].as_array().map(Vec::len),
+        Some(0),
+        "{summary}"
+    );
+    let tracks = v["tracks"].as_array().unwrap();
+    assert!(
+        tracks.iter().any(|t| t["counter"] == true),
+        "the pool counter has a counter track: {summary}"
+    );
+    assert!(
+        tracks.iter().any(|t| t["thread"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("worker"))),
+        "{summary}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

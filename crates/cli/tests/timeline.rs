@@ -1,0 +1,287 @@
+//! `tickscope report`, `convert` and `capture listen` on captures built with the analyze
+//! crate's test encoder.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{sample, sample_split};
+
+fn tickscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh directory for one test.
+fn dir(name: &str) -> PathBuf {
+    let d = crate::support::writer::scratch_dir().join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn report_prints_the_summary_as_text_and_json() {
+    let d = dir("report");
+    let f = write(&d, "run.tscap", &sample(true).bytes);
+    let out = tickscope(&["report", &f]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("name") && stdout.contains("clk err"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.split_whitespace().take(3).collect::<Vec<_>>()
+                == ["outer", "app/main.rs:10", "2"]),
+        "{stdout}"
+    );
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let out = tickscope(&["report", &f, "--json", "--per-thread"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["scopes"][0]["self_ns"], 750);
+    assert_eq!(v["threads"][1]["scopes"][0]["calls"], 1);
+}
+
+/// Runs `tickscope ARGS`, expects exit status 2 and exactly one line on stderr.
+fn fails(args: &[&str]) -> String {
+    let out = tickscope(args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr.trim_end().to_owned()
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_file() {
+    let d = dir("bad");
+    let zip = write(&d, "profile.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00");
+    assert_eq!(
+        fails(&["report", &zip]),
+        format!("tickscope: error: {zip}: at byte 0: not a tickscope capture (magic is 50 4b 03 04 14 00 00 00, a zip file?)")
+    );
+    let missing = d.join("missing.tscap").display().to_string();
+    let line = fails(&["report", &missing]);
+    assert!(
+        line.starts_with(&format!("tickscope: error: {missing}: cannot open: ")),
+        "{line}"
+    );
+    let mut c = sample(false);
+    c.bytes.truncate(c.bytes.len() - 3);
+    let cut = write(&d, "cut.tscap", &c.bytes);
+    let line = fails(&["report", &cut]);
+    assert!(
+        line.contains(&format!("{cut}: at byte ")) && line.contains("truncated: chunk header says"),
+        "{line}"
+    );
+    let line = fails(&[
+        "convert",
+        &cut,
+        "--to",
+        "chrome",
+        "-o",
+        &d.join("x.json").display().to_string(),
+    ]);
+    assert!(line.contains("truncated"), "{line}");
+    assert!(
+        !d.join("x.json").exists(),
+        "no half-written output left behind"
+    );
+    // With --salvage the same file reads, with a warning.
+    let out = tickscope(&["report", &cut, "--salvage"]);
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("tickscope: warning: ")
+            && stderr.contains("salvaged the 4 complete chunks"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains("outer"));
+}
+
+#[test]
+fn convert_writes_every_format() {
+    let d = dir("convert");
+    let f = write(&d, "run.tscap", &sample_split(4, true).bytes);
+    for (format, name) in [
+        ("chrome", "trace.json"),
+        ("perfetto", "trace.pftrace"),
+        ("speedscope", "profile.speedscope.json"),
+        ("folded", "stacks.folded"),
+    ] {
+        let out_path = d.join(name).display().to_string();
+        let out = tickscope(&["convert", &f, "--to", format, "-o", &out_path]);
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(&format!("wrote {out_path} ({format}, ")));
+        let bytes = std::fs::read(&out_path).unwrap();
+        match format {
+            "chrome" | "speedscope" => {
+                let _: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            }
+            "folded" => assert!(text(&bytes).starts_with("main;alloc 100\n")),
+            _ => assert!(bytes.len() > 100),
+        }
+    }
+    let out = tickscope(&["convert", &f, "--to", "folded", "-o", "-"]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        std::fs::read_to_string(d.join("stacks.folded")).unwrap()
+    );
+    // A usage error is clap's: exit status 2 and the reason.
+    let out = tickscope(&["convert", &f, "--to", "svg", "-o", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr)
+        .contains("unknown format \"svg\" (expected chrome, perfetto, speedscope or folded)"));
+}
+
+/// A running `tickscope capture listen` on an ephemeral loopback port.
+struct Listener {
+    child: Child,
+    port: u16,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+fn listen(out: &Path, extra: &[&str]) -> Listener {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["capture", "listen", "127.0.0.1:0", "-o"])
+        .arg(out)
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let port = first
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    let stderr = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        first + &rest
+    });
+    Listener {
+        child,
+        port,
+        stderr,
+    }
+}
+
+impl Listener {
+    /// Waits (at most 30 s) for the listener to exit; returns its status code and stderr.
+    fn wait(mut self) -> (Option<i32>, String) {
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                panic!("listener did not exit: {}", self.stderr.join().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (status.code(), self.stderr.join().unwrap())
+    }
+
+    /// Sends `bytes` in pieces, with pauses, then closes the connection.
+    fn send(&self, bytes: &[u8], pause: Duration) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        for piece in bytes.chunks(bytes.len() / 5 + 1) {
+            s.write_all(piece).unwrap();
+            s.flush().unwrap();
+            std::thread::sleep(pause);
+        }
+    }
+}
+
+#[test]
+fn listen_records_a_stream_into_the_file_unchanged() {
+    let d = dir("listen");
+    let out = d.join("got.tscap");
+    let l = listen(&out, &["--connections", "1"]);
+    let c = sample_split(3, true);
+    // Slow enough for a live line.
+    l.send(&c.bytes, Duration::from_millis(300));
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(std::fs::read(&out).unwrap(), c.bytes);
+    assert!(
+        stderr.contains(&format!("writing {}", out.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("32 events in"), "{stderr}");
+    assert!(stderr.contains("capture complete"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("tickscope: {}: ", out.display()))
+            && stderr.contains(" events/s · ")
+            && stderr.contains(" dropped so far · top: "),
+        "a live line: {stderr}"
+    );
+}
+
+#[test]
+fn listen_keeps_the_file_valid_when_the_peer_leaves_mid_chunk_and_numbers_connections() {
+    let d = dir("listen-cut");
+    let out = d.join("got.tscap");
+    let l = listen(&out, &["--connections", "2", "--quiet"]);
+    let c = sample(false);
+    let cut = c.bytes.len() - 10;
+    l.send(&c.bytes[..cut], Duration::ZERO);
+    l.send(&c.bytes, Duration::ZERO);
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    let first = std::fs::read(&out).unwrap();
+    let second = std::fs::read(d.join("got.2.tscap")).unwrap();
+    assert_eq!(second, c.bytes);
+    assert!(first.len() < cut && c.bytes.starts_with(&first));
+    assert!(stderr.contains("valid up to byte"), "{stderr}");
+    // What was kept reads without --salvage.
+    let f = out.display().to_string();
+    let rep = tickscope(&["report", &f]);
+    assert!(rep.status.success(), "{}", text(&rep.stderr));
+    assert!(text(&rep.stderr).contains("no end record"));
+    assert!(!stderr.contains("events/s"), "--quiet: {stderr}");
+}
+
+#[test]
+fn listen_refuses_a_non_loopback_address() {
+    let line = fails(&["capture", "listen", "0.0.0.0:0", "-o", "x.tscap"]);
+    assert_eq!(
+        line,
+        "tickscope: error: refusing to listen on 0.0.0.0:0: not a loopback address, and captures are not authenticated (pass --allow-remote to accept connections from other machines)"
+    );
+}
+
+#[test]
+fn listen_rejects_a_stream_that_is_not_a_capture() {
+    let d = dir("listen-bad");
+    let out = d.join("got.tscap");
+    let l = listen(&out, &["--connections", "1"]);
+    l.send(b"GET / HTTP/1.1\r\n\r\n", Duration::ZERO);
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a tickscope capture"), "{stderr}");
+    assert!(!out.exists());
+}
