@@ -36,6 +36,8 @@
 //! - [`Timer`], [`now`], [`ticks_per_second`], [`system_time_ms`]: the clock.
 //! - [`sampler::Sampler`]: the sampling CPU profiler; its samples carry the open scopes as
 //!   pprof labels.
+//! - [`capture::start`]: the timeline (every scope begin and end, frame marks, counters,
+//!   messages) to a file, a TCP listener or a flight recorder; also `TICKSCOPE_CAPTURE=FILE`.
 //!
 //! # Semantics
 //! - **total** is inclusive time; **self** excludes time in child scopes.
@@ -53,6 +55,7 @@
 //! | `enabled` | yes | Scopes record. Without it (`default-features = false`) the macros expand to nothing: zero cost. |
 //! | `log` | no | [`Output::Log`] sends report lines to the `log` crate. |
 //! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (`addr2line`, `object`, `flate2`). |
+//! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead

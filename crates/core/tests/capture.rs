@@ -45,7 +45,11 @@ fn chunk_kinds(bytes: &[u8]) -> Vec<u8> {
         kinds.push(h[0]);
         at += format::CHUNK_HEADER_LEN + stored;
     }
-    assert_eq!(at, bytes.len(), "the last chunk ends at the end of the file");
+    assert_eq!(
+        at,
+        bytes.len(),
+        "the last chunk ends at the end of the file"
+    );
     kinds
 }
 
@@ -107,7 +111,10 @@ fn a_full_ring_drops_and_every_event_is_accounted_for() {
     let n = 200_000;
     std::thread::spawn(move || scopes(n)).join().unwrap();
     let s = capture::stop().unwrap();
-    assert!(s.dropped > 0, "a 64-record ring cannot hold 400,000 events: {s:?}");
+    assert!(
+        s.dropped > 0,
+        "a 64-record ring cannot hold 400,000 events: {s:?}"
+    );
     assert_eq!(
         s.events + s.dropped,
         2 * n,
@@ -152,7 +159,10 @@ fn a_listener_that_vanishes_never_blocks_the_program_and_the_loss_is_counted() {
     }
     let stop = Instant::now();
     let s = capture::stop().unwrap();
-    assert!(stop.elapsed() < Duration::from_secs(3), "stop waits at most 2 s");
+    assert!(
+        stop.elapsed() < Duration::from_secs(3),
+        "stop waits at most 2 s"
+    );
     assert!(s.disconnected, "{s:?}");
     assert!(s.undelivered > 0, "{s:?}");
 }
@@ -181,7 +191,11 @@ fn a_listener_that_never_reads_costs_undelivered_chunks_not_time() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            tickscope::message!("{x:016x}{:016x}{:016x}", x.rotate_left(21), x.wrapping_mul(3));
+            tickscope::message!(
+                "{x:016x}{:016x}{:016x}",
+                x.rotate_left(21),
+                x.wrapping_mul(3)
+            );
         }
         slowest = slowest.max(b.elapsed());
     }
@@ -203,7 +217,10 @@ fn a_tcp_capture_with_no_listener_fails_to_start_with_the_address() {
     };
     let e = capture::start(Sink::Tcp(format!("127.0.0.1:{port}"))).unwrap_err();
     assert_eq!(e.kind(), capture::ErrorKind::Io);
-    assert!(e.to_string().contains(&format!("tcp://127.0.0.1:{port}")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("tcp://127.0.0.1:{port}")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -246,7 +263,10 @@ fn dump_needs_a_flight_recorder() {
 
 #[test]
 fn sinks_parse_as_the_environment_variable_takes_them() {
-    assert_eq!(Sink::parse("run.tscap"), Some(Sink::File("run.tscap".into())));
+    assert_eq!(
+        Sink::parse("run.tscap"),
+        Some(Sink::File("run.tscap".into()))
+    );
     assert_eq!(
         Sink::parse("tcp://127.0.0.1:7878"),
         Some(Sink::Tcp("127.0.0.1:7878".into()))

@@ -40,8 +40,15 @@ struct ThreadEnc {
 
 enum Partial {
     None,
-    Counter { ticks: u64, id: u32 },
-    Message { ticks: u64, len: usize, bytes: Vec<u8> },
+    Counter {
+        ticks: u64,
+        id: u32,
+    },
+    Message {
+        ticks: u64,
+        len: usize,
+        bytes: Vec<u8>,
+    },
 }
 
 impl ThreadEnc {

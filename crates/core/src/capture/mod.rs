@@ -312,6 +312,13 @@ impl Builder {
 
     /// Starts the capture.
     pub fn start(self) -> Result<(), Error> {
+        crate::config::ensure_init();
+        self.start_inner()
+    }
+
+    /// [`Builder::start`] without first-use initialisation (which calls this for
+    /// `TICKSCOPE_CAPTURE`, from inside itself).
+    fn start_inner(self) -> Result<(), Error> {
         if !crate::COMPILED_IN {
             return Err(err(ErrorKind::Unsupported, "", None));
         }
@@ -319,12 +326,12 @@ impl Builder {
         if handle.is_some() {
             return Err(err(ErrorKind::AlreadyRunning, self.sink.describe(), None));
         }
-        crate::config::ensure_init();
         let s = match &self.sink {
             Sink::File(p) => sink::Sink::file(p)
                 .map_err(|e| err(ErrorKind::Io, p.display().to_string(), Some(e)))?,
-            Sink::Tcp(a) => sink::Sink::tcp(a)
-                .map_err(|e| err(ErrorKind::Io, format!("tcp://{a}"), Some(e)))?,
+            Sink::Tcp(a) => {
+                sink::Sink::tcp(a).map_err(|e| err(ErrorKind::Io, format!("tcp://{a}"), Some(e)))?
+            }
             Sink::FlightRecorder {
                 window,
                 max_bytes,
@@ -482,7 +489,11 @@ pub fn stats() -> Stats {
 /// `.tscap` file; returns its size in bytes.
 pub fn dump(path: impl AsRef<Path>) -> Result<u64, Error> {
     let path = path.as_ref();
-    if COLLECTOR.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+    if COLLECTOR
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_none()
+    {
         return Err(err(ErrorKind::NotRunning, "", None));
     }
     let mut ctl = control();
@@ -564,7 +575,7 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>) {
     if let Some(f) = full {
         b = b.full(f);
     }
-    if let Err(e) = b.start() {
+    if let Err(e) = b.start_inner() {
         crate::config::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
     }
 }
@@ -624,7 +635,10 @@ impl Marker {
             return id;
         }
         // Markers with the same name and kind share an id: one counter track, one frame kind.
-        let id = match m.iter().position(|&(n, k)| n == self.name && k == self.kind) {
+        let id = match m
+            .iter()
+            .position(|&(n, k)| n == self.name && k == self.kind)
+        {
             Some(i) => i as u32 + 1,
             None => {
                 m.push((self.name, self.kind));

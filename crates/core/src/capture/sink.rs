@@ -250,7 +250,9 @@ impl Tcp {
         self.queue.clear();
         self.queued = 0;
         self.lost.chunks += chunks;
-        super::STATS.disconnected.store(true, std::sync::atomic::Ordering::Relaxed);
+        super::STATS
+            .disconnected
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         crate::config::warn(&format!(
             "capture: the listener at {} went away ({why}); events from now on are counted as undelivered",
             self.addr
