@@ -44,12 +44,19 @@ fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
     let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
     let capture = data("v1-writer.tscap");
     let golden = data("v1-writer.report.json");
-    assert!(capture.exists(), "{} is a kept fixture: restore it from git", capture.display());
+    assert!(
+        capture.exists(),
+        "{} is a kept fixture: restore it from git",
+        capture.display()
+    );
     let mut r = Reader::open(&capture).unwrap();
     let mut got = report(&mut r, Options { per_thread: true }).unwrap();
     got.file = "v1-writer.tscap".into();
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
-    assert!(got.scopes.iter().any(|s| s.name == "parse_record" && s.calls > 0));
+    assert!(got
+        .scopes
+        .iter()
+        .any(|s| s.name == "parse_record" && s.calls > 0));
     let json = got.to_json();
     if bless || !golden.exists() {
         std::fs::write(&golden, &json).unwrap();
