@@ -12,8 +12,14 @@ use tickscope::capture::{self, format, Builder, Full, Sink};
 /// One capture per process at a time: the tests take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+/// A capture test's turn. These tests keep both cores busy (producers and the collector), so
+/// they also hold [`crate::CPU_HEAVY`] for reading: the sampler's CPU-share tests wait for them.
+fn turn() -> (
+    std::sync::RwLockReadGuard<'static, ()>,
+    std::sync::MutexGuard<'static, ()>,
+) {
+    let cpu = crate::CPU_HEAVY.read().unwrap_or_else(|p| p.into_inner());
+    (cpu, ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 fn temp(name: &str) -> PathBuf {

@@ -1,6 +1,7 @@
 //! Integration tests of the `tickscope` crate: one binary, one module per area.
 
-/// Tests that compile (nested cargo builds, trybuild) hold this for reading; the sampler's
+/// Tests that compile (nested cargo builds, trybuild) or keep the cores busy (capture) hold
+/// this for reading; the sampler's
 /// CPU-share tests hold it for writing. Their shares rest on a periodic sampler sweeping a
 /// periodic workload evenly, which holds when the two worker threads have the two cores, and
 /// not while a compiler runs beside them (measured: 3:1 came out as 0.80 under a build).
