@@ -15,47 +15,20 @@
 //! Every figure is the best of several interleaved rounds, so a noisy neighbour shows up as
 //! spread between rounds rather than as a skewed ratio.
 
-use std::cell::Cell;
 use std::hint::black_box;
 use std::time::Instant;
 
+#[path = "common/floor.rs"]
+mod floor;
+use floor::floor_loop;
+
 const N: u64 = 2_000_000;
 const ROUNDS: usize = 15;
-
-thread_local! {
-    static ACC: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The raw counter, without tickscope's source dispatch.
-#[inline(always)]
-fn raw() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: rdtsc exists on every x86_64 CPU and only reads the time-stamp counter.
-        #[allow(unused_unsafe)]
-        unsafe {
-            core::arch::x86_64::_rdtsc()
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        tickscope::now()
-    }
-}
 
 #[inline(never)]
 fn empty_loop(n: u64) {
     for i in 0..n {
         black_box(i);
-    }
-}
-
-#[inline(never)]
-fn floor_loop(n: u64) {
-    for _ in 0..n {
-        let a = raw();
-        let b = raw();
-        ACC.with(|c| c.set(c.get().wrapping_add(b.wrapping_sub(a))));
     }
 }
 

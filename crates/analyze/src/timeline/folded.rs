@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 
 use super::format::folded_name;
-use super::replay::{replay, Close, Instant, Sink};
+use super::replay::{replay, Close, Sink};
 use super::{Error, TimeMap};
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
 
@@ -86,14 +86,6 @@ impl Sink for Folded {
         if let Some(parent) = self.stacks[k].last_mut() {
             parent.child = parent.child.saturating_add(dur);
         }
-        Ok(())
-    }
-
-    fn instant(&mut self, _: &Meta, _: u64, _: u64, _: Instant<'_>) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn counter(&mut self, _: &Meta, _: u64, _: u64, _: u64, _: f64) -> io::Result<()> {
         Ok(())
     }
 }

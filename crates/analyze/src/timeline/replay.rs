@@ -60,9 +60,27 @@ pub(crate) trait Sink {
         end: u64,
         how: Close,
     ) -> io::Result<()>;
-    fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()>;
-    fn counter(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64, value: f64)
-        -> io::Result<()>;
+    /// A frame mark, message or loss (exports of scopes alone ignore them).
+    fn instant(
+        &mut self,
+        _meta: &Meta,
+        _thread: u64,
+        _ns: u64,
+        _what: Instant<'_>,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+    /// A counter value (exports of scopes alone ignore them).
+    fn counter(
+        &mut self,
+        _meta: &Meta,
+        _thread: u64,
+        _id: u64,
+        _ns: u64,
+        _value: f64,
+    ) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Open {

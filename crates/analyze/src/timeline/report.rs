@@ -475,12 +475,35 @@ impl Collector {
                 s.map_or(0, |s| s.line),
             )
         };
+        // The fields every row has, from a row's counts; the whole-capture rows add the
+        // distribution, %wall and clock errors.
+        let base_row = |id: u64, calls: u64, outer: u64, incl: u64, self_ticks: u64, max: u64| {
+            let (name, kind, file, line) = scope_meta(id);
+            ScopeRow {
+                id,
+                name,
+                kind,
+                file,
+                line,
+                calls,
+                outer_calls: outer,
+                total_ns: ns(incl),
+                self_ns: ns(self_ticks),
+                mean_ns: (outer > 0)
+                    .then(|| (incl as f64 * ns_per_tick / outer as f64).round() as u64),
+                min_ns: None,
+                p50_ns: None,
+                p99_ns: None,
+                max_ns: (outer > 0).then(|| ns(max)),
+                wall_percent: 0.0,
+                clock_errors: 0,
+            }
+        };
         let mut scopes: Vec<ScopeRow> = self
             .rows
             .iter()
             .filter(|r| r.calls > 0)
             .map(|r| {
-                let (name, kind, file, line) = scope_meta(r.id);
                 let has = r.outer > 0;
                 let q = |q: f64| {
                     r.hist
@@ -489,27 +512,16 @@ impl Collector {
                         .map(|v| ns(v.clamp(r.min, r.max)))
                 };
                 ScopeRow {
-                    id: r.id,
-                    name,
-                    kind,
-                    file,
-                    line,
-                    calls: r.calls,
-                    outer_calls: r.outer,
-                    total_ns: ns(r.incl),
-                    self_ns: ns(r.self_ticks),
-                    mean_ns: has
-                        .then(|| (r.incl as f64 * ns_per_tick / r.outer as f64).round() as u64),
                     min_ns: has.then(|| ns(r.min)),
                     p50_ns: q(0.5),
                     p99_ns: q(0.99),
-                    max_ns: has.then(|| ns(r.max)),
                     wall_percent: if wall_ns > 0 {
                         ns(r.incl) as f64 * 100.0 / wall_ns as f64
                     } else {
                         0.0
                     },
                     clock_errors: r.clock_errors,
+                    ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
                 }
             })
             .collect();
@@ -526,29 +538,7 @@ impl Collector {
                     .light
                     .iter()
                     .filter(|r| r.calls > 0)
-                    .map(|r| {
-                        let (name, kind, file, line) = scope_meta(r.id);
-                        ScopeRow {
-                            id: r.id,
-                            name,
-                            kind,
-                            file,
-                            line,
-                            calls: r.calls,
-                            outer_calls: r.outer,
-                            total_ns: ns(r.incl),
-                            self_ns: ns(r.self_ticks),
-                            mean_ns: (r.outer > 0).then(|| {
-                                (r.incl as f64 * ns_per_tick / r.outer as f64).round() as u64
-                            }),
-                            min_ns: None,
-                            p50_ns: None,
-                            p99_ns: None,
-                            max_ns: (r.outer > 0).then(|| ns(r.max)),
-                            wall_percent: 0.0,
-                            clock_errors: 0,
-                        }
-                    })
+                    .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max))
                     .collect();
                 sort_rows(&mut rows);
                 ThreadRow {

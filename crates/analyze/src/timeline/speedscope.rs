@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
 use super::format::json_str;
-use super::replay::{replay, Close, Instant, Sink};
+use super::replay::{replay, Close, Sink};
 use super::spill::Spill;
 use super::{Error, TimeMap};
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
@@ -68,14 +68,6 @@ impl Sink for Speedscope {
         _: Close,
     ) -> io::Result<()> {
         self.push(thread, 'C', id, end)
-    }
-
-    fn instant(&mut self, _: &Meta, _: u64, _: u64, _: Instant<'_>) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn counter(&mut self, _: &Meta, _: u64, _: u64, _: u64, _: f64) -> io::Result<()> {
-        Ok(())
     }
 }
 

@@ -348,10 +348,11 @@ impl Collector {
         self.payload = payload;
     }
 
-    /// Describes every call site and marker registered so far (at least up to the ids given)
-    /// that the stream has not seen, and any new threads, in one metadata chunk.
-    fn announce(&mut self, _max_scope: u32, max_marker: u32) {
-        {
+    /// Describes, in one metadata chunk, the call sites and markers registered so far that the
+    /// stream has not seen (looking only when an id above those seen is about to be used:
+    /// `u32::MAX` always looks), and any new threads.
+    fn announce(&mut self, max_scope: u32, max_marker: u32) {
+        if max_scope > self.scopes_announced {
             let table = crate::scope::callsite::table();
             while self.scopes_announced + 1 < table.len() {
                 self.scopes_announced += 1;
@@ -367,7 +368,7 @@ impl Collector {
                 }
             }
         }
-        if max_marker > self.markers_announced || max_marker == u32::MAX {
+        if max_marker > self.markers_announced {
             let markers = super::markers();
             while (self.markers_announced as usize) < markers.len() {
                 let (name, kind) = markers[self.markers_announced as usize];
@@ -421,15 +422,17 @@ impl Collector {
         out
     }
 
-    /// Writes what a flight recorder holds to `path` (after draining and sealing everything).
-    pub(crate) fn dump(&mut self, path: &std::path::Path) -> std::io::Result<u64> {
+    /// Writes what a flight recorder holds to `path` (after draining and sealing everything);
+    /// `None` if this capture does not use the flight recorder.
+    pub(crate) fn dump(&mut self, path: &std::path::Path) -> Option<std::io::Result<u64>> {
+        if !matches!(self.sink, Sink::Flight(_)) {
+            return None;
+        }
         self.pass(true);
         let end = self.end_chunk();
         match &self.sink {
-            Sink::Flight(f) => f.dump(path, &end),
-            _ => Err(std::io::Error::other(
-                "this capture does not use the flight recorder",
-            )),
+            Sink::Flight(f) => Some(f.dump(path, &end)),
+            _ => None,
         }
     }
 

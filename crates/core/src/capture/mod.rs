@@ -251,7 +251,7 @@ struct Control {
     stop: bool,
     dump: Option<PathBuf>,
     /// The answer to the last dump request.
-    dumped: Option<Result<u64, String>>,
+    dumped: Option<Result<u64, Error>>,
     done: bool,
     started: Option<Instant>,
 }
@@ -385,7 +385,11 @@ fn run(c: &mut collector::Collector) {
             (ctl.stop, ctl.dump.take())
         };
         if let Some(path) = dump {
-            let r = c.dump(&path).map_err(|e| e.to_string());
+            let target = path.display().to_string();
+            let r = match c.dump(&path) {
+                None => Err(err(ErrorKind::NotFlightRecorder, "", None)),
+                Some(r) => r.map_err(|e| err(ErrorKind::Io, target, Some(e))),
+            };
             control().dumped = Some(r);
             CONTROL_CV.notify_all();
         }
@@ -511,22 +515,13 @@ pub fn dump(path: impl AsRef<Path>) -> Result<u64, Error> {
             .unwrap_or_else(|p| p.into_inner())
             .0;
     }
-    match ctl.dumped.take() {
-        Some(Ok(n)) => Ok(n),
-        Some(Err(e)) if e.contains("flight recorder") => {
-            Err(err(ErrorKind::NotFlightRecorder, "", None))
-        }
-        Some(Err(e)) => Err(err(
-            ErrorKind::Io,
-            path.display().to_string(),
-            Some(std::io::Error::other(e)),
-        )),
-        None => Err(err(
+    ctl.dumped.take().unwrap_or_else(|| {
+        Err(err(
             ErrorKind::Io,
             path.display().to_string(),
             Some(std::io::Error::other("the collector did not answer in 5 s")),
-        )),
-    }
+        ))
+    })
 }
 
 fn install_panic_dump(path: PathBuf) {
@@ -674,23 +669,23 @@ pub fn frame(m: &'static Marker) {
     }
 }
 
-/// `plot!`: a counter value. Not a stable API.
+/// `plot!`: a counter value. The macro has checked `capturing()` (so that the value is only
+/// evaluated while a capture runs). Not a stable API.
 #[doc(hidden)]
 #[inline]
 pub fn plot(m: &'static Marker, value: f64) {
-    if crate::imp::capturing() {
-        let t = crate::clock::now();
-        ring::push_group(&[
-            (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
-            (value.to_bits(), 0),
-        ]);
-    }
+    let t = crate::clock::now();
+    ring::push_group(&[
+        (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
+        (value.to_bits(), 0),
+    ]);
 }
 
 /// The longest message kept; longer ones are cut (at a character boundary).
 pub const MAX_MESSAGE: usize = 1024;
 
-/// `message!`: formats into a stack buffer (no allocation) and records it. Not a stable API.
+/// `message!`: formats into a stack buffer (no allocation) and records it. The macro has
+/// checked `capturing()`. Not a stable API.
 #[doc(hidden)]
 pub fn message(args: std::fmt::Arguments<'_>) {
     struct Buf {
@@ -708,9 +703,6 @@ pub fn message(args: std::fmt::Arguments<'_>) {
             self.len += n;
             Ok(())
         }
-    }
-    if !crate::imp::capturing() {
-        return;
     }
     let t = crate::clock::now();
     let mut b = Buf {

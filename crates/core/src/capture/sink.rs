@@ -70,7 +70,6 @@ impl Sink {
                         queue: VecDeque::new(),
                         queued: 0,
                         sent_front: 0,
-                        lost: Undelivered::default(),
                         unannounced: Undelivered::default(),
                         addr: addr.to_owned(),
                     };
@@ -177,8 +176,6 @@ pub(crate) struct Tcp {
     queued: usize,
     /// Bytes of the front buffer already sent: a chunk begun is always finished.
     sent_front: usize,
-    /// Lost since the connection broke (or in total).
-    lost: Undelivered,
     /// Dropped chunks not yet announced in the stream.
     unannounced: Undelivered,
     addr: String,
@@ -193,8 +190,6 @@ impl Tcp {
     fn put(&mut self, c: Chunk) {
         if self.stream.is_none() {
             super::STATS.add_undelivered(c.events);
-            self.lost.events += c.events;
-            self.lost.chunks += 1;
             return;
         }
         self.pump();
@@ -243,13 +238,10 @@ impl Tcp {
 
     fn broke(&mut self, why: String) {
         self.stream = None;
-        let chunks = self.queue.len() as u64;
         let events: u64 = self.queue.iter().map(|q| q.1).sum();
         super::STATS.add_undelivered(events);
-        self.lost.events += events;
         self.queue.clear();
         self.queued = 0;
-        self.lost.chunks += chunks;
         super::STATS
             .disconnected
             .store(true, std::sync::atomic::Ordering::Relaxed);
