@@ -1,7 +1,15 @@
-//! Reading and analysing tickscope's timeline captures (`.tscap`): a streaming, bounded-memory
-//! reader, the summary table, and exports to the ecosystem's viewers.
+//! Reading and analysing tickscope's timeline captures (`.tscap`) and CPU/heap profiles: a
+//! streaming, bounded-memory capture reader, the summary table and exports to the ecosystem's
+//! viewers; profile readers and pprof's views with pprof's numbers.
 //!
 //! # Overview
+//! - [`profile`]: profiles as `go tool pprof` sees them. [`profile::load`] reads pprof
+//!   protobuf (gzip or raw), gperftools' binary CPU and text heap/contention formats, the older
+//!   Go and Java text formats and folded stacks, picking the reader by content;
+//!   [`profile::filter`] holds pprof's focus/ignore/hide/show/tag filters and `drop_frames`.
+//! - [`views`]: a [`views::Report`] prepares a profile for a view as pprof's driver does
+//!   (total, filters, granularity, pruning); `top`, `peek`, `tree`, `list`, DOT `graph`, flame
+//!   graphs and `diff` render it as text or JSON.
 //! - [`tscap`]: the capture format. [`tscap::Reader`] reads a capture chunk by chunk (file or
 //!   any `Read`), checking every length, CRC and field before using it; [`tscap::Events`] is
 //!   the reusable buffer events are decoded into; [`tscap::Meta`] holds the scope, marker and
@@ -35,5 +43,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod profile;
 pub mod timeline;
 pub mod tscap;
+pub mod views;

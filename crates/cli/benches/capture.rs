@@ -15,36 +15,16 @@
 //!
 //! Every figure is the best of several interleaved rounds.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use tickscope::capture::{self, Sink};
 
-/// Counts live and peak heap bytes, for the reader's memory figure.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-        PEAK.fetch_max(live, Relaxed);
-        // SAFETY: the caller's layout contract is passed on as is.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        // SAFETY: `p` came from `alloc` with this layout.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
 
 #[path = "../../core/benches/common/floor.rs"]
 mod floor;

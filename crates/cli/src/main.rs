@@ -25,6 +25,20 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Receive timeline captures over TCP (`capture listen`).
     Capture(cmd::capture::Args),
+    /// Profile views: the flat table (flat, flat%, sum%, cum, cum%), as `go tool pprof -top`.
+    Top(cmd::top::Args),
+    /// Callers and callees of the functions matching a regex, as `go tool pprof -peek`.
+    Peek(cmd::peek::Args),
+    /// The indented call tree from the entry points down, with cum%.
+    Tree(cmd::tree::Args),
+    /// An interactive flame graph SVG (`--reverse`: an icicle of callers).
+    Flamegraph(cmd::flamegraph::Args),
+    /// Annotated source of the functions matching a regex, as `go tool pprof -list`.
+    List(cmd::list::Args),
+    /// The call graph as Graphviz DOT, SVG or PNG, as `go tool pprof -dot` / `-svg`.
+    Graph(cmd::graph::Args),
+    /// What changed from BASE to NEW: top by delta, as `go tool pprof -diff_base BASE NEW`.
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,9 +48,21 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Capture(args) => cmd::capture::run(args),
+        Command::Top(args) => cmd::top::run(args),
+        Command::Peek(args) => cmd::peek::run(args),
+        Command::Tree(args) => cmd::tree::run(args),
+        Command::Flamegraph(args) => cmd::flamegraph::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::Graph(args) => cmd::graph::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Asked-for data that is absent (a regex matching nothing) is status 1, as grep's.
+        Err(e) if e.is::<cmd::view::NotFound>() => {
+            eprintln!("tickscope: {e:#}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("tickscope: error: {e:#}");
             ExitCode::from(2)

@@ -11,6 +11,9 @@ mod timeline;
 // Real programs recording (--capture, TICKSCOPE_CAPTURE, killed mid-capture); the exports
 // checked by speedscope in headless Chromium and by Perfetto's protos.
 mod recorded;
+mod views;
+// `top` against go tool pprof's reference outputs and the real go tool pprof; bad input.
+mod pprof;
 
 /// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.
 #[test]

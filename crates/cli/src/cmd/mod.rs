@@ -3,7 +3,15 @@
 pub mod capture;
 pub mod convert;
 pub mod demo;
+pub mod diff;
+pub mod flamegraph;
+pub mod graph;
+pub mod list;
+pub mod peek;
 pub mod report;
+pub mod top;
+pub mod tree;
+pub mod view;
 
 use std::io::Write;
 
@@ -16,4 +24,13 @@ pub(crate) fn print(bytes: &[u8]) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Writes `bytes` to `path`, or to standard output when `path` is `-`.
+pub(crate) fn write_output(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return print(bytes);
+    }
+    std::fs::write(path, bytes)?;
+    Ok(())
 }

@@ -1,0 +1,406 @@
+//! Profiles as `go tool pprof` sees them: the model of profile.proto, and readers that fill it
+//! from pprof protobuf (gzip or raw), gperftools' legacy binary CPU and text heap formats, the
+//! older Go and Java text formats, and folded stacks.
+//!
+//! [`load`] reads a file and picks the reader by content, never by extension: gzip is
+//! unwrapped first, then protobuf is tried, then the legacy formats, then folded stacks.
+//! Every reader checks every length and reference before using it, allocates in proportion to
+//! the bytes actually present (never to a length a file claims), and reports a problem as one
+//! [`Error`] line naming the file.
+//!
+//! The model keeps profile.proto's shape so that the views compute exactly what pprof computes:
+//! samples point at locations (leaf first), locations hold lines (innermost inline frame
+//! first), lines point at functions; ids are kept for `-raw`-style output, references are
+//! indices.
+
+mod error;
+pub mod filter;
+mod folded;
+mod legacy;
+mod pprof;
+mod prune;
+
+use std::io::Read;
+use std::path::Path;
+
+pub use error::{Error, ErrorKind};
+
+/// The most a gzip-compressed profile may decompress to (a guard against gzip bombs).
+pub const MAX_DECOMPRESSED: u64 = 4 << 30;
+
+/// The deepest stack a sample may have. Real profilers cap far below (Go 64 frames, perf
+/// 127, gperftools 255); a deeper one is damage or an attack, refused with an error.
+pub const MAX_STACK_DEPTH: usize = 1 << 16;
+
+/// A profile: profile.proto's `Profile` with strings resolved and ids turned into indices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Profile {
+    /// What each sample value measures (`samples`/`count`, `cpu`/`nanoseconds`, ...).
+    pub sample_types: Vec<ValueType>,
+    /// The sample type views use when none is asked for (empty: the last one).
+    pub default_sample_type: String,
+    /// The samples.
+    pub samples: Vec<Sample>,
+    /// Mapped binaries.
+    pub mappings: Vec<Mapping>,
+    /// Program locations.
+    pub locations: Vec<Location>,
+    /// Functions.
+    pub functions: Vec<Function>,
+    /// Free-form comments.
+    pub comments: Vec<String>,
+    /// Regex of frames to drop (with everything above them), as pprof's `drop_frames`.
+    pub drop_frames: String,
+    /// Regex of frames to keep despite `drop_frames`.
+    pub keep_frames: String,
+    /// When the profile was taken, ns since the Unix epoch (0: unknown).
+    pub time_nanos: i64,
+    /// How long it covers, ns (0: unknown).
+    pub duration_nanos: i64,
+    /// What one period measures (empty type and unit when absent).
+    pub period_type: ValueType,
+    /// The sampling period, in `period_type`'s unit.
+    pub period: i64,
+    /// Which reader produced it.
+    pub format: Format,
+}
+
+/// A value's kind and unit, as `cpu`/`nanoseconds`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValueType {
+    /// The kind: `cpu`, `samples`, `alloc_space`, `contentions`, ...
+    pub ty: String,
+    /// The unit: `nanoseconds`, `count`, `bytes`, ...
+    pub unit: String,
+}
+
+impl ValueType {
+    /// A value type.
+    pub fn new(ty: &str, unit: &str) -> ValueType {
+        ValueType {
+            ty: ty.to_string(),
+            unit: unit.to_string(),
+        }
+    }
+}
+
+/// One sample: a stack and one value per sample type.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Indices into [`Profile::locations`], leaf first.
+    pub locations: Vec<u32>,
+    /// One value per [`Profile::sample_types`].
+    pub values: Vec<i64>,
+    /// Labels, in file order.
+    pub labels: Vec<Label>,
+}
+
+/// A sample label: a string or a number with an optional unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    /// `key = value`.
+    Str {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// `key = value unit`.
+    Num {
+        /// The key.
+        key: String,
+        /// The value.
+        value: i64,
+        /// The unit (empty: none given).
+        unit: String,
+    },
+}
+
+/// A mapped binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mapping {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub limit: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// The binary's path.
+    pub file: String,
+    /// Its build id.
+    pub build_id: String,
+    /// Locations in it have function names.
+    pub has_functions: bool,
+    /// ... file names.
+    pub has_filenames: bool,
+    /// ... line numbers.
+    pub has_line_numbers: bool,
+    /// ... inline frames.
+    pub has_inline_frames: bool,
+}
+
+/// A program location: an address and the (possibly inlined) lines it stands for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// Index into [`Profile::mappings`], if known.
+    pub mapping: Option<u32>,
+    /// The instruction address (0: unknown).
+    pub address: u64,
+    /// Lines, innermost (inlined callee) first; empty when not symbolised.
+    pub lines: Vec<Line>,
+    /// Several frames were folded into this one.
+    pub is_folded: bool,
+}
+
+/// One line of a location.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Line {
+    /// Index into [`Profile::functions`].
+    pub function: u32,
+    /// The line number (0: unknown).
+    pub line: i64,
+}
+
+/// A function.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Function {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// The human name (demangled).
+    pub name: String,
+    /// The system (mangled) name.
+    pub system_name: String,
+    /// The source file.
+    pub filename: String,
+    /// The line where it starts.
+    pub start_line: i64,
+}
+
+/// The format a profile was read from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// profile.proto (gzip or raw).
+    #[default]
+    Pprof,
+    /// gperftools' binary CPU profile.
+    GperftoolsCpu,
+    /// A legacy text format: gperftools heap/growth/contention, Go's thread or goroutine
+    /// counts, Java's cpu/heap/contention.
+    LegacyText,
+    /// Folded stacks, `a;b;c 42` per line.
+    Folded,
+}
+
+impl Profile {
+    /// The index of the sample type views use when none is asked for: `default_sample_type`
+    /// if it names one, else the last (as pprof does).
+    pub fn default_sample_index(&self) -> usize {
+        if !self.default_sample_type.is_empty() {
+            if let Some(i) = self
+                .sample_types
+                .iter()
+                .position(|t| t.ty == self.default_sample_type)
+            {
+                return i;
+            }
+        }
+        self.sample_types.len().saturating_sub(1)
+    }
+
+    /// Resolves a `--sample-index` argument: a number, or a sample type's name
+    /// (`cpu`, `alloc_space`; a `sample_` prefix is ignored, as pprof does).
+    pub fn sample_index(&self, spec: &str) -> Result<usize, String> {
+        if self.sample_types.is_empty() {
+            return Err("the profile has no sample types".into());
+        }
+        if let Ok(i) = spec.parse::<usize>() {
+            if i < self.sample_types.len() {
+                return Ok(i);
+            }
+            return Err(format!(
+                "sample index {i} out of range [0..{}]",
+                self.sample_types.len() - 1
+            ));
+        }
+        let name = spec.strip_prefix("sample_").unwrap_or(spec);
+        for (i, t) in self.sample_types.iter().enumerate() {
+            if t.ty == name || t.ty == spec {
+                return Ok(i);
+            }
+        }
+        let names: Vec<&str> = self.sample_types.iter().map(|t| t.ty.as_str()).collect();
+        Err(format!(
+            "sample index {spec:?} is not one of {}",
+            names.join(", ")
+        ))
+    }
+
+    /// The function of a line.
+    pub fn function(&self, line: &Line) -> &Function {
+        &self.functions[line.function as usize]
+    }
+
+    /// The mapping's file of a location ("" if none).
+    pub fn objfile(&self, loc: &Location) -> &str {
+        loc.mapping
+            .map(|m| self.mappings[m as usize].file.as_str())
+            .unwrap_or("")
+    }
+
+    /// Checks the invariants every view relies on: each sample has one value per sample type
+    /// and every index points at something. Readers call it before returning.
+    pub fn check(&self) -> Result<(), ErrorKind> {
+        let invalid = |what: String| Err(ErrorKind::Invalid { what });
+        if self.sample_types.is_empty() && !self.samples.is_empty() {
+            return invalid("samples but no sample types".into());
+        }
+        for (i, s) in self.samples.iter().enumerate() {
+            if s.values.len() != self.sample_types.len() {
+                return invalid(format!(
+                    "sample {i} has {} values but there are {} sample types",
+                    s.values.len(),
+                    self.sample_types.len()
+                ));
+            }
+            if s.locations.len() > MAX_STACK_DEPTH {
+                return invalid(format!(
+                    "sample {i} has a stack {} frames deep, more than the {MAX_STACK_DEPTH} \
+                     this reader accepts (runaway recursion or damage)",
+                    s.locations.len()
+                ));
+            }
+            if let Some(&l) = s
+                .locations
+                .iter()
+                .find(|&&l| l as usize >= self.locations.len())
+            {
+                return invalid(format!("sample {i} refers to location index {l}"));
+            }
+        }
+        for l in &self.locations {
+            if let Some(m) = l.mapping {
+                if m as usize >= self.mappings.len() {
+                    return invalid(format!("location {} refers to mapping index {m}", l.id));
+                }
+            }
+            for line in &l.lines {
+                if line.function as usize >= self.functions.len() {
+                    return invalid(format!(
+                        "location {} refers to function index {}",
+                        l.id, line.function
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the profile at `path`, picking the reader by content.
+pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::io(&name, ErrorKind::Open, e))?;
+    let mut data = Vec::new();
+    // A file larger than the decompression cap is refused too (it would be read whole).
+    file.take(MAX_DECOMPRESSED + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| Error::io(&name, ErrorKind::Io, e))?;
+    if data.len() as u64 > MAX_DECOMPRESSED {
+        return Err(Error::new(
+            &name,
+            ErrorKind::TooLarge {
+                limit: MAX_DECOMPRESSED,
+            },
+        ));
+    }
+    // Inflate, then let go of the compressed bytes before parsing.
+    if data.starts_with(&[0x1f, 0x8b]) {
+        data = gunzip(&data, MAX_DECOMPRESSED).map_err(|k| Error::new(&name, k))?;
+    }
+    parse_raw(&data, &name)
+}
+
+/// Parses a profile held in memory; `name` is used in errors.
+pub fn parse(data: &[u8], name: &str) -> Result<Profile, Error> {
+    parse_with_limit(data, name, MAX_DECOMPRESSED)
+}
+
+/// [`parse`] with a lower decompression cap (fuzzing uses a small one).
+pub fn parse_with_limit(data: &[u8], name: &str, limit: u64) -> Result<Profile, Error> {
+    if data.is_empty() {
+        return Err(Error::new(name, ErrorKind::Empty));
+    }
+    if data.starts_with(&[0x1f, 0x8b]) {
+        let inflated = gunzip(data, limit).map_err(|k| Error::new(name, k))?;
+        return parse_raw(&inflated, name);
+    }
+    parse_raw(data, name)
+}
+
+/// Parses data that is not gzip-compressed.
+fn parse_raw(data: &[u8], name: &str) -> Result<Profile, Error> {
+    if data.is_empty() {
+        return Err(Error::new(name, ErrorKind::Empty));
+    }
+    let profile = detect(data).map_err(|e| e.with_path(name))?;
+    profile.check().map_err(|k| Error::new(name, k))?;
+    Ok(profile)
+}
+
+/// Parses raw (not gzip) bytes with one reader only, no detection: what each fuzz target
+/// drives. `None` when that reader does not recognise the data.
+pub fn parse_format(data: &[u8], format: Format) -> Option<Result<Profile, ErrorKind>> {
+    let result = match format {
+        Format::Pprof => Some(pprof::decode(data)),
+        Format::GperftoolsCpu | Format::LegacyText => legacy::parse(data),
+        Format::Folded => folded::parse(data),
+    }?;
+    Some(result.and_then(|p| p.check().map(|()| p)))
+}
+
+/// Picks the reader: protobuf when the bytes parse as a profile.proto message, else the
+/// first legacy format that recognises its header, else folded stacks.
+fn detect(data: &[u8]) -> Result<Profile, Error> {
+    let proto_err = match pprof::decode(data) {
+        Ok(p) => return Ok(p),
+        Err(e) => e,
+    };
+    if let Some(result) = legacy::parse(data) {
+        return result.map_err(|k| Error::new("", k));
+    }
+    if let Some(result) = folded::parse(data) {
+        return result.map_err(|k| Error::new("", k));
+    }
+    // Neither: if the bytes started like a protobuf profile, its error says more than
+    // "unrecognised".
+    if pprof::looks_like_proto(data) {
+        return Err(Error::new("", proto_err));
+    }
+    Err(Error::new(
+        "",
+        ErrorKind::Unrecognized {
+            head: data.iter().take(8).copied().collect(),
+        },
+    ))
+}
+
+fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, ErrorKind> {
+    let mut out = Vec::new();
+    // MultiGzDecoder: concatenated gzip members are one stream, as Go's gzip reader reads them.
+    let mut decoder = flate2::read::MultiGzDecoder::new(data).take(limit + 1);
+    decoder
+        .read_to_end(&mut out)
+        .map_err(|e| ErrorKind::Decompress {
+            detail: e.to_string(),
+        })?;
+    if out.len() as u64 > limit {
+        return Err(ErrorKind::TooLarge { limit });
+    }
+    Ok(out)
+}

@@ -1,0 +1,668 @@
+//! The call graph every view is computed from, built as pprof's `internal/graph` builds it so
+//! that flat and cum values, node order and pruning are the same.
+//!
+//! A node is one distinct [`NodeInfo`] (function, file, line or address, depending on the
+//! granularity); its flat value is the weight of samples whose leaf it is, its cum value the
+//! weight of samples it appears in (once per sample, however often it recurs). An edge
+//! `caller -> callee` carries the weight of samples in which the callee is called from the
+//! caller; it is *inline* when the call was inlined, *residual* when nodes between the two were
+//! dropped.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::profile::{Location, Profile};
+
+use super::Granularity;
+
+/// What identifies a node; its printable name is [`NodeInfo::printable_name`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeInfo {
+    /// The function's name ("" at files granularity or when unsymbolised).
+    pub name: String,
+    /// The address (addresses granularity only).
+    pub address: u64,
+    /// The source file, cleaned (`filepath.Clean`).
+    pub file: String,
+    /// The function's first line (only with an object file).
+    pub start_line: i64,
+    /// The line (lines and addresses granularity).
+    pub lineno: i64,
+    /// The binary, when the node has no function name (or for `list`).
+    pub objfile: String,
+}
+
+impl NodeInfo {
+    /// The name pprof prints: address, function, `file:line`, or `[binary]`, or `<unknown>`.
+    pub fn printable_name(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if self.address != 0 {
+            parts.push(format!("{:016x}", self.address));
+        }
+        if !self.name.is_empty() {
+            parts.push(self.name.clone());
+        }
+        if self.lineno != 0 {
+            parts.push(format!("{}:{}", self.file, self.lineno));
+        } else if !self.file.is_empty() {
+            parts.push(self.file.clone());
+        } else if !self.name.is_empty() {
+        } else if !self.objfile.is_empty() {
+            parts.push(format!("[{}]", base_name(&self.objfile)));
+        } else {
+            parts.push("<unknown>".into());
+        }
+        parts.join(" ")
+    }
+
+    /// Go's `fmt.Sprint` of pprof's NodeInfo: the last tie-break when sorting.
+    fn sprint(&self) -> String {
+        format!(
+            "{{{}  {} {} {} {} {}}}",
+            self.name, self.address, self.file, self.start_line, self.lineno, self.objfile
+        )
+    }
+}
+
+/// The last element of a slash-separated path (Go's `filepath.Base`).
+pub fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return if path.is_empty() { "." } else { "/" };
+    }
+    trimmed.rsplit('/').next().unwrap_or(trimmed)
+}
+
+/// Go's `filepath.Clean` (lexical: `.` and `..` elements, doubled slashes).
+pub fn clean_path(path: &str) -> String {
+    if path.is_empty() {
+        return ".".into();
+    }
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// A fast non-cryptographic hash (the rustc "Fx" multiply-rotate) for the graph's maps:
+/// keys are node and edge ids and short names built from one file, and SipHash's DoS
+/// resistance buys nothing there while costing a quarter of `top`'s time.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        let mut tail = 0u64;
+        for (i, &b) in chunks.remainder().iter().enumerate() {
+            tail |= u64::from(b) << (8 * i);
+        }
+        self.add(tail);
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    /// The multiply leaves the low bits (which pick the bucket) depending only on the key's
+    /// low bits; a final mix (MurmurHash3's fmix64) spreads every bit over all of them.
+    #[inline]
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Which parts of a location make a node, from the granularity.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aggregation {
+    inlines: bool,
+    function: bool,
+    filename: bool,
+    linenumber: bool,
+    address: bool,
+    /// Always record the object file (the `list` view needs it).
+    obj_names: bool,
+}
+
+impl Aggregation {
+    pub(crate) fn new(g: Granularity, inlines: bool, obj_names: bool) -> Aggregation {
+        let (function, filename, linenumber, address) = match g {
+            Granularity::Addresses => (true, true, true, true),
+            Granularity::Lines => (true, true, true, false),
+            Granularity::Files => (false, true, false, false),
+            Granularity::Functions => (true, false, false, false),
+            Granularity::FileFunctions => (true, true, false, false),
+        };
+        // pprof does not aggregate at all at addresses granularity with inlines kept.
+        Aggregation {
+            inlines,
+            function,
+            filename,
+            linenumber,
+            address,
+            obj_names,
+        }
+    }
+}
+
+/// Nodes for every location of a profile: built once, reused by every graph of a report.
+pub(crate) struct NodeTable {
+    pub(crate) infos: Vec<NodeInfo>,
+    pub(crate) names: Vec<String>,
+    /// Per location, the nodes of its lines, innermost first (one node for a location
+    /// without lines).
+    pub(crate) loc_nodes: Vec<Vec<u32>>,
+}
+
+impl NodeTable {
+    /// Builds the node table; `trim` rewrites source paths (`--trim-path`) first.
+    pub(crate) fn new(p: &Profile, agg: Aggregation, trim: &dyn Fn(&str) -> String) -> NodeTable {
+        let mut map: FxHashMap<NodeInfo, u32> = FxHashMap::default();
+        let mut infos = Vec::new();
+        let mut loc_nodes = Vec::with_capacity(p.locations.len());
+        let mut file_cache: FxHashMap<u32, String> = FxHashMap::default();
+        for loc in &p.locations {
+            let objfile = p.objfile(loc);
+            let address = if agg.address { loc.address } else { 0 };
+            let mut nodes = Vec::with_capacity(loc.lines.len().max(1));
+            let lines = lines_of(loc, agg.inlines);
+            if lines.is_empty() {
+                let info = NodeInfo {
+                    address,
+                    objfile: objfile.to_string(),
+                    ..NodeInfo::default()
+                };
+                nodes.push(insert(&mut map, &mut infos, info));
+            }
+            for line in lines {
+                let f = p.function(line);
+                let name = if agg.function {
+                    f.name.clone()
+                } else {
+                    String::new()
+                };
+                let file = if agg.filename && !f.filename.is_empty() {
+                    file_cache
+                        .entry(line.function)
+                        .or_insert_with(|| clean_path(&trim(&f.filename)))
+                        .clone()
+                } else {
+                    String::new()
+                };
+                let mut info = NodeInfo {
+                    name,
+                    address,
+                    file,
+                    lineno: if agg.linenumber { line.line } else { 0 },
+                    ..NodeInfo::default()
+                };
+                if agg.obj_names || info.name.is_empty() {
+                    info.objfile = objfile.to_string();
+                    info.start_line = f.start_line;
+                }
+                nodes.push(insert(&mut map, &mut infos, info));
+            }
+            loc_nodes.push(nodes);
+        }
+        let names = infos.iter().map(NodeInfo::printable_name).collect();
+        NodeTable {
+            infos,
+            names,
+            loc_nodes,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.infos.len()
+    }
+}
+
+fn lines_of(loc: &Location, inlines: bool) -> &[crate::profile::Line] {
+    if !inlines && loc.lines.len() > 1 {
+        &loc.lines[loc.lines.len() - 1..]
+    } else {
+        &loc.lines
+    }
+}
+
+fn insert(map: &mut FxHashMap<NodeInfo, u32>, infos: &mut Vec<NodeInfo>, info: NodeInfo) -> u32 {
+    if let Some(&i) = map.get(&info) {
+        return i;
+    }
+    let i = infos.len() as u32;
+    infos.push(info.clone());
+    map.insert(info, i);
+    i
+}
+
+/// A node of a built graph.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Index in the report's node table (stable across the graphs of one report).
+    pub id: u32,
+    /// Weight of samples whose leaf this node is.
+    pub flat: i64,
+    /// Weight of samples this node is in.
+    pub cum: i64,
+    /// Incoming edges (indices into [`Graph::edges`]); callers.
+    pub ins: Vec<u32>,
+    /// Outgoing edges; callees.
+    pub outs: Vec<u32>,
+}
+
+/// An edge of a built graph.
+#[derive(Debug, Clone)]
+pub struct Edge {
+    /// Caller (index into [`Graph::nodes`]).
+    pub src: u32,
+    /// Callee.
+    pub dst: u32,
+    /// Weight of samples with this call.
+    pub weight: i64,
+    /// Nodes between the two were dropped.
+    pub residual: bool,
+    /// Every sample has this call inlined.
+    pub inline: bool,
+    /// Removed by trimming.
+    pub removed: bool,
+}
+
+/// A call graph: the nodes with a non-zero value, in the order the view sorts them.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Edges (removed ones stay, flagged, so indices hold).
+    pub edges: Vec<Edge>,
+}
+
+/// How nodes are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Order {
+    FlatName,
+    CumName,
+    Entropy,
+}
+
+impl Graph {
+    /// Builds the graph of `samples` (value at `index`); with `kept`, nodes outside it are
+    /// left out and calls through them become residual edges.
+    pub(crate) fn build(
+        p: &Profile,
+        table: &NodeTable,
+        index: usize,
+        kept: Option<&[bool]>,
+    ) -> Graph {
+        let n = table.len();
+        let mut flat = vec![0i64; n];
+        let mut cum = vec![0i64; n];
+        let mut stamp = vec![u32::MAX; n];
+        let mut edge_map: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut edge_stamp: Vec<u32> = Vec::new();
+        for (si, s) in p.samples.iter().enumerate() {
+            let w = s.values[index];
+            if w == 0 {
+                continue;
+            }
+            let si = si as u32;
+            let mut parent: Option<u32> = None;
+            let mut residual = false;
+            for &l in s.locations.iter().rev() {
+                let nodes = &table.loc_nodes[l as usize];
+                for (ni, &node) in nodes.iter().enumerate().rev() {
+                    if kept.is_some_and(|k| !k[node as usize]) {
+                        residual = true;
+                        continue;
+                    }
+                    if stamp[node as usize] != si {
+                        stamp[node as usize] = si;
+                        cum[node as usize] += w;
+                    }
+                    if let Some(par) = parent.filter(|&par| par != node) {
+                        let inline = ni != nodes.len() - 1;
+                        let key = u64::from(par) << 32 | u64::from(node);
+                        let e = *edge_map.entry(key).or_insert_with(|| {
+                            edges.push(Edge {
+                                src: par,
+                                dst: node,
+                                weight: 0,
+                                residual: false,
+                                inline: true,
+                                removed: false,
+                            });
+                            edge_stamp.push(u32::MAX);
+                            (edges.len() - 1) as u32
+                        });
+                        if edge_stamp[e as usize] != si {
+                            edge_stamp[e as usize] = si;
+                            let edge = &mut edges[e as usize];
+                            edge.weight += w;
+                            edge.residual |= residual;
+                            edge.inline &= inline;
+                        }
+                    }
+                    parent = Some(node);
+                    residual = false;
+                }
+            }
+            if let (Some(leaf), false) = (parent, residual) {
+                flat[leaf as usize] += w;
+            }
+        }
+        // The per-sample bookkeeping goes before the node list is built (peak memory).
+        drop((edge_map, edge_stamp, stamp));
+        // Keep nodes with a value; renumber edges onto them.
+        let mut position = vec![u32::MAX; n];
+        let mut nodes = Vec::new();
+        for id in 0..n {
+            if flat[id] != 0 || cum[id] != 0 {
+                position[id] = nodes.len() as u32;
+                nodes.push(Node {
+                    id: id as u32,
+                    flat: flat[id],
+                    cum: cum[id],
+                    ins: Vec::new(),
+                    outs: Vec::new(),
+                });
+            }
+        }
+        let mut kept_edges = Vec::with_capacity(edges.len());
+        for mut e in edges {
+            let (s, d) = (position[e.src as usize], position[e.dst as usize]);
+            if s == u32::MAX || d == u32::MAX {
+                continue;
+            }
+            e.src = s;
+            e.dst = d;
+            let i = kept_edges.len() as u32;
+            nodes[s as usize].outs.push(i);
+            nodes[d as usize].ins.push(i);
+            kept_edges.push(e);
+        }
+        Graph {
+            nodes,
+            edges: kept_edges,
+        }
+    }
+
+    /// Sum of flat values.
+    pub fn flat_sum(&self) -> i64 {
+        self.nodes.iter().map(|n| n.flat).sum()
+    }
+
+    /// The live incoming edges of node `i`, sorted as pprof sorts them (weight, then names).
+    pub fn sorted_ins(&self, i: usize, table_names: &[String]) -> Vec<&Edge> {
+        self.sorted(&self.nodes[i].ins, table_names)
+    }
+
+    /// The live outgoing edges of node `i`, sorted.
+    pub fn sorted_outs(&self, i: usize, table_names: &[String]) -> Vec<&Edge> {
+        self.sorted(&self.nodes[i].outs, table_names)
+    }
+
+    fn sorted(&self, list: &[u32], names: &[String]) -> Vec<&Edge> {
+        let mut v: Vec<&Edge> = list
+            .iter()
+            .map(|&e| &self.edges[e as usize])
+            .filter(|e| !e.removed)
+            .collect();
+        let name = |n: u32| &names[self.nodes[n as usize].id as usize];
+        v.sort_by(|a, b| {
+            b.weight
+                .abs()
+                .cmp(&a.weight.abs())
+                .then_with(|| name(a.src).cmp(name(b.src)))
+                .then_with(|| name(a.dst).cmp(name(b.dst)))
+        });
+        v
+    }
+
+    /// Sorts nodes (edges keep pointing at the right nodes).
+    pub(crate) fn sort(&mut self, order: Order, table: &NodeTable) {
+        let score: Vec<i64> = match order {
+            Order::FlatName => Vec::new(),
+            Order::CumName => self.nodes.iter().map(|n| n.cum).collect(),
+            Order::Entropy => (0..self.nodes.len())
+                .map(|i| self.entropy_score(i))
+                .collect(),
+        };
+        let mut perm: Vec<usize> = (0..self.nodes.len()).collect();
+        let name = |i: usize| &table.names[self.nodes[i].id as usize];
+        let sprint = |i: usize| table.infos[self.nodes[i].id as usize].sprint();
+        perm.sort_by(|&a, &b| {
+            let (na, nb) = (&self.nodes[a], &self.nodes[b]);
+            let ord = match order {
+                Order::FlatName => nb
+                    .flat
+                    .abs()
+                    .cmp(&na.flat.abs())
+                    .then_with(|| name(a).cmp(name(b)))
+                    .then_with(|| nb.cum.abs().cmp(&na.cum.abs())),
+                Order::CumName | Order::Entropy => score[b]
+                    .abs()
+                    .cmp(&score[a].abs())
+                    .then_with(|| name(a).cmp(name(b)))
+                    .then_with(|| nb.flat.abs().cmp(&na.flat.abs())),
+            };
+            ord.then_with(|| sprint(a).cmp(&sprint(b)))
+        });
+        let mut position = vec![0u32; perm.len()];
+        for (new, &old) in perm.iter().enumerate() {
+            position[old] = new as u32;
+        }
+        let mut taken: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let nodes: Vec<Node> = perm.iter().filter_map(|&old| taken[old].take()).collect();
+        for e in &mut self.edges {
+            e.src = position[e.src as usize];
+            e.dst = position[e.dst as usize];
+        }
+        self.nodes = nodes;
+    }
+
+    fn live<'a>(&'a self, list: &'a [u32]) -> impl Iterator<Item = &'a Edge> + 'a {
+        list.iter()
+            .map(|&e| &self.edges[e as usize])
+            .filter(|e| !e.removed)
+    }
+
+    fn entropy_score(&self, i: usize) -> i64 {
+        let n = &self.nodes[i];
+        let mut score = 0.0;
+        if self.live(&n.ins).next().is_none() {
+            score += 1.0;
+        } else {
+            score += self.edge_entropy(&n.ins, 0);
+        }
+        if self.live(&n.outs).next().is_none() {
+            score += 1.0;
+        } else {
+            score += self.edge_entropy(&n.outs, n.flat);
+        }
+        (score * n.cum as f64) as i64 + n.flat
+    }
+
+    fn edge_entropy(&self, list: &[u32], own: i64) -> f64 {
+        let mut total = own;
+        for e in self.live(list) {
+            if e.weight > 0 {
+                total += e.weight.abs();
+            }
+        }
+        let mut score = 0.0;
+        if total != 0 {
+            for e in self.live(list) {
+                let frac = e.weight.abs() as f64 / total as f64;
+                score += -frac * frac.log2();
+            }
+            if own > 0 {
+                let frac = own.abs() as f64 / total as f64;
+                score += -frac * frac.log2();
+            }
+        }
+        score
+    }
+
+    /// Flags edges lighter than `cutoff` as removed; returns how many.
+    pub(crate) fn trim_edges(&mut self, cutoff: i64) -> usize {
+        let mut dropped = 0;
+        for e in &mut self.edges {
+            if !e.removed && e.weight.abs() < cutoff {
+                e.removed = true;
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+
+    /// Removes residual edges that another path already explains (pprof's
+    /// `RemoveRedundantEdges`; DOT output only).
+    pub(crate) fn remove_redundant_edges(&mut self, names: &[String]) {
+        for i in (0..self.nodes.len()).rev() {
+            let ins: Vec<(u32, u32)> = {
+                let sorted = self.sorted_ins(i, names);
+                sorted.iter().map(|e| (e.src, e.dst)).collect()
+            };
+            for &(src, dst) in ins.iter().rev() {
+                let Some(ei) = self.edge_index(src, dst) else {
+                    continue;
+                };
+                if !self.edges[ei].residual {
+                    break;
+                }
+                if self.is_redundant(ei) {
+                    self.edges[ei].removed = true;
+                }
+            }
+        }
+    }
+
+    fn edge_index(&self, src: u32, dst: u32) -> Option<usize> {
+        self.nodes[src as usize]
+            .outs
+            .iter()
+            .map(|&e| e as usize)
+            .find(|&e| !self.edges[e].removed && self.edges[e].dst == dst)
+    }
+
+    fn is_redundant(&self, ei: usize) -> bool {
+        let (src, start) = (self.edges[ei].src, self.edges[ei].dst);
+        let mut seen = vec![false; self.nodes.len()];
+        seen[start as usize] = true;
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(n) = queue.pop_front() {
+            for &ie in &self.nodes[n as usize].ins {
+                let e = &self.edges[ie as usize];
+                if ie as usize == ei || e.removed || seen[e.src as usize] {
+                    continue;
+                }
+                if e.src == src {
+                    return true;
+                }
+                seen[e.src as usize] = true;
+                queue.push_back(e.src);
+            }
+        }
+        false
+    }
+
+    /// The "(inline)" / "(partial-inline)" label of node `i`, from its live incoming edges.
+    pub fn inline_label(&self, i: usize) -> &'static str {
+        let (mut inline, mut not) = (false, false);
+        for e in self.live(&self.nodes[i].ins) {
+            if e.inline {
+                inline = true;
+            } else {
+                not = true;
+            }
+        }
+        match (inline, not) {
+            (true, true) => "(partial-inline)",
+            (true, false) => "(inline)",
+            _ => "",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_clean_as_go_does() {
+        assert_eq!(clean_path("/a/b/../c//d/./e"), "/a/c/d/e");
+        assert_eq!(clean_path("../x/../../y"), "../../y");
+        assert_eq!(clean_path(""), ".");
+        assert_eq!(base_name("/usr/lib/libc.so"), "libc.so");
+        assert_eq!(base_name("prog"), "prog");
+    }
+
+    #[test]
+    fn names_follow_pprof() {
+        let mut i = NodeInfo {
+            objfile: "/lib/libc.so".into(),
+            ..NodeInfo::default()
+        };
+        assert_eq!(i.printable_name(), "[libc.so]");
+        i.objfile.clear();
+        assert_eq!(i.printable_name(), "<unknown>");
+        i.name = "main".into();
+        i.file = "/src/a.go".into();
+        i.lineno = 12;
+        i.address = 0x1234;
+        assert_eq!(i.printable_name(), "0000000000001234 main /src/a.go:12");
+    }
+}

@@ -1,0 +1,82 @@
+//! `tickscope diff BASE NEW`: how a profile changed, as `go tool pprof -top -diff_base BASE
+//! NEW` shows it: the top table of NEW minus BASE, sorted by the absolute delta, with
+//! percentages of the base's total. `-o diff.svg` also draws a differential flame graph
+//! (sized by NEW, red where it grew, blue where it shrank).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use tickscope_analyze::views::{
+    diff_flamegraph_svg, diff_json, diff_report, diff_text, Report, View,
+};
+
+use super::top::SortBy;
+use super::view::{load, name_width, prepare, print_json, Common};
+
+/// Options of `tickscope diff`.
+#[derive(clap::Args)]
+#[command(mut_arg("file", |a| a
+    .value_name("NEW")
+    .help("The new profile (compared with BASE); the options apply to both")))]
+pub struct Args {
+    /// The base profile (what NEW is compared with).
+    #[arg(value_name = "BASE")]
+    base: PathBuf,
+    /// NEW (the shared FILE argument, renamed) and the view options.
+    #[command(flatten)]
+    common: Common,
+    /// Order rows by the absolute `flat` delta (default) or `cum` delta.
+    #[arg(long, value_enum, default_value = "flat")]
+    sort: SortBy,
+    /// Also write a differential flame graph SVG here (`-` for stdout).
+    #[arg(short, long, value_name = "OUT.svg")]
+    output: Option<PathBuf>,
+    /// Draw the flame graph as an icicle of callers (leaf functions at the top).
+    #[arg(long)]
+    reverse: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let (base_path, new_path) = (&args.base, &args.common.file);
+    let base = load(base_path)?;
+    let new = load(new_path)?;
+    let options = args.common.options(args.sort.into());
+    // The flame graph is drawn from each profile on its own.
+    let flames = args.output.as_ref().map(|_| (base.clone(), new.clone()));
+    let mut report = diff_report(base, new, &options).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot compare {} with {}: {e}",
+            base_path.display(),
+            new_path.display()
+        )
+    })?;
+    for w in &report.warnings {
+        eprintln!("tickscope: warning: {w}");
+    }
+    if let (Some(out), Some((base, new))) = (&args.output, flames) {
+        let flame = |p, path: &PathBuf| -> Result<Report> {
+            let mut o = options.clone();
+            o.sample_index = Some(report.index.to_string());
+            prepare(p, path, View::Flame, &o)
+        };
+        let (b, n) = (flame(base, base_path)?, flame(new, new_path)?);
+        let svg = diff_flamegraph_svg(&b, &n, args.reverse)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", new_path.display()))?;
+        super::write_output(out, &svg)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        if out.as_os_str() != "-" {
+            eprintln!(
+                "tickscope: differential flame graph written to {}",
+                out.display()
+            );
+        }
+    }
+    if args.common.json {
+        let mut v = diff_json(&mut report);
+        v["base"] = base_path.display().to_string().into();
+        v["new"] = new_path.display().to_string().into();
+        return print_json(&v);
+    }
+    let text = diff_text(&mut report, name_width(58));
+    super::print(text.as_bytes())
+}
