@@ -546,3 +546,51 @@ fn folded_stacks_load_by_content() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A real gperftools CPU profile (Debian's libprofiler preloaded into a C program): the
+/// legacy reader takes it and `top` names the hot function from the binary's symbols.
+#[test]
+fn gperftools_profile_is_read_and_symbolised_from_the_binary() {
+    let lib = [
+        "/usr/lib/x86_64-linux-gnu/libprofiler.so.0",
+        "/usr/lib/aarch64-linux-gnu/libprofiler.so.0",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists());
+    let Some(lib) = lib else {
+        eprintln!("skipped: libprofiler (Debian google-perftools) not installed");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("tickscope-gperf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("hot.c");
+    std::fs::write(
+        &src,
+        "#include <time.h>\nvolatile unsigned long sink;\n\
+         __attribute__((noinline)) void hot_loop(void) { for (unsigned long i = 0; i < 4000000UL; i++) sink += i * i; }\n\
+         int main(void) { clock_t end = clock() + CLOCKS_PER_SEC / 2; while (clock() < end) hot_loop(); return 0; }\n",
+    )
+    .unwrap();
+    let bin = dir.join("hot");
+    let cc = Command::new("gcc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status();
+    if !cc.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: gcc not available");
+        return;
+    }
+    let prof = dir.join("hot.prof");
+    let status = Command::new(&bin)
+        .env("LD_PRELOAD", lib)
+        .env("CPUPROFILE", &prof)
+        .env("CPUPROFILE_FREQUENCY", "500")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = ours(&["top", "--nodecount", "3"], &prof);
+    let first_row = rows_of(&text).into_iter().next().unwrap_or_default();
+    assert!(first_row.ends_with("hot_loop"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

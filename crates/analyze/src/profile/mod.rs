@@ -19,6 +19,7 @@ mod folded;
 mod legacy;
 mod pprof;
 mod prune;
+pub mod symbolize;
 
 use std::io::Read;
 use std::path::Path;

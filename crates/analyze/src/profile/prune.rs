@@ -15,7 +15,11 @@ fn simplify_func(name: &str) -> &str {
     let mut i = 0;
     // The leftmost-first scan pprof's `(anonymous namespace)|operator\(\)|\(` does.
     while i < bytes.len() {
-        if let Some(r) = RESERVED.iter().find(|r| name[i..].starts_with(*r)) {
+        // Compared as bytes: `i` may sit inside a multi-byte character.
+        if let Some(r) = RESERVED
+            .iter()
+            .find(|r| bytes[i..].starts_with(r.as_bytes()))
+        {
             i += r.len();
         } else if bytes[i] == b'(' {
             return &name[..i];
@@ -24,6 +28,16 @@ fn simplify_func(name: &str) -> &str {
         }
     }
     name
+}
+
+#[cfg(test)]
+#[test]
+fn simplify_func_survives_multibyte_names() {
+    assert_eq!(simplify_func("ä€(x)"), "ä€");
+    assert_eq!(
+        simplify_func(".f(anonymous namespace)::g(int)"),
+        "f(anonymous namespace)::g"
+    );
 }
 
 /// Whether a function's simplified name matches, cached per function.

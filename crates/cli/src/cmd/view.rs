@@ -141,7 +141,15 @@ pub fn load(path: &Path) -> Result<Profile> {
     if let Some(p) = progress {
         p.finish();
     }
-    Ok(result?)
+    let mut profile = result?;
+    // Addresses without names are named from the binaries when they are on this machine
+    // (as pprof's local symbolisation); otherwise they show as `[binary]` or addresses.
+    if profile.locations.iter().any(|l| l.lines.is_empty()) {
+        for w in profile::symbolize::symbolize(&mut profile) {
+            eprintln!("tickscope: note: {w}");
+        }
+    }
+    Ok(profile)
 }
 
 /// A spinner line with elapsed time, drawn by a thread after half a second.

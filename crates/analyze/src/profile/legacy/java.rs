@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{
-    go_parse_int, go_parse_uint, group, index_u32, is_address_list_byte, is_go_space, maps,
-    parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
+    excerpt, go_parse_int, go_parse_uint, group, index_u32, is_address_list_byte, is_go_space,
+    maps, parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
     Outcome, Scan,
 };
 use crate::profile::{ErrorKind, Format, Function, Label, Line, Profile, Sample, ValueType};
@@ -118,7 +118,11 @@ fn read_header(
         match (kind, attribute) {
             (_, "format") => {
                 if value != "java" {
-                    return Err((offset, format!("format is {value:?}, not \"java\""), false));
+                    return Err((
+                        offset,
+                        format!("format is {:?}, not \"java\"", excerpt(value)),
+                        false,
+                    ));
                 }
             }
             (Kind::Heap, "resolution") => {
@@ -138,7 +142,7 @@ fn read_header(
                 p.period = go_parse_int(value, 0).ok_or_else(|| {
                     (
                         offset,
-                        format!("sampling period {value:?} is not an integer"),
+                        format!("sampling period {:?} is not an integer", excerpt(value)),
                         true,
                     )
                 })?;
@@ -147,14 +151,18 @@ fn read_header(
                 let ms = go_parse_int(value, 0).ok_or_else(|| {
                     (
                         offset,
-                        format!("ms since reset {value:?} is not an integer"),
+                        format!("ms since reset {:?} is not an integer", excerpt(value)),
                         true,
                     )
                 })?;
                 p.duration_nanos = ms.wrapping_mul(1_000_000);
             }
             _ => {
-                return Err((offset, format!("unknown attribute {attribute:?}"), false));
+                return Err((
+                    offset,
+                    format!("unknown attribute {:?}", excerpt(attribute)),
+                    false,
+                ));
             }
         }
     }
@@ -201,8 +209,12 @@ fn read_samples(
         let locations: Vec<u32> = addresses.into_iter().map(|a| b.location(a)).collect();
         // The line is `VALUE COUNT @ ...`: the count is the first sample value.
         let number = |s: &str| {
-            go_parse_int(s, 0)
-                .ok_or_else(|| (offset, format!("{s} is not an integer pprof accepts")))
+            go_parse_int(s, 0).ok_or_else(|| {
+                (
+                    offset,
+                    format!("{} is not an integer pprof accepts", excerpt(s)),
+                )
+            })
         };
         let (mut count, mut value) = (number(g[1])?, number(g[0])?);
         let mut labels = Vec::new();
@@ -289,7 +301,7 @@ pub(super) fn read_locations(b: &mut Builder, text: &[u8]) -> Result<(), Locatio
         let Some(address) = go_parse_uint(hex, 16) else {
             return Err(LocationError {
                 offset,
-                what: format!("address 0x{hex} is over 64 bits"),
+                what: format!("address 0x{} is over 64 bits", excerpt(hex)),
             });
         };
         let Some(&index) = b.by_address.get(&address) else {

@@ -73,11 +73,11 @@ pub(super) fn parse(lines: &mut Lines) -> Vec<Mapping> {
 fn remove_logging_info(line: &str) -> &str {
     static RE: OnceLock<Regex> = OnceLock::new();
     // The prefix ends at the line's first bracket, a `]`.
-    if line.bytes().find(|&b| b == b'[' || b == b']') != Some(b']') {
+    if !line.as_bytes().contains(&b']') {
         return line;
     }
     match regex(&RE, concat!(r"^[^\[\]]+:[0-9]+\]", ws!())).find(line) {
-        Some(m) => &line[m.end()..],
+        Some(m) => line.get(m.end()..).unwrap_or(line),
         None => line,
     }
 }
@@ -93,7 +93,10 @@ fn parse_entry(line: &str) -> Entry {
     let (start, end, perm, offset, file, build_id);
     if let Some([s, e, p, o, f]) = canonical_proc_line(line) {
         (start, end, perm, offset, file, build_id) = (s, e, p, o, f, "");
-    } else if let Some(c) = proc_maps_re().captures(line) {
+    } else if let Some(c) = may_be_proc_line(line)
+        .then(|| proc_maps_re().captures(line))
+        .flatten()
+    {
         (start, end, perm, offset, file, build_id) = (
             group(&c, 1),
             group(&c, 2),
@@ -102,6 +105,8 @@ fn parse_entry(line: &str) -> Entry {
             group(&c, 5),
             "",
         );
+    } else if let Some([s, e, f]) = canonical_brief_line(line) {
+        (start, end, perm, file, offset, build_id) = (s, e, "", f, "", "");
     } else if let Some(c) = brief_maps_re().captures(line) {
         (start, end, perm, file, offset, build_id) = (
             group(&c, 1),
@@ -157,14 +162,54 @@ fn canonical_proc_line(line: &str) -> Option<[&str; 5]> {
     s.run1(hex)?;
     s.literal(" ")?;
     s.run1(|b| b.is_ascii_digit())?;
+    // The path: after spaces, up to the next Go space (`\S+`: any other character). With no
+    // space before it, the regex's optional path group takes nothing.
+    let file = if s.run(is_go_space).is_empty() {
+        ""
+    } else {
+        let rest = s.rest();
+        rest.split(|c: char| c.is_ascii() && is_go_space(c as u8))
+            .next()
+            .unwrap_or("")
+    };
+    Some([start, end, perm, offset, file])
+}
+
+/// Whether the /proc regex can match: it needs a `hex:hex` device field.
+fn may_be_proc_line(line: &str) -> bool {
+    line.as_bytes().windows(3).any(|w| match w {
+        [a, b':', b] => a.is_ascii_hexdigit() && b.is_ascii_hexdigit(),
+        _ => false,
+    })
+}
+
+/// pprof's brief form `start-end: path` (as heap and contention profiles end): (start, end,
+/// path), for lines the /proc regex does not match. Where this matches, the brief regex's
+/// captures are these (no permissions: the path does not start with one of `-rwxp`); other
+/// lines go to the regex.
+fn canonical_brief_line(line: &str) -> Option<[&str; 3]> {
+    let hex = |b: u8| b.is_ascii_hexdigit();
+    let mut s = Scan::new(line);
     s.run(is_go_space);
-    // The path: up to the next Go space (`\S+`, any other character).
+    let start = s.run1(hex)?;
+    s.literal("-")?;
+    let end = s.run1(hex)?;
+    s.literal(":")?;
+    s.run1(is_go_space)?;
     let rest = s.rest();
     let file = rest
         .split(|c: char| c.is_ascii() && is_go_space(c as u8))
         .next()
         .unwrap_or("");
-    Some([start, end, perm, offset, file])
+    let first = *file.as_bytes().first()?;
+    if matches!(first, b'-' | b'r' | b'w' | b'x' | b'p') {
+        return None;
+    }
+    let after = rest.get(file.len()..)?;
+    if !after.bytes().all(is_go_space) {
+        return None;
+    }
+    Some([start, end, file])
 }
 
 /// The most `$name` substitutions kept, and the longest name: bounds the work per byte of a

@@ -33,6 +33,7 @@ use regex::Regex;
 use super::{ErrorKind, Location, Profile};
 
 /// What one reader made of the data.
+#[allow(clippy::large_enum_variant)] // one per reader and file: moving it costs nothing
 enum Outcome {
     /// Not this format.
     No,
@@ -111,12 +112,13 @@ impl<'a> Lines<'a> {
             self.token = &[];
             return false;
         }
-        let (line, advance) = match rest.iter().position(|&b| b == b'\n') {
-            Some(i) => (&rest[..i], i + 1),
-            None => (rest, rest.len()),
-        };
+        let mut end = 0;
+        while end < rest.len() && rest[end] != b'\n' {
+            end += 1;
+        }
+        let line = &rest[..end];
         self.token = line.strip_suffix(b"\r").unwrap_or(line);
-        self.pos += advance;
+        self.pos += (end + 1).min(rest.len());
         self.number += 1;
         true
     }
@@ -132,6 +134,14 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// Text from the file as quoted in an error message: at most 40 characters.
+fn excerpt(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => Cow::Owned(format!("{}...", &s[..i])),
+        None => Cow::Borrowed(s),
+    }
+}
+
 /// pprof's isSpaceOrComment.
 fn is_space_or_comment(line: &str) -> bool {
     let t = line.trim();
@@ -141,7 +151,8 @@ fn is_space_or_comment(line: &str) -> bool {
 /// pprof's isMemoryMapSentinel.
 fn is_memory_map_sentinel(line: &str) -> bool {
     // Both contain an `M`; sample lines have none.
-    line.contains('M') && line.contains("--- Memory map: ---") || line.contains("MAPPED_LIBRARIES:")
+    line.contains('M')
+        && (line.contains("--- Memory map: ---") || line.contains("MAPPED_LIBRARIES:"))
 }
 
 /// Go's `strconv.ParseUint` (base 0: `0x`, `0o`, `0b` and leading-`0` octal prefixes and
@@ -244,7 +255,9 @@ fn go_parse_int(s: &str, base: u32) -> Option<i64> {
 /// Go's float64 to int64 conversion as amd64 does it: out of range or NaN gives the most
 /// negative value.
 fn go_f64_to_i64(x: f64) -> i64 {
-    if x.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+    // -2^63 and 2^63, exactly.
+    let (low, high) = (i64::MIN as f64, -(i64::MIN as f64));
+    if x.is_nan() || !(low..high).contains(&x) {
         i64::MIN
     } else {
         x as i64
@@ -279,15 +292,16 @@ fn parse_hex_addresses(s: &str) -> Result<Vec<u64>, String> {
         if rest.len() < 3 {
             break;
         }
-        if rest.starts_with(b"0x") && is_hex(rest[2]) {
+        if rest.starts_with(b"0x") && rest.get(2).is_some_and(|&b| is_hex(b)) {
             let mut digits = 1;
             while rest.get(2 + digits).is_some_and(|&b| is_hex(b)) {
                 digits += 1;
             }
-            let number = &s[i..i + 2 + digits];
+            // ASCII from `i` on: the slice is at character boundaries.
+            let number = s.get(i..i + 2 + digits).unwrap_or_default();
             match go_parse_uint(number, 0) {
                 Some(a) => out.push(a),
-                None => return Err(format!("address {number} is over 64 bits")),
+                None => return Err(format!("address {} is over 64 bits", excerpt(number))),
             }
             i += 2 + digits;
         } else {

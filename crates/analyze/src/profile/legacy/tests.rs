@@ -270,7 +270,8 @@ const EXPECTED: &[Expected] = &[
 /// mapping, mapping-relative address and lines folded.
 fn merged_counts(p: &Profile) -> (usize, usize) {
     use std::collections::HashMap;
-    let mut location_keys: HashMap<(Option<u32>, u64, Vec<(u32, i64)>), usize> = HashMap::new();
+    type LocationKey = (Option<u32>, u64, Vec<(u32, i64)>);
+    let mut location_keys: HashMap<LocationKey, usize> = HashMap::new();
     let mut key_of = |i: u32| {
         let l = &p.locations[i as usize];
         let start = l.mapping.map_or(0, |m| p.mappings[m as usize].start);
@@ -501,7 +502,8 @@ fn threadz_dump() {
         \x20 00400000-00fcb000: cppbench_server_main\n\
         \x20 7f7949600000-7f7949700000: /lib/libc-2.15.so\n";
     let p = parse(text.as_bytes()).unwrap().unwrap();
-    let stacks: Vec<(Vec<(u64, Option<u32>)>, Vec<i64>)> = p
+    type Stack = (Vec<(u64, Option<u32>)>, Vec<i64>);
+    let stacks: Vec<Stack> = p
         .samples
         .iter()
         .map(|s| {
@@ -701,63 +703,47 @@ fn crlf_lines_and_go_number_syntax() {
     assert_eq!(super::go_f64_to_i64(-2.9), -2);
 }
 
-/// Every prefix of every test profile parses or fails cleanly.
-#[test]
-fn every_prefix_of_every_test_profile_is_handled() {
-    for e in EXPECTED {
-        let data = read(e.name);
-        for n in 0..=data.len() {
-            let _ = parse(&data[..n]);
+/// Every prefix of a test profile parses or fails cleanly (no panic: debug builds check
+/// arithmetic overflow too). One test per file, so that the harness spreads them over cores.
+fn check_every_prefix(name: &str) {
+    let data = read(name);
+    for n in 0..=data.len() {
+        if let Some(Ok(p)) = parse(&data[..n]) {
+            p.check().unwrap_or_else(|e| panic!("{name}[..{n}]: {e}"));
         }
     }
 }
 
-#[test]
-#[ignore]
-fn timing() {
-    if let Ok(name) = std::env::var("PROFILE_ONE") {
-        let data = read(&name);
-        for _ in 0..300 {
-            let _ = parse(&data);
+macro_rules! every_prefix {
+    ($($test:ident: $file:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check_every_prefix($file);
+            }
+        )*
+
+        #[test]
+        fn every_test_profile_has_a_prefix_test() {
+            let mut covered = [$($file),*];
+            covered.sort_unstable();
+            let mut all: Vec<&str> = EXPECTED.iter().map(|e| e.name).collect();
+            all.sort_unstable();
+            assert_eq!(covered[..], all[..]);
         }
-        return;
-    }
-    for e in EXPECTED {
-        let data = read(e.name);
-        let t = std::time::Instant::now();
-        for _ in 0..20 {
-            let _ = parse(&data);
-        }
-        eprintln!("{}: {:?} per parse", e.name, t.elapsed() / 20);
-    }
+    };
 }
 
-#[test]
-#[ignore]
-fn timing_parts() {
-    let line = "     1:  2097152 [     1:  2097152] @ 0xb83003 0xb87d50 0xc635f0 0x42ecc3 0x42e14c 0x5261af 0x526edf 0x5280ab 0x79e80a 0x7a251b 0x7a296d 0xa456e4 0x7fcdc2ff214e";
-    let re =
-        regex::Regex::new(r"(-?[0-9]+): *(-?[0-9]+) *\[ *([0-9]+): *([0-9]+) *\] @([ x0-9a-f]*)")
-            .unwrap();
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        let _ = re.captures(line);
-    }
-    eprintln!("captures {:?}", t.elapsed() / 1000);
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        let _ = re.is_match(line);
-    }
-    eprintln!("is_match {:?}", t.elapsed() / 1000);
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        let _ = super::parse_hex_addresses(line);
-    }
-    eprintln!("hex {:?}", t.elapsed() / 1000);
-    let m = "7f5e53f37000-7f5e53f3e000 r-xp 00000000 00:00 1607        /lib/librt-2.15.so";
-    let t = std::time::Instant::now();
-    for _ in 0..1000 {
-        let _ = super::maps::parse(&mut super::Lines::new(m.as_bytes()));
-    }
-    eprintln!("maps line {:?}", t.elapsed() / 1000);
+every_prefix! {
+    every_prefix_of_cppbench_contention: "cppbench.contention",
+    every_prefix_of_cppbench_cpu: "cppbench.cpu",
+    every_prefix_of_cppbench_growth: "cppbench.growth",
+    every_prefix_of_cppbench_heap: "cppbench.heap",
+    every_prefix_of_go_crc32_cpu: "go.crc32.cpu",
+    every_prefix_of_go_godoc_thread: "go.godoc.thread",
+    every_prefix_of_gobench_cpu: "gobench.cpu",
+    every_prefix_of_gobench_heap: "gobench.heap",
+    every_prefix_of_java_contention: "java.contention",
+    every_prefix_of_java_cpu: "java.cpu",
+    every_prefix_of_java_heap: "java.heap",
 }

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use regex::{Captures, Regex};
 
 use super::{
-    cleanup_duplicate_locations, finish_with_maps, go_f64_to_i64, go_parse_int, go_parse_uint,
-    group, is_address_list_byte, is_memory_map_sentinel, is_space_or_comment, parse_hex_addresses,
-    regex, scale_heap_sample, Builder, Lines, Outcome, Scan,
+    cleanup_duplicate_locations, excerpt, finish_with_maps, go_f64_to_i64, go_parse_int,
+    go_parse_uint, group, is_address_list_byte, is_memory_map_sentinel, is_space_or_comment,
+    parse_hex_addresses, regex, scale_heap_sample, Builder, Lines, Outcome, Scan,
 };
 use crate::profile::{ErrorKind, Format, Label, Profile, Sample, ValueType};
 
@@ -37,10 +37,10 @@ fn new_profile(period_type: ValueType, period: i64, sample_types: Vec<ValueType>
 
 /// Adds a sample whose addresses are all callers (moved back by one).
 fn push_sample(b: &mut Builder, addresses: &[u64], values: Vec<i64>, labels: Vec<Label>) {
-    let locations = addresses
-        .iter()
-        .map(|a| b.location(a.wrapping_sub(1)))
-        .collect();
+    let mut locations = Vec::with_capacity(addresses.len());
+    for a in addresses {
+        locations.push(b.location(a.wrapping_sub(1)));
+    }
     b.p.samples.push(Sample {
         locations,
         values,
@@ -134,7 +134,8 @@ fn heap_header(c: &Captures) -> Result<(bool, i64, bool), String> {
     let period = if rate.is_empty() {
         0
     } else {
-        go_parse_int(rate, 10).ok_or_else(|| format!("sampling period {rate} is over 63 bits"))?
+        go_parse_int(rate, 10)
+            .ok_or_else(|| format!("sampling period {} is over 63 bits", excerpt(rate)))?
     };
     // pprof compares the numbers as text.
     let has_alloc = (group(c, 3) != group(c, 1) && group(c, 3) != "0")
@@ -144,7 +145,8 @@ fn heap_header(c: &Captures) -> Result<(bool, i64, bool), String> {
         "heapprofile" => Ok((false, 1, has_alloc)),
         "heap" => Ok((true, period / 2, has_alloc)),
         other => Err(format!(
-            "unknown heap profile type {other:?} (heap, heap_v2, heapz_v2 or heapprofile expected)"
+            "unknown heap profile type {:?} (heap, heap_v2, heapz_v2 or heapprofile expected)",
+            excerpt(other)
         )),
     }
 }
@@ -197,7 +199,8 @@ fn heap_sample(
     let mut block_size = 0;
     let mut add = |count: &str, size: &str, what: &str| -> Result<(), String> {
         let number = |s: &str| {
-            go_parse_int(s, 10).ok_or_else(|| format!("{what} value {s} is over 63 bits"))
+            go_parse_int(s, 10)
+                .ok_or_else(|| format!("{what} value {} is over 63 bits", excerpt(s)))
         };
         let (mut count, mut size) = (number(count)?, number(size)?);
         if count == 0 && size != 0 {
@@ -254,13 +257,16 @@ pub(super) fn parse_go_count(data: &[u8]) -> Outcome {
             return Outcome::Done(Err(bad_line(GO_COUNT, n, what)));
         };
         let Some(count) = go_parse_int(group(&c, 1), 0) else {
-            let what = format!("count {} is not a number pprof accepts", group(&c, 1));
+            let what = format!(
+                "count {} is not a number pprof accepts",
+                excerpt(group(&c, 1))
+            );
             return Outcome::Done(Err(bad_line(GO_COUNT, n, what)));
         };
         let mut addresses = Vec::new();
         for field in group(&c, 2).split_whitespace() {
             let Some(a) = go_parse_uint(field, 0) else {
-                let what = format!("address {field} is over 64 bits");
+                let what = format!("address {} is over 64 bits", excerpt(field));
                 return Outcome::Done(Err(bad_line(GO_COUNT, n, what)));
             };
             addresses.push(a);
@@ -410,7 +416,11 @@ pub(super) fn parse_contention(data: &[u8]) -> Outcome {
         let n = s.line_number();
         let number = || {
             go_parse_int(value, 0).ok_or_else(|| {
-                bad_line(CONTENTION, n, format!("{key} {value:?} is not an integer"))
+                bad_line(
+                    CONTENTION,
+                    n,
+                    format!("{} {:?} is not an integer", excerpt(key), excerpt(value)),
+                )
             })
         };
         let parsed = match key {
@@ -422,7 +432,7 @@ pub(super) fn parse_contention(data: &[u8]) -> Outcome {
             _ => Err(bad_line(
                 CONTENTION,
                 n,
-                format!("unknown attribute {key:?}"),
+                format!("unknown attribute {:?}", excerpt(key)),
             )),
         };
         if let Err(e) = parsed {
@@ -480,8 +490,9 @@ fn contention_sample(
     }) else {
         return Err(("expected `DELAY COUNT @ 0xADDR ...`".into(), false));
     };
-    let number =
-        |s: &str| go_parse_int(s, 10).ok_or_else(|| (format!("value {s} is over 63 bits"), true));
+    let number = |s: &str| {
+        go_parse_int(s, 10).ok_or_else(|| (format!("value {} is over 63 bits", excerpt(s)), true))
+    };
     let (mut delay, mut count) = (number(g[0])?, number(g[1])?);
     if period > 0 {
         if cpu_hz > 0 {
