@@ -163,6 +163,12 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
     deep.extend(sample);
     deep.extend([0x32, 0, 0x32, 1, b'a', 0x32, 1, b'b']);
     cases.push(("deep.pb", deep, "frames deep"));
+    // A timeline capture is not a profile: the error says which command reads it.
+    cases.push((
+        "run.tscap",
+        b"TSCAP\r\n\x1a\x01\x00\x00\x00".to_vec(),
+        "tickscope report",
+    ));
     // The real profile cut mid-message (raw, not gzip).
     cases.push(("cut.pb", raw[..raw.len() - 7].to_vec(), "malformed pprof"));
     for (name, bytes, want) in &cases {

@@ -56,6 +56,8 @@ pub enum ErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// The file is a tickscope timeline capture, which the timeline commands read.
+    Capture,
     /// The profile decodes but is inconsistent (a reference to nothing, a count mismatch).
     Invalid {
         /// What is wrong.
@@ -124,6 +126,11 @@ impl fmt::Display for ErrorKind {
                 }
                 write!(f, ")")
             }
+            ErrorKind::Capture => write!(
+                f,
+                "a tickscope timeline capture, not a profile: read it with `tickscope report`, \
+                 or make one with `tickscope convert --to folded`"
+            ),
             ErrorKind::Malformed {
                 format,
                 offset,

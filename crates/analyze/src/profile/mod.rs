@@ -368,6 +368,9 @@ pub fn parse_format(data: &[u8], format: Format) -> Option<Result<Profile, Error
 /// Picks the reader: protobuf when the bytes parse as a profile.proto message, else the
 /// first legacy format that recognises its header, else folded stacks.
 fn detect(data: &[u8]) -> Result<Profile, Error> {
+    if data.starts_with(&crate::tscap::MAGIC) {
+        return Err(Error::new("", ErrorKind::Capture));
+    }
     let proto_err = match pprof::decode(data) {
         Ok(p) => return Ok(p),
         Err(e) => e,
