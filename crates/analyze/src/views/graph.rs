@@ -207,7 +207,7 @@ pub(crate) struct NodeTable {
 impl NodeTable {
     /// Builds the node table; `trim` rewrites source paths (`--trim-path`) first.
     pub(crate) fn new(p: &Profile, agg: Aggregation, trim: &dyn Fn(&str) -> String) -> NodeTable {
-        let mut map: FxHashMap<NodeInfo, u32> = FxHashMap::default();
+        let mut map = Interner::default();
         let mut infos = Vec::new();
         let mut loc_nodes = Vec::with_capacity(p.locations.len());
         let mut file_cache: FxHashMap<u32, String> = FxHashMap::default();
@@ -222,7 +222,7 @@ impl NodeTable {
                     objfile: objfile.to_string(),
                     ..NodeInfo::default()
                 };
-                nodes.push(insert(&mut map, &mut infos, info));
+                nodes.push(map.insert(&mut infos, info));
             }
             for line in lines {
                 let f = p.function(line);
@@ -250,7 +250,7 @@ impl NodeTable {
                     info.objfile = objfile.to_string();
                     info.start_line = f.start_line;
                 }
-                nodes.push(insert(&mut map, &mut infos, info));
+                nodes.push(map.insert(&mut infos, info));
             }
             loc_nodes.push(nodes);
         }
@@ -275,14 +275,30 @@ fn lines_of(loc: &Location, inlines: bool) -> &[crate::profile::Line] {
     }
 }
 
-fn insert(map: &mut FxHashMap<NodeInfo, u32>, infos: &mut Vec<NodeInfo>, info: NodeInfo) -> u32 {
-    if let Some(&i) = map.get(&info) {
-        return i;
+/// Interns node infos: a hash -> first index map with chains through `next`, so each info is
+/// stored once (in `infos`), not again as a map key.
+#[derive(Default)]
+struct Interner {
+    heads: FxHashMap<u64, u32>,
+    next: Vec<u32>,
+}
+
+impl Interner {
+    fn insert(&mut self, infos: &mut Vec<NodeInfo>, info: NodeInfo) -> u32 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h = BuildHasherDefault::<FxHasher>::default().hash_one(&info);
+        let mut at = self.heads.get(&h).copied().unwrap_or(u32::MAX);
+        while at != u32::MAX {
+            if infos[at as usize] == info {
+                return at;
+            }
+            at = self.next[at as usize];
+        }
+        let i = infos.len() as u32;
+        infos.push(info);
+        self.next.push(self.heads.insert(h, i).unwrap_or(u32::MAX));
+        i
     }
-    let i = infos.len() as u32;
-    infos.push(info.clone());
-    map.insert(info, i);
-    i
 }
 
 /// A node of a built graph.
@@ -434,6 +450,38 @@ impl Graph {
             nodes,
             edges: kept_edges,
         }
+    }
+
+    /// Flat and cum value of every node of the table, without edges: what pruning by node
+    /// fraction needs (same attribution as [`Graph::build`] with no node left out).
+    pub(crate) fn node_values(
+        p: &Profile,
+        table: &NodeTable,
+        index: usize,
+    ) -> (Vec<i64>, Vec<i64>) {
+        let n = table.len();
+        let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
+        let mut stamp = vec![u32::MAX; n];
+        for (si, s) in p.samples.iter().enumerate() {
+            let w = s.values[index];
+            if w == 0 {
+                continue;
+            }
+            let mut leaf = None;
+            for &l in s.locations.iter().rev() {
+                for &node in table.loc_nodes[l as usize].iter().rev() {
+                    if stamp[node as usize] != si as u32 {
+                        stamp[node as usize] = si as u32;
+                        cum[node as usize] += w;
+                    }
+                    leaf = Some(node);
+                }
+            }
+            if let Some(leaf) = leaf {
+                flat[leaf as usize] += w;
+            }
+        }
+        (flat, cum)
     }
 
     /// Sum of flat values.

@@ -255,27 +255,33 @@ impl Report {
 
     /// The graph pruned as pprof prunes it for this view.
     pub fn trimmed_graph(&self) -> Trimmed {
-        let mut g = Graph::build(&self.profile, &self.table, self.index, None);
-        let total_value = g.flat_sum();
+        // A values-only pass decides which nodes survive the node fraction; the graph with
+        // its edges is then built once, over those nodes only (pprof builds the full graph
+        // first; the result is the same, without holding every edge of a 20k-function
+        // profile in memory).
+        let (flat, cum) = Graph::node_values(&self.profile, &self.table, self.index);
+        let total_value: i64 = flat.iter().sum();
+        let live = (0..flat.len())
+            .filter(|&i| flat[i] != 0 || cum[i] != 0)
+            .count();
         let node_cutoff = (total_value as f64 * self.node_fraction) as i64;
         let node_cutoff = node_cutoff.abs();
         let edge_cutoff = ((total_value as f64 * self.edge_fraction) as i64).abs();
         let mut dropped_nodes = 0;
+        let mut kept = None;
         if node_cutoff > 0 {
-            let mut kept = vec![false; self.table.len()];
-            let mut count = 0;
-            for n in &g.nodes {
-                if n.cum.abs() >= node_cutoff {
-                    kept[n.id as usize] = true;
-                    count += 1;
-                }
-            }
-            if count != g.nodes.len() {
-                dropped_nodes = g.nodes.len() - count;
-                drop(std::mem::take(&mut g)); // freed before the next is built: peak memory
-                g = Graph::build(&self.profile, &self.table, self.index, Some(&kept));
+            let keep: Vec<bool> = (0..flat.len())
+                .map(|i| (flat[i] != 0 || cum[i] != 0) && cum[i].abs() >= node_cutoff)
+                .collect();
+            let count = keep.iter().filter(|&&k| k).count();
+            if count != live {
+                dropped_nodes = live - count;
+                kept = Some(keep);
             }
         }
+        drop((flat, cum));
+        let mut g = Graph::build(&self.profile, &self.table, self.index, kept.as_deref());
+        drop(kept);
         let orig_count = g.nodes.len();
         g.sort(self.order, &self.table);
         if self.node_count > 0 {
