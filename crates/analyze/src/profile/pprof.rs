@@ -294,8 +294,8 @@ struct Strings<'a> {
 
 impl Strings<'_> {
     fn get(&self, i: u64, what: &str) -> Result<String> {
-        match self.strings.get(i as usize) {
-            Some(s) if i <= usize::MAX as u64 => Ok(String::from_utf8_lossy(s).into_owned()),
+        match usize::try_from(i).ok().and_then(|i| self.strings.get(i)) {
+            Some(s) => Ok(String::from_utf8_lossy(s).into_owned()),
             _ => Err(ErrorKind::Invalid {
                 what: format!(
                     "{what} refers to string {i}, but the string table has {} entries",
@@ -333,7 +333,11 @@ enum IdMap {
 impl IdMap {
     fn get(&self, id: u64) -> Option<u32> {
         match self {
-            IdMap::Dense(v) => v.get(id as usize).copied().filter(|&i| i != u32::MAX),
+            IdMap::Dense(v) => usize::try_from(id)
+                .ok()
+                .and_then(|i| v.get(i))
+                .copied()
+                .filter(|&i| i != u32::MAX),
             IdMap::Sparse(m) => m.get(&id).copied(),
         }
     }

@@ -8,9 +8,6 @@
 //! caller; it is *inline* when the call was inlined, *residual* when nodes between the two were
 //! dropped.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use crate::profile::{Location, Profile};
 
 use super::Granularity;
@@ -101,66 +98,7 @@ pub fn clean_path(path: &str) -> String {
     }
 }
 
-/// A fast non-cryptographic hash (the rustc "Fx" multiply-rotate) for the graph's maps:
-/// keys are node and edge ids and short names built from one file, and SipHash's DoS
-/// resistance buys nothing there while costing a quarter of `top`'s time.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-            ]));
-        }
-        let mut tail = 0u64;
-        for (i, &b) in chunks.remainder().iter().enumerate() {
-            tail |= u64::from(b) << (8 * i);
-        }
-        self.add(tail);
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    /// The multiply leaves the low bits (which pick the bucket) depending only on the key's
-    /// low bits; a final mix (MurmurHash3's fmix64) spreads every bit over all of them.
-    #[inline]
-    fn finish(&self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x
-    }
-}
-
-/// A `HashMap` with [`FxHasher`].
-pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+use rustc_hash::FxHashMap;
 
 /// Which parts of a location make a node, from the granularity.
 #[derive(Debug, Clone, Copy)]
@@ -285,8 +223,8 @@ struct Interner {
 
 impl Interner {
     fn insert(&mut self, infos: &mut Vec<NodeInfo>, info: NodeInfo) -> u32 {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let h = BuildHasherDefault::<FxHasher>::default().hash_one(&info);
+        use std::hash::BuildHasher;
+        let h = rustc_hash::FxBuildHasher.hash_one(&info);
         let mut at = self.heads.get(&h).copied().unwrap_or(u32::MAX);
         while at != u32::MAX {
             if infos[at as usize] == info {
