@@ -90,6 +90,58 @@ fn top_json_has_the_rows_of_the_text() {
     assert_eq!(v["total"], 1_760_000_000i64);
 }
 
+/// Regular files are streamed (read twice, never held); a pipe is read once, whole; gzip
+/// around a text format goes through the fallback that reads the bytes whole. All three
+/// give the answer the plain file gives.
+#[test]
+fn pipes_and_compressed_text_read_like_files() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let file = testdata().join("sample.cpu.pb.gz");
+    let from_file = tickscope(&["top", "--nodecount", "5", file.to_str().unwrap()]);
+    assert!(from_file.status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["top", "--nodecount", "5", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let from_pipe = child.wait_with_output().unwrap();
+    assert!(from_pipe.status.success());
+    let rows = |o: &Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("flat"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(rows(&from_pipe), rows(&from_file));
+    assert_eq!(rows(&from_file).len(), 6);
+
+    let dir = std::env::temp_dir().join(format!("tickscope-gzfolded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gz = dir.join("stacks.folded.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(b"main;parse;lex 7\nmain;alloc 3\n").unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let out = tickscope(&["top", gz.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("of 10 total"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_end().ends_with(" lex") && l.contains("70.00%")),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Bad input: one line naming the file and the problem, exit status 2, never a panic.
 #[test]
 fn bad_profiles_exit_2_with_the_file_and_the_problem() {

@@ -93,12 +93,6 @@ impl Error {
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }
-
-    /// The same error about another path (readers parse bytes; the loader knows the name).
-    pub(crate) fn with_path(mut self, path: &str) -> Error {
-        self.path = path.to_string();
-        self
-    }
 }
 
 impl fmt::Display for ErrorKind {

@@ -25,7 +25,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Function, Label, Location, Mapping, Profile, Sample};
+use super::store::{retain_span, Strings};
+use super::{Function, Label, Line, Location, Mapping, Profile, Stack};
 
 pub use super::prune::{prune_from, remove_uninteresting};
 
@@ -250,11 +251,11 @@ impl<'a> Matcher<'a> {
     }
 
     /// Whether the function's name or file name matches.
-    pub(crate) fn function(&mut self, functions: &[Function], f: u32) -> bool {
+    pub(crate) fn function(&mut self, names: Names<'_>, f: u32) -> bool {
         let rx = self.rx;
         *self.functions[f as usize].get_or_insert_with(|| {
-            let f = &functions[f as usize];
-            rx.is_match(&f.name) || rx.is_match(&f.filename)
+            let f = &names.functions[f as usize];
+            rx.is_match(names.strings.get(f.name)) || rx.is_match(names.strings.get(f.filename))
         })
     }
 
@@ -268,12 +269,25 @@ impl<'a> Matcher<'a> {
     }
 
     /// pprof's `Location.matchesName`: a line's function or the mapping matches.
-    fn location(&mut self, functions: &[Function], mappings: &[Mapping], loc: &Location) -> bool {
-        loc.lines
+    fn location(
+        &mut self,
+        names: Names<'_>,
+        lines: &[Line],
+        mappings: &[Mapping],
+        loc: &Location,
+    ) -> bool {
+        lines[loc.lines.range()]
             .iter()
-            .any(|l| self.function(functions, l.function))
+            .any(|l| self.function(names, l.function))
             || self.mapping(mappings, loc)
     }
+}
+
+/// What name matching reads: the functions and the strings their names are in.
+#[derive(Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub(crate) functions: &'a [Function],
+    pub(crate) strings: &'a Strings,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,8 +314,12 @@ fn filter_by_name(
         locations,
         functions,
         mappings,
+        strings,
+        lines,
+        stacks,
         ..
     } = p;
+    let names = Names { functions, strings };
     let (nf, nm) = (functions.len(), mappings.len());
     let mut focus = focus.map(|rx| Matcher::new(rx, nf, nm));
     let mut ignore = ignore.map(|rx| Matcher::new(rx, nf, nm));
@@ -321,26 +339,26 @@ fn filter_by_name(
     for (i, loc) in locations.iter_mut().enumerate() {
         if ignore
             .as_mut()
-            .is_some_and(|ig| ig.location(functions, mappings, loc))
+            .is_some_and(|ig| ig.location(names, lines, mappings, loc))
         {
             m.ignore = true;
             focused[i] = Some(false);
         } else if focus
             .as_mut()
-            .map_or(true, |f| f.location(functions, mappings, loc))
+            .map_or(true, |f| f.location(names, lines, mappings, loc))
         {
             m.focus = true;
             focused[i] = Some(true);
         }
 
         if let Some(h) = hide.as_mut() {
-            if h.location(functions, mappings, loc) {
+            if h.location(names, lines, mappings, loc) {
                 m.hide = true;
                 // pprof's unmatchedLines: a matching mapping hides every line.
                 if h.mapping(mappings, loc) {
-                    loc.lines.clear();
+                    loc.lines.len = 0;
                 } else {
-                    loc.lines.retain(|l| !h.function(functions, l.function));
+                    retain_span(lines, &mut loc.lines, |l| !h.function(names, l.function));
                 }
                 if loc.lines.is_empty() {
                     hidden[i] = true;
@@ -351,7 +369,7 @@ fn filter_by_name(
         if let Some(s) = show.as_mut() {
             // pprof's matchedLines: a matching mapping shows every line.
             if !s.mapping(mappings, loc) {
-                loc.lines.retain(|l| s.function(functions, l.function));
+                retain_span(lines, &mut loc.lines, |l| s.function(names, l.function));
             }
             if loc.lines.is_empty() {
                 hidden[i] = true;
@@ -363,21 +381,21 @@ fn filter_by_name(
     }
 
     samples.retain_mut(|s| {
-        if !focused_and_not_ignored(&s.locations, &focused) {
+        if !focused_and_not_ignored(stacks.get(s.stack), &focused) {
             return false;
         }
         if any_hidden {
-            s.locations.retain(|&l| !hidden[l as usize]);
+            stacks.retain(&mut s.stack, |l| !hidden[l as usize]);
         }
-        !s.locations.is_empty()
+        !s.stack.is_empty()
     });
     m
 }
 
 /// pprof's `focusedAndNotIgnored`: at least one focused location and no ignored one.
-fn focused_and_not_ignored(locs: &[u32], focused: &[Option<bool>]) -> bool {
+fn focused_and_not_ignored(locs: Stack<'_>, focused: &[Option<bool>]) -> bool {
     let mut f = false;
-    for &l in locs {
+    for l in locs {
         match focused[l as usize] {
             Some(true) => f = true,
             Some(false) => return false,
@@ -395,8 +413,12 @@ fn apply_show_from(p: &mut Profile, rx: &Pattern) -> bool {
         locations,
         functions,
         mappings,
+        strings,
+        lines,
+        stacks,
         ..
     } = p;
+    let names = Names { functions, strings };
     let mut m = Matcher::new(rx, functions.len(), mappings.len());
     let mut show_from = vec![false; locations.len()];
     let mut matched = false;
@@ -405,12 +427,11 @@ fn apply_show_from(p: &mut Profile, rx: &Pattern) -> bool {
         // above (outer to) the outermost matching line go.
         let hit = if m.mapping(mappings, loc) {
             true
-        } else if let Some(j) = loc
-            .lines
+        } else if let Some(j) = lines[loc.lines.range()]
             .iter()
-            .rposition(|l| m.function(functions, l.function))
+            .rposition(|l| m.function(names, l.function))
         {
-            loc.lines.truncate(j + 1);
+            loc.lines.keep(0, j + 1);
             true
         } else {
             false
@@ -419,9 +440,9 @@ fn apply_show_from(p: &mut Profile, rx: &Pattern) -> bool {
         matched |= hit;
     }
     samples.retain_mut(
-        |s| match s.locations.iter().rposition(|&l| show_from[l as usize]) {
+        |s| match stacks.get(s.stack).rposition(|l| show_from[l as usize]) {
             Some(i) => {
-                s.locations.truncate(i + 1);
+                s.stack.keep(0, i + 1);
                 true
             }
             None => false,
@@ -535,10 +556,10 @@ impl TagFilter {
     }
 
     /// Whether the sample matches; `units` are the numeric tags' units ([`num_label_units`]).
-    fn matches(&self, s: &Sample, units: &HashMap<String, String>, buf: &mut String) -> bool {
+    fn matches(&self, labels: &[Label], units: &HashMap<String, String>, buf: &mut String) -> bool {
         let unit_of = |k: &str| units.get(k).map_or("", String::as_str);
         match self {
-            TagFilter::Range { key, range } => s.labels.iter().any(|l| match l {
+            TagFilter::Range { key, range } => labels.iter().any(|l| match l {
                 Label::Num { key: k, value, .. } => {
                     key.as_deref().map_or(true, |want| want == k)
                         && range.contains(*value, unit_of(k))
@@ -549,7 +570,7 @@ impl TagFilter {
                 key: Some(want),
                 patterns,
             } => patterns.iter().any(|rx| {
-                s.labels.iter().any(|l| match l {
+                labels.iter().any(|l| match l {
                     Label::Str { key, value } => key == want && rx.is_match(value),
                     Label::Num { .. } => false,
                 })
@@ -558,7 +579,7 @@ impl TagFilter {
                 key: None,
                 patterns,
             } => patterns.iter().all(|rx| {
-                s.labels.iter().any(|l| match l {
+                labels.iter().any(|l| match l {
                     Label::Str { key, value } => {
                         buf.clear();
                         buf.push_str(key);
@@ -585,9 +606,11 @@ fn filter_by_tag(
         return (fm, im);
     }
     let mut buf = String::new();
+    let all = &p.labels;
     p.samples.retain(|s| {
-        let focused = focus.map_or(true, |f| f.matches(s, units, &mut buf));
-        let ignored = ignore.is_some_and(|f| f.matches(s, units, &mut buf));
+        let labels = &all[s.labels.range()];
+        let focused = focus.map_or(true, |f| f.matches(labels, units, &mut buf));
+        let ignored = ignore.is_some_and(|f| f.matches(labels, units, &mut buf));
         fm |= focused;
         im |= ignored;
         focused && !ignored
@@ -613,7 +636,7 @@ pub fn num_label_units(p: &Profile) -> NumLabelUnits {
     let mut ignored: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut keys: BTreeSet<&str> = BTreeSet::new();
     for s in &p.samples {
-        for l in &s.labels {
+        for l in p.labels(s) {
             let Label::Num { key, unit, .. } = l else {
                 continue;
             };
@@ -772,7 +795,7 @@ fn scale<'a>(value: i64, from: &str, to: &'a str) -> (f64, &'a str) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::profile::{Line, ValueType};
+    use crate::profile::ValueType;
 
     /// A profile from stacks written root first, `main;parse;tokenize`, each with a value and
     /// labels. A frame `a|b` is one location with inlined lines, `a` calling `b`. Every
@@ -787,39 +810,32 @@ pub(crate) mod tests {
         for (stack, value, labels) in stacks {
             let mut locs = Vec::new();
             for frame in stack.split(';').filter(|f| !f.is_empty()).rev() {
-                let loc = *locations.entry(frame.to_string()).or_insert_with(|| {
-                    let lines = frame
-                        .split('|')
-                        .rev()
-                        .map(|name| {
-                            let f = *functions.entry(name.to_string()).or_insert_with(|| {
-                                p.functions.push(Function {
-                                    id: p.functions.len() as u64 + 1,
-                                    name: name.to_string(),
-                                    ..Function::default()
-                                });
-                                p.functions.len() as u32 - 1
-                            });
-                            Line {
-                                function: f,
-                                line: 0,
-                            }
-                        })
-                        .collect();
-                    p.locations.push(Location {
-                        id: p.locations.len() as u64 + 1,
-                        lines,
-                        ..Location::default()
+                if let Some(&loc) = locations.get(frame) {
+                    locs.push(loc);
+                    continue;
+                }
+                let mut lines = Vec::new();
+                for name in frame.split('|').rev() {
+                    let f = match functions.get(name) {
+                        Some(&f) => f,
+                        None => {
+                            let id = p.functions.len() as u64 + 1;
+                            let f = p.push_function(id, name, "", "", 0);
+                            functions.insert(name.to_string(), f);
+                            f
+                        }
+                    };
+                    lines.push(Line {
+                        function: f,
+                        line: 0,
                     });
-                    p.locations.len() as u32 - 1
-                });
+                }
+                let id = p.locations.len() as u64 + 1;
+                let loc = p.push_location(id, None, 0, &lines, false);
+                locations.insert(frame.to_string(), loc);
                 locs.push(loc);
             }
-            p.samples.push(Sample {
-                locations: locs,
-                values: vec![*value],
-                labels: labels.clone(),
-            });
+            p.push_sample(locs.iter().copied(), &[*value], labels);
         }
         p.check().unwrap();
         p
@@ -837,21 +853,20 @@ pub(crate) mod tests {
         p.samples
             .iter()
             .map(|s| {
-                let frames: Vec<String> = s
-                    .locations
-                    .iter()
+                let frames: Vec<String> = p
+                    .stack(s)
                     .rev()
-                    .map(|&l| {
-                        let lines: Vec<&str> = p.locations[l as usize]
-                            .lines
+                    .map(|l| {
+                        let lines: Vec<&str> = p
+                            .lines(&p.locations[l as usize])
                             .iter()
                             .rev()
-                            .map(|l| p.function(l).name.as_str())
+                            .map(|l| p.function_name(l))
                             .collect();
                         lines.join("|")
                     })
                     .collect();
-                (frames.join(";"), s.values[0])
+                (frames.join(";"), p.values(s)[0])
             })
             .collect()
     }
@@ -891,11 +906,7 @@ pub(crate) mod tests {
     #[test]
     fn no_filters_keeps_everything_but_empty_stacks() {
         let mut p = build(STACKS);
-        p.samples.push(Sample {
-            locations: vec![],
-            values: vec![100],
-            labels: vec![],
-        });
+        p.push_sample([], &[100], &[]);
         let applied = apply(&mut p, &FilterSpec::default()).unwrap();
         assert_eq!(applied, Applied::default());
         assert_eq!(stacks(&p), owned(STACKS));
@@ -1015,8 +1026,12 @@ pub(crate) mod tests {
     #[test]
     fn file_names_and_mappings_match_too() {
         let mut p = build(STACKS);
-        let alloc = p.functions.iter().position(|f| f.name == "alloc").unwrap();
-        p.functions[alloc].filename = "/src/heap.c".into();
+        let alloc = p
+            .functions
+            .iter()
+            .position(|f| p.str(f.name) == "alloc")
+            .unwrap();
+        p.functions[alloc].filename = p.intern("/src/heap.c");
         p.mappings.push(Mapping {
             id: 1,
             file: "/lib/libparse.so".into(),
@@ -1025,7 +1040,7 @@ pub(crate) mod tests {
         let next = p
             .locations
             .iter()
-            .position(|l| p.functions[l.lines[0].function as usize].name == "next")
+            .position(|l| p.function_name(&p.lines(l)[0]) == "next")
             .unwrap();
         p.locations[next].mapping = Some(0);
         let mut q = p.clone();
@@ -1059,7 +1074,7 @@ pub(crate) mod tests {
         let run = |f: &dyn Fn(&mut FilterSpec)| {
             let mut p = build_labeled(&input);
             let applied = apply(&mut p, &spec(f)).unwrap();
-            let values: Vec<i64> = p.samples.iter().map(|s| s.values[0]).collect();
+            let values: Vec<i64> = p.samples.iter().map(|s| p.values(s)[0]).collect();
             (values, applied)
         };
         // Without a key, `key:value` is matched.
@@ -1116,7 +1131,7 @@ pub(crate) mod tests {
                 }
             });
             let applied = apply(&mut p, &s).unwrap();
-            let values: Vec<i64> = p.samples.iter().map(|s| s.values[0]).collect();
+            let values: Vec<i64> = p.samples.iter().map(|s| p.values(s)[0]).collect();
             (values, applied.warnings)
         };
         let (values, warnings) = run("bytes=1kb:2kb", false);
@@ -1286,7 +1301,7 @@ pub(crate) mod tests {
         assert_eq!(applied.legend, ["Active filters:", "   focus=mapiternext"]);
         assert!(applied.warnings.is_empty());
         let last = p.sample_types.len() - 1;
-        let total: i64 = p.samples.iter().map(|s| s.values[last]).sum();
+        let total: i64 = p.samples.iter().map(|s| p.values(s)[last]).sum();
         // `go tool pprof -top -focus=mapiternext sample.cpu.pb.gz` (Go 1.19.8):
         // "Showing nodes accounting for 1370ms, 77.84% of 1760ms total".
         assert_eq!(total, 1_370_000_000);

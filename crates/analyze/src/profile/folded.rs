@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::{ErrorKind, Format, Function, Line, Location, Profile, Sample, ValueType};
+use super::{ErrorKind, Format, Line, Profile, ValueType};
 
 /// Parses folded stacks; `None` when the first line is not one.
 pub(super) fn parse(data: &[u8]) -> Option<Result<Profile, ErrorKind>> {
@@ -44,6 +44,7 @@ fn build(text: &str) -> Result<Profile, ErrorKind> {
         ..Profile::default()
     };
     let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut locations = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -55,33 +56,23 @@ fn build(text: &str) -> Result<Profile, ErrorKind> {
                 what: "expected `frame;frame;... COUNT`".into(),
             });
         };
-        let mut locations = Vec::new();
+        locations.clear();
         for frame in stack.split(';').rev() {
-            let next = p.locations.len() as u32;
-            let index = *ids.entry(frame).or_insert_with(|| {
-                let id = u64::from(next) + 1;
-                p.functions.push(Function {
-                    id,
-                    name: frame.to_string(),
-                    ..Function::default()
-                });
-                p.locations.push(Location {
-                    id,
-                    lines: vec![Line {
-                        function: next,
-                        line: 0,
-                    }],
-                    ..Location::default()
-                });
-                next
-            });
+            let index = match ids.get(frame) {
+                Some(&i) => i,
+                None => {
+                    let next = p.locations.len() as u32;
+                    let id = u64::from(next) + 1;
+                    let function = p.push_function(id, frame, "", "", 0);
+                    let line = Line { function, line: 0 };
+                    p.push_location(id, None, 0, &[line], false);
+                    ids.insert(frame, next);
+                    next
+                }
+            };
             locations.push(index);
         }
-        p.samples.push(Sample {
-            locations,
-            values: vec![count],
-            labels: Vec::new(),
-        });
+        p.push_sample(locations.iter().copied(), &[count], &[]);
     }
     Ok(p)
 }
@@ -97,17 +88,12 @@ mod tests {
             .unwrap();
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.functions.len(), 4);
-        let names: Vec<&str> = p.samples[0]
-            .locations
-            .iter()
-            .map(|&l| {
-                p.functions[p.locations[l as usize].lines[0].function as usize]
-                    .name
-                    .as_str()
-            })
+        let names: Vec<&str> = p
+            .stack(&p.samples[0])
+            .map(|l| p.function_name(&p.lines(&p.locations[l as usize])[0]))
             .collect();
         assert_eq!(names, ["tokenize", "parse", "main"]);
-        assert_eq!(p.samples[1].values, [7]);
+        assert_eq!(p.values(&p.samples[1]), [7]);
     }
 
     #[test]

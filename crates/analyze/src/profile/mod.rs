@@ -19,12 +19,16 @@ mod folded;
 mod legacy;
 mod pprof;
 mod prune;
+mod store;
 pub mod symbolize;
 
 use std::io::Read;
 use std::path::Path;
 
 pub use error::{Error, ErrorKind};
+pub(crate) use store::Strings;
+use store::{push_span, Stacks};
+pub use store::{Span, Stack, StrId};
 
 /// The most a gzip-compressed profile may decompress to (a guard against gzip bombs).
 pub const MAX_DECOMPRESSED: u64 = 4 << 30;
@@ -34,6 +38,11 @@ pub const MAX_DECOMPRESSED: u64 = 4 << 30;
 pub const MAX_STACK_DEPTH: usize = 1 << 16;
 
 /// A profile: profile.proto's `Profile` with strings resolved and ids turned into indices.
+///
+/// Names are interned ([`StrId`], read with [`Profile::str`]); each sample's stack, values and
+/// labels and each location's lines live in shared pools, read with [`Profile::stack`],
+/// [`Profile::values`], [`Profile::labels`] and [`Profile::lines`], and added with the
+/// `push_*` methods. This keeps a large profile in less than twice its decompressed size.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Profile {
     /// What each sample value measures (`samples`/`count`, `cpu`/`nanoseconds`, ...).
@@ -64,6 +73,11 @@ pub struct Profile {
     pub period: i64,
     /// Which reader produced it.
     pub format: Format,
+    pub(crate) strings: Strings,
+    pub(crate) stacks: Stacks,
+    pub(crate) values: Vec<i64>,
+    pub(crate) labels: Vec<Label>,
+    pub(crate) lines: Vec<Line>,
 }
 
 /// A value's kind and unit, as `cpu`/`nanoseconds`.
@@ -85,15 +99,16 @@ impl ValueType {
     }
 }
 
-/// One sample: a stack and one value per sample type.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One sample: a stack and one value per sample type, held in the profile's pools
+/// ([`Profile::stack`], [`Profile::values`], [`Profile::labels`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sample {
     /// Indices into [`Profile::locations`], leaf first.
-    pub locations: Vec<u32>,
+    pub(crate) stack: Span,
     /// One value per [`Profile::sample_types`].
-    pub values: Vec<i64>,
+    pub(crate) values: Span,
     /// Labels, in file order.
-    pub labels: Vec<Label>,
+    pub(crate) labels: Span,
 }
 
 /// A sample label: a string or a number with an optional unit.
@@ -142,8 +157,9 @@ pub struct Mapping {
     pub has_inline_frames: bool,
 }
 
-/// A program location: an address and the (possibly inlined) lines it stands for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A program location: an address and the (possibly inlined) lines it stands for
+/// ([`Profile::lines`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Location {
     /// The id in the file (non-zero).
     pub id: u64,
@@ -152,7 +168,7 @@ pub struct Location {
     /// The instruction address (0: unknown).
     pub address: u64,
     /// Lines, innermost (inlined callee) first; empty when not symbolised.
-    pub lines: Vec<Line>,
+    pub(crate) lines: Span,
     /// Several frames were folded into this one.
     pub is_folded: bool,
 }
@@ -166,17 +182,17 @@ pub struct Line {
     pub line: i64,
 }
 
-/// A function.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A function; its strings are read with [`Profile::str`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Function {
     /// The id in the file (non-zero).
     pub id: u64,
     /// The human name (demangled).
-    pub name: String,
+    pub name: StrId,
     /// The system (mangled) name.
-    pub system_name: String,
+    pub system_name: StrId,
     /// The source file.
-    pub filename: String,
+    pub filename: StrId,
     /// The line where it starts.
     pub start_line: i64,
 }
@@ -198,6 +214,119 @@ pub enum Format {
 }
 
 impl Profile {
+    /// The text of an interned string.
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    /// Interns a string.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.strings.intern(s)
+    }
+
+    /// A sample's stack: location indices, leaf first.
+    pub fn stack(&self, s: &Sample) -> Stack<'_> {
+        self.stacks.get(s.stack)
+    }
+
+    /// A sample's values, one per sample type.
+    pub fn values(&self, s: &Sample) -> &[i64] {
+        &self.values[s.values.range()]
+    }
+
+    /// A sample's value of sample type `index` (0 if it has none: [`Profile::check`] makes
+    /// that impossible in a loaded profile).
+    pub fn value(&self, s: &Sample, index: usize) -> i64 {
+        self.values(s).get(index).copied().unwrap_or(0)
+    }
+
+    /// A sample's values, to change in place.
+    pub fn values_mut(&mut self, s: &Sample) -> &mut [i64] {
+        &mut self.values[s.values.range()]
+    }
+
+    /// A sample's labels.
+    pub fn labels(&self, s: &Sample) -> &[Label] {
+        &self.labels[s.labels.range()]
+    }
+
+    /// A location's lines, innermost first.
+    pub fn lines(&self, loc: &Location) -> &[Line] {
+        &self.lines[loc.lines.range()]
+    }
+
+    /// Adds a sample (stack leaf first).
+    pub fn push_sample(
+        &mut self,
+        stack: impl IntoIterator<Item = u32> + Clone,
+        values: &[i64],
+        labels: &[Label],
+    ) {
+        let sample = Sample {
+            stack: self.stacks.push(stack),
+            values: push_span(&mut self.values, values),
+            labels: push_span(&mut self.labels, labels),
+        };
+        self.samples.push(sample);
+    }
+
+    /// Adds a location with its lines (innermost first); returns its index.
+    pub fn push_location(
+        &mut self,
+        id: u64,
+        mapping: Option<u32>,
+        address: u64,
+        lines: &[Line],
+        is_folded: bool,
+    ) -> u32 {
+        let lines = push_span(&mut self.lines, lines);
+        self.locations.push(Location {
+            id,
+            mapping,
+            address,
+            lines,
+            is_folded,
+        });
+        self.locations.len() as u32 - 1
+    }
+
+    /// Adds a function; returns its index.
+    pub fn push_function(
+        &mut self,
+        id: u64,
+        name: &str,
+        system_name: &str,
+        filename: &str,
+        start_line: i64,
+    ) -> u32 {
+        let f = Function {
+            id,
+            name: self.intern(name),
+            system_name: self.intern(system_name),
+            filename: self.intern(filename),
+            start_line,
+        };
+        self.functions.push(f);
+        self.functions.len() as u32 - 1
+    }
+
+    /// Replaces the lines of location `i`.
+    pub fn set_lines(&mut self, i: usize, lines: &[Line]) {
+        self.locations[i].lines = push_span(&mut self.lines, lines);
+    }
+
+    /// Lets go of the string lookup table and of spare capacity: readers call it last.
+    pub(crate) fn seal(&mut self) {
+        self.strings.seal();
+        self.stacks.shrink_to_fit();
+        self.values.shrink_to_fit();
+        self.labels.shrink_to_fit();
+        self.lines.shrink_to_fit();
+        self.samples.shrink_to_fit();
+        self.locations.shrink_to_fit();
+        self.functions.shrink_to_fit();
+    }
+
     /// The index of the sample type views use when none is asked for: `default_sample_type`
     /// if it names one, else the last (as pprof does).
     pub fn default_sample_index(&self) -> usize {
@@ -246,6 +375,11 @@ impl Profile {
         &self.functions[line.function as usize]
     }
 
+    /// The name of a line's function.
+    pub fn function_name(&self, line: &Line) -> &str {
+        self.str(self.function(line).name)
+    }
+
     /// The mapping's file of a location ("" if none).
     pub fn objfile(&self, loc: &Location) -> &str {
         loc.mapping
@@ -268,18 +402,14 @@ impl Profile {
                     self.sample_types.len()
                 ));
             }
-            if s.locations.len() > MAX_STACK_DEPTH {
+            if s.stack.len() > MAX_STACK_DEPTH {
                 return invalid(format!(
                     "sample {i} has a stack {} frames deep, more than the {MAX_STACK_DEPTH} \
                      this reader accepts (runaway recursion or damage)",
-                    s.locations.len()
+                    s.stack.len()
                 ));
             }
-            if let Some(&l) = s
-                .locations
-                .iter()
-                .find(|&&l| l as usize >= self.locations.len())
-            {
+            if let Some(l) = self.stack(s).find(|&l| l as usize >= self.locations.len()) {
                 return invalid(format!("sample {i} refers to location index {l}"));
             }
         }
@@ -289,7 +419,7 @@ impl Profile {
                     return invalid(format!("location {} refers to mapping index {m}", l.id));
                 }
             }
-            for line in &l.lines {
+            for line in self.lines(l) {
                 if line.function as usize >= self.functions.len() {
                     return invalid(format!(
                         "location {} refers to function index {}",
@@ -303,12 +433,41 @@ impl Profile {
 }
 
 /// Reads the profile at `path`, picking the reader by content.
+///
+/// A regular file is streamed: protobuf is decoded straight from the (decompressing) file,
+/// read twice, so neither the compressed nor the decompressed bytes are held. Only when it is
+/// not protobuf are the bytes read whole for the other readers.
 pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| Error::io(&name, ErrorKind::Open, e))?;
-    let mut data = Vec::new();
-    // A file larger than the decompression cap is refused too (it would be read whole).
+    let open_file = || std::fs::File::open(path);
+    let file = open_file().map_err(|e| Error::io(&name, ErrorKind::Open, e))?;
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    let mut head = [0u8; 2];
+    let got = read_head(&file, &mut head).map_err(|e| Error::io(&name, ErrorKind::Io, e))?;
+    if got == 0 {
+        return Err(Error::new(&name, ErrorKind::Empty));
+    }
+    let gz = head[..got] == [0x1f, 0x8b];
+    if regular {
+        let open = || -> std::io::Result<Box<dyn Read>> {
+            let f = std::io::BufReader::with_capacity(1 << 16, open_file()?);
+            Ok(if gz {
+                Box::new(flate2::bufread::MultiGzDecoder::new(f))
+            } else {
+                Box::new(f)
+            })
+        };
+        return parse_stream(&open, gz, &name, MAX_DECOMPRESSED, &|| {
+            let mut data = Vec::new();
+            open_file()?
+                .take(MAX_DECOMPRESSED + 1)
+                .read_to_end(&mut data)?;
+            Ok(data)
+        });
+    }
+    // A pipe or device is read once, whole.
+    let mut data = head[..got].to_vec();
     file.take(MAX_DECOMPRESSED + 1)
         .read_to_end(&mut data)
         .map_err(|e| Error::io(&name, ErrorKind::Io, e))?;
@@ -320,11 +479,19 @@ pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
             },
         ));
     }
-    // Inflate, then let go of the compressed bytes before parsing.
-    if data.starts_with(&[0x1f, 0x8b]) {
-        data = gunzip(&data, MAX_DECOMPRESSED).map_err(|k| Error::new(&name, k))?;
+    parse(&data, &name)
+}
+
+/// Reads up to `head.len()` bytes from the start of `file` (fewer only at its end).
+fn read_head(mut file: &std::fs::File, head: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
     }
-    parse_raw(&data, &name)
+    Ok(got)
 }
 
 /// Parses a profile held in memory; `name` is used in errors.
@@ -337,21 +504,80 @@ pub fn parse_with_limit(data: &[u8], name: &str, limit: u64) -> Result<Profile, 
     if data.is_empty() {
         return Err(Error::new(name, ErrorKind::Empty));
     }
-    if data.starts_with(&[0x1f, 0x8b]) {
-        let inflated = gunzip(data, limit).map_err(|k| Error::new(name, k))?;
-        return parse_raw(&inflated, name);
-    }
-    parse_raw(data, name)
+    let gz = data.starts_with(&[0x1f, 0x8b]);
+    let open = || -> std::io::Result<Box<dyn Read + '_>> {
+        Ok(if gz {
+            Box::new(flate2::bufread::MultiGzDecoder::new(data))
+        } else {
+            Box::new(data)
+        })
+    };
+    parse_stream(&open, gz, name, limit, &|| Ok(data.to_vec()))
 }
 
-/// Parses data that is not gzip-compressed.
-fn parse_raw(data: &[u8], name: &str) -> Result<Profile, Error> {
-    if data.is_empty() {
+/// Picks the reader: the tickscope capture magic is refused with a pointer to the command
+/// that reads it; protobuf is tried on the stream; when it does not parse, `whole` reads
+/// the (possibly compressed) bytes for the legacy readers, then folded stacks.
+fn parse_stream(
+    open: &pprof::Open<'_>,
+    gz: bool,
+    name: &str,
+    limit: u64,
+    whole: &dyn Fn() -> std::io::Result<Vec<u8>>,
+) -> Result<Profile, Error> {
+    let mut head = Vec::new();
+    open()
+        .and_then(|r| r.take(8).read_to_end(&mut head))
+        .map_err(|e| Error::new(name, pprof::read_error(&e, gz)))?;
+    if head.is_empty() {
         return Err(Error::new(name, ErrorKind::Empty));
     }
-    let profile = detect(data).map_err(|e| e.with_path(name))?;
-    profile.check().map_err(|k| Error::new(name, k))?;
-    Ok(profile)
+    if head.starts_with(&crate::tscap::MAGIC) {
+        return Err(Error::new(name, ErrorKind::Capture));
+    }
+    let proto_err = match pprof::decode_stream(open, gz, limit) {
+        Ok(p) => return finish(p, name),
+        Err(k @ (ErrorKind::Decompress { .. } | ErrorKind::TooLarge { .. } | ErrorKind::Io)) => {
+            return Err(Error::new(name, k))
+        }
+        Err(e) => e,
+    };
+    // Not protobuf: the other readers take the data whole.
+    let mut data = whole().map_err(|e| Error::io(name, ErrorKind::Io, e))?;
+    if data.len() as u64 > limit && !gz {
+        return Err(Error::new(name, ErrorKind::TooLarge { limit }));
+    }
+    if gz {
+        data = gunzip(&data, limit).map_err(|k| Error::new(name, k))?;
+    }
+    if let Some(result) = legacy::parse(&data) {
+        return result
+            .map_err(|k| Error::new(name, k))
+            .and_then(|p| finish(p, name));
+    }
+    if let Some(result) = folded::parse(&data) {
+        return result
+            .map_err(|k| Error::new(name, k))
+            .and_then(|p| finish(p, name));
+    }
+    // Neither: if the bytes started like a protobuf profile, its error says more than
+    // "unrecognised".
+    if pprof::looks_like_proto(&data) {
+        return Err(Error::new(name, proto_err));
+    }
+    Err(Error::new(
+        name,
+        ErrorKind::Unrecognized {
+            head: data.iter().take(8).copied().collect(),
+        },
+    ))
+}
+
+/// Checks a freshly read profile and lets go of its spare capacity.
+fn finish(mut p: Profile, name: &str) -> Result<Profile, Error> {
+    p.check().map_err(|k| Error::new(name, k))?;
+    p.seal();
+    Ok(p)
 }
 
 /// Parses raw (not gzip) bytes with one reader only, no detection: what each fuzz target
@@ -363,35 +589,6 @@ pub fn parse_format(data: &[u8], format: Format) -> Option<Result<Profile, Error
         Format::Folded => folded::parse(data),
     }?;
     Some(result.and_then(|p| p.check().map(|()| p)))
-}
-
-/// Picks the reader: protobuf when the bytes parse as a profile.proto message, else the
-/// first legacy format that recognises its header, else folded stacks.
-fn detect(data: &[u8]) -> Result<Profile, Error> {
-    if data.starts_with(&crate::tscap::MAGIC) {
-        return Err(Error::new("", ErrorKind::Capture));
-    }
-    let proto_err = match pprof::decode(data) {
-        Ok(p) => return Ok(p),
-        Err(e) => e,
-    };
-    if let Some(result) = legacy::parse(data) {
-        return result.map_err(|k| Error::new("", k));
-    }
-    if let Some(result) = folded::parse(data) {
-        return result.map_err(|k| Error::new("", k));
-    }
-    // Neither: if the bytes started like a protobuf profile, its error says more than
-    // "unrecognised".
-    if pprof::looks_like_proto(data) {
-        return Err(Error::new("", proto_err));
-    }
-    Err(Error::new(
-        "",
-        ErrorKind::Unrecognized {
-            head: data.iter().take(8).copied().collect(),
-        },
-    ))
 }
 
 fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, ErrorKind> {

@@ -1,5 +1,6 @@
-//! profile.proto decoding, by hand: one pass over the message collecting records with string
-//! indices, then one pass resolving strings and ids.
+//! profile.proto decoding, by hand, from a stream read twice: the first pass decodes
+//! everything but the samples (which it only counts), the second decodes the samples straight
+//! into pools allocated once at their exact size. Neither holds the message itself.
 //!
 //! Why not `prost`: the views need indices, not pointers or id maps, and strings resolved
 //! once; decoding straight into that shape keeps peak memory near the profile's own size
@@ -12,9 +13,12 @@
 //! hostile file costs time and memory in proportion to its size only.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 
+use super::store::Stacks;
 use super::{
-    ErrorKind, Format, Function, Label, Line, Location, Mapping, Profile, Sample, ValueType,
+    ErrorKind, Format, Function, Label, Line, Location, Mapping, Profile, Sample, Span, StrId,
+    ValueType, MAX_STACK_DEPTH,
 };
 
 /// A protobuf cursor over a message's bytes; `base` is the message's offset in the file, for
@@ -191,14 +195,6 @@ struct RawMapping {
     build_id: u64,
 }
 
-struct RawLocation {
-    id: u64,
-    mapping: u64,
-    address: u64,
-    lines: Vec<(u64, i64)>,
-    is_folded: bool,
-}
-
 struct RawFunction {
     id: u64,
     name: u64,
@@ -210,37 +206,241 @@ struct RawFunction {
 /// Returns true if the bytes start like a profile.proto message: a valid key for one of its
 /// fields. Used only to choose which error to report when no reader accepts the data.
 pub(super) fn looks_like_proto(data: &[u8]) -> bool {
-    matches!(data.first(), Some(0x0a | 0x12 | 0x1a | 0x22 | 0x2a | 0x32))
+    matches!(
+        data.first(),
+        // Length-delimited fields 1-6, 11 and 13 (packed), varint fields 7-10, 12-14.
+        Some(
+            0x0a | 0x12
+                | 0x1a
+                | 0x22
+                | 0x2a
+                | 0x32
+                | 0x5a
+                | 0x6a
+                | 0x38
+                | 0x40
+                | 0x48
+                | 0x50
+                | 0x60
+                | 0x68
+                | 0x70
+        )
+    )
 }
 
-/// Decodes a raw (not gzip) profile.proto message.
+/// Opens the (decompressed) message from its first byte, each time it is called: the decoder
+/// reads it twice rather than holding it.
+pub(super) type Open<'a> = dyn Fn() -> std::io::Result<Box<dyn Read + 'a>> + 'a;
+
+/// The top level of a message read from a stream, one field at a time: only the field being
+/// decoded is held in memory.
+struct Stream<'a> {
+    r: BufReader<Box<dyn Read + 'a>>,
+    pos: u64,
+    limit: u64,
+    gz: bool,
+}
+
+impl<'a> Stream<'a> {
+    fn open(open: &Open<'a>, gz: bool, limit: u64) -> Result<Stream<'a>> {
+        let r = open().map_err(|e| read_error(&e, gz))?;
+        Ok(Stream {
+            r: BufReader::with_capacity(1 << 16, r),
+            pos: 0,
+            limit,
+            gz,
+        })
+    }
+
+    fn advance(&mut self, n: u64) -> Result<()> {
+        self.pos += n;
+        if self.pos > self.limit {
+            return Err(ErrorKind::TooLarge { limit: self.limit });
+        }
+        Ok(())
+    }
+
+    /// The next byte, `None` at the end.
+    fn byte(&mut self) -> Result<Option<u8>> {
+        let gz = self.gz;
+        let b = match self.r.fill_buf() {
+            Ok(buf) => buf.first().copied(),
+            Err(e) => return Err(read_error(&e, gz)),
+        };
+        if b.is_some() {
+            self.r.consume(1);
+            self.advance(1)?;
+        }
+        Ok(b)
+    }
+
+    /// A varint; `None` when the stream ends before its first byte.
+    fn varint(&mut self) -> Result<Option<u64>> {
+        let start = self.pos as usize;
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let Some(b) = self.byte()? else {
+                if shift == 0 {
+                    return Ok(None);
+                }
+                return Err(malformed(start, "varint runs past the end of the data"));
+            };
+            if shift == 63 && b > 1 {
+                return Err(malformed(start, "varint over 64 bits"));
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(Some(v));
+            }
+        }
+        Err(malformed(start, "varint longer than 10 bytes"))
+    }
+
+    /// The next top-level field: (number, value). A length-delimited field's bytes are read
+    /// into `buf` when `keep(number)`, else skipped (and given as empty bytes).
+    fn field<'b>(
+        &mut self,
+        buf: &'b mut Vec<u8>,
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<Option<(u64, Value<'b>)>> {
+        let start = self.pos as usize;
+        let Some(key) = self.varint()? else {
+            return Ok(None);
+        };
+        let number = key >> 3;
+        if number == 0 {
+            return Err(malformed(start, "field number 0"));
+        }
+        let value = match key & 7 {
+            0 => match self.varint()? {
+                Some(v) => Value::Varint(v),
+                None => return Err(malformed(start, "field without a value at the end")),
+            },
+            t @ (1 | 5) => {
+                let n = if t == 1 { 8 } else { 4 };
+                for _ in 0..n {
+                    if self.byte()?.is_none() {
+                        return Err(malformed(start, "fixed-width field runs past the end"));
+                    }
+                }
+                Value::Fixed
+            }
+            2 => {
+                let len_at = self.pos as usize;
+                let Some(len) = self.varint()? else {
+                    return Err(malformed(len_at, "length runs past the end"));
+                };
+                let off = self.pos as usize;
+                // Bytes are read as they arrive, never allocated from the claimed length.
+                let mut take = (&mut self.r).take(len);
+                buf.clear();
+                let got = if keep(number) {
+                    take.read_to_end(buf)
+                } else {
+                    std::io::copy(&mut take, &mut std::io::sink()).map(|n| n as usize)
+                }
+                .map_err(|e| read_error(&e, self.gz))? as u64;
+                self.advance(got)?;
+                if got < len {
+                    return Err(malformed(
+                        len_at,
+                        format!("field {number} claims {len} bytes but only {got} remain"),
+                    ));
+                }
+                Value::Bytes(buf, off)
+            }
+            t => {
+                return Err(malformed(
+                    start,
+                    format!("field {number} has unsupported wire type {t}"),
+                ))
+            }
+        };
+        Ok(Some((number, value)))
+    }
+}
+
+/// A read error: the decompressor's message for gzip data, else an I/O error.
+pub(super) fn read_error(e: &std::io::Error, gz: bool) -> ErrorKind {
+    if gz {
+        ErrorKind::Decompress {
+            detail: e.to_string(),
+        }
+    } else {
+        ErrorKind::Io
+    }
+}
+
+/// Decodes a raw (not gzip) profile.proto message held in memory.
 pub(super) fn decode(data: &[u8]) -> Result<Profile> {
-    let mut c = Cursor::new(data, 0);
-    let mut strings: Vec<&[u8]> = Vec::new();
-    let mut sample_types = Vec::new();
-    let mut samples = Vec::new();
-    let mut mappings = Vec::new();
-    let mut locations = Vec::new();
-    let mut functions = Vec::new();
-    let mut comments = Vec::new();
-    let mut period_type = RawValueType::default();
-    let (mut drop_frames, mut keep_frames, mut default_sample_type) = (0u64, 0u64, 0u64);
+    decode_stream(&|| Ok(Box::new(data)), false, u64::MAX)
+}
+
+/// What the first pass counts, so the second allocates each pool once, exactly.
+#[derive(Default)]
+struct Counts {
+    samples: usize,
+    stack: usize,
+    values: usize,
+    labels: usize,
+}
+
+/// Decodes a profile.proto message read from `open` (twice: first everything but the
+/// samples, which are only counted, then the samples straight into their pools), refusing
+/// one longer than `limit` bytes. Peak memory is the profile itself plus its largest field.
+pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Profile> {
     let mut p = Profile {
         format: Format::Pprof,
         ..Profile::default()
     };
-    while !c.done() {
-        let at = c.at();
-        let (number, v) = c.field()?;
+    let mut s = Stream::open(open, gz, limit)?;
+    let mut buf = Vec::new();
+    let mut str_map: Vec<StrId> = Vec::new();
+    let mut sample_types = Vec::new();
+    let mut raw_mappings = Vec::new();
+    let mut raw_functions = Vec::new();
+    let mut raw_lines: Vec<(u64, i64)> = Vec::new();
+    let mut loc_mappings: Vec<u64> = Vec::new();
+    let mut comments = Vec::new();
+    let mut counts = Counts::default();
+    let mut period_type = RawValueType::default();
+    let (mut drop_frames, mut keep_frames, mut default_sample_type) = (0u64, 0u64, 0u64);
+    loop {
+        let at = s.pos as usize;
+        let Some((number, v)) = s.field(&mut buf, |_| true)? else {
+            break;
+        };
         match number {
             1 => sample_types.push(value_type(bytes_of(v, number, at)?)?),
-            // Samples are decoded last, straight into their final form, once the locations
-            // they point at are known (Go writes samples before locations).
-            2 => samples.push(bytes_of(v, number, at)?),
-            3 => mappings.push(mapping(bytes_of(v, number, at)?)?),
-            4 => locations.push(location(bytes_of(v, number, at)?)?),
-            5 => functions.push(function(bytes_of(v, number, at)?)?),
-            6 => strings.push(bytes_of(v, number, at)?.0),
+            // Samples are only counted here and decoded in the second pass, once the
+            // locations they point at are known (Go writes samples before locations).
+            2 => count_sample(bytes_of(v, number, at)?, &mut counts)?,
+            3 => raw_mappings.push(mapping(bytes_of(v, number, at)?)?),
+            4 => {
+                let (id, mapping, address, lines, is_folded) =
+                    location(bytes_of(v, number, at)?, &mut raw_lines)?;
+                p.locations.push(Location {
+                    id,
+                    mapping: None,
+                    address,
+                    lines,
+                    is_folded,
+                });
+                loc_mappings.push(mapping);
+            }
+            5 => raw_functions.push(function(bytes_of(v, number, at)?)?),
+            6 => {
+                let (b, off) = bytes_of(v, number, at)?;
+                if str_map.is_empty() && !b.is_empty() {
+                    return Err(ErrorKind::Invalid {
+                        what: format!(
+                            "string_table[0] must be \"\" but is {:?} (offset {off})",
+                            String::from_utf8_lossy(&b[..b.len().min(40)])
+                        ),
+                    });
+                }
+                str_map.push(p.strings.intern(&String::from_utf8_lossy(b)));
+            }
             7 => drop_frames = varint_of(v, number, at)?,
             8 => keep_frames = varint_of(v, number, at)?,
             9 => p.time_nanos = varint_of(v, number, at)? as i64,
@@ -252,71 +452,130 @@ pub(super) fn decode(data: &[u8]) -> Result<Profile> {
             _ => {} // unknown fields are skipped, as protobuf requires
         }
     }
-    if data.is_empty() {
+    if s.pos == 0 {
         return Err(ErrorKind::Empty);
     }
-    if strings.is_empty() {
+    drop(s);
+    if str_map.is_empty() {
         return Err(ErrorKind::Invalid {
             what: "no string table (not a pprof profile?)".into(),
         });
     }
-    if !strings[0].is_empty() {
-        return Err(ErrorKind::Invalid {
-            what: format!(
-                "string_table[0] must be \"\" but is {:?}",
-                String::from_utf8_lossy(&strings[0][..strings[0].len().min(40)])
-            ),
+    let table = StrMap(&str_map);
+    let text = |p: &Profile, i: u64, what: &str| -> Result<String> {
+        Ok(p.str(table.id(i, what)?).to_string())
+    };
+    for t in &sample_types {
+        let vt = ValueType {
+            ty: text(&p, t.ty, "a sample type")?,
+            unit: text(&p, t.unit, "a sample unit")?,
+        };
+        p.sample_types.push(vt);
+    }
+    p.period_type = ValueType {
+        ty: text(&p, period_type.ty, "the period type")?,
+        unit: text(&p, period_type.unit, "the period unit")?,
+    };
+    p.drop_frames = text(&p, drop_frames, "drop_frames")?;
+    p.keep_frames = text(&p, keep_frames, "keep_frames")?;
+    p.default_sample_type = text(&p, default_sample_type, "default_sample_type")?;
+    for &c in &comments {
+        let c = text(&p, c, "a comment")?;
+        p.comments.push(c);
+    }
+
+    let mapping_ids = index_ids(raw_mappings.iter().map(|m| m.m.id), "mapping")?;
+    for m in raw_mappings {
+        let mut mapping = m.m;
+        mapping.file = text(&p, m.file, "a mapping's file")?;
+        mapping.build_id = text(&p, m.build_id, "a mapping's build id")?;
+        p.mappings.push(mapping);
+    }
+    let function_ids = index_ids(raw_functions.iter().map(|f| f.id), "function")?;
+    p.functions.reserve_exact(raw_functions.len());
+    for f in raw_functions {
+        p.functions.push(Function {
+            id: f.id,
+            name: table.id(f.name, "a function name")?,
+            system_name: table.id(f.system_name, "a function's system name")?,
+            filename: table.id(f.filename, "a function's file name")?,
+            start_line: f.start_line,
         });
     }
-    let table = Strings { strings };
-    resolve(
-        &mut p,
-        &table,
-        Raw {
-            sample_types,
-            samples,
-            mappings,
-            locations,
-            functions,
-            comments,
-            period_type,
-            drop_frames,
-            keep_frames,
-            default_sample_type,
-        },
-    )?;
+    let location_ids = index_ids(p.locations.iter().map(|l| l.id), "location")?;
+    p.lines.reserve_exact(raw_lines.len());
+    for (loc, &m) in p.locations.iter_mut().zip(&loc_mappings) {
+        // pprof tolerates a mapping id with no mapping: the location has none.
+        loc.mapping = if m == 0 { None } else { mapping_ids.get(m) };
+        // Locations were read in order, so each one's lines land where its span says.
+        for &(fid, line) in &raw_lines[loc.lines.range()] {
+            let Some(function) = function_ids.get(fid) else {
+                return Err(invalid(format!(
+                    "location {} has a line in function {fid}, which is not in the profile",
+                    loc.id
+                )));
+            };
+            p.lines.push(Line { function, line });
+        }
+    }
+    drop((raw_lines, loc_mappings, function_ids, mapping_ids));
+    p.strings.seal();
+    p.locations.shrink_to_fit();
+
+    if counts.samples > 0 {
+        p.samples.reserve_exact(counts.samples);
+        p.stacks = Stacks::with_capacity(counts.stack, p.locations.len());
+        p.values.reserve_exact(counts.values);
+        p.labels.reserve_exact(counts.labels);
+        let mut s = Stream::open(open, gz, limit)?;
+        let (mut ids, mut locs) = (Vec::new(), Vec::new());
+        loop {
+            let at = s.pos as usize;
+            let Some((number, v)) = s.field(&mut buf, |n| n == 2)? else {
+                break;
+            };
+            if number == 2 {
+                let i = p.samples.len();
+                let bytes = bytes_of(v, number, at)?;
+                sample(&mut p, bytes, i, &location_ids, &table, &mut ids, &mut locs)?;
+            }
+        }
+    }
     Ok(p)
 }
 
-struct Strings<'a> {
-    strings: Vec<&'a [u8]>,
+/// Counts a sample's stack entries, values and labels (validated in the second pass).
+fn count_sample((b, off): (&[u8], usize), counts: &mut Counts) -> Result<()> {
+    let mut c = Cursor::new(b, off);
+    counts.samples += 1;
+    while !c.done() {
+        let (n, v) = c.field()?;
+        let k = packed_len(&v);
+        match n {
+            1 => counts.stack += k,
+            2 => counts.values += k,
+            3 => counts.labels += 1,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
-impl Strings<'_> {
-    fn get(&self, i: u64, what: &str) -> Result<String> {
-        match usize::try_from(i).ok().and_then(|i| self.strings.get(i)) {
-            Some(s) => Ok(String::from_utf8_lossy(s).into_owned()),
+/// The string table: indices in the file -> interned strings.
+struct StrMap<'a>(&'a [StrId]);
+
+impl StrMap<'_> {
+    fn id(&self, i: u64, what: &str) -> Result<StrId> {
+        match usize::try_from(i).ok().and_then(|i| self.0.get(i)) {
+            Some(&s) => Ok(s),
             _ => Err(ErrorKind::Invalid {
                 what: format!(
                     "{what} refers to string {i}, but the string table has {} entries",
-                    self.strings.len()
+                    self.0.len()
                 ),
             }),
         }
     }
-}
-
-struct Raw<'a> {
-    sample_types: Vec<RawValueType>,
-    samples: Vec<(&'a [u8], usize)>,
-    mappings: Vec<RawMapping>,
-    locations: Vec<RawLocation>,
-    functions: Vec<RawFunction>,
-    comments: Vec<u64>,
-    period_type: RawValueType,
-    drop_frames: u64,
-    keep_frames: u64,
-    default_sample_type: u64,
 }
 
 fn invalid(what: String) -> ErrorKind {
@@ -368,73 +627,6 @@ fn index_ids(ids: impl Iterator<Item = u64> + Clone, what: &str) -> Result<IdMap
     Ok(map)
 }
 
-fn resolve(p: &mut Profile, s: &Strings<'_>, raw: Raw<'_>) -> Result<()> {
-    for t in &raw.sample_types {
-        p.sample_types.push(ValueType {
-            ty: s.get(t.ty, "a sample type")?,
-            unit: s.get(t.unit, "a sample unit")?,
-        });
-    }
-    p.period_type = ValueType {
-        ty: s.get(raw.period_type.ty, "the period type")?,
-        unit: s.get(raw.period_type.unit, "the period unit")?,
-    };
-    p.drop_frames = s.get(raw.drop_frames, "drop_frames")?;
-    p.keep_frames = s.get(raw.keep_frames, "keep_frames")?;
-    p.default_sample_type = s.get(raw.default_sample_type, "default_sample_type")?;
-    for &c in &raw.comments {
-        p.comments.push(s.get(c, "a comment")?);
-    }
-
-    let mapping_ids = index_ids(raw.mappings.iter().map(|m| m.m.id), "mapping")?;
-    for m in raw.mappings {
-        let mut mapping = m.m;
-        mapping.file = s.get(m.file, "a mapping's file")?;
-        mapping.build_id = s.get(m.build_id, "a mapping's build id")?;
-        p.mappings.push(mapping);
-    }
-    let function_ids = index_ids(raw.functions.iter().map(|f| f.id), "function")?;
-    for f in raw.functions {
-        p.functions.push(Function {
-            id: f.id,
-            name: s.get(f.name, "a function name")?,
-            system_name: s.get(f.system_name, "a function's system name")?,
-            filename: s.get(f.filename, "a function's file name")?,
-            start_line: f.start_line,
-        });
-    }
-    let location_ids = index_ids(raw.locations.iter().map(|l| l.id), "location")?;
-    for l in raw.locations {
-        let mut lines = Vec::with_capacity(l.lines.len());
-        for (fid, line) in l.lines {
-            let Some(function) = function_ids.get(fid) else {
-                return Err(invalid(format!(
-                    "location {} has a line in function {fid}, which is not in the profile",
-                    l.id
-                )));
-            };
-            lines.push(Line { function, line });
-        }
-        p.locations.push(Location {
-            id: l.id,
-            // pprof tolerates a mapping id with no mapping: the location has none.
-            mapping: if l.mapping == 0 {
-                None
-            } else {
-                mapping_ids.get(l.mapping)
-            },
-            address: l.address,
-            lines,
-            is_folded: l.is_folded,
-        });
-    }
-    p.samples.reserve_exact(raw.samples.len());
-    for (i, &range) in raw.samples.iter().enumerate() {
-        p.samples.push(sample(range, i, &location_ids, s)?);
-    }
-    Ok(())
-}
-
 /// Number of varints in packed bytes (each ends with a byte below 0x80).
 fn packed_len(v: &Value<'_>) -> usize {
     match v {
@@ -443,28 +635,29 @@ fn packed_len(v: &Value<'_>) -> usize {
     }
 }
 
-/// Decodes sample `i`, resolving location ids and label strings.
+/// Decodes sample `i` into the profile's pools, resolving location ids and label strings.
 fn sample(
+    p: &mut Profile,
     (b, off): (&[u8], usize),
     i: usize,
     location_ids: &IdMap,
-    s: &Strings<'_>,
-) -> Result<Sample> {
+    table: &StrMap<'_>,
+    ids: &mut Vec<u64>,
+    locs: &mut Vec<u32>,
+) -> Result<()> {
     let mut c = Cursor::new(b, off);
-    let mut locations: Vec<u32> = Vec::new();
-    let mut values: Vec<i64> = Vec::new();
-    let mut labels = Vec::new();
-    let mut ids = Vec::new();
+    locs.clear();
+    let values_start = p.values.len();
+    let labels_start = p.labels.len();
     while !c.done() {
         let at = c.at();
         match c.field()? {
             (1, v) => {
-                locations.reserve_exact(packed_len(&v));
                 ids.clear();
-                push_repeated(v, 1, at, &mut ids)?;
-                for &id in &ids {
+                push_repeated(v, 1, at, ids)?;
+                for &id in ids.iter() {
                     match location_ids.get(id) {
-                        Some(l) => locations.push(l),
+                        Some(l) => locs.push(l),
                         None if id == 0 => {
                             return Err(invalid(format!("sample {i} refers to location id 0")))
                         }
@@ -477,10 +670,9 @@ fn sample(
                 }
             }
             (2, v) => {
-                values.reserve_exact(packed_len(&v));
                 ids.clear();
-                push_repeated(v, 2, at, &mut ids)?;
-                values.extend(ids.iter().map(|&x| x as i64));
+                push_repeated(v, 2, at, ids)?;
+                p.values.extend(ids.iter().map(|&x| x as i64));
             }
             (3, v) => {
                 let (lb, loff) = bytes_of(v, 3, at)?;
@@ -496,28 +688,49 @@ fn sample(
                         _ => {}
                     }
                 }
-                let key = s.get(l.key, "a label key")?;
-                if l.str != 0 {
-                    labels.push(Label::Str {
+                let text = |i: u64, what: &str| -> Result<String> {
+                    Ok(p.str(table.id(i, what)?).to_string())
+                };
+                let key = text(l.key, "a label key")?;
+                let label = if l.str != 0 {
+                    Label::Str {
                         key,
-                        value: s.get(l.str, "a label value")?,
-                    });
+                        value: text(l.str, "a label value")?,
+                    }
                 } else if l.num != 0 || l.unit != 0 {
-                    labels.push(Label::Num {
+                    Label::Num {
                         key,
                         value: l.num,
-                        unit: s.get(l.unit, "a label unit")?,
-                    });
-                }
+                        unit: text(l.unit, "a label unit")?,
+                    }
+                } else {
+                    continue;
+                };
+                p.labels.push(label);
             }
             _ => {}
         }
     }
-    Ok(Sample {
-        locations,
-        values,
-        labels,
-    })
+    if locs.len() > MAX_STACK_DEPTH {
+        return Err(invalid(format!(
+            "sample {i} has a stack {} frames deep, more than the {MAX_STACK_DEPTH} \
+             this reader accepts (runaway recursion or damage)",
+            locs.len()
+        )));
+    }
+    let sample = Sample {
+        stack: p.stacks.push(locs.iter().copied()),
+        values: Span {
+            start: values_start as u32,
+            len: (p.values.len() - values_start) as u32,
+        },
+        labels: Span {
+            start: labels_start as u32,
+            len: (p.labels.len() - labels_start) as u32,
+        },
+    };
+    p.samples.push(sample);
+    Ok(())
 }
 
 fn value_type((b, off): (&[u8], usize)) -> Result<RawValueType> {
@@ -564,21 +777,20 @@ fn mapping((b, off): (&[u8], usize)) -> Result<RawMapping> {
     Ok(m)
 }
 
-fn location((b, off): (&[u8], usize)) -> Result<RawLocation> {
+/// A location: (id, mapping id, address, its lines' span in `lines`, is_folded).
+fn location(
+    (b, off): (&[u8], usize),
+    lines: &mut Vec<(u64, i64)>,
+) -> Result<(u64, u64, u64, Span, bool)> {
     let mut c = Cursor::new(b, off);
-    let mut l = RawLocation {
-        id: 0,
-        mapping: 0,
-        address: 0,
-        lines: Vec::new(),
-        is_folded: false,
-    };
+    let (mut id, mut mapping, mut address, mut is_folded) = (0, 0, 0, false);
+    let start = lines.len();
     while !c.done() {
         let at = c.at();
         match c.field()? {
-            (1, v) => l.id = varint_of(v, 1, at)?,
-            (2, v) => l.mapping = varint_of(v, 2, at)?,
-            (3, v) => l.address = varint_of(v, 3, at)?,
+            (1, v) => id = varint_of(v, 1, at)?,
+            (2, v) => mapping = varint_of(v, 2, at)?,
+            (3, v) => address = varint_of(v, 3, at)?,
             (4, v) => {
                 let (lb, loff) = bytes_of(v, 4, at)?;
                 let mut lc = Cursor::new(lb, loff);
@@ -591,13 +803,17 @@ fn location((b, off): (&[u8], usize)) -> Result<RawLocation> {
                         _ => {}
                     }
                 }
-                l.lines.push((f, line));
+                lines.push((f, line));
             }
-            (5, v) => l.is_folded = varint_of(v, 5, at)? != 0,
+            (5, v) => is_folded = varint_of(v, 5, at)? != 0,
             _ => {}
         }
     }
-    Ok(l)
+    let span = Span {
+        start: start as u32,
+        len: (lines.len() - start) as u32,
+    };
+    Ok((id, mapping, address, span, is_folded))
 }
 
 fn function((b, off): (&[u8], usize)) -> Result<RawFunction> {

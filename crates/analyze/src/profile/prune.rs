@@ -4,6 +4,7 @@
 //! simplification (a leading `.` and the argument list removed), never its file or mapping.
 
 use super::filter::{regex_error, Pattern};
+use super::store::Strings;
 use super::{Function, Profile};
 
 /// pprof's `simplifyFunc`: drops one leading `.` (PPC ELF v1) and everything from the first
@@ -43,20 +44,22 @@ fn simplify_func_survives_multibyte_names() {
 /// Whether a function's simplified name matches, cached per function.
 struct NameCache<'a> {
     functions: &'a [Function],
+    strings: &'a Strings,
     cache: Vec<Option<bool>>,
 }
 
 impl<'a> NameCache<'a> {
-    fn new(functions: &'a [Function]) -> NameCache<'a> {
+    fn new(functions: &'a [Function], strings: &'a Strings) -> NameCache<'a> {
         NameCache {
             functions,
+            strings,
             cache: vec![None; functions.len()],
         }
     }
 
     /// `test` on the simplified name of function `f` (false for an unnamed one).
     fn get(&mut self, f: u32, test: impl FnOnce(&str) -> bool) -> bool {
-        let name = &self.functions[f as usize].name;
+        let name = self.strings.get(self.functions[f as usize].name);
         *self.cache[f as usize].get_or_insert_with(|| !name.is_empty() && test(simplify_func(name)))
     }
 }
@@ -103,16 +106,18 @@ fn prune(p: &mut Profile, drop: &Pattern, keep: Option<&Pattern>) {
         samples,
         locations,
         functions,
+        strings,
+        lines,
+        stacks,
         ..
     } = p;
-    let mut names = NameCache::new(functions);
+    let mut names = NameCache::new(functions, strings);
     let dropped = |s: &str| drop.is_match(s) && !keep.is_some_and(|k| k.is_match(s));
     let cuts: Vec<Cut> = locations
         .iter_mut()
         .map(|loc| {
             // The outermost matching line (lines are innermost first).
-            let Some(i) = loc
-                .lines
+            let Some(i) = lines[loc.lines.range()]
                 .iter()
                 .rposition(|l| names.get(l.function, dropped))
             else {
@@ -121,7 +126,7 @@ fn prune(p: &mut Profile, drop: &Pattern, keep: Option<&Pattern>) {
             if i == loc.lines.len() - 1 {
                 Cut::Whole
             } else {
-                loc.lines.drain(..=i);
+                loc.lines.keep(i + 1, loc.lines.len());
                 Cut::Beneath
             }
         })
@@ -130,20 +135,22 @@ fn prune(p: &mut Profile, drop: &Pattern, keep: Option<&Pattern>) {
     for s in samples {
         // From the root to the leaf; nothing is pruned before the first frame kept whole.
         let mut found_user = false;
-        for i in (0..s.locations.len()).rev() {
-            match cuts[s.locations[i] as usize] {
+        let mut from = 0;
+        for (i, l) in stacks.get(s.stack).enumerate().rev() {
+            match cuts[l as usize] {
                 Cut::No => found_user = true,
                 _ if !found_user => {}
                 Cut::Whole => {
-                    s.locations.drain(..=i);
+                    from = i + 1;
                     break;
                 }
                 Cut::Beneath => {
-                    s.locations.drain(..i);
+                    from = i;
                     break;
                 }
             }
         }
+        s.stack.keep(from, s.stack.len());
     }
 }
 
@@ -157,25 +164,27 @@ pub fn prune_from(p: &mut Profile, pattern: &str) -> Result<(), String> {
         samples,
         locations,
         functions,
+        strings,
+        lines,
+        stacks,
         ..
     } = p;
-    let mut names = NameCache::new(functions);
+    let mut names = NameCache::new(functions, strings);
     let beneath: Vec<bool> = locations
         .iter_mut()
         .map(|loc| {
-            let hit = loc
-                .lines
+            let hit = lines[loc.lines.range()]
                 .iter()
                 .position(|l| names.get(l.function, |s| rx.is_match(s)));
             if let Some(i) = hit {
-                loc.lines.drain(..i);
+                loc.lines.keep(i, loc.lines.len());
             }
             hit.is_some()
         })
         .collect();
     for s in samples {
-        if let Some(i) = s.locations.iter().position(|&l| beneath[l as usize]) {
-            s.locations.drain(..i);
+        if let Some(i) = stacks.get(s.stack).position(|l| beneath[l as usize]) {
+            s.stack.keep(i, s.stack.len());
         }
     }
     Ok(())

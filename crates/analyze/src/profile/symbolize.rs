@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
 
-use super::{Function, Line, Mapping, Profile};
+use super::{Line, Mapping, Profile, StrId};
 
 /// Names the unsymbolised locations of `p` from the binaries its mappings name, marking
 /// those mappings `has_functions`. Returns one warning per binary that is needed but cannot
@@ -35,8 +35,10 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
     // Functions by name, so that every binary's `main` is one function.
     let mut functions: HashMap<String, u32> = HashMap::new();
     for (i, f) in p.functions.iter().enumerate() {
-        if f.filename.is_empty() && f.start_line == 0 {
-            functions.entry(f.name.clone()).or_insert(i as u32);
+        if f.filename == StrId::EMPTY && f.start_line == 0 {
+            functions
+                .entry(p.str(f.name).to_string())
+                .or_insert(i as u32);
         }
     }
     for (index, wanted) in wanted.into_iter().enumerate() {
@@ -65,7 +67,8 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
                 continue;
             }
         };
-        for l in &mut p.locations {
+        for li in 0..p.locations.len() {
+            let l = p.locations[li];
             if l.mapping != Some(index as u32) || !l.lines.is_empty() || l.address == 0 {
                 continue;
             }
@@ -75,16 +78,16 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
             else {
                 continue;
             };
-            let function = *functions.entry(name.to_string()).or_insert_with(|| {
-                p.functions.push(Function {
-                    id: p.functions.len() as u64 + 1,
-                    name: name.to_string(),
-                    system_name: name.to_string(),
-                    ..Function::default()
-                });
-                (p.functions.len() - 1) as u32
-            });
-            l.lines = vec![Line { function, line: 0 }];
+            let function = match functions.get(name) {
+                Some(&f) => f,
+                None => {
+                    let id = p.functions.len() as u64 + 1;
+                    let f = p.push_function(id, name, name, "", 0);
+                    functions.insert(name.to_string(), f);
+                    f
+                }
+            };
+            p.set_lines(li, &[Line { function, line: 0 }]);
         }
         if let Some(m) = p.mappings.get_mut(index) {
             m.has_functions = true;
@@ -100,6 +103,7 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
             seen.insert(next);
         }
     }
+    p.seal();
     warnings
 }
 
@@ -270,15 +274,15 @@ int main(void) {
         assert!(p.mappings[main].has_functions);
         p.check().unwrap();
         let leaf_name = |s: &crate::profile::Sample| {
-            let l = &p.locations[*s.locations.first()? as usize];
-            Some(p.functions[l.lines.first()?.function as usize].name.clone())
+            let l = &p.locations[p.stack(s).next()? as usize];
+            Some(p.function_name(p.lines(l).first()?).to_string())
         };
-        let total: i64 = p.samples.iter().map(|s| s.values[0]).sum();
+        let total: i64 = p.samples.iter().map(|s| p.values(s)[0]).sum();
         let hot: i64 = p
             .samples
             .iter()
             .filter(|s| leaf_name(s).as_deref() == Some("tickscope_hot_function"))
-            .map(|s| s.values[0])
+            .map(|s| p.values(s)[0])
             .sum();
         assert!(total > 20, "too few samples: {total}");
         hot as f64 / total as f64

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::top::{top_json, top_text};
 use super::{Options, Report, View};
-use crate::profile::{Label, Profile, ValueType};
+use crate::profile::{Label, Line, Profile, ValueType};
 
 /// The label marking samples of the base profile, as pprof names it.
 pub const BASE_LABEL: &str = "pprof::base";
@@ -56,7 +56,7 @@ pub fn check_compatible(base: &Profile, new: &Profile) -> Result<(), String> {
 /// `combineHeaders`: the new profile's sample types, period type, `drop_frames` and
 /// `keep_frames`; the earliest time, the summed durations, the larger period, the comments of
 /// both (once each).
-pub fn merge_for_diff(base: Profile, new: Profile) -> Result<Profile, String> {
+pub fn merge_for_diff(mut base: Profile, new: Profile) -> Result<Profile, String> {
     check_compatible(&base, &new)?;
     let mut p = new;
     let (nm, nl, nf) = (
@@ -82,39 +82,54 @@ pub fn merge_for_diff(base: Profile, new: Profile) -> Result<Profile, String> {
     if p.default_sample_type.is_empty() {
         p.default_sample_type = base.default_sample_type.clone();
     }
-    p.samples.retain(|s| s.values.iter().any(|&v| v != 0));
-    for mut m in base.mappings {
+    let values = std::mem::take(&mut p.values);
+    p.samples
+        .retain(|s| values[s.values.range()].iter().any(|&v| v != 0));
+    p.values = values;
+    for mut m in std::mem::take(&mut base.mappings) {
         m.id = m.id.saturating_add(mapping_id);
         p.mappings.push(m);
     }
-    for mut f in base.functions {
-        f.id = f.id.saturating_add(function_id);
-        p.functions.push(f);
+    for f in &base.functions {
+        p.push_function(
+            f.id.saturating_add(function_id),
+            base.str(f.name),
+            base.str(f.system_name),
+            base.str(f.filename),
+            f.start_line,
+        );
     }
-    for mut l in base.locations {
-        l.id = l.id.saturating_add(location_id);
-        l.mapping = l.mapping.map(|m| m + nm);
-        for line in &mut l.lines {
-            line.function += nf;
-        }
-        p.locations.push(l);
+    let mut lines = Vec::new();
+    for l in &base.locations {
+        lines.clear();
+        lines.extend(base.lines(l).iter().map(|line| Line {
+            function: line.function + nf,
+            line: line.line,
+        }));
+        p.push_location(
+            l.id.saturating_add(location_id),
+            l.mapping.map(|m| m + nm),
+            l.address,
+            &lines,
+            l.is_folded,
+        );
     }
-    for mut s in base.samples {
-        if s.values.iter().all(|&v| v == 0) {
+    let (mut values, mut labels) = (Vec::new(), Vec::new());
+    for s in &base.samples {
+        if base.values(s).iter().all(|&v| v == 0) {
             continue;
         }
-        for v in &mut s.values {
-            *v = v.saturating_neg();
-        }
-        for l in &mut s.locations {
-            *l += nl;
-        }
-        s.labels.push(Label::Str {
+        values.clear();
+        values.extend(base.values(s).iter().map(|v| v.saturating_neg()));
+        labels.clear();
+        labels.extend_from_slice(base.labels(s));
+        labels.push(Label::Str {
             key: BASE_LABEL.into(),
             value: "true".into(),
         });
-        p.samples.push(s);
+        p.push_sample(base.stack(s).map(|l| l + nl), &values, &labels);
     }
+    p.seal();
     Ok(p)
 }
 
@@ -122,8 +137,8 @@ pub fn merge_for_diff(base: Profile, new: Profile) -> Result<Profile, String> {
 /// labelled `pprof::base=true`.
 fn base_totals(p: &Profile) -> Vec<i64> {
     let mut totals = vec![0i64; p.sample_types.len()];
-    for s in p.samples.iter().filter(|s| is_base(&s.labels)) {
-        for (t, v) in totals.iter_mut().zip(&s.values) {
+    for s in p.samples.iter().filter(|s| is_base(p.labels(s))) {
+        for (t, v) in totals.iter_mut().zip(p.values(s)) {
             *t = t.saturating_add(v.saturating_abs());
         }
     }
@@ -276,7 +291,11 @@ mod tests {
         merged.check().unwrap();
         assert_eq!(merged.samples.len(), 6);
         assert_eq!(
-            merged.samples.iter().filter(|s| is_base(&s.labels)).count(),
+            merged
+                .samples
+                .iter()
+                .filter(|s| is_base(merged.labels(s)))
+                .count(),
             3
         );
         let ids: std::collections::HashSet<u64> = merged.locations.iter().map(|l| l.id).collect();

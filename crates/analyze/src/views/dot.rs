@@ -90,7 +90,7 @@ fn pre_selection_graph(rpt: &Report) -> (Graph, i64) {
             g = Graph::build(&rpt.profile, &rpt.table, rpt.index, Some(&kept));
         }
     }
-    g.sort(rpt.order, &rpt.table);
+    g.sort(rpt.order, rpt.names());
     (g, cutoff)
 }
 
@@ -175,7 +175,7 @@ struct SampleTags {
 fn sample_tags(rpt: &Report) -> Option<Vec<SampleTags>> {
     let p = &rpt.profile;
     let has_tags = p.samples.iter().any(|s| {
-        s.labels.iter().any(|l| match l {
+        p.labels(s).iter().any(|l| match l {
             Label::Str { key, .. } => key != BASE_LABEL,
             Label::Num { key, .. } => key == "bytes",
         })
@@ -196,7 +196,7 @@ fn sample_tags(rpt: &Report) -> Option<Vec<SampleTags>> {
         .map(|s| {
             let mut labels: Vec<String> = Vec::new();
             let mut bytes = Vec::new();
-            for l in &s.labels {
+            for l in p.labels(s) {
                 match l {
                     Label::Str { key, value } if key != BASE_LABEL => {
                         labels.push(format!("{key}:{value}"));
@@ -229,13 +229,13 @@ fn node_tags(rpt: &Report, g: &Graph, samples: &[SampleTags], cutoff: i64) -> Ve
     let mut tags = vec![NodeTags::default(); g.nodes.len()];
     let mut stamp = vec![usize::MAX; g.nodes.len()];
     for (si, (s, st)) in rpt.profile.samples.iter().zip(samples).enumerate() {
-        let w = s.values[rpt.index];
+        let w = rpt.profile.value(s, rpt.index);
         if w == 0 || (st.labels.is_empty() && st.bytes.is_empty()) {
             continue;
         }
         let (mut leaf, mut residual) = (None, false);
-        for &l in s.locations.iter().rev() {
-            for &id in rpt.table.loc_nodes[l as usize].iter().rev() {
+        for l in rpt.profile.stack(s).rev() {
+            for &id in rpt.table.loc_nodes(l).iter().rev() {
                 let p = position[id as usize];
                 if p == usize::MAX {
                     residual = true;
@@ -473,7 +473,7 @@ pub fn dot_text(rpt: &mut Report) -> String {
     let mut has_nodelets = vec![false; g.nodes.len()];
     for (i, n) in g.nodes.iter().enumerate() {
         let (flat, cum) = (n.flat, n.cum);
-        let mut label = multiline_name(rpt.info(g, i));
+        let mut label = multiline_name(&rpt.info(g, i));
         let flat_value = rpt.format_value(flat);
         if flat != 0 {
             label.push_str(&format!(
@@ -645,7 +645,7 @@ fn dot_color(score: f64, background: bool) -> String {
 /// pprof's `multilinePrintableName`: the shortened name split into lines at `::` and `.`,
 /// then the file's base name and line, or the binary, each line ending in `\n`.
 fn multiline_name(info: &NodeInfo) -> String {
-    let mut name = escape(&shorten_function_name(&info.name));
+    let mut name = escape(&shorten_function_name(info.name));
     name = name.replace("::", "\\n");
     name = name.replace("[...]", "[…]");
     name = name.replace('.', "\\n");
@@ -659,7 +659,7 @@ fn multiline_name(info: &NodeInfo) -> String {
     let file = if info.file.is_empty() {
         String::new()
     } else {
-        escape(base_name(&info.file))
+        escape(base_name(info.file))
     };
     if info.lineno != 0 {
         parts.push(format!("{file}:{}", info.lineno));
@@ -667,7 +667,7 @@ fn multiline_name(info: &NodeInfo) -> String {
         parts.push(file);
     } else if !info.name.is_empty() {
     } else if !info.objfile.is_empty() {
-        parts.push(format!("[{}]", escape(base_name(&info.objfile))));
+        parts.push(format!("[{}]", escape(base_name(info.objfile))));
     } else {
         parts.push("<unknown>".into());
     }
@@ -891,7 +891,7 @@ mod tests {
             "Class::method"
         );
         let info = NodeInfo {
-            name: "runtime.(*bmap).overflow".into(),
+            name: "runtime.(*bmap).overflow",
             ..NodeInfo::default()
         };
         assert_eq!(multiline_name(&info), "runtime\\n(*bmap)\\noverflow\\n");

@@ -23,14 +23,14 @@ pub fn flame_folded(rpt: &Report, reverse: bool) -> Vec<(String, i64)> {
     let mut stacks: HashMap<String, i64> = HashMap::new();
     let mut frames: Vec<&str> = Vec::new();
     for s in &rpt.profile.samples {
-        let w = s.values[rpt.index];
+        let w = rpt.profile.value(s, rpt.index);
         if w <= 0 {
             continue;
         }
         frames.clear();
-        for &l in s.locations.iter().rev() {
-            for &id in rpt.table.loc_nodes[l as usize].iter().rev() {
-                frames.push(&rpt.table.names[id as usize]);
+        for l in rpt.profile.stack(s).rev() {
+            for &id in rpt.table.loc_nodes(l).iter().rev() {
+                frames.push(rpt.names().get(id));
             }
         }
         if reverse {

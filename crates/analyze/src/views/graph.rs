@@ -8,28 +8,30 @@
 //! caller; it is *inline* when the call was inlined, *residual* when nodes between the two were
 //! dropped.
 
-use crate::profile::{Location, Profile};
+use std::hash::BuildHasher;
+
+use crate::profile::{Line, Location, Profile, Span, StrId};
 
 use super::Granularity;
 
 /// What identifies a node; its printable name is [`NodeInfo::printable_name`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeInfo {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeInfo<'a> {
     /// The function's name ("" at files granularity or when unsymbolised).
-    pub name: String,
+    pub name: &'a str,
     /// The address (addresses granularity only).
     pub address: u64,
     /// The source file, cleaned (`filepath.Clean`).
-    pub file: String,
+    pub file: &'a str,
     /// The function's first line (only with an object file).
     pub start_line: i64,
     /// The line (lines and addresses granularity).
     pub lineno: i64,
     /// The binary, when the node has no function name (or for `list`).
-    pub objfile: String,
+    pub objfile: &'a str,
 }
 
-impl NodeInfo {
+impl NodeInfo<'_> {
     /// The name pprof prints: address, function, `file:line`, or `[binary]`, or `<unknown>`.
     pub fn printable_name(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
@@ -37,15 +39,15 @@ impl NodeInfo {
             parts.push(format!("{:016x}", self.address));
         }
         if !self.name.is_empty() {
-            parts.push(self.name.clone());
+            parts.push(self.name.to_string());
         }
         if self.lineno != 0 {
             parts.push(format!("{}:{}", self.file, self.lineno));
         } else if !self.file.is_empty() {
-            parts.push(self.file.clone());
+            parts.push(self.file.to_string());
         } else if !self.name.is_empty() {
         } else if !self.objfile.is_empty() {
-            parts.push(format!("[{}]", base_name(&self.objfile)));
+            parts.push(format!("[{}]", base_name(self.objfile)));
         } else {
             parts.push("<unknown>".into());
         }
@@ -133,109 +135,243 @@ impl Aggregation {
     }
 }
 
+/// A node's identity, compactly: `name` is a string of the profile, `file` and `objfile`
+/// strings of the table. Strings are interned on both sides, so equal ids mean equal texts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Key {
+    name: StrId,
+    file: StrId,
+    objfile: StrId,
+    address: u64,
+    start_line: i64,
+    lineno: i64,
+}
+
+/// A printable name: a string of the profile (the function's name, the usual case), or of
+/// the table when this bit is set.
+const LOCAL: u32 = 1 << 31;
+
 /// Nodes for every location of a profile: built once, reused by every graph of a report.
 pub(crate) struct NodeTable {
-    pub(crate) infos: Vec<NodeInfo>,
-    pub(crate) names: Vec<String>,
-    /// Per location, the nodes of its lines, innermost first (one node for a location
-    /// without lines).
-    pub(crate) loc_nodes: Vec<Vec<u32>>,
+    keys: Vec<Key>,
+    /// Printable names (see [`LOCAL`]).
+    names: Vec<u32>,
+    /// Cleaned file names, binaries and composed printable names.
+    local: crate::profile::Strings,
+    /// Per location, the span in `nodes` of its lines' nodes, innermost first (one node for
+    /// a location without lines).
+    loc_spans: Vec<Span>,
+    nodes: Vec<u32>,
 }
 
 impl NodeTable {
     /// Builds the node table; `trim` rewrites source paths (`--trim-path`) first.
     pub(crate) fn new(p: &Profile, agg: Aggregation, trim: &dyn Fn(&str) -> String) -> NodeTable {
-        let mut map = Interner::default();
-        let mut infos = Vec::new();
-        let mut loc_nodes = Vec::with_capacity(p.locations.len());
-        let mut file_cache: FxHashMap<u32, String> = FxHashMap::default();
+        // At most one node per line, or per location without lines: room for that many up
+        // front, so that neither the keys nor the lookup grow (and briefly double) on the way.
+        let bound: usize = p
+            .locations
+            .iter()
+            .map(|l| lines_of(p, l, agg.inlines).len().max(1))
+            .sum();
+        let mut t = NodeTable {
+            keys: Vec::with_capacity(bound),
+            names: Vec::new(),
+            local: Default::default(),
+            loc_spans: Vec::with_capacity(p.locations.len()),
+            nodes: Vec::with_capacity(bound),
+        };
+        let mut interner = Interner::with_capacity(bound);
+        let mut file_cache: FxHashMap<StrId, StrId> = FxHashMap::default();
+        let mut obj_cache: FxHashMap<u32, StrId> = FxHashMap::default();
         for loc in &p.locations {
-            let objfile = p.objfile(loc);
-            let address = if agg.address { loc.address } else { 0 };
-            let mut nodes = Vec::with_capacity(loc.lines.len().max(1));
-            let lines = lines_of(loc, agg.inlines);
-            if lines.is_empty() {
-                let info = NodeInfo {
-                    address,
-                    objfile: objfile.to_string(),
-                    ..NodeInfo::default()
+            let mut objfile = |t: &mut NodeTable| -> StrId {
+                let Some(m) = loc.mapping else {
+                    return StrId::EMPTY;
                 };
-                nodes.push(map.insert(&mut infos, info));
+                *obj_cache
+                    .entry(m)
+                    .or_insert_with(|| t.local.intern(p.objfile(loc)))
+            };
+            let address = if agg.address { loc.address } else { 0 };
+            let start = t.nodes.len();
+            let lines = lines_of(p, loc, agg.inlines);
+            if lines.is_empty() {
+                let key = Key {
+                    address,
+                    objfile: objfile(&mut t),
+                    ..Key::default()
+                };
+                let id = interner.insert(&mut t.keys, key);
+                t.nodes.push(id);
             }
             for line in lines {
                 let f = p.function(line);
-                let name = if agg.function {
-                    f.name.clone()
+                let file = if agg.filename && f.filename != StrId::EMPTY {
+                    *file_cache
+                        .entry(f.filename)
+                        .or_insert_with(|| t.local.intern(&clean_path(&trim(p.str(f.filename)))))
                 } else {
-                    String::new()
+                    StrId::EMPTY
                 };
-                let file = if agg.filename && !f.filename.is_empty() {
-                    file_cache
-                        .entry(line.function)
-                        .or_insert_with(|| clean_path(&trim(&f.filename)))
-                        .clone()
-                } else {
-                    String::new()
-                };
-                let mut info = NodeInfo {
-                    name,
+                let mut key = Key {
+                    name: if agg.function { f.name } else { StrId::EMPTY },
                     address,
                     file,
                     lineno: if agg.linenumber { line.line } else { 0 },
-                    ..NodeInfo::default()
+                    ..Key::default()
                 };
-                if agg.obj_names || info.name.is_empty() {
-                    info.objfile = objfile.to_string();
-                    info.start_line = f.start_line;
+                if agg.obj_names || key.name == StrId::EMPTY {
+                    key.objfile = objfile(&mut t);
+                    key.start_line = f.start_line;
                 }
-                nodes.push(map.insert(&mut infos, info));
+                let id = interner.insert(&mut t.keys, key);
+                t.nodes.push(id);
             }
-            loc_nodes.push(nodes);
+            t.loc_spans.push(Span::new(start, t.nodes.len() - start));
         }
-        let names = infos.iter().map(NodeInfo::printable_name).collect();
-        NodeTable {
-            infos,
-            names,
-            loc_nodes,
+        drop(interner);
+        t.names.reserve_exact(t.keys.len());
+        for i in 0..t.keys.len() {
+            let k = t.keys[i];
+            let name = if k.address == 0
+                && k.lineno == 0
+                && k.file == StrId::EMPTY
+                && k.name != StrId::EMPTY
+            {
+                k.name.index()
+            } else {
+                let text = t.info_of(p, &k).printable_name();
+                t.local.intern(&text).index() | LOCAL
+            };
+            t.names.push(name);
         }
+        t.local.seal();
+        t
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.infos.len()
+        self.keys.len()
+    }
+
+    /// The nodes of location `l`'s lines, innermost first.
+    pub(crate) fn loc_nodes(&self, l: u32) -> &[u32] {
+        &self.nodes[self.loc_spans[l as usize].range()]
+    }
+
+    fn info_of<'a>(&'a self, p: &'a Profile, k: &Key) -> NodeInfo<'a> {
+        NodeInfo {
+            name: p.str(k.name),
+            address: k.address,
+            file: self.local.get(k.file),
+            start_line: k.start_line,
+            lineno: k.lineno,
+            objfile: self.local.get(k.objfile),
+        }
+    }
+
+    /// What identifies node `id`.
+    pub(crate) fn info<'a>(&'a self, p: &'a Profile, id: u32) -> NodeInfo<'a> {
+        self.info_of(p, &self.keys[id as usize])
+    }
+
+    /// The printable names, read through the profile.
+    pub(crate) fn names<'a>(&'a self, p: &'a Profile) -> NodeNames<'a> {
+        NodeNames { table: self, p }
     }
 }
 
-fn lines_of(loc: &Location, inlines: bool) -> &[crate::profile::Line] {
-    if !inlines && loc.lines.len() > 1 {
-        &loc.lines[loc.lines.len() - 1..]
+/// Node names, by node id: `names[id]`.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeNames<'a> {
+    table: &'a NodeTable,
+    p: &'a Profile,
+}
+
+impl<'a> NodeNames<'a> {
+    /// The printable name of node `id`.
+    pub(crate) fn get(&self, id: u32) -> &'a str {
+        let n = self.table.names[id as usize];
+        if n & LOCAL != 0 {
+            self.table.local.get(StrId::from_index(n & !LOCAL))
+        } else {
+            self.p.str(StrId::from_index(n))
+        }
+    }
+
+    /// What identifies node `id`.
+    pub(crate) fn info(&self, id: u32) -> NodeInfo<'a> {
+        self.table.info(self.p, id)
+    }
+
+    /// Go's `fmt.Sprint` of pprof's NodeInfo: the last tie-break when sorting.
+    fn sprint(&self, id: u32) -> String {
+        self.info(id).sprint()
+    }
+}
+
+impl std::ops::Index<usize> for NodeNames<'_> {
+    type Output = str;
+
+    fn index(&self, id: usize) -> &str {
+        self.get(id as u32)
+    }
+}
+
+fn lines_of<'a>(p: &'a Profile, loc: &Location, inlines: bool) -> &'a [Line] {
+    let lines = p.lines(loc);
+    if !inlines && lines.len() > 1 {
+        &lines[lines.len() - 1..]
     } else {
-        &loc.lines
+        lines
     }
 }
 
-/// Interns node infos: a hash -> first index map with chains through `next`, so each info is
-/// stored once (in `infos`), not again as a map key.
+/// Interns node keys: open addressing over key indices (slots hold `index + 1`, 0 empty),
+/// so each key is stored once, in `keys`.
 #[derive(Default)]
 struct Interner {
-    heads: FxHashMap<u64, u32>,
-    next: Vec<u32>,
+    slots: Vec<u32>,
 }
 
 impl Interner {
-    fn insert(&mut self, infos: &mut Vec<NodeInfo>, info: NodeInfo) -> u32 {
-        use std::hash::BuildHasher;
-        let h = rustc_hash::FxBuildHasher.hash_one(&info);
-        let mut at = self.heads.get(&h).copied().unwrap_or(u32::MAX);
-        while at != u32::MAX {
-            if infos[at as usize] == info {
-                return at;
-            }
-            at = self.next[at as usize];
+    fn with_capacity(n: usize) -> Interner {
+        Interner {
+            slots: vec![0; (2 * (n + 1)).next_power_of_two().max(64)],
         }
-        let i = infos.len() as u32;
-        infos.push(info);
-        self.next.push(self.heads.insert(h, i).unwrap_or(u32::MAX));
-        i
+    }
+
+    fn insert(&mut self, keys: &mut Vec<Key>, key: Key) -> u32 {
+        if self.slots.len() < 2 * (keys.len() + 1) {
+            let size = (2 * (keys.len() + 1)).next_power_of_two().max(64);
+            self.slots = vec![0; size];
+            for (i, k) in keys.iter().enumerate() {
+                let at = self.probe(keys, k);
+                self.slots[at] = i as u32 + 1;
+            }
+        }
+        let at = self.probe(keys, &key);
+        match self.slots[at] {
+            0 => {
+                keys.push(key);
+                self.slots[at] = keys.len() as u32;
+                keys.len() as u32 - 1
+            }
+            i => i - 1,
+        }
+    }
+
+    /// The slot holding `key`, or the empty slot where it goes.
+    fn probe(&self, keys: &[Key], key: &Key) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = rustc_hash::FxBuildHasher.hash_one(key) as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => return at,
+                i if keys[i as usize - 1] == *key => return at,
+                _ => at = (at + 1) & mask,
+            }
+        }
     }
 }
 
@@ -305,15 +441,15 @@ impl Graph {
         let mut edges: Vec<Edge> = Vec::new();
         let mut edge_stamp: Vec<u32> = Vec::new();
         for (si, s) in p.samples.iter().enumerate() {
-            let w = s.values[index];
+            let w = p.value(s, index);
             if w == 0 {
                 continue;
             }
             let si = si as u32;
             let mut parent: Option<u32> = None;
             let mut residual = false;
-            for &l in s.locations.iter().rev() {
-                let nodes = &table.loc_nodes[l as usize];
+            for l in p.stack(s).rev() {
+                let nodes = table.loc_nodes(l);
                 for (ni, &node) in nodes.iter().enumerate().rev() {
                     if kept.is_some_and(|k| !k[node as usize]) {
                         residual = true;
@@ -401,13 +537,13 @@ impl Graph {
         let (mut flat, mut cum) = (vec![0i64; n], vec![0i64; n]);
         let mut stamp = vec![u32::MAX; n];
         for (si, s) in p.samples.iter().enumerate() {
-            let w = s.values[index];
+            let w = p.value(s, index);
             if w == 0 {
                 continue;
             }
             let mut leaf = None;
-            for &l in s.locations.iter().rev() {
-                for &node in table.loc_nodes[l as usize].iter().rev() {
+            for l in p.stack(s).rev() {
+                for &node in table.loc_nodes(l).iter().rev() {
                     if stamp[node as usize] != si as u32 {
                         stamp[node as usize] = si as u32;
                         cum[node as usize] += w;
@@ -428,22 +564,22 @@ impl Graph {
     }
 
     /// The live incoming edges of node `i`, sorted as pprof sorts them (weight, then names).
-    pub fn sorted_ins(&self, i: usize, table_names: &[String]) -> Vec<&Edge> {
+    pub(crate) fn sorted_ins(&self, i: usize, table_names: NodeNames<'_>) -> Vec<&Edge> {
         self.sorted(&self.nodes[i].ins, table_names)
     }
 
     /// The live outgoing edges of node `i`, sorted.
-    pub fn sorted_outs(&self, i: usize, table_names: &[String]) -> Vec<&Edge> {
+    pub(crate) fn sorted_outs(&self, i: usize, table_names: NodeNames<'_>) -> Vec<&Edge> {
         self.sorted(&self.nodes[i].outs, table_names)
     }
 
-    fn sorted(&self, list: &[u32], names: &[String]) -> Vec<&Edge> {
+    fn sorted(&self, list: &[u32], names: NodeNames<'_>) -> Vec<&Edge> {
         let mut v: Vec<&Edge> = list
             .iter()
             .map(|&e| &self.edges[e as usize])
             .filter(|e| !e.removed)
             .collect();
-        let name = |n: u32| &names[self.nodes[n as usize].id as usize];
+        let name = |n: u32| names.get(self.nodes[n as usize].id);
         v.sort_by(|a, b| {
             b.weight
                 .abs()
@@ -455,7 +591,7 @@ impl Graph {
     }
 
     /// Sorts nodes (edges keep pointing at the right nodes).
-    pub(crate) fn sort(&mut self, order: Order, table: &NodeTable) {
+    pub(crate) fn sort(&mut self, order: Order, names: NodeNames<'_>) {
         let score: Vec<i64> = match order {
             Order::FlatName => Vec::new(),
             Order::CumName => self.nodes.iter().map(|n| n.cum).collect(),
@@ -464,8 +600,8 @@ impl Graph {
                 .collect(),
         };
         let mut perm: Vec<usize> = (0..self.nodes.len()).collect();
-        let name = |i: usize| &table.names[self.nodes[i].id as usize];
-        let sprint = |i: usize| table.infos[self.nodes[i].id as usize].sprint();
+        let name = |i: usize| names.get(self.nodes[i].id);
+        let sprint = |i: usize| names.sprint(self.nodes[i].id);
         perm.sort_by(|&a, &b| {
             let (na, nb) = (&self.nodes[a], &self.nodes[b]);
             let ord = match order {
@@ -556,7 +692,7 @@ impl Graph {
 
     /// Removes residual edges that another path already explains (pprof's
     /// `RemoveRedundantEdges`; DOT output only).
-    pub(crate) fn remove_redundant_edges(&mut self, names: &[String]) {
+    pub(crate) fn remove_redundant_edges(&mut self, names: NodeNames<'_>) {
         for i in (0..self.nodes.len()).rev() {
             let ins: Vec<(u32, u32)> = {
                 let sorted = self.sorted_ins(i, names);
@@ -639,14 +775,14 @@ mod tests {
     #[test]
     fn names_follow_pprof() {
         let mut i = NodeInfo {
-            objfile: "/lib/libc.so".into(),
+            objfile: "/lib/libc.so",
             ..NodeInfo::default()
         };
         assert_eq!(i.printable_name(), "[libc.so]");
-        i.objfile.clear();
+        i.objfile = "";
         assert_eq!(i.printable_name(), "<unknown>");
-        i.name = "main".into();
-        i.file = "/src/a.go".into();
+        i.name = "main";
+        i.file = "/src/a.go";
         i.lineno = 12;
         i.address = 0x1234;
         assert_eq!(i.printable_name(), "0000000000001234 main /src/a.go:12");

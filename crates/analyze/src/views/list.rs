@@ -71,8 +71,8 @@ pub fn list(rpt: &Report, rx: &Regex) -> Result<Vec<ListedFunction>, String> {
     let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
     for i in 0..g.nodes.len() {
         let info = rpt.info(&g, i);
-        if !info.name.is_empty() && rx.is_match(&info.name) {
-            by_name.entry(info.name.as_str()).or_default().push(i);
+        if !info.name.is_empty() && rx.is_match(info.name) {
+            by_name.entry(info.name).or_default().push(i);
         }
     }
     if by_name.is_empty() {
@@ -87,7 +87,7 @@ pub fn list(rpt: &Report, rx: &Regex) -> Result<Vec<ListedFunction>, String> {
         for &i in &by_name[name] {
             let info = rpt.info(&g, i);
             if !info.file.is_empty() {
-                by_file.entry(info.file.as_str()).or_default().push(i);
+                by_file.entry(info.file).or_default().push(i);
             }
         }
         if by_file.is_empty() {
@@ -141,7 +141,7 @@ fn function_source(
     let mut per_line: HashMap<i64, (i64, i64)> = HashMap::new();
     let (mut start, mut end) = (i64::MAX, i64::MIN);
     for &i in nodes {
-        let info: &NodeInfo = rpt.info(g, i);
+        let info: NodeInfo = rpt.info(g, i);
         let node_start = if info.start_line != 0 {
             info.start_line
         } else {
@@ -411,41 +411,26 @@ impl SourceReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Function, Line, Location, Profile, Sample, ValueType};
+    use crate::profile::{Line, Profile, ValueType};
     use crate::views::{Options, View};
 
     /// A profile of `main` (lines 3 and 4 of `file`) calling `work` (lines 10 and 12), in
     /// nanoseconds: main:3 -> work:10 (leaf) 30ms; main:4 -> work:12 (leaf) 50ms; main:4
     /// (leaf) 20ms.
     fn profile(file: &str) -> Profile {
-        let function = |id: u64, name: &str, start_line: i64| Function {
-            id,
-            name: name.into(),
-            filename: file.into(),
-            start_line,
-            ..Function::default()
-        };
-        let loc = |id: u64, f: u32, line: i64| Location {
-            id,
-            lines: vec![Line { function: f, line }],
-            ..Location::default()
-        };
-        let sample = |locations: Vec<u32>, ms: i64| Sample {
-            locations,
-            values: vec![ms * 1_000_000],
-            labels: vec![],
-        };
-        Profile {
+        let mut p = Profile {
             sample_types: vec![ValueType::new("cpu", "nanoseconds")],
-            functions: vec![function(1, "main", 0), function(2, "work", 8)],
-            locations: vec![loc(1, 0, 3), loc(2, 0, 4), loc(3, 1, 10), loc(4, 1, 12)],
-            samples: vec![
-                sample(vec![2, 0], 30),
-                sample(vec![3, 1], 50),
-                sample(vec![1], 20),
-            ],
             ..Profile::default()
+        };
+        p.push_function(1, "main", "", file, 0);
+        p.push_function(2, "work", "", file, 8);
+        for (id, function, line) in [(1, 0, 3), (2, 0, 4), (3, 1, 10), (4, 1, 12)] {
+            p.push_location(id, None, 0, &[Line { function, line }], false);
         }
+        for (stack, ms) in [(vec![2, 0], 30), (vec![3, 1], 50), (vec![1], 20)] {
+            p.push_sample(stack, &[ms * 1_000_000], &[]);
+        }
+        p
     }
 
     fn temp_dir(name: &str) -> PathBuf {

@@ -238,18 +238,23 @@ impl Report {
 
     /// The printable name of a graph node.
     pub fn name(&self, g: &Graph, node: usize) -> &str {
-        &self.table.names[g.nodes[node].id as usize]
+        self.names().get(g.nodes[node].id)
     }
 
     /// What identifies a graph node.
-    pub fn info(&self, g: &Graph, node: usize) -> &NodeInfo {
-        &self.table.infos[g.nodes[node].id as usize]
+    pub fn info(&self, g: &Graph, node: usize) -> NodeInfo<'_> {
+        self.table.info(&self.profile, g.nodes[node].id)
+    }
+
+    /// Node names by node id (`names[id]`).
+    pub(crate) fn names(&self) -> graph::NodeNames<'_> {
+        self.table.names(&self.profile)
     }
 
     /// The full graph: every node with a value, unpruned, in the view's order.
     pub fn full_graph(&self) -> Graph {
         let mut g = Graph::build(&self.profile, &self.table, self.index, None);
-        g.sort(self.order, &self.table);
+        g.sort(self.order, self.names());
         g
     }
 
@@ -283,7 +288,7 @@ impl Report {
         let mut g = Graph::build(&self.profile, &self.table, self.index, kept.as_deref());
         drop(kept);
         let orig_count = g.nodes.len();
-        g.sort(self.order, &self.table);
+        g.sort(self.order, self.names());
         if self.node_count > 0 {
             g.trim_edges(edge_cutoff);
             if self.node_count < g.nodes.len() {
@@ -293,12 +298,12 @@ impl Report {
                 }
                 drop(std::mem::take(&mut g));
                 g = Graph::build(&self.profile, &self.table, self.index, Some(&kept));
-                g.sort(self.order, &self.table);
+                g.sort(self.order, self.names());
             }
         }
         let dropped_edges = g.trim_edges(edge_cutoff);
         if self.visual {
-            g.remove_redundant_edges(&self.table.names);
+            g.remove_redundant_edges(self.names());
         }
         Trimmed {
             graph: g,
@@ -438,7 +443,7 @@ impl Report {
 fn compute_total(p: &Profile, index: usize) -> i64 {
     p.samples
         .iter()
-        .map(|s| s.values[index].saturating_abs())
+        .map(|s| p.value(s, index).saturating_abs())
         .fold(0i64, |a, b| a.saturating_add(b))
 }
 

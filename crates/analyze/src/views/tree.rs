@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{json, Value};
 
+use super::graph::NodeNames;
 use super::measure::percentage;
 use super::top::pct;
 use super::Report;
@@ -30,8 +31,8 @@ pub fn peek_text(rpt: &mut Report, rx: &Regex) -> Result<String, String> {
     out.push('\n');
     let mut flat_sum = 0i64;
     let mut matched = 0;
-    let names = &rpt.table.names;
-    let name_of = |n: u32| names[g.nodes[n as usize].id as usize].as_str();
+    let names = rpt.names();
+    let name_of = |n: u32| names.get(g.nodes[n as usize].id);
     for i in 0..g.nodes.len() {
         let name = rpt.name(g, i);
         if !rx.is_match(name) {
@@ -87,8 +88,8 @@ pub fn peek_json(rpt: &mut Report, rx: &Regex) -> Result<Value, String> {
     let t = rpt.trimmed_graph();
     rpt.select_output_unit(&t.graph);
     let g = &t.graph;
-    let names = &rpt.table.names;
-    let name_of = |n: u32| names[g.nodes[n as usize].id as usize].clone();
+    let names = rpt.names();
+    let name_of = |n: u32| names.get(g.nodes[n as usize].id).to_string();
     let mut nodes = Vec::new();
     for i in 0..g.nodes.len() {
         let name = rpt.name(g, i);
@@ -151,14 +152,14 @@ impl CallTree {
             children: HashMap::new(),
         }];
         for s in &rpt.profile.samples {
-            let w = s.values[rpt.index];
+            let w = rpt.profile.value(s, rpt.index);
             if w == 0 {
                 continue;
             }
             nodes[0].cum += w;
             let mut at = 0usize;
-            for &l in s.locations.iter().rev() {
-                for &id in rpt.table.loc_nodes[l as usize].iter().rev() {
+            for l in rpt.profile.stack(s).rev() {
+                for &id in rpt.table.loc_nodes(l).iter().rev() {
                     let next = nodes.len() as u32;
                     let child = *nodes[at].children.entry(id).or_insert(next);
                     if child == next {
@@ -179,7 +180,7 @@ impl CallTree {
     }
 
     /// Children of `n`, heaviest first, then by name.
-    fn sorted_children(&self, n: usize, names: &[String]) -> Vec<usize> {
+    fn sorted_children(&self, n: usize, names: NodeNames<'_>) -> Vec<usize> {
         let mut c: Vec<usize> = self.nodes[n]
             .children
             .values()
@@ -190,7 +191,7 @@ impl CallTree {
             nb.cum
                 .abs()
                 .cmp(&na.cum.abs())
-                .then_with(|| names[na.id as usize].cmp(&names[nb.id as usize]))
+                .then_with(|| names.get(na.id).cmp(names.get(nb.id)))
         });
         c
     }
@@ -223,7 +224,7 @@ pub fn tree_text(rpt: &mut Report) -> String {
         "{:>10} {:>6} {:>10}  name\n",
         "cum", "cum%", "flat"
     ));
-    let names = &rpt.table.names;
+    let names = rpt.names();
     // Iterative depth-first walk: stacks can be deep.
     let mut stack: Vec<Item> = vec![Item::Children(0, 0)];
     while let Some(item) = stack.pop() {
@@ -249,7 +250,7 @@ pub fn tree_text(rpt: &mut Report) -> String {
                     percentage(node.cum, rpt.total),
                     rpt.format_value(node.flat),
                     indent(depth),
-                    names[node.id as usize]
+                    names.get(node.id)
                 ));
                 stack.push(Item::Children(n, depth + 1));
             }
@@ -293,7 +294,7 @@ pub fn tree_json(rpt: &mut Report) -> Value {
     let tree = CallTree::build(rpt);
     let fraction = rpt.options.node_fraction.unwrap_or(0.005);
     let cutoff = (((rpt.total as f64) * fraction) as i64).max(1);
-    let names = &rpt.table.names;
+    let names = rpt.names();
     // Build bottom-up without recursion: post-order over the kept nodes.
     let mut order = Vec::new();
     let mut stack = vec![(0usize, 0usize)];
@@ -321,7 +322,7 @@ pub fn tree_json(rpt: &mut Report) -> Value {
         let name = if n == 0 {
             "root".to_string()
         } else {
-            names[node.id as usize].clone()
+            names.get(node.id).to_string()
         };
         built.insert(
             n,

@@ -144,7 +144,11 @@ pub fn load(path: &Path) -> Result<Profile> {
     let mut profile = result?;
     // Addresses without names are named from the binaries when they are on this machine
     // (as pprof's local symbolisation); otherwise they show as `[binary]` or addresses.
-    if profile.locations.iter().any(|l| l.lines.is_empty()) {
+    if profile
+        .locations
+        .iter()
+        .any(|l| profile.lines(l).is_empty())
+    {
         for w in profile::symbolize::symbolize(&mut profile) {
             eprintln!("tickscope: note: {w}");
         }

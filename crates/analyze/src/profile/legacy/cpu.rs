@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::{cleanup_duplicate_locations, finish_with_maps, java, Builder, Lines, Outcome};
-use crate::profile::{ErrorKind, Format, Profile, Sample, ValueType};
+use crate::profile::{ErrorKind, Format, Profile, ValueType};
 
 const FORMAT: &str = "gperftools CPU";
 
@@ -163,6 +163,7 @@ fn read_samples(
 ) -> Result<usize, ErrorKind> {
     let w = word.size();
     let mut pos = 5 * w;
+    let mut locations = Vec::new();
     while pos < data.len() {
         let record = pos;
         let (Some(count), Some(depth)) = (word.read(data, pos), word.read(data, pos + w)) else {
@@ -191,7 +192,7 @@ fn read_samples(
         if count == 0 && depth == 1 && address(0) == 0 {
             return Ok(pos);
         }
-        let mut locations = Vec::with_capacity(depth);
+        locations.clear();
         for i in 0..depth {
             let mut a = address(i);
             if adjust && i > 0 {
@@ -200,11 +201,8 @@ fn read_samples(
             locations.push(b.location(a));
         }
         let count = count as i64;
-        b.p.samples.push(Sample {
-            locations,
-            values: vec![count, count.wrapping_mul(b.p.period)],
-            labels: Vec::new(),
-        });
+        let values = [count, count.wrapping_mul(b.p.period)];
+        b.p.push_sample(locations.iter().copied(), &values, &[]);
     }
     Ok(pos)
 }
@@ -217,7 +215,7 @@ fn drop_signal_frames(b: &mut Builder) {
     for _ in 0..2 {
         let mut counts: HashMap<u64, usize> = HashMap::new();
         for s in &b.p.samples {
-            if let [_, second, ..] = s.locations[..] {
+            if let Some(second) = b.p.stack(s).nth(1) {
                 *counts.entry(b.address(second)).or_default() += 1;
             }
         }
@@ -229,11 +227,11 @@ fn drop_signal_frames(b: &mut Builder) {
         else {
             continue;
         };
-        let locations = &b.p.locations;
-        for s in &mut b.p.samples {
-            if let [_, second, ..] = s.locations[..] {
-                if locations.get(second as usize).map_or(0, |l| l.address) == common {
-                    s.locations.remove(1);
+        let p = &mut b.p;
+        for s in &mut p.samples {
+            if let Some(second) = p.stacks.get(s.stack).nth(1) {
+                if p.locations.get(second as usize).map_or(0, |l| l.address) == common {
+                    p.stacks.remove(&mut s.stack, 1);
                 }
             }
         }

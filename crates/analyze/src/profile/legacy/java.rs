@@ -13,11 +13,11 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{
-    excerpt, go_parse_int, go_parse_uint, group, index_u32, is_address_list_byte, is_go_space,
-    maps, parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
+    excerpt, go_parse_int, go_parse_uint, group, is_address_list_byte, is_go_space, maps,
+    parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
     Outcome, Scan,
 };
-use crate::profile::{ErrorKind, Format, Function, Label, Line, Profile, Sample, ValueType};
+use crate::profile::{ErrorKind, Format, Label, Line, Profile, ValueType};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -239,11 +239,7 @@ fn read_samples(
                 }
             }
         }
-        b.p.samples.push(Sample {
-            locations,
-            values: vec![count, value],
-            labels,
-        });
+        b.p.push_sample(locations.iter().copied(), &[count, value], &labels);
     }
     Ok(data
         .iter()
@@ -319,23 +315,21 @@ pub(super) fn read_locations(b: &mut Builder, text: &[u8]) -> Result<(), Locatio
             // The agent's states: "GC", "VM", ...
             (rest, String::new(), 0)
         };
-        let functions_vec = &mut b.p.functions;
-        let function = *functions.entry(name.to_string()).or_insert_with(|| {
-            functions_vec.push(Function {
-                id: 0,
-                name: name.to_string(),
-                system_name: name.to_string(),
-                filename: file,
-                start_line: 0,
-            });
-            index_u32(functions_vec.len() - 1)
-        });
-        if let Some(l) = b.p.locations.get_mut(index as usize) {
-            l.lines = vec![Line {
+        let function = match functions.get(name) {
+            Some(&f) => f,
+            None => {
+                let f = b.p.push_function(0, name, name, &file, 0);
+                functions.insert(name.to_string(), f);
+                f
+            }
+        };
+        if (index as usize) < b.p.locations.len() {
+            let line = Line {
                 function,
                 line: number,
-            }];
-            l.address = 0;
+            };
+            b.p.set_lines(index as usize, &[line]);
+            b.p.locations[index as usize].address = 0;
         }
     }
     Ok(())

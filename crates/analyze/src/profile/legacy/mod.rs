@@ -442,24 +442,24 @@ fn finish_with_maps(p: &mut Profile, lines: &mut Lines) {
 fn remap_locations(p: &mut Profile) {
     let mut new_index = vec![u32::MAX; p.locations.len()];
     let mut order = Vec::new();
-    for s in &mut p.samples {
-        for l in &mut s.locations {
-            let Some(slot) = new_index.get_mut(*l as usize) else {
-                continue;
+    for s in &p.samples {
+        p.stacks.map_span(s.stack, |l| {
+            let Some(slot) = new_index.get_mut(l as usize) else {
+                return l;
             };
             if *slot == u32::MAX {
                 *slot = index_u32(order.len());
-                order.push(*l as usize);
+                order.push(l as usize);
             }
-            *l = *slot;
-        }
+            *slot
+        });
     }
-    let mut old = std::mem::take(&mut p.locations);
+    let old = std::mem::take(&mut p.locations);
     p.locations = order
         .into_iter()
         .enumerate()
         .map(|(i, o)| {
-            let mut l = old.get_mut(o).map(std::mem::take).unwrap_or_default();
+            let mut l = old.get(o).copied().unwrap_or_default();
             l.id = i as u64 + 1;
             l
         })
@@ -470,8 +470,8 @@ fn remap_locations(p: &mut Profile) {
 fn remap_functions(p: &mut Profile) {
     let mut new_index = vec![u32::MAX; p.functions.len()];
     let mut order = Vec::new();
-    for l in &mut p.locations {
-        for line in &mut l.lines {
+    for l in &p.locations {
+        for line in &mut p.lines[l.lines.range()] {
             let Some(slot) = new_index.get_mut(line.function as usize) else {
                 continue;
             };
@@ -482,12 +482,12 @@ fn remap_functions(p: &mut Profile) {
             line.function = *slot;
         }
     }
-    let mut old = std::mem::take(&mut p.functions);
+    let old = std::mem::take(&mut p.functions);
     p.functions = order
         .into_iter()
         .enumerate()
         .map(|(i, o)| {
-            let mut f = old.get_mut(o).map(std::mem::take).unwrap_or_default();
+            let mut f = old.get(o).copied().unwrap_or_default();
             f.id = i as u64 + 1;
             f
         })
@@ -498,11 +498,12 @@ fn remap_functions(p: &mut Profile) {
 /// both from the signal context and from unwinding, and adjusted by -1).
 fn cleanup_duplicate_locations(p: &mut Profile) {
     for s in &mut p.samples {
-        if let [first, second, ..] = s.locations[..] {
+        let mut stack = p.stacks.get(s.stack);
+        if let (Some(first), Some(second)) = (stack.next(), stack.next()) {
             let a0 = p.locations.get(first as usize).map_or(0, |l| l.address);
             let a1 = p.locations.get(second as usize).map_or(0, |l| l.address);
             if a0 == a1.wrapping_add(1) {
-                s.locations.remove(1);
+                p.stacks.remove(&mut s.stack, 1);
             }
         }
     }

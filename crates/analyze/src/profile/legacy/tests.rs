@@ -51,7 +51,11 @@ fn dump(p: &Profile) -> String {
         let _ = writeln!(
             o,
             "function {i}: id={} name={:?} sys={:?} file={:?} start={}",
-            f.id, f.name, f.system_name, f.filename, f.start_line
+            f.id,
+            p.str(f.name),
+            p.str(f.system_name),
+            p.str(f.filename),
+            f.start_line
         );
     }
     for (i, l) in p.locations.iter().enumerate() {
@@ -61,22 +65,22 @@ fn dump(p: &Profile) -> String {
             "location {i}: id={} m={m} addr={:#x} lines=[",
             l.id, l.address
         );
-        for line in &l.lines {
+        for line in p.lines(l) {
             let _ = write!(o, " {}:{}", line.function, line.line);
         }
         let _ = writeln!(o, " ]");
     }
     for s in &p.samples {
         o.push_str("sample: locs=[");
-        for l in &s.locations {
+        for l in p.stack(s) {
             let _ = write!(o, " {l}");
         }
         o.push_str(" ] values=[");
-        for v in &s.values {
+        for v in p.values(s) {
             let _ = write!(o, " {v}");
         }
         o.push_str(" ] labels=[");
-        for l in &s.labels {
+        for l in p.labels(s) {
             match l {
                 Label::Str { key, value } => {
                     let _ = write!(o, " {key}={value:?}");
@@ -269,7 +273,7 @@ fn merged_counts(p: &Profile) -> (usize, usize) {
     let mut key_of = |i: u32| {
         let l = &p.locations[i as usize];
         let start = l.mapping.map_or(0, |m| p.mappings[m as usize].start);
-        let lines = l.lines.iter().map(|x| (x.function, x.line)).collect();
+        let lines = p.lines(l).iter().map(|x| (x.function, x.line)).collect();
         let next = location_keys.len();
         *location_keys
             .entry((l.mapping, l.address.wrapping_sub(start), lines))
@@ -277,11 +281,11 @@ fn merged_counts(p: &Profile) -> (usize, usize) {
     };
     let mut samples = std::collections::HashSet::new();
     for s in &p.samples {
-        if s.values.iter().all(|&v| v == 0) {
+        if p.values(s).iter().all(|&v| v == 0) {
             continue;
         }
-        let locations: Vec<usize> = s.locations.iter().map(|&l| key_of(l)).collect();
-        samples.insert((locations, format!("{:?}", s.labels)));
+        let locations: Vec<usize> = p.stack(s).map(&mut key_of).collect();
+        samples.insert((locations, format!("{:?}", p.labels(s))));
     }
     (samples.len(), location_keys.len())
 }
@@ -372,7 +376,7 @@ fn every_test_profile_parses_as_pprof_parses_it() {
         assert_eq!(p.format, expected_format, "{name}: format");
 
         let index = p.default_sample_index();
-        let sum: i64 = p.samples.iter().map(|s| s.values[index]).sum();
+        let sum: i64 = p.samples.iter().map(|s| p.values(s)[index]).sum();
         let (want, tolerance) = top_total(name, &p.sample_types[index].unit);
         assert!(
             (sum as f64 - want).abs() <= tolerance,
@@ -415,14 +419,13 @@ fn cpu_profile_details_match_pprof() {
     // not adjusted) and 2 = 0x42e14b (a caller, moved back by one); the signal handler's
     // frame (0x7f5e5414e5b0) is gone.
     let s = &p.samples[0];
-    let addresses: Vec<u64> = s
-        .locations
-        .iter()
+    let addresses: Vec<u64> = p
+        .stack(s)
         .take(2)
-        .map(|&l| p.locations[l as usize].address)
+        .map(|l| p.locations[l as usize].address)
         .collect();
     assert_eq!(addresses, [0x42ef04, 0x42e14b]);
-    assert_eq!(s.values, [1, 10_000_000]);
+    assert_eq!(p.values(s), [1, 10_000_000]);
     assert!(p
         .locations
         .iter()
@@ -445,9 +448,9 @@ fn heap_values_are_unsampled_as_pprof_does() {
     // `1: 524288 [3: 1572864] @ ...` with heap/1048576 (rate 524288): pprof's -raw shows
     // 4 2488234 1 829411 and the block size label 524288.
     let s = &p.samples[0];
-    assert_eq!(s.values, [4, 2_488_234, 1, 829_411]);
+    assert_eq!(p.values(s), [4, 2_488_234, 1, 829_411]);
     assert_eq!(
-        s.labels,
+        p.labels(s),
         [Label::Num {
             key: "bytes".into(),
             value: 524_288,
@@ -461,20 +464,15 @@ fn heap_values_are_unsampled_as_pprof_does() {
 fn java_profiles_name_their_frames() {
     let p = load("java.contention");
     let top = &p.samples[1];
-    let leaf = &p.locations[top.locations[0] as usize];
+    let leaf = &p.locations[p.stack(top).next().unwrap() as usize];
     assert_eq!(leaf.address, 0);
-    assert_eq!(
-        p.functions[leaf.lines[0].function as usize].name,
-        "com.example.function0d"
-    );
-    assert_eq!(
-        p.functions[leaf.lines[0].function as usize].filename,
-        "source.java"
-    );
+    let f = p.function(&p.lines(leaf)[0]);
+    assert_eq!(p.str(f.name), "com.example.function0d");
+    assert_eq!(p.str(f.filename), "source.java");
     // "1 1 @" times the sampling period 100.
-    assert_eq!(p.samples[0].values, [100, 100]);
+    assert_eq!(p.values(&p.samples[0]), [100, 100]);
     let p = load("java.cpu");
-    assert!(p.functions.iter().any(|f| f.name == "VM"));
+    assert!(p.functions.iter().any(|f| p.str(f.name) == "VM"));
 }
 
 /// A threadz dump (no such file among the test profiles): checked with Go's pprof, which
@@ -501,17 +499,16 @@ fn threadz_dump() {
         .samples
         .iter()
         .map(|s| {
-            let locs = s
-                .locations
-                .iter()
-                .map(|&l| {
+            let locs = p
+                .stack(s)
+                .map(|l| {
                     (
                         p.locations[l as usize].address,
                         p.locations[l as usize].mapping,
                     )
                 })
                 .collect();
-            (locs, s.values.clone())
+            (locs, p.values(s).to_vec())
         })
         .collect();
     assert_eq!(
@@ -680,7 +677,7 @@ fn crlf_lines_and_go_number_syntax() {
     let p = parse(b"goroutine profile: total 10\r\n010 @ 0x11 0x21\r\n")
         .unwrap()
         .unwrap();
-    assert_eq!(p.samples[0].values, [8]);
+    assert_eq!(p.values(&p.samples[0]), [8]);
     assert_eq!(super::go_parse_int("1_000", 0), Some(1000));
     assert_eq!(super::go_parse_int("1__0", 0), None);
     assert_eq!(super::go_parse_int("0x_1f", 0), Some(31));

@@ -15,7 +15,7 @@ use super::{
     go_parse_uint, group, is_address_list_byte, is_memory_map_sentinel, is_space_or_comment,
     parse_hex_addresses, regex, scale_heap_sample, Builder, Lines, Outcome, Scan,
 };
-use crate::profile::{ErrorKind, Format, Label, Profile, Sample, ValueType};
+use crate::profile::{ErrorKind, Format, Label, Profile, ValueType};
 
 fn bad_line(format: &'static str, line: usize, what: impl Into<String>) -> ErrorKind {
     ErrorKind::BadLine {
@@ -41,11 +41,7 @@ fn push_sample(b: &mut Builder, addresses: &[u64], values: Vec<i64>, labels: Vec
     for a in addresses {
         locations.push(b.location(a.wrapping_sub(1)));
     }
-    b.p.samples.push(Sample {
-        locations,
-        values,
-        labels,
-    });
+    b.p.push_sample(locations.iter().copied(), &values, &labels);
 }
 
 /// pprof's parseAdditionalSections: skips to the memory-map line, reads the map after it and
@@ -325,22 +321,20 @@ pub(super) fn parse_thread(data: &[u8]) -> Outcome {
         line = next;
         if addresses.is_empty() {
             // "same as previous thread": one more of the last sample.
-            if let Some(v) = b.p.samples.last_mut().and_then(|s| s.values.first_mut()) {
-                *v = v.wrapping_add(1);
+            if let Some(s) = b.p.samples.last().copied() {
+                if let Some(v) = b.p.values_mut(&s).first_mut() {
+                    *v = v.wrapping_add(1);
+                }
             }
             continue;
         }
         // The leaf is where the thread is, not a return address.
-        let locations = addresses
+        let locations: Vec<u32> = addresses
             .iter()
             .enumerate()
             .map(|(i, &a)| b.location(if i > 0 { a.wrapping_sub(1) } else { a }))
             .collect();
-        b.p.samples.push(Sample {
-            locations,
-            values: vec![1],
-            labels: Vec::new(),
-        });
+        b.p.push_sample(locations.iter().copied(), &[1], &[]);
     }
     let mut p = b.p;
     finish_sections(&mut p, &mut s);
