@@ -450,20 +450,31 @@ pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
     }
     let gz = head[..got] == [0x1f, 0x8b];
     if regular {
-        let open = || -> std::io::Result<Box<dyn Read>> {
-            let f = std::io::BufReader::with_capacity(1 << 16, open_file()?);
+        let errors = FileErrors::default();
+        let open = || -> std::io::Result<Box<dyn Read + '_>> {
+            let file = open_file().map_err(|e| errors.record(e))?;
+            let f = std::io::BufReader::with_capacity(
+                1 << 16,
+                Recorded {
+                    inner: file,
+                    errors: &errors,
+                },
+            );
             Ok(if gz {
                 Box::new(flate2::bufread::MultiGzDecoder::new(f))
             } else {
                 Box::new(f)
             })
         };
-        return parse_stream(&open, gz, &name, MAX_DECOMPRESSED, &|| {
+        let whole = || {
             let mut data = Vec::new();
             open_file()?
                 .take(MAX_DECOMPRESSED + 1)
                 .read_to_end(&mut data)?;
             Ok(data)
+        };
+        return parse_stream(&open, gz, &name, MAX_DECOMPRESSED, &whole, &|| {
+            errors.0.borrow_mut().take()
         });
     }
     // A pipe or device is read once, whole.
@@ -480,6 +491,33 @@ pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
         ));
     }
     parse(&data, &name)
+}
+
+/// The first error reading or opening the file itself, as opposed to the decompressor's:
+/// a failing disk is reported as such, with its cause, not as damaged gzip data.
+#[derive(Default)]
+struct FileErrors(std::cell::RefCell<Option<std::io::Error>>);
+
+impl FileErrors {
+    /// Keeps (a copy of) the first error and passes it on.
+    fn record(&self, e: std::io::Error) -> std::io::Error {
+        self.0
+            .borrow_mut()
+            .get_or_insert_with(|| std::io::Error::new(e.kind(), e.to_string()));
+        e
+    }
+}
+
+/// A reader whose errors are recorded in `errors`.
+struct Recorded<'a, R> {
+    inner: R,
+    errors: &'a FileErrors,
+}
+
+impl<R: Read> Read for Recorded<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| self.errors.record(e))
+    }
 }
 
 /// Reads up to `head.len()` bytes from the start of `file` (fewer only at its end).
@@ -512,23 +550,29 @@ pub fn parse_with_limit(data: &[u8], name: &str, limit: u64) -> Result<Profile, 
             Box::new(data)
         })
     };
-    parse_stream(&open, gz, name, limit, &|| Ok(data.to_vec()))
+    parse_stream(&open, gz, name, limit, &|| Ok(data.to_vec()), &|| None)
 }
 
 /// Picks the reader: the tickscope capture magic is refused with a pointer to the command
 /// that reads it; protobuf is tried on the stream; when it does not parse, `whole` reads
 /// the (possibly compressed) bytes for the legacy readers, then folded stacks.
+/// `file_error` gives the file's own I/O error, if reading it failed.
 fn parse_stream(
     open: &pprof::Open<'_>,
     gz: bool,
     name: &str,
     limit: u64,
     whole: &dyn Fn() -> std::io::Result<Vec<u8>>,
+    file_error: &dyn Fn() -> Option<std::io::Error>,
 ) -> Result<Profile, Error> {
+    let read_failed = |kind: ErrorKind| match file_error() {
+        Some(e) => Error::io(name, ErrorKind::Io, e),
+        None => Error::new(name, kind),
+    };
     let mut head = Vec::new();
     open()
         .and_then(|r| r.take(8).read_to_end(&mut head))
-        .map_err(|e| Error::new(name, pprof::read_error(&e, gz)))?;
+        .map_err(|e| read_failed(pprof::read_error(&e, gz)))?;
     if head.is_empty() {
         return Err(Error::new(name, ErrorKind::Empty));
     }
@@ -538,7 +582,7 @@ fn parse_stream(
     let proto_err = match pprof::decode_stream(open, gz, limit) {
         Ok(p) => return finish(p, name),
         Err(k @ (ErrorKind::Decompress { .. } | ErrorKind::TooLarge { .. } | ErrorKind::Io)) => {
-            return Err(Error::new(name, k))
+            return Err(read_failed(k))
         }
         Err(e) => e,
     };

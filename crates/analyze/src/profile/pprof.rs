@@ -205,27 +205,36 @@ struct RawFunction {
 
 /// Returns true if the bytes start like a profile.proto message: a valid key for one of its
 /// fields. Used only to choose which error to report when no reader accepts the data.
+///
+/// Its first two fields must have keys that profile.proto defines, with their wire types (a
+/// value running past the end counts: that is a cut-off profile). Text rarely passes:
+/// "Hello" starts with field 9 (a varint, 'e'), then 'l', which is no key of profile.proto.
 pub(super) fn looks_like_proto(data: &[u8]) -> bool {
-    matches!(
-        data.first(),
-        // Length-delimited fields 1-6, 11 and 13 (packed), varint fields 7-10, 12-14.
-        Some(
-            0x0a | 0x12
-                | 0x1a
-                | 0x22
-                | 0x2a
-                | 0x32
-                | 0x5a
-                | 0x6a
-                | 0x38
-                | 0x40
-                | 0x48
-                | 0x50
-                | 0x60
-                | 0x68
-                | 0x70
-        )
-    )
+    let wire_type = |key: u64| match (key >> 3, key & 7) {
+        (1..=6 | 11, 2) | (7..=10 | 12 | 14, 0) | (13, 0 | 2) => Some(key & 7),
+        _ => None,
+    };
+    let mut c = Cursor::new(data, 0);
+    for _ in 0..2 {
+        if c.done() {
+            return true;
+        }
+        let Some(wt) = c.varint().ok().and_then(wire_type) else {
+            return false;
+        };
+        let Ok(v) = c.varint() else {
+            // Cut off inside the value: protobuf as far as it goes.
+            return c.done();
+        };
+        if wt == 2 {
+            let left = (c.data.len() - c.pos) as u64;
+            if v > left {
+                return true;
+            }
+            c.pos += v as usize;
+        }
+    }
+    true
 }
 
 /// Opens the (decompressed) message from its first byte, each time it is called: the decoder
@@ -244,6 +253,9 @@ struct Stream<'a> {
 impl<'a> Stream<'a> {
     fn open(open: &Open<'a>, gz: bool, limit: u64) -> Result<Stream<'a>> {
         let r = open().map_err(|e| read_error(&e, gz))?;
+        // One byte past the limit is enough to know it is exceeded: no read, however long a
+        // field claims to be, brings in more.
+        let r: Box<dyn Read + 'a> = Box::new(r.take(limit.saturating_add(1)));
         Ok(Stream {
             r: BufReader::with_capacity(1 << 16, r),
             pos: 0,
@@ -455,6 +467,7 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
     if s.pos == 0 {
         return Err(ErrorKind::Empty);
     }
+    let s_end = s.pos;
     drop(s);
     if str_map.is_empty() {
         return Err(ErrorKind::Invalid {
@@ -527,6 +540,7 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
         p.stacks = Stacks::with_capacity(counts.stack, p.locations.len());
         p.values.reserve_exact(counts.values);
         p.labels.reserve_exact(counts.labels);
+        let end = s_end;
         let mut s = Stream::open(open, gz, limit)?;
         let (mut ids, mut locs) = (Vec::new(), Vec::new());
         loop {
@@ -539,6 +553,16 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
                 let bytes = bytes_of(v, number, at)?;
                 sample(&mut p, bytes, i, &location_ids, &table, &mut ids, &mut locs)?;
             }
+        }
+        if s.pos != end || p.samples.len() != counts.samples {
+            return Err(invalid(format!(
+                "the data changed while it was read: {} bytes and {} samples, then {} bytes \
+                 and {} samples",
+                end,
+                counts.samples,
+                s.pos,
+                p.samples.len()
+            )));
         }
     }
     Ok(p)
@@ -880,6 +904,28 @@ mod tests {
         field_bytes(6, b"x", &mut bad);
         let err = decode(&bad).unwrap_err();
         assert!(err.to_string().contains("string_table[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_limit_stops_a_long_field_as_it_is_read() {
+        // One string of 1 MiB, with a limit of 4 KiB: refused as too large after reading
+        // just past the limit, not after buffering the field.
+        let mut p = Vec::new();
+        field_bytes(6, b"", &mut p);
+        field_bytes(6, &vec![b'x'; 1 << 20], &mut p);
+        let open = || -> std::io::Result<Box<dyn Read + '_>> { Ok(Box::new(&p[..])) };
+        let err = decode_stream(&open, false, 4096).unwrap_err();
+        assert_eq!(err, ErrorKind::TooLarge { limit: 4096 });
+    }
+
+    #[test]
+    fn what_looks_like_protobuf() {
+        assert!(!looks_like_proto(b"Hello world"));
+        assert!(!looks_like_proto(b"Process 12: started"));
+        assert!(!looks_like_proto(b"PK\x03\x04zipfile"));
+        // time_nanos, then a sample type cut off: still protobuf.
+        assert!(looks_like_proto(&[0x48, 0x85, 0x01, 0x0a, 40, 0x08]));
+        assert!(looks_like_proto(&[0x0a, 4, 0x08, 1, 0x10, 2, 0x32, 0]));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! twice, which is what lets `top` stay within 3x the decompressed size (the budget).
 //! Stacks use 16-bit location indices while the profile has at most 65536 locations.
 
+use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
 /// An interned string: [`Profile::str`](super::Profile::str) gives its text. Strings are
@@ -94,10 +95,6 @@ pub(crate) fn retain_span<T: Copy>(
     span.len = (w - span.start as usize) as u32;
 }
 
-fn hash_str(s: &str) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(s)
-}
-
 /// Deduplicated strings in one buffer. A lookup table (open addressing over string ids) is
 /// kept while strings are being added and dropped by [`Strings::seal`].
 #[derive(Debug, Clone)]
@@ -108,6 +105,9 @@ pub(crate) struct Strings {
     /// Slots holding `id + 1` (0: empty); a power of two, at least twice the count. Empty
     /// when sealed; rebuilt on the next [`Strings::intern`].
     slots: Vec<u32>,
+    /// A keyed hash: the strings come from files, which must not be able to choose
+    /// colliding ones (linear probing would turn quadratic).
+    hasher: RandomState,
 }
 
 impl Default for Strings {
@@ -116,6 +116,7 @@ impl Default for Strings {
             buf: String::new(),
             ends: vec![0],
             slots: Vec::new(),
+            hasher: RandomState::new(),
         }
     }
 }
@@ -141,7 +142,7 @@ impl Strings {
             self.rehash((2 * (self.ends.len() + 1)).next_power_of_two().max(64));
         }
         let mask = self.slots.len() - 1;
-        let mut at = hash_str(s) as usize & mask;
+        let mut at = self.hasher.hash_one(s) as usize & mask;
         loop {
             match self.slots[at] {
                 0 => break,
@@ -164,7 +165,7 @@ impl Strings {
         self.slots = vec![0; size];
         let mask = size - 1;
         for id in 1..self.ends.len() {
-            let mut at = hash_str(self.get(StrId(id as u32))) as usize & mask;
+            let mut at = self.hasher.hash_one(self.get(StrId(id as u32))) as usize & mask;
             while self.slots[at] != 0 {
                 at = (at + 1) & mask;
             }

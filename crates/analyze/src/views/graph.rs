@@ -328,16 +328,18 @@ fn lines_of<'a>(p: &'a Profile, loc: &Location, inlines: bool) -> &'a [Line] {
 }
 
 /// Interns node keys: open addressing over key indices (slots hold `index + 1`, 0 empty),
-/// so each key is stored once, in `keys`.
-#[derive(Default)]
+/// so each key is stored once, in `keys`. The hash is keyed: keys carry addresses and line
+/// numbers from the file, which must not be able to make probing quadratic.
 struct Interner {
     slots: Vec<u32>,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Interner {
     fn with_capacity(n: usize) -> Interner {
         Interner {
             slots: vec![0; (2 * (n + 1)).next_power_of_two().max(64)],
+            hasher: Default::default(),
         }
     }
 
@@ -364,7 +366,7 @@ impl Interner {
     /// The slot holding `key`, or the empty slot where it goes.
     fn probe(&self, keys: &[Key], key: &Key) -> usize {
         let mask = self.slots.len() - 1;
-        let mut at = rustc_hash::FxBuildHasher.hash_one(key) as usize & mask;
+        let mut at = self.hasher.hash_one(key) as usize & mask;
         loop {
             match self.slots[at] {
                 0 => return at,
