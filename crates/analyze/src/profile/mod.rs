@@ -22,6 +22,7 @@ mod prune;
 mod store;
 pub mod symbolize;
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -471,7 +472,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
             open_file()?
                 .take(MAX_DECOMPRESSED + 1)
                 .read_to_end(&mut data)?;
-            Ok(data)
+            Ok(Cow::Owned(data))
         };
         return parse_stream(&open, gz, &name, MAX_DECOMPRESSED, &whole, &|| {
             errors.0.borrow_mut().take()
@@ -550,19 +551,21 @@ pub fn parse_with_limit(data: &[u8], name: &str, limit: u64) -> Result<Profile, 
             Box::new(data)
         })
     };
-    parse_stream(&open, gz, name, limit, &|| Ok(data.to_vec()), &|| None)
+    parse_stream(&open, gz, name, limit, &|| Ok(Cow::Borrowed(data)), &|| {
+        None
+    })
 }
 
 /// Picks the reader: the tickscope capture magic is refused with a pointer to the command
 /// that reads it; protobuf is tried on the stream; when it does not parse, `whole` reads
 /// the (possibly compressed) bytes for the legacy readers, then folded stacks.
 /// `file_error` gives the file's own I/O error, if reading it failed.
-fn parse_stream(
+fn parse_stream<'d>(
     open: &pprof::Open<'_>,
     gz: bool,
     name: &str,
     limit: u64,
-    whole: &dyn Fn() -> std::io::Result<Vec<u8>>,
+    whole: &dyn Fn() -> std::io::Result<Cow<'d, [u8]>>,
     file_error: &dyn Fn() -> Option<std::io::Error>,
 ) -> Result<Profile, Error> {
     let read_failed = |kind: ErrorKind| match file_error() {
@@ -592,7 +595,7 @@ fn parse_stream(
         return Err(Error::new(name, ErrorKind::TooLarge { limit }));
     }
     if gz {
-        data = gunzip(&data, limit).map_err(|k| Error::new(name, k))?;
+        data = Cow::Owned(gunzip(&data, limit).map_err(|k| Error::new(name, k))?);
     }
     if let Some(result) = legacy::parse(&data) {
         return result

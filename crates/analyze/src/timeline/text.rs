@@ -11,6 +11,7 @@ use std::fmt::Write;
 use super::format::{count, count_si, duration, hertz, location};
 use super::report::{Report, ScopeRow};
 use crate::tscap::ScopeKind;
+use tickscope_fmt::align;
 
 impl Report {
     /// The report as text for people.
@@ -221,32 +222,4 @@ fn table(rows: &[ScopeRow], full: bool) -> String {
         }
     }
     align(&cells, if full { 2 } else { 1 })
-}
-
-/// Aligns rows of cells: the first `left` columns to the left, the others to the right.
-fn align(rows: &[Vec<String>], left: usize) -> String {
-    let cols = rows.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let mut l = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            let pad = widths[c].saturating_sub(cell.chars().count());
-            if c > 0 {
-                l.push_str("  ");
-            }
-            if c < left {
-                l.push_str(cell);
-                l.extend(std::iter::repeat(' ').take(pad));
-            } else {
-                l.extend(std::iter::repeat(' ').take(pad));
-                l.push_str(cell);
-            }
-        }
-        out.push_str(l.trim_end());
-        out.push('\n');
-    }
-    out
 }

@@ -42,15 +42,18 @@ pub fn peek_text(rpt: &mut Report, rx: &Regex) -> Result<String, String> {
         let (flat, cum) = (g.nodes[i].flat, g.nodes[i].cum);
         out.push_str(SEPARATOR);
         out.push('\n');
-        for e in g.sorted_ins(i, names) {
-            let inline = if e.inline { " (inline)" } else { "" };
+        // One caller or callee: the call's weight, its share of this node's cum, the name.
+        let edge_line = |out: &mut String, weight: i64, other: u32, inline: bool| {
             out.push_str(&format!(
                 "{:>50} {} |   {}{}\n",
-                rpt.format_value(e.weight),
-                percentage(e.weight, cum),
-                name_of(e.src),
-                inline
+                rpt.format_value(weight),
+                percentage(weight, cum),
+                name_of(other),
+                if inline { " (inline)" } else { "" }
             ));
+        };
+        for e in g.sorted_ins(i, names) {
+            edge_line(&mut out, e.weight, e.src, e.inline);
         }
         flat_sum += flat;
         out.push_str(&format!(
@@ -63,14 +66,7 @@ pub fn peek_text(rpt: &mut Report, rx: &Regex) -> Result<String, String> {
             name
         ));
         for e in g.sorted_outs(i, names) {
-            let inline = if e.inline { " (inline)" } else { "" };
-            out.push_str(&format!(
-                "{:>50} {} |   {}{}\n",
-                rpt.format_value(e.weight),
-                percentage(e.weight, cum),
-                name_of(e.dst),
-                inline
-            ));
+            edge_line(&mut out, e.weight, e.dst, e.inline);
         }
     }
     if !g.nodes.is_empty() {

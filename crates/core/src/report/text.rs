@@ -180,38 +180,6 @@ fn table(entries: &[Entry], meta: &Meta, full: bool) -> String {
             ]);
         }
     }
-    let left = if full { 2 } else { 1 };
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let mut l = String::new();
-        for (c, cell) in cells.iter().enumerate() {
-            let pad = widths[c].saturating_sub(cell.chars().count());
-            if c > 0 {
-                l.push_str("  ");
-            }
-            if c < left {
-                l.push_str(cell);
-                l.extend(std::iter::repeat(' ').take(pad));
-            } else {
-                l.extend(std::iter::repeat(' ').take(pad));
-                l.push_str(cell);
-            }
-        }
-        out.push_str(l.trim_end());
-        out.push('\n');
-    };
-    line(&header);
-    for r in &rows {
-        line(&r.iter().map(String::as_str).collect::<Vec<_>>());
-    }
-    out
+    rows.insert(0, header.iter().map(|h| h.to_string()).collect());
+    tickscope_fmt::align(&rows, if full { 2 } else { 1 })
 }

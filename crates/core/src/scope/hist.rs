@@ -1,48 +1,15 @@
-//! A log-linear histogram of durations in ticks, for percentiles.
-//!
-//! Values below 32 have a bucket each. Above, every power of two is split into 32 equal
-//! buckets, so a bucket is at most 1/32 of its lower bound wide and its midpoint is within
-//! 1/64 ≈ 1.6% of any value in it: p50/p90/p99 are good to 2% relative error, as promised.
-//! Powers of two up to 2^44 are kept (about 1.6 hours at 3 GHz); longer values land in the top
-//! bucket, and reports clamp every percentile to the exact max.
+//! A log-linear histogram of durations in ticks, for percentiles, over the buckets of
+//! [`tickscope_fmt::hist`] (shared with `tickscope report`, so both give the same p50/p99):
+//! p50/p90/p99 are good to 2% relative error; reports clamp every percentile to the exact max.
 //!
 //! The owner thread records with a relaxed load and store of one bucket; other threads read it
 //! at any time (a concurrent read may miss the latest record, never sees a torn value).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-const SUB_BITS: u32 = 5;
-const SUB: usize = 1 << SUB_BITS;
-/// Highest power of two with buckets of its own.
-const MAX_EXP: u32 = 44;
-/// Number of buckets: the 32 exact ones, then 32 per power of two from 2^5 to 2^44.
-pub(crate) const BUCKETS: usize = SUB + (MAX_EXP - SUB_BITS + 1) as usize * SUB;
-
-/// The bucket a value falls in.
-#[inline(always)]
-pub(crate) fn bucket(v: u64) -> usize {
-    if v < SUB as u64 {
-        return v as usize;
-    }
-    if v >> (MAX_EXP + 1) != 0 {
-        return BUCKETS - 1;
-    }
-    let exp = 63 - v.leading_zeros();
-    let shift = exp - SUB_BITS;
-    let sub = ((v >> shift) as usize) & (SUB - 1);
-    SUB + shift as usize * SUB + sub
-}
-
-/// The range `[lo, hi)` of values in bucket `i`.
-pub(crate) fn bucket_range(i: usize) -> (u64, u64) {
-    if i < SUB {
-        return (i as u64, i as u64 + 1);
-    }
-    let shift = ((i - SUB) / SUB) as u32;
-    let sub = ((i - SUB) % SUB) as u64;
-    let lo = (SUB as u64 + sub) << shift;
-    (lo, lo + (1u64 << shift))
-}
+/// A histogram snapshot: plain counts, mergeable.
+pub(crate) use tickscope_fmt::hist::Counts;
+use tickscope_fmt::hist::{bucket, BUCKETS};
 
 /// The live histogram in a slot.
 pub(crate) struct Hist {
@@ -76,113 +43,26 @@ impl Hist {
     }
 }
 
-/// A histogram snapshot: plain counts, mergeable.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Counts(pub Box<[u64]>);
-
-impl Counts {
-    pub(crate) fn new() -> Counts {
-        Counts(vec![0; BUCKETS].into_boxed_slice())
-    }
-
-    pub(crate) fn merge(&mut self, other: &Counts) {
-        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
-            *a += b;
-        }
-    }
-
-    /// The value at quantile `q` (0..=1): the midpoint of the bucket holding the
-    /// `ceil(q * n)`-th smallest value. `None` when empty.
-    pub(crate) fn quantile(&self, q: f64) -> Option<u64> {
-        let n: u64 = self.0.iter().sum();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
-        for (i, &c) in self.0.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                let (lo, hi) = bucket_range(i);
-                return Some(lo + (hi - lo - 1) / 2);
-            }
-        }
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The live histogram counts what the shared one counts (whose buckets and percentiles
+    /// `tickscope_fmt` tests), and `reset` empties it.
     #[test]
-    fn every_value_lies_in_its_bucket_range() {
-        let mut v = 0u64;
-        while v < 1 << 46 {
-            let (lo, hi) = bucket_range(bucket(v));
-            if v < 1 << (MAX_EXP + 1) {
-                assert!(lo <= v && v < hi, "{v} in [{lo},{hi})");
-            }
-            v = v * 17 / 16 + 1;
+    fn live_records_match_plain_counts_and_reset_clears() {
+        let live = Hist::new();
+        let mut plain = Counts::new();
+        for v in (0..200_000u64).map(|i| i * i % 9_999_991) {
+            live.record(v);
+            plain.record(v);
         }
-        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
-    }
-
-    #[test]
-    fn buckets_are_at_most_one_thirtysecond_wide() {
-        for i in SUB..BUCKETS {
-            let (lo, hi) = bucket_range(i);
-            assert!(
-                (hi - lo) as f64 / lo as f64 <= 1.0 / 32.0 + 1e-12,
-                "bucket {i}"
-            );
-            if i + 1 < BUCKETS {
-                assert_eq!(hi, bucket_range(i + 1).0, "contiguous at {i}");
-            }
-        }
-    }
-
-    /// Exact percentiles of several distributions against the histogram's, within 2%.
-    #[test]
-    fn percentiles_within_two_percent_relative_error() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64; // xorshift, fixed seed
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
-        for name in ["uniform", "log-uniform", "bimodal"] {
-            let mut values: Vec<u64> = (0..100_000)
-                .map(|_| {
-                    let r = next();
-                    match name {
-                        "uniform" => 1_000 + r % 1_000_000,
-                        "log-uniform" => (1u64 << (6 + r % 30)) | ((r >> 40) % 64),
-                        _ => {
-                            if r % 10 == 0 {
-                                5_000_000 + r % 100_000
-                            } else {
-                                20_000 + r % 2_000
-                            }
-                        }
-                    }
-                })
-                .collect();
-            let h = Hist::new();
-            values.iter().for_each(|&v| h.record(v));
-            let mut counts = Counts::new();
-            h.add_to(&mut counts);
-            values.sort_unstable();
-            for q in [0.5, 0.9, 0.99] {
-                let exact = values[((q * values.len() as f64).ceil() as usize).max(1) - 1];
-                let got = counts.quantile(q).unwrap();
-                let rel = (got as f64 - exact as f64).abs() / exact as f64;
-                assert!(
-                    rel <= 0.02,
-                    "{name} p{q}: exact {exact}, got {got} ({rel:.4})"
-                );
-            }
-        }
+        let mut snap = Counts::new();
+        live.add_to(&mut snap);
+        assert_eq!(snap, plain);
+        live.reset();
+        let mut empty = Counts::new();
+        live.add_to(&mut empty);
+        assert_eq!(empty.quantile(0.5), None);
     }
 }

@@ -1,0 +1,152 @@
+//! What tickscope's in-process exit summary (crate `tickscope`) and the summary
+//! `tickscope report` computes from a capture (crate `tickscope-analyze`) must print alike:
+//! numbers, locations, the table layout, and the histogram buckets percentiles come from.
+//!
+//! One definition, so the two cannot drift apart. `tickscope-analyze` does not depend on
+//! `tickscope` (it reads files; DESIGN.md), so this small crate, with no dependencies of its
+//! own, sits under both.
+
+#![forbid(unsafe_code)]
+
+pub mod hist;
+
+/// A duration in ns with three significant digits and a unit chosen for it: `812 ns`,
+/// `12.3 µs`, `1.50 ms`, `2.04 s`; `-` for a value that is not one.
+pub fn duration(ns: f64) -> String {
+    if !ns.is_finite() || ns < 0.0 {
+        return "-".to_owned();
+    }
+    // Each unit ends where rounding to three digits would print 1000 of it.
+    let (v, unit) = if ns < 999.5 {
+        return format!("{ns:.0} ns");
+    } else if ns < 999.5e3 {
+        (ns / 1e3, "µs")
+    } else if ns < 999.5e6 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    if v < 9.995 {
+        format!("{v:.2} {unit}")
+    } else if v < 99.95 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.0} {unit}")
+    }
+}
+
+/// A rate in Hz as `2.995 GHz`.
+pub fn hertz(hz: f64) -> String {
+    if hz >= 1e9 {
+        format!("{:.3} GHz", hz / 1e9)
+    } else if hz >= 1e6 {
+        format!("{:.3} MHz", hz / 1e6)
+    } else {
+        format!("{hz:.0} Hz")
+    }
+}
+
+/// The last two components of a source path, with the line: `src/demo.rs:42` ("" without a
+/// file).
+pub fn location(file: &str, line: u64) -> String {
+    if file.is_empty() {
+        return String::new();
+    }
+    let mut parts = file.rsplit(['/', '\\']);
+    let name = parts.next().unwrap_or(file);
+    match parts.next() {
+        Some(dir) if !dir.is_empty() => format!("{dir}/{name}:{line}"),
+        _ => format!("{name}:{line}"),
+    }
+}
+
+/// `n` with a singular or plural noun: `1 thread`, `3 threads`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Aligns rows of cells (the header is the first row) into text lines: columns two spaces
+/// apart, the first `left` columns flush left, the others flush right, no trailing spaces.
+pub fn align<S: AsRef<str>>(rows: &[Vec<S>], left: usize) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width = |r: &Vec<S>, c: usize| r.get(c).map_or(0, |s| s.as_ref().chars().count());
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| width(r, c)).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut l = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            let cell = cell.as_ref();
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c > 0 {
+                l.push_str("  ");
+            }
+            if c < left {
+                l.push_str(cell);
+                l.extend(std::iter::repeat(' ').take(pad));
+            } else {
+                l.extend(std::iter::repeat(' ').take(pad));
+                l.push_str(cell);
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_a_unit_and_three_significant_digits() {
+        let cases = [
+            (0.0, "0 ns"),
+            (7.4, "7 ns"),
+            (421.0, "421 ns"),
+            (999.0, "999 ns"),
+            (999.6, "1.00 µs"),
+            (1_000.0, "1.00 µs"),
+            (12_345.0, "12.3 µs"),
+            (999_400.0, "999 µs"),
+            (999_600.0, "1.00 ms"),
+            (1_500_000.0, "1.50 ms"),
+            (2_040_000_000.0, "2.04 s"),
+            (4_000_000_000_000.0, "4000 s"),
+        ];
+        for (ns, want) in cases {
+            assert_eq!(duration(ns), want, "{ns}");
+        }
+        assert_eq!(duration(f64::NAN), "-");
+        assert_eq!(duration(-1.0), "-");
+    }
+
+    #[test]
+    fn locations_keep_the_last_directory() {
+        assert_eq!(location("crates/cli/src/demo.rs", 42), "src/demo.rs:42");
+        assert_eq!(location("main.rs", 3), "main.rs:3");
+        assert_eq!(location("", 0), "");
+    }
+
+    #[test]
+    fn counts_rates_and_tables() {
+        assert_eq!(count(1, "thread"), "1 thread");
+        assert_eq!(count(3, "thread"), "3 threads");
+        assert_eq!(hertz(2_995_000_000.0), "2.995 GHz");
+        let rows = vec![
+            vec!["name", "calls", "total"],
+            vec!["parse", "12", "1.50 ms"],
+            vec!["x", "1200", ""],
+        ];
+        assert_eq!(
+            align(&rows, 1),
+            "name   calls    total\nparse     12  1.50 ms\nx       1200\n"
+        );
+    }
+}
