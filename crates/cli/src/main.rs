@@ -39,6 +39,9 @@ enum Command {
     Graph(cmd::graph::Args),
     /// What changed from BASE to NEW: top by delta, as `go tool pprof -diff_base BASE NEW`.
     Diff(cmd::diff::Args),
+    /// Profile an unmodified program: `record [-F HZ] [--wall] [-o FILE] -- PROG ARGS...`
+    /// (libtickscope.so preloaded); forwards its exit status, then prints the top functions.
+    Record(cmd::record::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,10 @@ fn main() -> ExitCode {
         Command::List(args) => cmd::list::run(args),
         Command::Graph(args) => cmd::graph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Record(args) => match cmd::record::run(args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

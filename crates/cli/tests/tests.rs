@@ -14,6 +14,8 @@ mod recorded;
 mod views;
 // `top` against go tool pprof's reference outputs and the real go tool pprof; bad input.
 mod pprof;
+// `tickscope record` on a C program, with libtickscope.so.
+mod record;
 
 /// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.
 #[test]

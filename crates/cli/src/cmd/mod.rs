@@ -8,6 +8,7 @@ pub mod flamegraph;
 pub mod graph;
 pub mod list;
 pub mod peek;
+pub mod record;
 pub mod report;
 pub mod top;
 pub mod tree;

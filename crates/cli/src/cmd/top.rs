@@ -34,6 +34,13 @@ impl From<SortBy> for Sort {
     }
 }
 
+impl Args {
+    /// The loaded, prepared report these options ask for.
+    pub fn common_report(&self) -> Result<tickscope_analyze::views::Report> {
+        self.common.report(View::Top, self.sort.into())
+    }
+}
+
 pub fn run(args: Args) -> Result<()> {
     let mut report = args.common.report(View::Top, args.sort.into())?;
     if args.common.json {

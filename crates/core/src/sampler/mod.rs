@@ -170,13 +170,14 @@ pub struct Builder {
     table_entries: usize,
     log_entries: usize,
     poll: Duration,
+    signal: libc::c_int,
 }
 
 /// Perf-event descriptors below this map to their thread in the handler; a higher one still
 /// works, with a gettid call.
 const PERF_FDS: usize = 4096;
 
-/// Kept in the profile's comments.
+/// The signal the timers deliver unless [`Builder::signal`] picks another.
 const SIGNAL: libc::c_int = libc::SIGPROF;
 
 impl Builder {
@@ -214,6 +215,15 @@ impl Builder {
         self
     }
 
+    /// The signal the timers deliver (default `SIGPROF`). A program that uses `SIGPROF` for
+    /// itself can leave it alone by naming another, such as a real-time signal
+    /// (`libc::SIGRTMIN() + 4`); the `setitimer` source can only deliver `SIGPROF`, so with
+    /// another signal it is not used (asked for explicitly, `start` says so).
+    pub fn signal(mut self, signal: libc::c_int) -> Builder {
+        self.signal = signal;
+        self
+    }
+
     /// Starts sampling every thread of the process.
     pub fn start(self) -> Result<Sampler, Error> {
         start(self)
@@ -226,11 +236,24 @@ pub struct Sampler {
     inner: Option<Running>,
 }
 
+/// What `stop()` and `snapshot()` ask of the drain thread.
+enum Msg {
+    /// Disarm every timer and hand back everything.
+    Stop,
+    /// Drain the table and send a copy of everything so far; keep sampling.
+    Snapshot(mpsc::Sender<Drained>),
+}
+
 struct Running {
     pid: u32,
-    tx: mpsc::Sender<()>,
+    tx: mpsc::Sender<Msg>,
     drain: std::thread::JoinHandle<Drained>,
     shared: *mut Shared,
+    meta: Meta,
+}
+
+/// What a profile says of the sampler that took it.
+struct Meta {
     settings: Builder,
     source: Source,
     started: Instant,
@@ -246,7 +269,7 @@ struct Running {
 unsafe impl Send for Running {}
 
 /// What the drain thread hands back.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Drained {
     stacks: HashMap<Key, Counts>,
     names: HashMap<u32, String>,
@@ -275,12 +298,35 @@ impl Sampler {
             table_entries: 2048,
             log_entries: 1024,
             poll: Duration::from_millis(10),
+            signal: SIGNAL,
         }
     }
 
     /// The timer source in use.
     pub fn source(&self) -> Option<Source> {
-        self.inner.as_ref().map(|r| r.source)
+        self.inner.as_ref().map(|r| r.meta.source)
+    }
+
+    /// The profile of everything sampled so far, symbolised; sampling goes on. (What
+    /// `tickscope_sampler_flush` in the C API writes.) Samples taken in the last moment
+    /// before the call, still in flight to the table, are in the next snapshot or in
+    /// [`stop`](Sampler::stop)'s profile. With the perf source, threads still running are
+    /// weighted by their signals, not yet scaled to their exact task-clock counts. In a fork
+    /// child, empty.
+    pub fn snapshot(&self) -> Profile {
+        let Some(r) = self.inner.as_ref().filter(|r| r.pid == std::process::id()) else {
+            return Profile::empty_after_fork();
+        };
+        let (tx, rx) = mpsc::channel();
+        if r.tx.send(Msg::Snapshot(tx)).is_err() {
+            return Profile::empty_after_fork();
+        }
+        let drained = rx.recv().unwrap_or_default();
+        // SAFETY: `shared` is freed only by `finish`, which takes the Running by value; we
+        // hold a reference to it.
+        let shared = unsafe { &*r.shared };
+        let process_cpu_ns = r.meta.process_cpu_ns();
+        profile::build(parts(&r.meta, shared, drained, process_cpu_ns))
     }
 
     /// Stops sampling and returns the profile, symbolised.
@@ -356,20 +402,49 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             None,
         ));
     }
+    let signal = b.signal;
+    if signal <= 0 || signal >= 65 || [libc::SIGKILL, libc::SIGSTOP].contains(&signal) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("signal {signal} cannot carry samples"),
+            None,
+        ));
+    }
+    if signal != libc::SIGPROF && b.source == Some(Source::ProcessTimer) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("setitimer(ITIMER_PROF) delivers SIGPROF only, not signal {signal}"),
+            None,
+        ));
+    }
     // The handler reads the clock; choose its source here, outside signal context.
     crate::clock::now();
-    if let Err(owner) = handler::install(SIGNAL) {
+    if let Err(owner) = handler::install(signal) {
         return Err(Error::new(
             ErrorKind::SignalInUse,
-            format!("another handler ({owner:#x}) owns SIGPROF; the sampler will not replace it"),
+            format!(
+                "another handler ({owner:#x}) owns {}; the sampler will not replace it",
+                signal_name(signal)
+            ),
             None,
         ));
     }
     let period_ns = (1_000_000_000 / b.hz as u64).max(1);
-    let source = match timer::choose(b.mode, b.hz, b.source, SIGNAL) {
+    let source = match timer::choose(b.mode, b.hz, b.source, signal) {
+        Ok(Source::ProcessTimer) if signal != libc::SIGPROF => {
+            handler::uninstall(signal);
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "no per-thread timer works here, and setitimer(ITIMER_PROF) cannot deliver {}",
+                    signal_name(signal)
+                ),
+                None,
+            ));
+        }
         Ok(s) => s,
         Err((s, e)) => {
-            handler::uninstall(SIGNAL);
+            handler::uninstall(signal);
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!("the timer source {} does not work here", s.name()),
@@ -393,7 +468,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     if source == Source::ProcessTimer {
         if let Err(e) = timer::process_timer(period_ns) {
             SHARED.store(std::ptr::null_mut(), SeqCst);
-            handler::uninstall(SIGNAL);
+            handler::uninstall(signal);
             wait_handlers();
             // SAFETY: no timer was armed, SHARED is null again and no handler holds it
             // (waited for just above); this is the only owner.
@@ -407,7 +482,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     }
     let n = STARTS.fetch_add(1, Relaxed);
     let cpu_at_start = timer::process_cpu_ns();
-    let mut poller = Poller::new(source, b.mode, period_ns, n);
+    let mut poller = Poller::new(source, b.mode, period_ns, signal, n);
     // SAFETY: `shared` was just allocated and is only freed by `finish`.
     poller.poll(unsafe { &*shared });
     let (tx, rx) = mpsc::channel();
@@ -429,7 +504,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             }
             SHARED.store(std::ptr::null_mut(), SeqCst);
             wait_handlers();
-            handler::uninstall(SIGNAL);
+            handler::uninstall(signal);
             // SAFETY: no timer is armed, SHARED is null and no handler holds it (waited for
             // just above); this is the only owner.
             drop(unsafe { Box::from_raw(shared) });
@@ -447,14 +522,27 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             tx,
             drain,
             shared,
-            settings: b,
-            source,
-            started: Instant::now(),
-            cpu_at_start,
-            stray_at_start: handler::STRAY.load(Relaxed),
-            start_time: SystemTime::now(),
+            meta: Meta {
+                settings: b,
+                source,
+                started: Instant::now(),
+                cpu_at_start,
+                stray_at_start: handler::STRAY.load(Relaxed),
+                start_time: SystemTime::now(),
+            },
         }),
     })
+}
+
+/// `SIGPROF`, `SIGRTMIN+4` or `signal 12`: how messages name a signal.
+fn signal_name(signal: libc::c_int) -> String {
+    match signal {
+        libc::SIGPROF => "SIGPROF".into(),
+        s if s >= libc::SIGRTMIN() && s <= libc::SIGRTMAX() => {
+            format!("SIGRTMIN+{}", s - libc::SIGRTMIN())
+        }
+        s => format!("signal {s}"),
+    }
 }
 
 fn lock_running() -> std::sync::MutexGuard<'static, Option<u32>> {
@@ -483,57 +571,79 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
         std::mem::forget(r.drain);
         return None;
     }
-    let duration = r.started.elapsed();
     // The drain thread disarms every timer and hands back what it gathered.
-    let _ = r.tx.send(());
+    let _ = r.tx.send(Msg::Stop);
     let mut drained = r.drain.join().unwrap_or_default();
-    let process_cpu_ns = match (r.settings.mode, timer::process_cpu_ns(), r.cpu_at_start) {
-        (Mode::Cpu, Some(now), Some(then)) => Some(now.saturating_sub(then)),
-        _ => None,
-    };
-    if r.source == Source::ProcessTimer {
+    let process_cpu_ns = r.meta.process_cpu_ns();
+    let r = (r.shared, r.meta);
+    let meta = &r.1;
+    if meta.source == Source::ProcessTimer {
         let _ = timer::process_timer(0);
     }
     SHARED.store(std::ptr::null_mut(), SeqCst);
     wait_handlers();
-    handler::uninstall(SIGNAL);
+    handler::uninstall(meta.settings.signal);
     // Held only here, not across the join above: a fork during `stop()` must not leave the
     // child with this lock taken.
     *lock_running() = None;
     // SAFETY: SHARED is null and no handler holds it (ACTIVE was zero after the store); the
     // drain thread has been joined. This is the only owner left.
-    let shared = unsafe { Box::from_raw(r.shared) };
+    let shared = unsafe { Box::from_raw(r.0) };
     shared.store.drain(&mut drained.stacks, 0, true);
     if !build {
         return None;
     }
-    Some(profile::build(profile::Parts {
+    Some(profile::build(parts(
+        meta,
+        &shared,
+        drained,
+        process_cpu_ns,
+    )))
+}
+
+impl Meta {
+    /// The process's CPU time since `start()` (CPU mode).
+    fn process_cpu_ns(&self) -> Option<u64> {
+        match (
+            self.settings.mode,
+            timer::process_cpu_ns(),
+            self.cpu_at_start,
+        ) {
+            (Mode::Cpu, Some(now), Some(then)) => Some(now.saturating_sub(then)),
+            _ => None,
+        }
+    }
+}
+
+/// What `profile::build` needs, from the sampler and what the drain thread gathered.
+fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> profile::Parts {
+    profile::Parts {
         mode: r.settings.mode,
         source: r.source,
         requested_hz: r.settings.hz,
         period_ns: shared.period_ns,
-        duration,
+        duration: r.started.elapsed(),
         start_time: r.start_time,
-        stacks: drained.stacks,
-        names: drained.names,
-        unsampled: drained.unsampled,
+        stacks: d.stacks,
+        names: d.names,
+        unsampled: d.unsampled,
         lost: shared.store.lost(),
         signals: shared.signals.load(Relaxed),
         handler_ns: crate::clock::ticks_to_ns(shared.handler_ticks.load(Relaxed)),
         leaf_only: shared.leaf_only.load(Relaxed),
         truncated: shared.truncated.load(Relaxed),
         overflowed: shared.store.overflowed.load(Relaxed),
-        unarmed: drained.unarmed,
-        arm_error: drained.arm_error,
-        threads_seen: drained.threads_seen,
-        counted: drained.counted,
+        unarmed: d.unarmed,
+        arm_error: d.arm_error,
+        threads_seen: d.threads_seen,
+        counted: d.counted,
         process_cpu_ns,
         table_bytes: shared.store.bytes(),
         stray: handler::STRAY
             .load(Relaxed)
             .saturating_sub(r.stray_at_start),
         ranges_dropped: shared.ranges.dropped.load(Relaxed),
-    }))
+    }
 }
 
 /// Finds threads, arms their timers, and disarms those of threads that exited. The first
@@ -543,6 +653,7 @@ struct Poller {
     source: Source,
     mode: Mode,
     period_ns: u64,
+    signal: libc::c_int,
     armed: HashMap<i32, Option<timer::Armed>>,
     /// Threads alive at `start()` and the CPU time they had used by then.
     baseline: HashMap<i32, u64>,
@@ -553,11 +664,12 @@ struct Poller {
 }
 
 impl Poller {
-    fn new(source: Source, mode: Mode, period_ns: u64, seed: u64) -> Poller {
+    fn new(source: Source, mode: Mode, period_ns: u64, signal: libc::c_int, seed: u64) -> Poller {
         let mut p = Poller {
             source,
             mode,
             period_ns,
+            signal,
             armed: HashMap::new(),
             baseline: HashMap::new(),
             tids: Vec::new(),
@@ -635,7 +747,7 @@ impl Poller {
             Mode::Cpu => timer::thread_cpu_ns(tid),
             Mode::Wall => None,
         };
-        match timer::arm(self.source, tid, SIGNAL, self.period_ns, first) {
+        match timer::arm(self.source, tid, self.signal, self.period_ns, first) {
             Ok(a) => {
                 // A new event counts from zero (its descriptor number may be reused).
                 if let timer::Armed::Perf(fd) = &a {
@@ -701,13 +813,18 @@ fn drain_loop(
     shared: &Shared,
     mut poller: Poller,
     every: Duration,
-    rx: mpsc::Receiver<()>,
+    rx: mpsc::Receiver<Msg>,
 ) -> Drained {
     loop {
-        if !matches!(rx.recv_timeout(every), Err(mpsc::RecvTimeoutError::Timeout)) {
-            return poller.finish();
-        }
+        let reply = match rx.recv_timeout(every) {
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Ok(Msg::Snapshot(reply)) => Some(reply),
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return poller.finish(),
+        };
         poller.poll(shared);
         shared.store.drain(&mut poller.out.stacks, 3, false);
+        if let Some(reply) = reply {
+            let _ = reply.send(poller.out.clone());
+        }
     }
 }

@@ -282,6 +282,7 @@ pub(crate) fn build(p: Parts) -> Profile {
             "{} signals, {} threads seen, {} lost samples, {} leaf-only stacks, {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
             p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
         ),
+        "stacks are walked by frame pointers: a function built without them (most C libraries) hides its callers up to the next function that has them, and its caller appears to be that function's; no frame is ever invented".to_string(),
         format!(
             "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
             p.handler_ns.checked_div(p.signals).unwrap_or(0),

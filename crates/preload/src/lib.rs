@@ -1,0 +1,79 @@
+//! tickscope for C and C++, and for programs that cannot be changed.
+//!
+//! This crate builds `libtickscope.so` and `libtickscope.a`, whose C API is
+//! `include/tickscope.h`: scopes (`TICKSCOPE_SCOPE`, `TICKSCOPE_FUNCTION`, `TICKSCOPE_API`),
+//! the timer, the sampler and the capture, over the same core as the Rust crate, so the
+//! per-thread interval lines and the exit summary are the same.
+//!
+//! Preloaded into any program, the library profiles its whole run:
+//!
+//! ```text
+//! TICKSCOPE_CPUPROFILE=out.pb.gz LD_PRELOAD=/path/to/libtickscope.so ./prog args
+//! ```
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `TICKSCOPE_CPUPROFILE=PATH` | profile from load to exit, written to `PATH` (pprof, gzipped) |
+//! | `TICKSCOPE_CPUPROFILE_FREQUENCY=HZ` | samples per second of CPU time per thread (default 100) |
+//! | `TICKSCOPE_CPUPROFILE_MODE=cpu\|wall` | CPU time (default) or wall-clock time |
+//! | `TICKSCOPE_CPUPROFILE_SIGNALS=1` | also write the profile on `SIGINT`/`SIGTERM`, then die of the signal |
+//! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
+//! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
+//!
+//! - **Every thread** the program starts is sampled (the core sampler follows
+//!   `/proc/self/task`); the CPU time a thread spent before it was found is in the profile as
+//!   `[not sampled: ...]`, so nothing is lost silently.
+//! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
+//!   when the library loads, so it runs after the program's own). `_exit`, `abort` and fatal
+//!   signals write nothing, except `SIGINT`/`SIGTERM` with `TICKSCOPE_CPUPROFILE_SIGNALS=1`
+//!   when the program has not installed handlers of its own for them.
+//! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
+//!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
+//! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time
+//!   is not in the parent's profile). A program exec'd by the profiled process inherits the
+//!   environment and profiles into `PATH.<pid>`.
+//! - **Frame pointers**: stacks are walked by frame pointers. Code built without them (most
+//!   distributions build libc so) cannot say who called it: the frames between it and the
+//!   next function with a frame pointer are missing from the stack. No frame is invented,
+//!   and the profile's comments say so.
+//!
+//! `tickscope record -- ./prog` sets all this up and prints the top functions.
+//!
+//! Every exported function catches panics: nothing unwinds into C. Functions that can fail
+//! return `TICKSCOPE_OK` (0) or a negative code, and `tickscope_last_error()` says why.
+
+mod ffi;
+mod names;
+mod profile;
+
+/// The codes the C API returns (`TICKSCOPE_E*` in the header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum Code {
+    /// A null pointer, an empty string or an out-of-range number.
+    Invalid = -1,
+    /// Already running, or not running.
+    State = -2,
+    /// A file could not be written.
+    Io = -3,
+    /// Not possible on this system.
+    Unsupported = -4,
+    /// A bug in the library, caught at the boundary.
+    Panic = -5,
+}
+
+/// A failed call: its code, and the message `tickscope_last_error()` returns.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}

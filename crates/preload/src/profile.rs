@@ -1,0 +1,408 @@
+//! The one sampler a process runs through this library: started by `TICKSCOPE_CPUPROFILE`
+//! (LD_PRELOAD) or by `tickscope_sampler_start`, written by `stop`, `flush`, at exit or on a
+//! signal. Everything here runs on ordinary threads, never in a signal handler.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use ts::sampler::{ErrorKind, Mode, Sampler};
+
+use crate::{Code, Failure};
+
+/// The running sampler and where its profile goes.
+struct Active {
+    sampler: Sampler,
+    path: PathBuf,
+}
+
+static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
+/// The process that started the sampler: a fork child (which inherits the state but no
+/// timers) writes nothing, and never waits on a lock the parent held at the fork.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// The lock, unless it stays taken for `wait` (a thread stopped at the fork held it, or a
+/// stop is already writing): the exit path must never hang.
+fn lock(wait: Duration) -> Option<MutexGuard<'static, Option<Active>>> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match ACTIVE.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
+fn owned_here() -> bool {
+    OWNER.load(SeqCst) == std::process::id()
+}
+
+/// How a sampler is started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Settings {
+    pub hz: u32,
+    pub mode: Mode,
+    pub path: PathBuf,
+    /// `None`: `SIGPROF`.
+    pub signal: Option<libc::c_int>,
+}
+
+/// Starts the process's sampler.
+pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
+    if s.path.as_os_str().is_empty() {
+        return Err(Failure::new(Code::Invalid, "the profile path is empty"));
+    }
+    let mut active = lock(Duration::from_secs(5))
+        .ok_or_else(|| Failure::new(Code::State, "another thread is stopping the sampler"))?;
+    if active.is_some() && owned_here() {
+        return Err(Failure::new(
+            Code::State,
+            "a sampler is already running in this process",
+        ));
+    }
+    // Inherited across fork: the parent's, with no timers here. Forget it.
+    if let Some(old) = active.take() {
+        std::mem::forget(old);
+    }
+    let mut b = Sampler::builder().frequency(s.hz).mode(s.mode);
+    if let Some(sig) = s.signal {
+        b = b.signal(sig);
+    }
+    let sampler = b.start().map_err(|e| {
+        let code = match e.kind() {
+            ErrorKind::AlreadyRunning => Code::State,
+            ErrorKind::BadFrequency => Code::Invalid,
+            ErrorKind::Io => Code::Io,
+            _ => Code::Unsupported,
+        };
+        Failure::new(code, format!("cannot start the sampler: {e}"))
+    })?;
+    OWNER.store(std::process::id(), SeqCst);
+    *active = Some(Active {
+        sampler,
+        path: s.path.clone(),
+    });
+    Ok(())
+}
+
+/// What a written profile holds, for the line that reports it.
+pub(crate) struct Written {
+    pub path: PathBuf,
+    pub samples: u64,
+    pub total_ns: u64,
+    pub mode: Mode,
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.mode {
+            Mode::Cpu => "CPU",
+            Mode::Wall => "wall",
+        };
+        write!(
+            f,
+            "{} profile written to {} ({} of {what} time in {} samples)",
+            match self.mode {
+                Mode::Cpu => "CPU",
+                Mode::Wall => "wall-clock",
+            },
+            self.path.display(),
+            tickscope_fmt::duration(self.total_ns as f64),
+            self.samples
+        )
+    }
+}
+
+fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure> {
+    profile
+        .write_pprof(path)
+        .map_err(|e| Failure::new(Code::Io, format!("cannot write {}: {e}", path.display())))?;
+    Ok(Written {
+        path: path.to_path_buf(),
+        samples: profile.samples(),
+        total_ns: profile.total_ns(),
+        mode: profile.mode(),
+    })
+}
+
+/// Stops the sampler and writes its profile.
+pub(crate) fn stop() -> Result<Written, Failure> {
+    if !owned_here() {
+        return Err(Failure::new(
+            Code::State,
+            "no sampler is running in this process",
+        ));
+    }
+    let mut active = lock(Duration::from_secs(5))
+        .ok_or_else(|| Failure::new(Code::State, "another thread is stopping the sampler"))?;
+    let a = active
+        .take()
+        .ok_or_else(|| Failure::new(Code::State, "no sampler is running"))?;
+    drop(active);
+    let profile = a.sampler.stop();
+    write(&profile, &a.path)
+}
+
+/// Writes everything sampled so far; sampling goes on.
+pub(crate) fn flush() -> Result<Written, Failure> {
+    if !owned_here() {
+        return Err(Failure::new(
+            Code::State,
+            "no sampler is running in this process",
+        ));
+    }
+    let active = lock(Duration::from_secs(5))
+        .ok_or_else(|| Failure::new(Code::State, "another thread is stopping the sampler"))?;
+    let a = active
+        .as_ref()
+        .ok_or_else(|| Failure::new(Code::State, "no sampler is running"))?;
+    let profile = a.sampler.snapshot();
+    write(&profile, &a.path)
+}
+
+/// At exit or on a signal: stops a sampler this process started and writes its profile,
+/// saying so on stderr. A fork child does nothing (see the crate docs).
+pub(crate) fn finish(why: &str) {
+    if !owned_here() {
+        return;
+    }
+    let quiet = std::env::var_os("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
+    match stop() {
+        Ok(w) if !quiet => eprintln!("tickscope: {w}"),
+        Ok(_) => {}
+        // Stopped by the program already, or another exit path is writing.
+        Err(f) if f.code == Code::State => {}
+        Err(f) => eprintln!("tickscope: {why}: {}", f.message),
+    }
+}
+
+/// Reads `TICKSCOPE_CPUPROFILE` and its companions. `None` when it is not set; bad values are
+/// reported (`warn`) and replaced by their defaults.
+pub(crate) fn settings_from_env(
+    var: impl Fn(&str) -> Option<String>,
+    pid: u32,
+    warn: &mut dyn FnMut(String),
+) -> Option<(Settings, EnvExtras)> {
+    let path = var("TICKSCOPE_CPUPROFILE").filter(|p| !p.is_empty())?;
+    let mut path = PathBuf::from(path);
+    // A program exec'd by the profiled one inherits the environment: it profiles into a file
+    // of its own, `<path>.<pid>`, rather than overwrite the first one's.
+    let root = var("TICKSCOPE_CPUPROFILE_PID").and_then(|p| p.parse::<u32>().ok());
+    let descendant = matches!(root, Some(r) if r != pid);
+    if descendant {
+        let mut name = path.into_os_string();
+        name.push(format!(".{pid}"));
+        path = PathBuf::from(name);
+    }
+    let hz = match var("TICKSCOPE_CPUPROFILE_FREQUENCY") {
+        None => 100,
+        Some(v) => match v.trim().parse::<u32>() {
+            Ok(hz) if (1..=100_000).contains(&hz) => hz,
+            _ => {
+                warn(format!(
+                    "TICKSCOPE_CPUPROFILE_FREQUENCY={v:?} is not a rate from 1 to 100000 Hz; using 100"
+                ));
+                100
+            }
+        },
+    };
+    let mode = match var("TICKSCOPE_CPUPROFILE_MODE").as_deref().map(str::trim) {
+        None | Some("") | Some("cpu") => Mode::Cpu,
+        Some("wall") => Mode::Wall,
+        Some(v) => {
+            warn(format!(
+                "TICKSCOPE_CPUPROFILE_MODE={v:?} is neither cpu nor wall; using cpu"
+            ));
+            Mode::Cpu
+        }
+    };
+    let signal = match var("TICKSCOPE_CPUPROFILE_SIGNAL") {
+        None => Some(default_signal()),
+        Some(v) => match parse_signal(&v) {
+            Some(s) => Some(s),
+            None => {
+                warn(format!(
+                    "TICKSCOPE_CPUPROFILE_SIGNAL={v:?} is not PROF, RTMIN+N or a signal number; using RTMIN+{}",
+                    DEFAULT_RT_OFFSET
+                ));
+                Some(default_signal())
+            }
+        },
+    };
+    let on_signals = match var("TICKSCOPE_CPUPROFILE_SIGNALS")
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("") | Some("0") => false,
+        Some("1") => true,
+        Some(v) => {
+            warn(format!(
+                "TICKSCOPE_CPUPROFILE_SIGNALS={v:?} is neither 0 nor 1; using 0"
+            ));
+            false
+        }
+    };
+    Some((
+        Settings {
+            hz,
+            mode,
+            path,
+            signal,
+        },
+        EnvExtras {
+            on_signals,
+            root: !descendant,
+        },
+    ))
+}
+
+/// What the environment asks beyond the sampler's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EnvExtras {
+    /// Write the profile on SIGINT and SIGTERM too.
+    pub on_signals: bool,
+    /// This is the first profiled process (not one exec'd by it).
+    pub root: bool,
+}
+
+/// The default sampling signal under LD_PRELOAD is `SIGRTMIN+4`, not `SIGPROF`: an
+/// unmodified program may use `SIGPROF` for itself (its own profiler, `setitimer`), and
+/// must keep working.
+const DEFAULT_RT_OFFSET: libc::c_int = 4;
+
+pub(crate) fn default_signal() -> libc::c_int {
+    libc::SIGRTMIN() + DEFAULT_RT_OFFSET
+}
+
+/// `PROF`, `SIGPROF`, `RTMIN+N`, `SIGRTMIN+N` or a number.
+pub(crate) fn parse_signal(v: &str) -> Option<libc::c_int> {
+    let v = v.trim();
+    let v = v.strip_prefix("SIG").unwrap_or(v);
+    let sig = if v.eq_ignore_ascii_case("PROF") {
+        libc::SIGPROF
+    } else if let Some(n) = v.strip_prefix("RTMIN") {
+        let n = match n.strip_prefix('+') {
+            Some(n) => n.parse::<libc::c_int>().ok()?,
+            None if n.is_empty() => 0,
+            None => return None,
+        };
+        libc::SIGRTMIN().checked_add(n)?
+    } else {
+        v.parse().ok()?
+    };
+    let bad = [libc::SIGKILL, libc::SIGSTOP, libc::SIGSEGV, libc::SIGBUS];
+    (sig > 0 && sig <= libc::SIGRTMAX() && !bad.contains(&sig)).then_some(sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)], pid: u32) -> (Option<(Settings, EnvExtras)>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let got = settings_from_env(
+            |k| {
+                vars.iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            pid,
+            &mut |w| warnings.push(w),
+        );
+        (got, warnings)
+    }
+
+    #[test]
+    fn environment_defaults_and_bad_values() {
+        assert_eq!(read(&[], 7).0, None);
+        let (got, w) = read(&[("TICKSCOPE_CPUPROFILE", "out.pb.gz")], 7);
+        let (s, x) = got.unwrap();
+        assert!(w.is_empty());
+        assert_eq!(
+            (s.hz, s.mode, s.signal),
+            (100, Mode::Cpu, Some(default_signal()))
+        );
+        assert_eq!(s.path, PathBuf::from("out.pb.gz"));
+        assert_eq!(
+            x,
+            EnvExtras {
+                on_signals: false,
+                root: true
+            }
+        );
+
+        let (got, w) = read(
+            &[
+                ("TICKSCOPE_CPUPROFILE", "out.pb.gz"),
+                ("TICKSCOPE_CPUPROFILE_FREQUENCY", "0"),
+                ("TICKSCOPE_CPUPROFILE_MODE", "gpu"),
+                ("TICKSCOPE_CPUPROFILE_SIGNAL", "KILL"),
+                ("TICKSCOPE_CPUPROFILE_SIGNALS", "yes"),
+            ],
+            7,
+        );
+        let (s, x) = got.unwrap();
+        assert_eq!(
+            (s.hz, s.mode, s.signal),
+            (100, Mode::Cpu, Some(default_signal()))
+        );
+        assert!(!x.on_signals);
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(
+            w[0].contains("TICKSCOPE_CPUPROFILE_FREQUENCY=\"0\""),
+            "{w:?}"
+        );
+
+        let (got, w) = read(
+            &[
+                ("TICKSCOPE_CPUPROFILE", "p.pb.gz"),
+                ("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000"),
+                ("TICKSCOPE_CPUPROFILE_MODE", "wall"),
+                ("TICKSCOPE_CPUPROFILE_SIGNAL", "PROF"),
+                ("TICKSCOPE_CPUPROFILE_SIGNALS", "1"),
+                ("TICKSCOPE_CPUPROFILE_PID", "5"),
+            ],
+            7,
+        );
+        let (s, x) = got.unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            (s.hz, s.mode, s.signal),
+            (1000, Mode::Wall, Some(libc::SIGPROF))
+        );
+        // Exec'd by process 5: a file of its own.
+        assert_eq!(s.path, PathBuf::from("p.pb.gz.7"));
+        assert_eq!(
+            x,
+            EnvExtras {
+                on_signals: true,
+                root: false
+            }
+        );
+        let (got, _) = read(
+            &[
+                ("TICKSCOPE_CPUPROFILE", "p.pb.gz"),
+                ("TICKSCOPE_CPUPROFILE_PID", "7"),
+            ],
+            7,
+        );
+        assert_eq!(got.unwrap().0.path, PathBuf::from("p.pb.gz"));
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(parse_signal("PROF"), Some(libc::SIGPROF));
+        assert_eq!(parse_signal("SIGPROF"), Some(libc::SIGPROF));
+        assert_eq!(parse_signal("RTMIN+3"), Some(libc::SIGRTMIN() + 3));
+        assert_eq!(parse_signal("SIGRTMIN"), Some(libc::SIGRTMIN()));
+        assert_eq!(parse_signal("12"), Some(12));
+        for bad in ["KILL", "9", "0", "-3", "RTMIN+99", "RTMINX", ""] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+/* A workload with a known CPU split, for LD_PRELOAD profiling and the gperftools comparison:
+ *   main thread: work_a 40%, then work_e 5%
+ *   thread 1:    work_b 25%
+ *   thread 2:    work_c 20%, then work_d 10%
+ * Each work_* spins until its thread's CPU clock has advanced by its share, so the split
+ * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
+ *
+ * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait]
+ * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long total_ns;
+static volatile unsigned long long sink;
+static volatile long sigprof_count;
+
+static long long thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Spins for `ns` of this thread's CPU time; the clock (a system call) is read every ~250 µs
+ * of work, so under 1% of the time is spent in it. Inlined
+ * into each work_* function, so the samples land in them (flat time); each has its own
+ * constant, so the compiler cannot fold them into one function. */
+static inline __attribute__((always_inline)) void spin(long long ns, unsigned long long salt)
+{
+    long long end = thread_cpu_ns() + ns;
+    unsigned long long x = sink;
+    while (thread_cpu_ns() < end) {
+        int i;
+        for (i = 0; i < 200000; i++) {
+            x = x * 6364136223846793005ULL + salt;
+        }
+        sink = x;
+    }
+}
+
+#define WORK(name, salt)                                                               \
+    static void __attribute__((noinline, noclone)) name(int percent)                          \
+    {                                                                                  \
+        spin(total_ns / 100 * percent, salt);                                          \
+        __asm__ volatile("" ::: "memory");                                             \
+    }
+WORK(work_a, 1442695040888963407ULL)
+WORK(work_b, 1442695040888963409ULL)
+WORK(work_c, 1442695040888963411ULL)
+WORK(work_d, 1442695040888963413ULL)
+WORK(work_e, 1442695040888963415ULL)
+WORK(work_f, 1442695040888963417ULL)
+
+static void *thread1(void *arg)
+{
+    (void)arg;
+    work_b(25);
+    return 0;
+}
+
+static void *thread2(void *arg)
+{
+    (void)arg;
+    work_c(20);
+    work_d(10);
+    return 0;
+}
+
+static void on_sigprof(int sig)
+{
+    (void)sig;
+    sigprof_count++;
+}
+
+static long long rusage_cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+}
+
+static void __attribute__((noinline)) leave(int status)
+{
+    exit(status);
+}
+
+int main(int argc, char **argv)
+{
+    pthread_t t1, t2;
+    int i, exit_status = -1, do_fork = 0, do_exec = 0, do_sigprof = 0, do_wait = 0;
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait]\n",
+                argv[0]);
+        return 2;
+    }
+    total_ns = atoll(argv[1]) * 1000000LL;
+    for (i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--exit") && i + 1 < argc) {
+            exit_status = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--fork")) {
+            do_fork = 1;
+        } else if (!strcmp(argv[i], "--exec")) {
+            do_exec = 1;
+        } else if (!strcmp(argv[i], "--sigprof")) {
+            do_sigprof = 1;
+        } else if (!strcmp(argv[i], "--wait")) {
+            do_wait = 1;
+        }
+    }
+    if (do_sigprof) {
+        /* The program's own SIGPROF profiler: it must keep receiving its signals. */
+        struct itimerval it;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigprof;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPROF, &sa, 0);
+        memset(&it, 0, sizeof it);
+        it.it_interval.tv_usec = 10000;
+        it.it_value.tv_usec = 10000;
+        setitimer(ITIMER_PROF, &it, 0);
+    }
+    if (do_fork || do_exec) {
+        pid_t child = fork();
+        if (child == 0) {
+            if (do_exec) {
+                execl("/proc/self/exe", argv[0], "100", (char *)0);
+                _exit(127);
+            }
+            work_f(10);
+            exit(0);
+        }
+        {
+            int st = 0;
+            waitpid(child, &st, 0);
+            printf("child %d status %d\n", (int)child, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        }
+    }
+    pthread_create(&t1, 0, thread1, 0);
+    pthread_create(&t2, 0, thread2, 0);
+    work_a(40);
+    pthread_join(t1, 0);
+    pthread_join(t2, 0);
+    work_e(5);
+    printf("cpu_ns %lld\n", rusage_cpu_ns());
+    if (do_sigprof) {
+        printf("sigprof %ld\n", sigprof_count);
+    }
+    fflush(stdout);
+    if (do_wait) {
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+            pause();
+        }
+    }
+    if (exit_status >= 0) {
+        leave(exit_status);
+    }
+    return 0;
+}

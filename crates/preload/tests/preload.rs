@@ -1,0 +1,346 @@
+//! LD_PRELOAD=libtickscope.so with TICKSCOPE_CPUPROFILE on an unmodified C program
+//! (`tests/c/workload.c`: a known CPU split over three threads).
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use super::*;
+
+/// The workload's known split, in percent of its CPU time.
+const SPLIT: [(&str, f64); 5] = [
+    ("work_a", 40.0),
+    ("work_b", 25.0),
+    ("work_c", 20.0),
+    ("work_d", 10.0),
+    ("work_e", 5.0),
+];
+
+/// The workload, built once with frame pointers (and once without, for that test).
+fn workload(frame_pointers: bool) -> &'static Path {
+    static WITH: OnceLock<PathBuf> = OnceLock::new();
+    static WITHOUT: OnceLock<PathBuf> = OnceLock::new();
+    let (cell, flag, name) = match frame_pointers {
+        true => (&WITH, "-fno-omit-frame-pointer", "workload"),
+        false => (&WITHOUT, "-fomit-frame-pointer", "workload-nofp"),
+    };
+    cell.get_or_init(|| {
+        let exe = scratch(name).join(name);
+        compile(
+            "gcc",
+            &["-O2", flag, "-pthread"],
+            &[c_source("workload.c")],
+            &exe,
+            &[],
+        );
+        exe
+    })
+}
+
+fn profiled(exe: &Path, profile: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(exe);
+    c.args(args)
+        .env("LD_PRELOAD", lib("libtickscope.so"))
+        .env("TICKSCOPE_CPUPROFILE", profile)
+        .env_remove("TICKSCOPE_CPUPROFILE_PID")
+        .env_remove("TICKSCOPE_CPUPROFILE_FREQUENCY")
+        .env_remove("TICKSCOPE_CPUPROFILE_SIGNALS");
+    c
+}
+
+/// The `cpu_ns N` line the workload prints (getrusage at the end of main); the last one, as
+/// a child it exec'd prints one first.
+fn rusage_ns(stdout: &str) -> f64 {
+    stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("cpu_ns "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no cpu_ns line in {stdout:?}"))
+}
+
+/// `go tool pprof -top` in milliseconds, nothing dropped: (flat ms, flat %, name).
+fn rows(profile: &Path) -> Vec<(f64, f64, String)> {
+    let out = Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-unit=ms",
+            "-nodefraction=0",
+            "-nodecount=1000",
+        ])
+        .arg(profile)
+        .output()
+        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let ms = match *cols.first()? {
+                "0" => 0.0,
+                v => v.strip_suffix("ms")?.parse().ok()?,
+            };
+            let pct = cols.get(1)?.strip_suffix('%')?.parse().ok()?;
+            Some((ms, pct, cols.get(5..)?.join(" ")))
+        })
+        .collect()
+}
+
+fn run(c: &mut Command) -> (Output, String, String) {
+    let out = c.output().unwrap();
+    let (o, e) = text(&out);
+    (out, o, e)
+}
+
+/// Checks the profile against the process's CPU time, and each function's share against
+/// the split within `points` (a short run at 100 Hz has few samples per function).
+fn check_split(profile: &Path, cpu_ns: f64, points: f64) {
+    let rows = rows(profile);
+    for (name, share) in SPLIT {
+        let got = rows
+            .iter()
+            .find(|r| r.2 == name)
+            .unwrap_or_else(|| panic!("{name} not in the profile: {rows:?}"));
+        assert!(
+            (got.1 - share).abs() <= points,
+            "{name}: {:.1}% of the profile, {share}% of the work: {rows:?}",
+            got.1
+        );
+    }
+    let accounted: f64 = rows.iter().map(|r| r.0).sum();
+    let sampled: f64 = rows
+        .iter()
+        .filter(|r| !r.2.starts_with("[not sampled"))
+        .map(|r| r.0)
+        .sum();
+    let cpu_ms = cpu_ns / 1e6;
+    assert!(
+        (0.98..=1.03).contains(&(accounted / cpu_ms)),
+        "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU: {rows:?}"
+    );
+    // Each thread's last partial period cannot be sampled: at 100 Hz that is up to 10 ms a
+    // thread, a few percent of a short run. The long runs of the split test must do better.
+    assert!(
+        points > 3.0 || sampled / cpu_ms >= 0.95,
+        "only {sampled:.0} ms of {cpu_ms:.0} ms sampled: {rows:?}"
+    );
+}
+
+#[test]
+fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() {
+    let dir = scratch("split");
+    let profile = dir.join("out.pb.gz");
+    // The target: shares within 3 points at both rates.
+    for (hz, ms) in [("100", "2000"), ("1000", "1000")] {
+        let (out, stdout, stderr) = run(
+            profiled(workload(true), &profile, &[ms]).env("TICKSCOPE_CPUPROFILE_FREQUENCY", hz)
+        );
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("CPU profile written to {}", profile.display())),
+            "{stderr}"
+        );
+        check_split(&profile, rusage_ns(&stdout), 3.0);
+        // Every thread, by name and stack: the two the program started, under their
+        // start functions.
+        let rows = rows(&profile);
+        for f in ["main", "thread1", "thread2"] {
+            assert!(
+                rows.iter().any(|r| r.2 == f),
+                "{f} missing at {hz} Hz: {rows:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn exit_call_writes_the_profile_and_keeps_the_status() {
+    let dir = scratch("exit");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(
+        workload(true),
+        &profile,
+        &["600", "--exit", "3"],
+    ));
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+}
+
+#[test]
+fn fork_child_is_not_profiled_and_writes_nothing() {
+    let dir = scratch("fork");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(workload(true), &profile, &["600", "--fork"]));
+    assert!(out.status.success(), "{stderr}");
+    let child = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("child "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(child.ends_with("status 0"), "{stdout}");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["out.pb.gz"], "the child wrote a file");
+    let rows = rows(&profile);
+    assert!(!rows.iter().any(|r| r.2 == "work_f"), "{rows:?}");
+    assert!(rows.iter().any(|r| r.2 == "work_a"), "{rows:?}");
+}
+
+#[test]
+fn exec_child_profiles_into_a_file_of_its_own() {
+    let dir = scratch("exec");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(workload(true), &profile, &["600", "--exec"]));
+    assert!(out.status.success(), "{stderr}");
+    let pid: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("child ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let own = dir.join(format!("out.pb.gz.{pid}"));
+    assert!(own.exists(), "no {}: {stderr}", own.display());
+    assert!(rows(&own).iter().any(|r| r.2 == "work_a"));
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+}
+
+#[test]
+fn program_with_its_own_sigprof_handler_keeps_working() {
+    let dir = scratch("sigprof");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(
+        workload(true),
+        &profile,
+        &["600", "--sigprof"],
+    ));
+    assert!(out.status.success(), "{stderr}");
+    // Its setitimer(ITIMER_PROF) fires every 10 ms of process CPU time: ~60 signals.
+    let n: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sigprof ")?.parse().ok())
+        .unwrap();
+    assert!(
+        n >= 20,
+        "the program's own SIGPROF handler ran {n} times: {stdout}"
+    );
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+}
+
+fn run_until_ready(c: &mut Command) -> std::process::Child {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l == "ready" => break,
+            Some(Ok(_)) => {}
+            _ => panic!("the workload ended before it was ready"),
+        }
+    }
+    child
+}
+
+#[test]
+fn sigterm_writes_the_profile_when_asked_and_the_process_still_dies_of_it() {
+    let dir = scratch("sigterm");
+    for asked in [true, false] {
+        let profile = dir.join(format!("{asked}.pb.gz"));
+        let mut c = profiled(workload(true), &profile, &["300", "--wait"]);
+        if asked {
+            c.env("TICKSCOPE_CPUPROFILE_SIGNALS", "1");
+        }
+        let child = run_until_ready(&mut c);
+        // SAFETY-free: kill(1) the child by pid.
+        let ok = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.signal(), Some(libc::SIGTERM), "asked={asked}");
+        assert_eq!(profile.exists(), asked, "asked={asked}");
+        if asked {
+            assert!(rows(&profile).iter().any(|r| r.2 == "work_a"));
+        }
+    }
+}
+
+#[test]
+fn bad_settings_are_reported_and_replaced_by_defaults() {
+    let dir = scratch("badenv");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) =
+        run(profiled(workload(true), &profile, &["600"])
+            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "fast"));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "TICKSCOPE_CPUPROFILE_FREQUENCY=\"fast\" is not a rate from 1 to 100000 Hz; using 100"
+        ),
+        "{stderr}"
+    );
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+    // An unwritable path: said, and the program is unaffected.
+    let (out, _, stderr) = run(&mut profiled(
+        workload(true),
+        &dir.join("no/such/dir/out.pb.gz"),
+        &["100"],
+    ));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("no/such/dir/out.pb.gz"), "{stderr}");
+}
+
+#[test]
+fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
+    let dir = scratch("nofp");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(workload(false), &profile, &["600"]));
+    assert!(out.status.success(), "{stderr}");
+    // Leaf functions are still exact (the interrupted pc needs no unwinding) ...
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+    // ... but their callers are not known: no stack may put one work_* function under
+    // another, or a thread's function under the wrong thread.
+    let traces = Command::new("go")
+        .args(["tool", "pprof", "-traces"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let traces = String::from_utf8_lossy(&traces.stdout);
+    for trace in traces.split("-----------+") {
+        let frames: Vec<&str> = trace
+            .lines()
+            .filter(|l| !l.contains(':'))
+            .map(|l| l.split_whitespace().last().unwrap_or(""))
+            .filter(|f| f.starts_with("work_") || f.starts_with("thread") || *f == "main")
+            .collect();
+        if let Some((leaf, callers)) = frames.split_first() {
+            for c in callers {
+                let fine = match *leaf {
+                    "work_b" => *c == "thread1",
+                    "work_c" | "work_d" => *c == "thread2",
+                    _ => *c == "main",
+                };
+                assert!(fine, "invented caller {c} of {leaf}:\n{trace}");
+            }
+        }
+    }
+    // The profile says what was lost.
+    let comments = Command::new("go")
+        .args(["tool", "pprof", "-comments"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let comments = String::from_utf8_lossy(&comments.stdout);
+    assert!(comments.contains("frame pointer"), "{comments}");
+}

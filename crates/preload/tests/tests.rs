@@ -1,0 +1,102 @@
+//! The library from C and C++, and LD_PRELOAD on an unmodified program: each test builds a
+//! program from `tests/c/` with the system's gcc/g++ against the `libtickscope.so` (or `.a`)
+//! cargo built beside this test binary, runs it, and checks its output, its exit summary and
+//! the profile it wrote (read back by the real `go tool pprof`).
+
+mod capi;
+mod preload;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// `target/<profile>/`, where cargo put libtickscope.so and libtickscope.a.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/tests-<hash>
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+pub fn lib(name: &str) -> PathBuf {
+    let p = target_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build it with `cargo build -p tickscope-preload`",
+        p.display()
+    );
+    p
+}
+
+pub fn include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
+}
+
+pub fn c_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
+}
+
+/// A fresh directory for one test.
+pub fn scratch(test: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tickscope-preload-{}-{}-{test}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles with `compiler` and `args`; panics with the compiler's messages on failure.
+pub fn compile(compiler: &str, args: &[&str], sources: &[PathBuf], out: &Path, extra: &[&str]) {
+    let res = Command::new(compiler)
+        .args(args)
+        .arg("-I")
+        .arg(include_dir())
+        .args(sources)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {compiler} ({e}): install gcc and g++ (.ci/run does)")
+        });
+    assert!(
+        res.status.success(),
+        "{compiler} {args:?} failed:\n{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+}
+
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `go tool pprof -top` of `file`: (flat %, name) for every row.
+pub fn pprof_top(file: &Path) -> Vec<(f64, String)> {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodecount=100"])
+        .arg(file)
+        .output()
+        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+    assert!(
+        out.status.success(),
+        "go tool pprof -top {} failed:\n{}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let pct = cols.get(1)?.strip_suffix('%')?.parse().ok()?;
+            Some((pct, cols[5..].join(" ")))
+        })
+        .collect()
+}
