@@ -35,13 +35,7 @@ fn c90_program_uses_scopes_groups_timer_sampler_capture_and_error_codes() {
         ],
         &[c_source("api.c")],
         &exe,
-        &[
-            "-L",
-            target_dir().to_str().unwrap(),
-            "-ltickscope",
-            "-Wl,-rpath",
-            target_dir().to_str().unwrap(),
-        ],
+        &shared_lib_flags(),
     );
     let profile = dir.join("api.pb.gz");
     let capture = dir.join("api.tscap");
@@ -93,9 +87,9 @@ fn c90_program_uses_scopes_groups_timer_sampler_capture_and_error_codes() {
         "{stderr}"
     );
     // The profile: go tool pprof reads it, and the sampled function is in it.
-    let top = pprof_top(&profile);
+    let top = pprof_rows(&profile);
     assert!(
-        top.iter().any(|(_, n)| n.contains("parse")),
+        top.iter().any(|r| r.2.contains("parse")),
         "parse not in the profile: {top:?}"
     );
     let bytes = std::fs::read(&capture).unwrap();
@@ -115,13 +109,7 @@ fn cpp_program_uses_raii_scopes_function_names_and_groups() {
         &["-Wall", "-Wextra", "-Werror", "-O2"],
         &[c_source("api.cpp")],
         &exe,
-        &[
-            "-L",
-            target_dir().to_str().unwrap(),
-            "-ltickscope",
-            "-Wl,-rpath",
-            target_dir().to_str().unwrap(),
-        ],
+        &shared_lib_flags(),
     );
     let out = Command::new(&exe).output().unwrap();
     let (stdout, stderr) = text(&out);

@@ -33,7 +33,7 @@ fn workload(frame_pointers: bool) -> &'static Path {
             &["-O2", flag, "-pthread"],
             &[c_source("workload.c")],
             &exe,
-            &[],
+            &[] as &[&str],
         );
         exe
     })
@@ -61,37 +61,8 @@ fn rusage_ns(stdout: &str) -> f64 {
         .unwrap_or_else(|| panic!("no cpu_ns line in {stdout:?}"))
 }
 
-/// `go tool pprof -top` in milliseconds, nothing dropped: (flat ms, flat %, name).
 fn rows(profile: &Path) -> Vec<(f64, f64, String)> {
-    let out = Command::new("go")
-        .args([
-            "tool",
-            "pprof",
-            "-top",
-            "-unit=ms",
-            "-nodefraction=0",
-            "-nodecount=1000",
-        ])
-        .arg(profile)
-        .output()
-        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            let ms = match *cols.first()? {
-                "0" => 0.0,
-                v => v.strip_suffix("ms")?.parse().ok()?,
-            };
-            let pct = cols.get(1)?.strip_suffix('%')?.parse().ok()?;
-            Some((ms, pct, cols.get(5..)?.join(" ")))
-        })
-        .collect()
+    pprof_rows(profile)
 }
 
 fn run(c: &mut Command) -> (Output, String, String) {

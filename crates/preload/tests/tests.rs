@@ -51,7 +51,13 @@ pub fn scratch(test: &str) -> PathBuf {
 }
 
 /// Compiles with `compiler` and `args`; panics with the compiler's messages on failure.
-pub fn compile(compiler: &str, args: &[&str], sources: &[PathBuf], out: &Path, extra: &[&str]) {
+pub fn compile<S: AsRef<std::ffi::OsStr>>(
+    compiler: &str,
+    args: &[&str],
+    sources: &[PathBuf],
+    out: &Path,
+    extra: &[S],
+) {
     let res = Command::new(compiler)
         .args(args)
         .arg("-I")
@@ -78,25 +84,47 @@ pub fn text(out: &Output) -> (String, String) {
     )
 }
 
-/// `go tool pprof -top` of `file`: (flat %, name) for every row.
-pub fn pprof_top(file: &Path) -> Vec<(f64, String)> {
+/// Linker flags for libtickscope.so in the target directory, found again at run time.
+pub fn shared_lib_flags() -> Vec<String> {
+    let dir = target_dir().display().to_string();
+    vec![
+        "-L".into(),
+        dir.clone(),
+        "-ltickscope".into(),
+        format!("-Wl,-rpath,{dir}"),
+    ]
+}
+
+/// `go tool pprof -top` in milliseconds, nothing dropped: (flat ms, flat %, name).
+pub fn pprof_rows(profile: &Path) -> Vec<(f64, f64, String)> {
     let out = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodecount=100"])
-        .arg(file)
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-unit=ms",
+            "-nodefraction=0",
+            "-nodecount=1000",
+        ])
+        .arg(profile)
         .output()
         .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
     assert!(
         out.status.success(),
         "go tool pprof -top {} failed:\n{}",
-        file.display(),
+        profile.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();
+            let ms = match *cols.first()? {
+                "0" => 0.0,
+                v => v.strip_suffix("ms")?.parse().ok()?,
+            };
             let pct = cols.get(1)?.strip_suffix('%')?.parse().ok()?;
-            Some((pct, cols[5..].join(" ")))
+            Some((ms, pct, cols.get(5..)?.join(" ")))
         })
         .collect()
 }

@@ -49,7 +49,8 @@
 //! open on it (`scope`), so `go tool pprof -tagfocus=scope=parse` cuts the profile by scope.
 //!
 //! # Signals
-//! The sampler uses `SIGPROF` and refuses to start if another handler owns it. After
+//! The sampler uses `SIGPROF` (or the signal [`Builder::signal`] names) and refuses to start
+//! if another handler owns it. After
 //! `stop()` the signal is left ignored, so a signal still in flight cannot kill the process.
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
