@@ -8,6 +8,34 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tickscope")
 }
 
+/// libtickscope.so next to the binary, as `record` looks for it. `cargo test` builds no
+/// cdylib, so the first test to need it builds it into the same target directory.
+fn library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let lib = Path::new(bin()).with_file_name("libtickscope.so");
+            let release = Path::new(bin())
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "release");
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["build", "--quiet", "-p", "tickscope-preload"]);
+            if release {
+                c.arg("--release");
+            }
+            let out = c.output().expect("cannot run cargo");
+            assert!(
+                out.status.success(),
+                "cargo build -p tickscope-preload failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(lib.exists(), "{} is missing after the build", lib.display());
+            lib
+        })
+        .clone()
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tickscope-record-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -37,12 +65,7 @@ fn workload(dir: &Path) -> PathBuf {
 
 #[test]
 fn record_forwards_the_exit_status_and_prints_the_top_functions() {
-    let lib = Path::new(bin()).with_file_name("libtickscope.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
-        lib.display()
-    );
+    library();
     let dir = scratch("status");
     let exe = workload(&dir);
     let out = Command::new(bin())
@@ -114,10 +137,9 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
 
     // A program that never runs main's exit path (killed by a signal) writes nothing:
     // said, with its status forwarded as a shell does (128 + 9).
-    let lib = Path::new(bin()).with_file_name("libtickscope.so");
     let out = Command::new(bin())
         .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
+        .env("TICKSCOPE_LIB", library())
         .args(["record", "-o", "k.pb.gz", "--", "sh", "-c", "kill -KILL $$"])
         .output()
         .unwrap();

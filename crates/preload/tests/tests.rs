@@ -19,12 +19,29 @@ pub fn target_dir() -> PathBuf {
 
 pub fn lib(name: &str) -> PathBuf {
     let p = target_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build it with `cargo build -p tickscope-preload`",
-        p.display()
-    );
+    build_library();
+    assert!(p.exists(), "{} is missing after the build", p.display());
     p
+}
+
+/// `cargo test` builds no cdylib or staticlib (the tests link no rlib of this crate), so the
+/// tests build libtickscope.so and .a themselves, once, into the same target directory.
+pub fn build_library() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let release = target_dir().file_name().is_some_and(|n| n == "release");
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "--quiet", "-p", "tickscope-preload"]);
+        if release {
+            c.arg("--release");
+        }
+        let out = c.output().expect("cannot run cargo");
+        assert!(
+            out.status.success(),
+            "cargo build -p tickscope-preload failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
 }
 
 pub fn include_dir() -> PathBuf {
@@ -86,6 +103,7 @@ pub fn text(out: &Output) -> (String, String) {
 
 /// Linker flags for libtickscope.so in the target directory, found again at run time.
 pub fn shared_lib_flags() -> Vec<String> {
+    build_library();
     let dir = target_dir().display().to_string();
     vec![
         "-L".into(),
