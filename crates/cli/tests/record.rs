@@ -8,32 +8,12 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tickscope")
 }
 
-/// libtickscope.so next to the binary, as `record` looks for it. `cargo test` builds no
-/// cdylib, so the first test to need it builds it into the same target directory.
+/// libtickscope.so next to the binary, where `record` looks for it (built by the test).
 fn library() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let lib = Path::new(bin()).with_file_name("libtickscope.so");
-            let release = Path::new(bin())
-                .parent()
-                .and_then(Path::file_name)
-                .is_some_and(|n| n == "release");
-            let mut c = Command::new(env!("CARGO"));
-            c.args(["build", "--quiet", "-p", "tickscope-preload"]);
-            if release {
-                c.arg("--release");
-            }
-            let out = c.output().expect("cannot run cargo");
-            assert!(
-                out.status.success(),
-                "cargo build -p tickscope-preload failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(lib.exists(), "{} is missing after the build", lib.display());
-            lib
-        })
-        .clone()
+    let lib = Path::new(bin()).with_file_name("libtickscope.so");
+    crate::preload_support::build_library(lib.parent().unwrap());
+    assert!(lib.exists(), "{} is missing after the build", lib.display());
+    lib
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -43,23 +23,9 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The preload tests' workload (known split: work_a 40%, work_b 25%, work_c 20%, work_d 10%,
-/// work_e 5%), built with frame pointers.
 fn workload(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/tests/c/workload.c");
     let exe = dir.join("workload");
-    let out = Command::new("gcc")
-        .args(["-O2", "-fno-omit-frame-pointer", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("gcc not found (.ci/run installs it)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::preload_support::build_workload(&exe, true);
     exe
 }
 

@@ -14,7 +14,9 @@ mod recorded;
 mod views;
 // `top` against go tool pprof's reference outputs and the real go tool pprof; bad input.
 mod pprof;
-// `tickscope record` on a C program, with libtickscope.so.
+// `tickscope record` on a C program, with libtickscope.so; the preload tests' helpers.
+#[path = "../../preload/tests/support.rs"]
+mod preload_support;
 mod record;
 
 /// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.

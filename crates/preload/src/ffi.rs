@@ -112,12 +112,7 @@ pub extern "C" fn tickscope_last_error() -> *const c_char {
 /// The library's version.
 #[no_mangle]
 pub extern "C" fn tickscope_version() -> *const c_char {
-    static VERSION: &CStr =
-        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-            Ok(v) => v,
-            Err(_) => c"?",
-        };
-    VERSION.as_ptr()
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
 // ---- Scopes ------------------------------------------------------------------------------

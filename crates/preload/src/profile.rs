@@ -100,17 +100,13 @@ pub(crate) struct Written {
 
 impl std::fmt::Display for Written {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match self.mode {
-            Mode::Cpu => "CPU",
-            Mode::Wall => "wall",
+        let (kind, time) = match self.mode {
+            Mode::Cpu => ("CPU", "CPU"),
+            Mode::Wall => ("wall-clock", "wall"),
         };
         write!(
             f,
-            "{} profile written to {} ({} of {what} time in {} samples)",
-            match self.mode {
-                Mode::Cpu => "CPU",
-                Mode::Wall => "wall-clock",
-            },
+            "{kind} profile written to {} ({} of {time} time in {} samples)",
             self.path.display(),
             tickscope_fmt::duration(self.total_ns as f64),
             self.samples

@@ -22,19 +22,13 @@ const SPLIT: [(&str, f64); 5] = [
 fn workload(frame_pointers: bool) -> &'static Path {
     static WITH: OnceLock<PathBuf> = OnceLock::new();
     static WITHOUT: OnceLock<PathBuf> = OnceLock::new();
-    let (cell, flag, name) = match frame_pointers {
-        true => (&WITH, "-fno-omit-frame-pointer", "workload"),
-        false => (&WITHOUT, "-fomit-frame-pointer", "workload-nofp"),
+    let (cell, name) = match frame_pointers {
+        true => (&WITH, "workload"),
+        false => (&WITHOUT, "workload-nofp"),
     };
     cell.get_or_init(|| {
         let exe = scratch(name).join(name);
-        compile(
-            "gcc",
-            &["-O2", flag, "-pthread"],
-            &[c_source("workload.c")],
-            &exe,
-            &[] as &[&str],
-        );
+        support::build_workload(&exe, frame_pointers);
         exe
     })
 }

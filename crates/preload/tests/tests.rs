@@ -5,6 +5,7 @@
 
 mod capi;
 mod preload;
+pub mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,24 +25,8 @@ pub fn lib(name: &str) -> PathBuf {
     p
 }
 
-/// `cargo test` builds no cdylib or staticlib (the tests link no rlib of this crate), so the
-/// tests build libtickscope.so and .a themselves, once, into the same target directory.
 pub fn build_library() {
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let release = target_dir().file_name().is_some_and(|n| n == "release");
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "--quiet", "-p", "tickscope-preload"]);
-        if release {
-            c.arg("--release");
-        }
-        let out = c.output().expect("cannot run cargo");
-        assert!(
-            out.status.success(),
-            "cargo build -p tickscope-preload failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    support::build_library(&target_dir());
 }
 
 pub fn include_dir() -> PathBuf {
