@@ -306,6 +306,47 @@ fn another_sigprof_handler_makes_start_fail_with_a_clear_error() {
 }
 
 #[test]
+fn another_signal_leaves_sigprof_to_the_program_and_snapshot_keeps_sampling() {
+    let _g = lock();
+    // SAFETY: installs and later removes a handler that does nothing: the program's own.
+    unsafe {
+        libc::signal(
+            libc::SIGPROF,
+            foreign_handler as *const () as libc::sighandler_t,
+        )
+    };
+    let rt = libc::SIGRTMIN() + 4;
+    let started = Sampler::builder().frequency(500).signal(rt).start();
+    let sampler = started.unwrap();
+    black_box(burn(300_000_000));
+    let first = sampler.snapshot();
+    black_box(burn(300_000_000));
+    let whole = sampler.stop();
+    // SAFETY: the program's handler is still SIGPROF's (the sampler never touched it);
+    // restores the default disposition.
+    let kept = unsafe { libc::signal(libc::SIGPROF, libc::SIG_DFL) };
+    assert_eq!(kept, foreign_handler as *const () as libc::sighandler_t);
+    let (a, b) = (first.total_ns(), whole.total_ns());
+    assert!(
+        first.functions().iter().any(|f| f.name.ends_with("burn")),
+        "{}",
+        first.top(5)
+    );
+    // Each burn is 300 ms of CPU: the snapshot holds the first, the final profile both.
+    assert!(
+        a >= 250_000_000 && b >= a + 250_000_000,
+        "snapshot {a} ns, then {b} ns"
+    );
+    // setitimer can deliver SIGPROF only: asked for with another signal, refused.
+    let err = Sampler::builder()
+        .signal(rt)
+        .source(Source::ProcessTimer)
+        .start()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+}
+
+#[test]
 fn fork_while_sampling_leaves_the_child_working() {
     let _g = lock();
     let sampler = Sampler::builder().frequency(1000).start().unwrap();

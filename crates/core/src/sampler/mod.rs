@@ -404,7 +404,8 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         ));
     }
     let signal = b.signal;
-    if signal <= 0 || signal >= 65 || [libc::SIGKILL, libc::SIGSTOP].contains(&signal) {
+    if signal <= 0 || signal > libc::SIGRTMAX() || [libc::SIGKILL, libc::SIGSTOP].contains(&signal)
+    {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!("signal {signal} cannot carry samples"),
