@@ -149,6 +149,60 @@ fn cpu_time_is_exact_and_split_3_to_1_at_1000_hz() {
     check_three_to_one(1000, Some(Source::ThreadCpuTimer), 0.06);
 }
 
+#[test]
+fn cpu_mode_prefers_the_perf_event_wherever_the_kernel_permits_it() {
+    let _g = lock();
+    // A CPU timer is only checked when a tick lands on its thread, so under CPU contention it
+    // can go 100 ms without a signal and then put all of it on one stack; the perf event
+    // fires on time. It must be the choice at the default rate too, not only above the tick.
+    let perf_works = match Sampler::builder().source(Source::PerfTaskClock).start() {
+        Ok(s) => {
+            s.stop();
+            true
+        }
+        Err(_) => false,
+    };
+    let sampler = Sampler::builder().start().unwrap();
+    black_box(burn(20_000_000));
+    let profile = sampler.stop();
+    let expected = match perf_works {
+        true => Source::PerfTaskClock,
+        false => Source::ThreadCpuTimer,
+    };
+    assert_eq!(profile.source(), Some(expected));
+}
+
+#[test]
+fn cpu_timer_signals_that_stand_for_several_periods_are_reported() {
+    let _g = lock();
+    // 4000 Hz is above any kernel tick (at most 1000 Hz), so the kernel notices expiries
+    // late and every signal carries overruns: the profile must say how many and the largest,
+    // and the time must stay exact.
+    let sampler = Sampler::builder()
+        .frequency(4000)
+        .source(Source::ThreadCpuTimer)
+        .start()
+        .unwrap();
+    let t0 = thread_cpu_ns();
+    black_box(burn(200_000_000));
+    let used = thread_cpu_ns() - t0;
+    let profile = sampler.stop();
+    let line = profile
+        .comments()
+        .iter()
+        .find(|c| c.contains("stood for more than one period"))
+        .unwrap_or_else(|| panic!("no overrun comment: {:?}", profile.comments()));
+    let largest: u64 = line
+        .split("the largest for ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no largest overrun in {line:?}"));
+    assert!(largest >= 2, "{line}");
+    let ratio = profile.thread_ns(gettid()) as f64 / used as f64;
+    assert!((0.95..=1.05).contains(&ratio), "ratio {ratio:.3}: {line}");
+}
+
 /// Counts allocations made while the calling thread is in the sampler's signal handler.
 pub(crate) static ALLOCS_IN_HANDLER: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(0);

@@ -2,7 +2,7 @@
 //! (`tests/c/workload.c`: a known CPU split over three threads).
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -59,13 +59,7 @@ fn rows(profile: &Path) -> Vec<(f64, f64, String)> {
     pprof_rows(profile)
 }
 
-/// One profiled workload at a time: under the load of several at once on a small machine, a
-/// thread's last tens of milliseconds have come out as `[not sampled: ...]` (see the issue-6
-/// note); the profile's total stays exact.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(c: &mut Command) -> (Output, String, String) {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let out = c.output().unwrap();
     let (o, e) = text(&out);
     (out, o, e)
@@ -270,6 +264,84 @@ fn bad_settings_are_reported_and_replaced_by_defaults() {
     ));
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("no/such/dir/out.pb.gz"), "{stderr}");
+}
+
+#[test]
+fn threads_beyond_the_descriptor_budget_are_sampled_by_the_cpu_timer() {
+    // perf events hold a descriptor each and the sampler takes at most a quarter of
+    // RLIMIT_NOFILE: with 12, three. The workload's four threads (main, thread1, thread2 and
+    // the sampler's) need four, so at least one must fall back, and the split still holds.
+    let dir = scratch("nofile");
+    let profile = dir.join("out.pb.gz");
+    let mut c = profiled(workload(true), &profile, &["600"]);
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit,
+    // which is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 12,
+                rlim_max: 12,
+            };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &lim) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        })
+    };
+    let (out, stdout, stderr) = run(&mut c);
+    assert!(out.status.success(), "{stderr}");
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+    let comments = Command::new("go")
+        .args(["tool", "pprof", "-comments"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let comments = String::from_utf8_lossy(&comments.stdout);
+    if comments.contains("source perf_event") {
+        assert!(
+            comments.contains("sampled by timer_create(thread CPU clock): the perf source had no file descriptor left"),
+            "{comments}"
+        );
+    }
+}
+
+#[test]
+fn descriptors_the_program_closed_and_reused_are_left_alone() {
+    // The program closes every descriptor above 2 (the sampler's perf events among them)
+    // and reopens files on those numbers while its threads still run: when they end, the
+    // sampler must not disable or close what are now the program's files.
+    let dir = scratch("closefds");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(
+        workload(true),
+        &profile,
+        &["600", "--closefds"],
+    ));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("files closed by someone else 0"),
+        "{stdout}\n{stderr}"
+    );
+    // The total still holds the process's CPU time; what went unsampled is said.
+    let rows = rows(&profile);
+    let accounted: f64 = rows.iter().map(|r| r.0).sum();
+    let cpu_ms = rusage_ns(&stdout) / 1e6;
+    assert!(
+        (0.98..=1.03).contains(&(accounted / cpu_ms)),
+        "{accounted:.0} ms of {cpu_ms:.0} ms: {rows:?}"
+    );
+    let comments = Command::new("go")
+        .args(["tool", "pprof", "-comments"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let comments = String::from_utf8_lossy(&comments.stdout);
+    if comments.contains("source perf_event") {
+        assert!(
+            comments.contains("the program closed") && comments.contains("perf event descriptors"),
+            "{comments}"
+        );
+    }
 }
 
 #[test]

@@ -36,6 +36,11 @@ pub(crate) struct Shared {
     pub leaf_only: AtomicU64,
     /// Samples whose stack was deeper than [`MAX_FRAMES`].
     pub truncated: AtomicU64,
+    /// Timer signals that stood for more than one period (`si_overrun > 0`), and the
+    /// largest overrun: the kernel noticed the expiry late, so the time of the periods in
+    /// between lands on the stack the thread had when it did.
+    pub overrun_signals: AtomicU64,
+    pub max_overrun: AtomicU64,
 }
 
 /// The running sampler's state; null when none runs.
@@ -184,7 +189,12 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
             let overrun = unsafe { info.si_overrun() };
             // SAFETY: ... and the sigev_value we set when creating the timer.
             let value = unsafe { info.si_value() };
-            let n = 1 + overrun.max(0) as u64;
+            let overrun = overrun.max(0) as u64;
+            if overrun > 0 {
+                s.overrun_signals.fetch_add(1, Relaxed);
+                s.max_overrun.fetch_max(overrun, Relaxed);
+            }
+            let n = 1 + overrun;
             (value.sival_ptr as usize as u32, n, n * s.period_ns)
         }
         POLL_IN if s.source == Source::PerfTaskClock => {

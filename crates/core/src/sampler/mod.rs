@@ -13,11 +13,13 @@
 //! ```
 //!
 //! # How it works
-//! - **Timers** ([`Source`]): one per thread, delivered to that thread, the first expiry
-//!   randomised. A CPU timer fires at most once per kernel tick (often 250 Hz); each sample is
-//!   weighted by the periods that elapsed (`1 + si_overrun`), so CPU time stays exact at any
-//!   rate. Above 100 Hz a perf task-clock event is used where the kernel allows it, which
-//!   fires at the full rate. `setitimer(ITIMER_PROF)` is the last fallback.
+//! - **Timers** ([`Source`]): one per thread, delivered to that thread. In CPU mode a perf
+//!   task-clock event, where the kernel allows it: it fires on time at any rate, however busy
+//!   the machine. Else a timer on the thread's CPU clock, first expiry randomised, which the
+//!   kernel checks only when a tick lands on the thread: each sample is weighted by the
+//!   periods that elapsed (`1 + si_overrun`), so CPU time stays exact at any rate, but under
+//!   CPU contention a late signal can carry a long stretch to one stack (the profile counts
+//!   such signals). `setitimer(ITIMER_PROF)` is the last fallback.
 //! - **Every thread**: threads running at `start()` and threads started later are found by a
 //!   drain thread that reads `/proc/self/task` every 10 ms. The CPU time a thread used before
 //!   its timer was armed is not lost: it appears as a frame
@@ -282,6 +284,10 @@ struct Drained {
     threads_seen: u64,
     /// Per thread, the CPU time its perf event counted while armed.
     counted: HashMap<u32, u64>,
+    /// Threads put on the CPU timer because the perf source ran out of descriptors.
+    on_cpu_timer: u64,
+    /// perf events whose descriptor the program closed.
+    closed_by_program: u64,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -432,7 +438,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         ));
     }
     let period_ns = (1_000_000_000 / b.hz as u64).max(1);
-    let source = match timer::choose(b.mode, b.hz, b.source, signal) {
+    let source = match timer::choose(b.mode, b.source, signal) {
         Ok(Source::ProcessTimer) if signal != libc::SIGPROF => {
             handler::uninstall(signal);
             return Err(Error::new(
@@ -465,6 +471,8 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         handler_ticks: AtomicU64::new(0),
         leaf_only: AtomicU64::new(0),
         truncated: AtomicU64::new(0),
+        overrun_signals: AtomicU64::new(0),
+        max_overrun: AtomicU64::new(0),
     }));
     SHARED.store(shared, SeqCst);
     if source == Source::ProcessTimer {
@@ -634,6 +642,10 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
         handler_ns: crate::clock::ticks_to_ns(shared.handler_ticks.load(Relaxed)),
         leaf_only: shared.leaf_only.load(Relaxed),
         truncated: shared.truncated.load(Relaxed),
+        overrun_signals: shared.overrun_signals.load(Relaxed),
+        max_overrun: shared.max_overrun.load(Relaxed),
+        on_cpu_timer: d.on_cpu_timer,
+        closed_by_program: d.closed_by_program,
         overflowed: shared.store.overflowed.load(Relaxed),
         unarmed: d.unarmed,
         arm_error: d.arm_error,
@@ -662,6 +674,10 @@ struct Poller {
     tids: Vec<i32>,
     rng: u64,
     tombstones: usize,
+    /// perf events armed now, and how many the sampler may hold (a quarter of the
+    /// process's descriptor limit: the program's own files come first).
+    perf_armed: usize,
+    perf_cap: usize,
     out: Drained,
 }
 
@@ -677,6 +693,8 @@ impl Poller {
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
+            perf_armed: 0,
+            perf_cap: timer::open_files_limit() / 4,
             out: Drained::default(),
         };
         if mode == Mode::Cpu && timer::list_threads(&mut p.tids).is_ok() {
@@ -749,10 +767,30 @@ impl Poller {
             Mode::Cpu => timer::thread_cpu_ns(tid),
             Mode::Wall => None,
         };
-        match timer::arm(self.source, tid, self.signal, self.period_ns, first) {
+        let mut armed = match self.source {
+            Source::PerfTaskClock if self.perf_armed >= self.perf_cap => {
+                Err(std::io::Error::from_raw_os_error(libc::EMFILE))
+            }
+            s => timer::arm(s, tid, self.signal, self.period_ns, first),
+        };
+        if let (Source::PerfTaskClock, Err(_)) = (self.source, &armed) {
+            // Out of descriptors (ours or the process's): this thread gets the CPU timer.
+            armed = timer::arm(
+                Source::ThreadCpuTimer,
+                tid,
+                self.signal,
+                self.period_ns,
+                first,
+            );
+            if armed.is_ok() {
+                self.out.on_cpu_timer += 1;
+            }
+        }
+        match armed {
             Ok(a) => {
                 // A new event counts from zero (its descriptor number may be reused).
-                if let timer::Armed::Perf(fd) = &a {
+                if let timer::Armed::Perf { fd, .. } = &a {
+                    self.perf_armed += 1;
                     if let Some(c) = shared.perf_tid.get(*fd as usize) {
                         c.store(tid as u32, Relaxed);
                     }
@@ -777,6 +815,13 @@ impl Poller {
     /// Disarms one thread's timer, keeping a perf event's final count (the thread's exact
     /// CPU time while sampled).
     fn disarm(&mut self, tid: i32, a: timer::Armed) {
+        if let timer::Armed::Perf { .. } = a {
+            self.perf_armed -= 1;
+        }
+        if !timer::still_ours(&a) {
+            self.out.closed_by_program += 1;
+            return;
+        }
         if let Some(ns) = timer::disarm(a) {
             *self.out.counted.entry(tid as u32).or_default() += ns;
         }

@@ -81,6 +81,13 @@ pub(crate) struct Parts {
     pub handler_ns: u64,
     pub leaf_only: u64,
     pub truncated: u64,
+    /// Timer signals that stood for more than one period, and the largest overrun.
+    pub overrun_signals: u64,
+    pub max_overrun: u64,
+    /// Threads on the CPU timer because the perf source ran out of descriptors.
+    pub on_cpu_timer: u64,
+    /// perf events whose descriptor the program closed.
+    pub closed_by_program: u64,
     pub overflowed: u64,
     pub unarmed: u64,
     pub arm_error: Option<String>,
@@ -293,6 +300,26 @@ pub(crate) fn build(p: Parts) -> Profile {
         comments.push(format!(
             "perf source: each thread's sample weights scaled to its task-clock count (factors {:.3} to {:.3})",
             scaled.0, scaled.1
+        ));
+    }
+    if p.overrun_signals > 0 {
+        let most = p.max_overrun + 1;
+        comments.push(format!(
+            "{} stood for more than one period, the largest for {most} periods ({}): the kernel checks CPU timers only when a tick lands on the thread, and each such signal puts the periods before it on the stack the thread had when it arrived",
+            tickscope_fmt::count(p.overrun_signals, "timer signal"),
+            tickscope_fmt::duration((most * p.period_ns) as f64)
+        ));
+    }
+    if p.on_cpu_timer > 0 {
+        comments.push(format!(
+            "{} sampled by timer_create(thread CPU clock): the perf source had no file descriptor left (it takes at most a quarter of RLIMIT_NOFILE)",
+            tickscope_fmt::count(p.on_cpu_timer, "thread")
+        ));
+    }
+    if p.closed_by_program > 0 {
+        comments.push(format!(
+            "the program closed {}: those threads were not sampled from then on (that CPU time is in the [not sampled: ...] rows), and the descriptor numbers were left alone",
+            tickscope_fmt::count(p.closed_by_program, "perf event descriptor")
         ));
     }
     if p.unarmed > 0 {

@@ -1,16 +1,22 @@
 //! The timers that interrupt threads: one per thread, delivered to that thread.
 //!
-//! - [`Source::ThreadCpuTimer`]: `timer_create` on the thread's CPU clock with
-//!   `SIGEV_THREAD_ID`. POSIX CPU timers are checked at the kernel tick (often 250 Hz), so
-//!   above the tick rate one signal stands for several periods; `si_overrun` says how many, and
-//!   the handler weights the sample by `1 + si_overrun`: the CPU time stays exact, only the
-//!   number of distinct stacks is limited by the tick.
-//! - [`Source::PerfTaskClock`]: a `perf_event_open` task-clock event per thread, an hrtimer
-//!   that fires at the requested rate whatever the tick, signalled with `F_SETSIG` to the
-//!   owning thread (`F_SETOWN_EX`, `F_OWNER_TID`). Each signal weighs one period; when the
-//!   event is disarmed its count (the thread's exact CPU time) rescales the thread's weights,
-//!   which covers signals the kernel dropped (fired in kernel mode) or merged. perf offers no
-//!   first-expiry offset, so these samples are not phase-randomised.
+//! - [`Source::PerfTaskClock`], the first choice in CPU mode: a `perf_event_open` task-clock
+//!   event per thread, an hrtimer that runs while the thread runs and fires at the requested
+//!   rate whatever the tick, signalled with `F_SETSIG` to the owning thread (`F_SETOWN_EX`,
+//!   `F_OWNER_TID`). Each signal weighs one period; when the event is disarmed its count (the
+//!   thread's exact CPU time) rescales the thread's weights, which covers signals the kernel
+//!   dropped (fired in kernel mode) or merged. perf offers no first-expiry offset, so these
+//!   samples are not phase-randomised. Each event holds a file descriptor: the sampler takes
+//!   at most a quarter of `RLIMIT_NOFILE` and puts further threads on the CPU timer below.
+//! - [`Source::ThreadCpuTimer`], where perf events are not permitted: `timer_create` on the
+//!   thread's CPU clock with `SIGEV_THREAD_ID`. The kernel checks POSIX CPU timers only when
+//!   a tick lands on the running thread, so above the tick rate one signal stands for several
+//!   periods; `si_overrun` says how many, and the handler weights the sample by
+//!   `1 + si_overrun`: the CPU time stays exact. But under CPU contention a thread can run
+//!   many short slices that no tick lands on (measured in this VM with 8 busy processes on 2
+//!   CPUs: 150 ms of a thread's CPU time without a signal), and then one late signal carries
+//!   all of that time to wherever the thread is when the kernel notices. The profile counts
+//!   such signals and names the largest, so a smeared profile says so.
 //! - [`Source::WallTimer`]: `timer_create(CLOCK_MONOTONIC)` per thread, for wall-clock mode.
 //! - [`Source::ProcessTimer`]: `setitimer(ITIMER_PROF)`, the last fallback: one process-wide
 //!   timer, no overrun information, so above the tick rate it undercounts (the profile says
@@ -43,6 +49,8 @@ const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+/// `_IOR('$', 7, __u64 *)`: the event's id, unique for the kernel's lifetime (Linux 3.12+).
+const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
 /// fcntl(2) commands the libc crate does not declare for glibc targets.
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
@@ -59,7 +67,13 @@ struct FOwnerEx {
 #[derive(Debug)]
 pub(crate) enum Armed {
     Timer(libc::timer_t),
-    Perf(libc::c_int),
+    /// The event's descriptor and its id (0 where the kernel cannot tell it): a program may
+    /// close every descriptor it did not open and reuse the number, and the id tells whether
+    /// the number still holds our event before it is disabled and closed.
+    Perf {
+        fd: libc::c_int,
+        id: u64,
+    },
 }
 
 // SAFETY: a timer_t is a kernel timer id (an integer in a pointer); the process owns it, not
@@ -167,7 +181,7 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    let armed = Armed::Perf(fd);
+    let armed = Armed::Perf { fd, id: 0 };
     let owner = FOwnerEx {
         ty: F_OWNER_TID,
         pid: tid,
@@ -186,7 +200,29 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
         disarm(armed);
         return Err(e);
     }
-    Ok(armed)
+    Ok(Armed::Perf {
+        fd,
+        id: perf_id(fd).unwrap_or(0),
+    })
+}
+
+/// The id of the perf event open as `fd`, if it is one.
+fn perf_id(fd: libc::c_int) -> Option<u64> {
+    let mut id: u64 = 0;
+    // SAFETY: PERF_EVENT_IOC_ID writes one u64 into `id`, valid for the call; on a
+    // descriptor that is not a perf event it fails and writes nothing.
+    let r = unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ID as _, &mut id as *mut u64) };
+    (r == 0).then_some(id)
+}
+
+/// Whether `armed` is still the sampler's: false once the program has closed the perf
+/// event's descriptor (a `closefrom`, or a loop closing every descriptor), whose number may
+/// now be one of the program's files, never to be disabled or closed by the sampler.
+pub(crate) fn still_ours(armed: &Armed) -> bool {
+    match *armed {
+        Armed::Perf { fd, id } if id != 0 => perf_id(fd) == Some(id),
+        _ => true,
+    }
 }
 
 /// Stops and frees one thread's timer. For a perf event, returns its final count (the
@@ -198,7 +234,7 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
             unsafe { libc::timer_delete(t) };
             None
         }
-        Armed::Perf(fd) => {
+        Armed::Perf { fd, .. } => {
             let mut count: u64 = 0;
             // Disable first: a fork child may hold a copy of the descriptor, and closing ours
             // alone would leave the event signalling.
@@ -232,11 +268,10 @@ pub(crate) fn process_timer(period_ns: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The source to use for `mode` at `hz`, or the one asked for, probed on the calling thread
+/// The source to use for `mode`, or the one asked for, probed on the calling thread
 /// (a timer or event created and deleted at once). `Err` when the asked-for one does not work.
 pub(crate) fn choose(
     mode: Mode,
-    hz: u32,
     asked: Option<Source>,
     signal: libc::c_int,
 ) -> Result<Source, (Source, io::Error)> {
@@ -254,34 +289,24 @@ pub(crate) fn choose(
     let works = |s: Source| probe(s).is_ok();
     Ok(match mode {
         Mode::Wall => Source::WallTimer,
-        // Above the kernel tick a CPU timer fires less often than asked (its samples are
-        // weighted, so the time stays exact, but there are fewer distinct stacks); the perf
-        // event keeps the full rate where the kernel allows it.
-        Mode::Cpu if hz > kernel_hz() && works(Source::PerfTaskClock) => Source::PerfTaskClock,
+        // The perf event fires on time at any rate and under any load; a CPU timer waits for
+        // a kernel tick to land on the thread (see the module docs), so it is the fallback.
+        Mode::Cpu if works(Source::PerfTaskClock) => Source::PerfTaskClock,
         Mode::Cpu if works(Source::ThreadCpuTimer) => Source::ThreadCpuTimer,
         Mode::Cpu => Source::ProcessTimer,
     })
 }
 
-/// The kernel's tick rate (`CONFIG_HZ`), from `/proc/config.gz` or `/boot/config-<release>`
-/// where the kernel publishes its configuration; 250, the most common distribution
-/// default, where it does not.
-pub(crate) fn kernel_hz() -> u32 {
-    use std::io::Read;
-    let mut text = String::new();
-    let from_proc = std::fs::File::open("/proc/config.gz").ok().and_then(|f| {
-        flate2::read::GzDecoder::new(f)
-            .read_to_string(&mut text)
-            .ok()
-    });
-    if from_proc.is_none() {
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        text =
-            std::fs::read_to_string(format!("/boot/config-{}", release.trim())).unwrap_or_default();
+/// The process's soft limit on open files (`RLIMIT_NOFILE`); 1024, the usual default, if it
+/// cannot be read.
+pub(crate) fn open_files_limit() -> usize {
+    // SAFETY: rlimit is plain data; all-zero is a valid value to fill in.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes into `lim`, valid for the call.
+    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } {
+        0 => usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX),
+        _ => 1024,
     }
-    text.lines()
-        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.trim().parse().ok())
-        .unwrap_or(250)
 }
 
 /// The kernel ids of the process's threads (`/proc/self/task`).

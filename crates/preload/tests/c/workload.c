@@ -5,7 +5,7 @@
  * Each work_* spins until its thread's CPU clock has advanced by its share, so the split
  * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
  *
- * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait]
+ * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,8 +99,10 @@ int main(int argc, char **argv)
 {
     pthread_t t1, t2;
     int i, exit_status = -1, do_fork = 0, do_exec = 0, do_sigprof = 0, do_wait = 0;
+    int do_closefds = 0, files[16];
     if (argc < 2) {
-        fprintf(stderr, "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait]\n",
+        fprintf(stderr,
+                "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]\n",
                 argv[0]);
         return 2;
     }
@@ -115,6 +118,8 @@ int main(int argc, char **argv)
             do_sigprof = 1;
         } else if (!strcmp(argv[i], "--wait")) {
             do_wait = 1;
+        } else if (!strcmp(argv[i], "--closefds")) {
+            do_closefds = 1;
         }
     }
     if (do_sigprof) {
@@ -148,9 +153,29 @@ int main(int argc, char **argv)
     }
     pthread_create(&t1, 0, thread1, 0);
     pthread_create(&t2, 0, thread2, 0);
+    if (do_closefds) {
+        /* A program that closes every descriptor it did not open (as daemons do), once the
+         * profiler has found its threads, then opens files that reuse the numbers. Those must
+         * stay open while the threads end and the profiler lets go of their timers. */
+        usleep(50000);
+        for (i = 3; i < 1024; i++) {
+            close(i);
+        }
+        for (i = 0; i < 16; i++) {
+            files[i] = open("/dev/null", O_RDONLY);
+        }
+    }
     work_a(40);
     pthread_join(t1, 0);
     pthread_join(t2, 0);
+    if (do_closefds) {
+        int closed = 0;
+        usleep(50000);
+        for (i = 0; i < 16; i++) {
+            closed += fcntl(files[i], F_GETFD) < 0;
+        }
+        printf("files closed by someone else %d\n", closed);
+    }
     work_e(5);
     printf("cpu_ns %lld\n", rusage_cpu_ns());
     if (do_sigprof) {
