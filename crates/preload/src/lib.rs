@@ -29,6 +29,11 @@
 //!   when the program has not installed handlers of its own for them.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
+//! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel
+//!   permits one, and holds a descriptor (close-on-exec). The library takes at most a quarter
+//!   of `RLIMIT_NOFILE`; further threads get a timer on their CPU clock. A program that
+//!   closes descriptors it did not open stops those threads' sampling (the profile counts
+//!   the events and reports their time as not sampled); numbers it reuses are never touched.
 //! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time
 //!   is not in the parent's profile). A program exec'd by the profiled process inherits the
 //!   environment and profiles into `PATH.<pid>`.

@@ -274,20 +274,20 @@ fn threads_beyond_the_descriptor_budget_are_sampled_by_the_cpu_timer() {
     let dir = scratch("nofile");
     let profile = dir.join("out.pb.gz");
     let mut c = profiled(workload(true), &profile, &["600"]);
+    let limit = || {
+        let lim = libc::rlimit {
+            rlim_cur: 12,
+            rlim_max: 12,
+        };
+        // SAFETY: setrlimit reads `lim`, valid for the call.
+        match unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
     // SAFETY: the closure runs in the forked child before exec and only calls setrlimit,
     // which is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 12,
-                rlim_max: 12,
-            };
-            match libc::setrlimit(libc::RLIMIT_NOFILE, &lim) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        })
-    };
+    unsafe { c.pre_exec(limit) };
     let (out, stdout, stderr) = run(&mut c);
     assert!(out.status.success(), "{stderr}");
     check_split(&profile, rusage_ns(&stdout), 10.0);
