@@ -59,6 +59,29 @@ fn rows(profile: &Path) -> Vec<(f64, f64, String)> {
     pprof_rows(profile)
 }
 
+/// The profile's comments, as `go tool pprof -comments` prints them.
+fn comments(profile: &Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-comments"])
+        .arg(profile)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Checks that the profile holds the process's CPU time (the `[not sampled: ...]` rows
+/// included) to within -2/+3%; returns the rows.
+fn check_accounted(profile: &Path, cpu_ns: f64) -> Vec<(f64, f64, String)> {
+    let rows = rows(profile);
+    let accounted: f64 = rows.iter().map(|r| r.0).sum();
+    let cpu_ms = cpu_ns / 1e6;
+    assert!(
+        (0.98..=1.03).contains(&(accounted / cpu_ms)),
+        "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU: {rows:?}"
+    );
+    rows
+}
+
 fn run(c: &mut Command) -> (Output, String, String) {
     let out = c.output().unwrap();
     let (o, e) = text(&out);
@@ -68,7 +91,7 @@ fn run(c: &mut Command) -> (Output, String, String) {
 /// Checks the profile against the process's CPU time, and each function's share against
 /// the split within `points` (a short run at 100 Hz has few samples per function).
 fn check_split(profile: &Path, cpu_ns: f64, points: f64) {
-    let rows = rows(profile);
+    let rows = check_accounted(profile, cpu_ns);
     for (name, share) in SPLIT {
         let got = rows
             .iter()
@@ -80,17 +103,12 @@ fn check_split(profile: &Path, cpu_ns: f64, points: f64) {
             got.1
         );
     }
-    let accounted: f64 = rows.iter().map(|r| r.0).sum();
     let sampled: f64 = rows
         .iter()
         .filter(|r| !r.2.starts_with("[not sampled"))
         .map(|r| r.0)
         .sum();
     let cpu_ms = cpu_ns / 1e6;
-    assert!(
-        (0.98..=1.03).contains(&(accounted / cpu_ms)),
-        "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU: {rows:?}"
-    );
     // Each thread's last partial period cannot be sampled: at 100 Hz that is up to 10 ms a
     // thread, a few percent of a short run. The long runs of the split test must do better.
     assert!(
@@ -291,12 +309,7 @@ fn threads_beyond_the_descriptor_budget_are_sampled_by_the_cpu_timer() {
     let (out, stdout, stderr) = run(&mut c);
     assert!(out.status.success(), "{stderr}");
     check_split(&profile, rusage_ns(&stdout), 10.0);
-    let comments = Command::new("go")
-        .args(["tool", "pprof", "-comments"])
-        .arg(&profile)
-        .output()
-        .unwrap();
-    let comments = String::from_utf8_lossy(&comments.stdout);
+    let comments = comments(&profile);
     if comments.contains("source perf_event") {
         assert!(
             comments.contains("sampled by timer_create(thread CPU clock): the perf source had no file descriptor left"),
@@ -323,19 +336,8 @@ fn descriptors_the_program_closed_and_reused_are_left_alone() {
         "{stdout}\n{stderr}"
     );
     // The total still holds the process's CPU time; what went unsampled is said.
-    let rows = rows(&profile);
-    let accounted: f64 = rows.iter().map(|r| r.0).sum();
-    let cpu_ms = rusage_ns(&stdout) / 1e6;
-    assert!(
-        (0.98..=1.03).contains(&(accounted / cpu_ms)),
-        "{accounted:.0} ms of {cpu_ms:.0} ms: {rows:?}"
-    );
-    let comments = Command::new("go")
-        .args(["tool", "pprof", "-comments"])
-        .arg(&profile)
-        .output()
-        .unwrap();
-    let comments = String::from_utf8_lossy(&comments.stdout);
+    check_accounted(&profile, rusage_ns(&stdout));
+    let comments = comments(&profile);
     if comments.contains("source perf_event") {
         assert!(
             comments.contains("the program closed") && comments.contains("perf event descriptors"),
@@ -379,11 +381,6 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
         }
     }
     // The profile says what was lost.
-    let comments = Command::new("go")
-        .args(["tool", "pprof", "-comments"])
-        .arg(&profile)
-        .output()
-        .unwrap();
-    let comments = String::from_utf8_lossy(&comments.stdout);
+    let comments = comments(&profile);
     assert!(comments.contains("frame pointer"), "{comments}");
 }
