@@ -139,13 +139,15 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// One worker: batches of records until the deadline.
+/// One worker: batches of records until the deadline, and at least one, so every worker
+/// shows in the profile and the timeline even when a busy machine starts it after a short
+/// deadline has passed.
 fn worker(seed: u64, deadline: Instant) -> u64 {
     let mut pool = Pool::new();
     let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut acc = 0u64;
     let mut batch = 0u64;
-    while Instant::now() < deadline {
+    while batch == 0 || Instant::now() < deadline {
         batch += 1;
         let text = generate(&mut rng, 64);
         acc ^= process_batch(&text, &mut pool);
