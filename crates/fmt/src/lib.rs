@@ -100,6 +100,26 @@ pub fn align<S: AsRef<str>>(rows: &[Vec<S>], left: usize) -> String {
     out
 }
 
+/// Appends `s` as a JSON string literal (quotes, backslashes and control characters
+/// escaped).
+pub fn json_string(o: &mut String, s: &str) {
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = std::fmt::Write::write_fmt(o, format_args!("\\u{:04x}", c as u32));
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +152,13 @@ mod tests {
         assert_eq!(location("crates/cli/src/demo.rs", 42), "src/demo.rs:42");
         assert_eq!(location("main.rs", 3), "main.rs:3");
         assert_eq!(location("", 0), "");
+    }
+
+    #[test]
+    fn json_strings_escape_quotes_backslashes_and_controls() {
+        let mut o = String::new();
+        json_string(&mut o, "a\"b\\c\nd\u{1}é");
+        assert_eq!(o, r#""a\"b\\c\nd\u0001é""#);
     }
 
     #[test]

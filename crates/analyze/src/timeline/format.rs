@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-pub(crate) use tickscope_fmt::{count, duration, hertz, location};
+pub(crate) use tickscope_fmt::{count, duration, hertz, json_string as json_str, location};
 
 /// A count with a metric prefix: `950`, `12.3 k`, `4.56 M`.
 pub(crate) fn count_si(n: f64) -> String {
@@ -15,25 +15,6 @@ pub(crate) fn count_si(n: f64) -> String {
     } else {
         format!("{:.2} G", n / 1e9)
     }
-}
-
-/// Appends `s` as a JSON string literal.
-pub(crate) fn json_str(o: &mut String, s: &str) {
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
 }
 
 /// Appends integer ns as µs with exactly three decimals (`1234567` → `1234.567`): exact, so

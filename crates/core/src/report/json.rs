@@ -131,20 +131,6 @@ fn entry(o: &mut String, e: &Entry, meta: &Meta, full: bool) {
 /// A JSON string literal.
 pub(crate) fn string(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
+    tickscope_fmt::json_string(&mut o, s);
     o
 }
