@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A short run of every profile reader's fuzz target (about 15 s each), seeded with the real
-# profiles in ../shared/testdata/pprof. Installs a nightly toolchain and cargo-fuzz if missing.
+# profiles in tests/data/pprof. Installs a nightly toolchain and cargo-fuzz if missing.
 # Usage: bash fuzz/run-short.sh [SECONDS_PER_TARGET]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -11,7 +11,7 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
-testdata=../../shared/testdata/pprof
+testdata=../tests/data/pprof
 # The protobuf target reads raw (not gzip) protobuf: seed it with the profiles unzipped.
 mkdir -p corpus/pprof_read
 for f in "$testdata"/*.pb.gz; do

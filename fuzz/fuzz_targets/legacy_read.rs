@@ -1,7 +1,7 @@
 //! Arbitrary bytes into the legacy readers (gperftools binary CPU, the heap, growth,
 //! contention, Go count and Java text formats): no panic, no allocation from a claimed count,
 //! one-line errors, and a profile that parses renders in every view. The corpus is best seeded
-//! with ../shared/testdata/pprof/legacy/*.
+//! with tests/data/pprof/legacy/*.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

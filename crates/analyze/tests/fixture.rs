@@ -1,6 +1,7 @@
 //! The version-1 fixture: `tests/data/v1.tscap` and the report it gives,
 //! `tests/data/v1.report.json`, kept forever (a reader that stops reading them has broken the
-//! format). Both are created when missing and re-blessed with `TICKSCOPE_BLESS=1`.
+//! format). The captures are never rewritten, not even by a bless: a missing one is restored
+//! from git. A report is rewritten only by an explicit `TICKSCOPE_BLESS=1`; a missing one fails.
 
 use std::path::PathBuf;
 
@@ -13,23 +14,36 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The kept report; a missing one fails (never created by a run that finds it missing).
+fn read_golden(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; restore it from git, or write it with TICKSCOPE_BLESS=1",
+            path.display()
+        )
+    })
+}
+
+/// The version-1 capture written by the test encoder (`support::sample_split(5, true)`, as it
+/// was when the fixture was made) reads to the report kept beside it.
 #[test]
 fn the_version_1_fixture_reads_as_it_always_has() {
     let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
     let capture = data("v1.tscap");
     let golden = data("v1.report.json");
-    if bless || !capture.exists() {
-        std::fs::create_dir_all(capture.parent().unwrap()).unwrap();
-        std::fs::write(&capture, crate::support::sample_split(5, true).bytes).unwrap();
-    }
+    assert!(
+        capture.exists(),
+        "{} is a kept fixture: restore it from git",
+        capture.display()
+    );
     let mut r = Reader::open(&capture).unwrap();
     let mut got = report(&mut r, Options { per_thread: true }).unwrap();
     got.file = "v1.tscap".into();
     let json = got.to_json();
-    if bless || !golden.exists() {
+    if bless {
         std::fs::write(&golden, &json).unwrap();
     }
-    let want = std::fs::read_to_string(&golden).unwrap();
+    let want = read_golden(&golden);
     assert_eq!(
         json, want,
         "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
@@ -58,10 +72,10 @@ fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
         .iter()
         .any(|s| s.name == "parse_record" && s.calls > 0));
     let json = got.to_json();
-    if bless || !golden.exists() {
+    if bless {
         std::fs::write(&golden, &json).unwrap();
     }
-    let want = std::fs::read_to_string(&golden).unwrap();
+    let want = read_golden(&golden);
     assert_eq!(
         json, want,
         "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"

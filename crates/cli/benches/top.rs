@@ -7,7 +7,7 @@
 //!
 //! - **speed**: the release `tickscope top` binary and `go tool pprof -top`, end to end (process
 //!   start, reading, decompressing, parsing, the graph, printing), on
-//!   ../shared/testdata/pprof/large.cpu.pb.gz (20430 samples, ~23k functions). Rounds are
+//!   tests/data/pprof/large.cpu.pb.gz (20430 samples, ~23k functions). Rounds are
 //!   interleaved; the median of each is compared. Target ≥ 5x faster.
 //! - **memory**: peak heap of the same work in this process (load, prepare, render `top`),
 //!   against the profile's decompressed size. Target ≤ 3x.
@@ -29,11 +29,10 @@ use counting::{LIVE, PEAK};
 const ROUNDS: usize = 7;
 
 fn main() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/pprof/large.cpu.pb.gz");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/pprof/large.cpu.pb.gz");
     let file = file
         .canonicalize()
-        .expect("../shared/testdata/pprof/large.cpu.pb.gz not found");
+        .expect("tests/data/pprof/large.cpu.pb.gz not found");
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_tickscope"));
     let go_ok = Command::new("go")
         .arg("version")

@@ -1,12 +1,12 @@
 //! `tickscope top` against `go tool pprof -top`: the reference outputs saved beside the real
-//! profiles in ../shared/testdata/pprof (written by Go 1.19's pprof), and the real `go tool
+//! profiles in tests/data/pprof (written by Go 1.19's pprof), and the real `go tool
 //! pprof` run on profiles a Go program writes during the test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/pprof")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/pprof")
 }
 
 fn tickscope(args: &[&str]) -> Output {
@@ -616,7 +616,7 @@ fn gperftools_profile_is_read_and_symbolised_from_the_binary() {
     .into_iter()
     .find(|p| Path::new(p).exists());
     let Some(lib) = lib else {
-        eprintln!("skipped: libprofiler (Debian google-perftools) not installed");
+        crate::support::skip_unless_ci("libprofiler (Debian google-perftools) not installed");
         return;
     };
     let dir = std::env::temp_dir().join(format!("tickscope-gperf-{}", std::process::id()));
@@ -636,7 +636,7 @@ fn gperftools_profile_is_read_and_symbolised_from_the_binary() {
         .arg(&src)
         .status();
     if !cc.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: gcc not available");
+        crate::support::skip_unless_ci("gcc not available");
         return;
     }
     let prof = dir.join("hot.prof");

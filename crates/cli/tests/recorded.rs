@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn tickscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickscope"))
@@ -108,7 +108,17 @@ fn a_program_killed_mid_capture_leaves_a_readable_file() {
         .env("TICKSCOPE_SUMMARY", "off")
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Killed once the collector has written events (a chunk every 100 ms), not after a
+    // fixed time: a busy machine may not have run the demo by then.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::metadata(&cap).map_or(0, |m| m.len()) < 64 * 1024 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the demo ended before it was killed"
+        );
+        assert!(Instant::now() < deadline, "no events written in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(std::fs::metadata(&cap).unwrap().len() > 12);

@@ -7,6 +7,16 @@ pub mod writer;
 
 use writer::{scope, thread, Capture, EndRec, Entry, Ev};
 
+/// A test whose external tool is missing: skipped with a line on a developer's machine, a
+/// failure under `CI=true` (CI installs every tool the tests use, so a missing one is a bug).
+pub fn skip_unless_ci(why: &str) {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true and {why}"
+    );
+    eprintln!("skipped: {why}");
+}
+
 /// Ticks of the sample capture: at 1 GHz a tick is a ns, and capture starts at tick 1000.
 pub const T0: u64 = 10_000;
 

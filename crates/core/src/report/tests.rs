@@ -115,15 +115,21 @@ fn meta() -> Meta {
     }
 }
 
-/// Compares with `tests/data/NAME`, creating it when missing or when `TICKSCOPE_BLESS=1`.
+/// Compares with `tests/data/NAME`, rewriting it only with `TICKSCOPE_BLESS=1`: a missing
+/// golden file fails.
 fn golden(name: &str, got: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
-    if std::env::var_os("TICKSCOPE_BLESS").is_some() || !path.exists() {
+    if std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, got).unwrap();
     }
-    let want = std::fs::read_to_string(&path).unwrap();
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (restore it from git, or write it with TICKSCOPE_BLESS=1)",
+            path.display()
+        )
+    });
     assert_eq!(
         got,
         want,

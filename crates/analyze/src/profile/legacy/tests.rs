@@ -1,4 +1,4 @@
-//! Tests of the legacy readers against the profiles in ../shared/testdata/pprof/legacy and
+//! Tests of the legacy readers against the profiles in tests/data/pprof/legacy and
 //! what Go 1.19's pprof makes of them.
 
 use std::fmt::Write as _;
@@ -8,7 +8,7 @@ use super::parse;
 use crate::profile::{Format, Label, Profile};
 
 fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/pprof/legacy")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/pprof/legacy")
 }
 
 fn read(name: &str) -> Vec<u8> {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need when it is missing, then runs every
+# test. Idempotent; on a machine that has everything it goes straight to the tests.
+#   bash test.sh            # everything, as CI runs it
+#   bash test.sh --quick    # the cargo tests only (no gperftools comparison, no fuzz run)
+# Under CI=true a test whose external tool is missing fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")"
+quick=0
+if [ "${1:-}" = "--quick" ]; then quick=1; fi
+
+sudo_cmd=""
+if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+
+# Debian packages the tests use: golang-go (the real `go tool pprof` reads our pprof files and
+# is compared with our views), graphviz (`tickscope graph -o x.svg` renders with `dot`),
+# google-perftools (a real gperftools CPU profile for the legacy reader; libprofiler.so and
+# google-pprof for the comparison below), gcc and g++ to build the C and C++ programs the
+# tests profile and link against libtickscope, python3 (+ venv) for the comparison script and
+# the Perfetto reader, chromium and node/npm for speedscope.
+missing=""
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
+command -v dot >/dev/null 2>&1 || missing="$missing graphviz"
+command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
+command -v g++ >/dev/null 2>&1 || missing="$missing g++"
+ldconfig -p 2>/dev/null | grep -q 'libprofiler\.so' || missing="$missing libgoogle-perftools4"
+command -v google-pprof >/dev/null 2>&1 || missing="$missing google-perftools"
+command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+    echo "test.sh: installing Debian packages:$missing" >&2
+    $sudo_cmd apt-get update -qq
+    # shellcheck disable=SC2086
+    $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+fi
+
+# The exporters' tests read our speedscope / Chrome-trace / Perfetto files with real readers:
+# speedscope in Debian's headless chromium, and Perfetto's published protos (PyPI perfetto).
+bash tests/readers/install.sh
+
+cargo test --workspace
+
+if [ "$quick" = 1 ]; then exit 0; fi
+
+# The fuzz targets (a separate workspace) must keep building: `cargo +nightly fuzz run` needs
+# them, and stable checks them.
+cargo check --quiet --manifest-path fuzz/Cargo.toml
+
+# tickscope record against gperftools on a C workload with a known CPU split, short form
+# (the debug build the tests made): asserts tickscope's accounting and top-5 shares.
+python3 crates/preload/bench/compare_gperftools.py --debug --ms 1000 --rounds 1 --assert
+
+# A short fuzz run of every profile reader (about a minute in all): cargo-fuzz needs a
+# nightly toolchain; both are installed here if missing. Long runs are done by hand.
+bash fuzz/run-short.sh
