@@ -467,8 +467,8 @@ fn wall_mode_samples_a_sleeping_thread_for_its_whole_sleep() {
     let sleeper = std::thread::Builder::new()
         .name("sleeper".into())
         .spawn(|| {
-            // Let the drain thread find this thread first.
-            std::thread::sleep(Duration::from_millis(30));
+            // Armed now, rather than when the drain thread's poll finds it.
+            assert!(tickscope::sampler::adopt_current_thread());
             let t = Instant::now();
             std::thread::sleep(Duration::from_millis(600));
             (gettid(), t.elapsed())

@@ -50,6 +50,9 @@ pub(crate) struct Settings {
     pub path: PathBuf,
     /// `None`: `SIGPROF`.
     pub signal: Option<libc::c_int>,
+    /// The profile accounts for the process's CPU time from its start (a profile started
+    /// when the library loads), not from the call.
+    pub whole_process: bool,
 }
 
 /// Starts the process's sampler.
@@ -69,7 +72,10 @@ pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
     if let Some(old) = active.take() {
         std::mem::forget(old);
     }
-    let mut b = Sampler::builder().frequency(s.hz).mode(s.mode);
+    let mut b = Sampler::builder()
+        .frequency(s.hz)
+        .mode(s.mode)
+        .whole_process(s.whole_process);
     if let Some(sig) = s.signal {
         b = b.signal(sig);
     }
@@ -249,6 +255,7 @@ pub(crate) fn settings_from_env(
             mode,
             path,
             signal,
+            whole_process: true,
         },
         EnvExtras {
             on_signals,

@@ -174,6 +174,7 @@ pub struct Builder {
     log_entries: usize,
     poll: Duration,
     signal: libc::c_int,
+    whole_process: bool,
 }
 
 /// Perf-event descriptors below this map to their thread in the handler; a higher one still
@@ -227,6 +228,16 @@ impl Builder {
         self
     }
 
+    /// Accounts for the process's whole CPU time, from its first instruction, not only from
+    /// `start()` on: the CPU time used before (loading, constructors) is in the profile as
+    /// `[not sampled: ...]` under the threads that used it. For a sampler started when the
+    /// program loads (libtickscope's `TICKSCOPE_CPUPROFILE`), so that its total is the
+    /// process's CPU time, as `getrusage` gives it.
+    pub fn whole_process(mut self, yes: bool) -> Builder {
+        self.whole_process = yes;
+        self
+    }
+
     /// Starts sampling every thread of the process.
     pub fn start(self) -> Result<Sampler, Error> {
         start(self)
@@ -245,6 +256,9 @@ enum Msg {
     Stop,
     /// Drain the table and send a copy of everything so far; keep sampling.
     Snapshot(mpsc::Sender<Drained>),
+    /// Arm this new thread's timer now; set the flag to 1 (and wake the thread, which waits
+    /// on it with a futex) when done.
+    Adopt(i32, std::sync::Arc<AtomicU32>),
 }
 
 struct Running {
@@ -278,6 +292,9 @@ struct Drained {
     names: HashMap<u32, String>,
     /// CPU time threads used before their timer was armed.
     unsampled: HashMap<u32, u64>,
+    /// With [`Builder::whole_process`]: CPU time the threads alive at `start()` used before
+    /// it (the program's loading and constructors).
+    before_start: HashMap<u32, u64>,
     /// Threads whose timer could not be armed, and the last error.
     unarmed: u64,
     arm_error: Option<String>,
@@ -294,6 +311,88 @@ struct Drained {
 static RUNNING: Mutex<Option<u32>> = Mutex::new(None);
 /// Starts so far, for the drain thread's name.
 static STARTS: AtomicU64 = AtomicU64::new(0);
+/// The running sampler's process id (0: none), checked before [`ADOPT`] is locked, so a fork
+/// child never waits on a lock a parent's thread held at the fork.
+static ADOPT_PID: AtomicU32 = AtomicU32::new(0);
+/// The running sampler's drain thread, for threads that ask to be armed at once.
+static ADOPT: Mutex<Option<mpsc::Sender<Msg>>> = Mutex::new(None);
+/// How long a new thread waits for its timer before it runs unsampled (counted then as
+/// `[not sampled: thread start before discovery]`, as a thread found by polling is). Generous:
+/// the drain thread answers in microseconds, but a busy machine may not run it for a while.
+const ADOPT_WAIT: Duration = Duration::from_secs(2);
+
+/// Returns true if and only if a sampler this process started is running.
+pub fn running_here() -> bool {
+    ADOPT_PID.load(Relaxed) == std::process::id()
+}
+
+/// Arms the calling thread's timer now, if a sampler runs in this process and has not found
+/// the thread yet; returns true if and only if the thread is sampled when this returns.
+///
+/// Threads are otherwise found by polling `/proc/self/task` every 10 ms, and the CPU time a
+/// thread uses before it is found is reported as not sampled. A thread that calls this first
+/// thing is sampled from its first instruction on: libtickscope's `pthread_create` does it
+/// for every thread of a preloaded program. Not for signal handlers (it locks and waits).
+pub fn adopt_current_thread() -> bool {
+    if ADOPT_PID.load(SeqCst) != std::process::id() {
+        return false;
+    }
+    let tx = match ADOPT.lock() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    let Some(tx) = tx else { return false };
+    // The wait is a bare futex, not a channel's: std's blocking calls name the current
+    // thread, and this runs before std's own spawn code has set that (for threads this
+    // library's std starts), which std aborts on.
+    let done = std::sync::Arc::new(AtomicU32::new(0));
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    if tx.send(Msg::Adopt(tid, done.clone())).is_err() {
+        return false;
+    }
+    let deadline = Instant::now() + ADOPT_WAIT;
+    while done.load(Acquire) == 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        futex_wait(&done, left);
+    }
+    true
+}
+
+/// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
+fn futex_wait(word: &AtomicU32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a valid relative timeout: it returns at
+    // once if the word is no longer 0, else sleeps until woken, timed out or interrupted.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            0u32,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes the thread waiting on `word` in [`futex_wait`].
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        )
+    };
+}
 
 impl Sampler {
     /// Settings with the defaults: 100 Hz, CPU time, the best source available.
@@ -306,6 +405,7 @@ impl Sampler {
             log_entries: 1024,
             poll: Duration::from_millis(10),
             signal: SIGNAL,
+            whole_process: false,
         }
     }
 
@@ -491,8 +591,11 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         }
     }
     let n = STARTS.fetch_add(1, Relaxed);
-    let cpu_at_start = timer::process_cpu_ns();
-    let mut poller = Poller::new(source, b.mode, period_ns, signal, n);
+    let cpu_at_start = match b.whole_process {
+        true => Some(0),
+        false => timer::process_cpu_ns(),
+    };
+    let mut poller = Poller::new(source, b.mode, period_ns, signal, n, b.whole_process);
     // SAFETY: `shared` was just allocated and is only freed by `finish`.
     poller.poll(unsafe { &*shared });
     let (tx, rx) = mpsc::channel();
@@ -526,6 +629,8 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         }
     };
     *running = Some(pid);
+    *ADOPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx.clone());
+    ADOPT_PID.store(pid, SeqCst);
     Ok(Sampler {
         inner: Some(Running {
             pid,
@@ -581,6 +686,10 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
         std::mem::forget(r.drain);
         return None;
     }
+    // No thread asks to be armed any more; one waiting now gets its answer from the drain
+    // thread before it stops, or a closed channel.
+    ADOPT_PID.store(0, SeqCst);
+    *ADOPT.lock().unwrap_or_else(|p| p.into_inner()) = None;
     // The drain thread disarms every timer and hands back what it gathered.
     let _ = r.tx.send(Msg::Stop);
     let mut drained = r.drain.join().unwrap_or_default();
@@ -637,6 +746,7 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
         stacks: d.stacks,
         names: d.names,
         unsampled: d.unsampled,
+        before_start: d.before_start,
         lost: shared.store.lost(),
         signals: shared.signals.load(Relaxed),
         handler_ns: crate::clock::ticks_to_ns(shared.handler_ticks.load(Relaxed)),
@@ -671,6 +781,8 @@ struct Poller {
     armed: HashMap<i32, Option<timer::Armed>>,
     /// Threads alive at `start()` and the CPU time they had used by then.
     baseline: HashMap<i32, u64>,
+    /// With `whole_process`: the threads alive at `start()` (no baseline then).
+    initial: std::collections::HashSet<i32>,
     tids: Vec<i32>,
     rng: u64,
     tombstones: usize,
@@ -682,7 +794,16 @@ struct Poller {
 }
 
 impl Poller {
-    fn new(source: Source, mode: Mode, period_ns: u64, signal: libc::c_int, seed: u64) -> Poller {
+    /// `whole_process`: no baseline, so a thread's CPU time before its timer is armed counts
+    /// from the thread's start, not from `start()`.
+    fn new(
+        source: Source,
+        mode: Mode,
+        period_ns: u64,
+        signal: libc::c_int,
+        seed: u64,
+        whole_process: bool,
+    ) -> Poller {
         let mut p = Poller {
             source,
             mode,
@@ -690,6 +811,7 @@ impl Poller {
             signal,
             armed: HashMap::new(),
             baseline: HashMap::new(),
+            initial: Default::default(),
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
@@ -697,7 +819,10 @@ impl Poller {
             perf_cap: timer::open_files_limit() / 4,
             out: Drained::default(),
         };
-        if mode == Mode::Cpu && timer::list_threads(&mut p.tids).is_ok() {
+        if mode == Mode::Cpu && whole_process && timer::list_threads(&mut p.tids).is_ok() {
+            p.initial = p.tids.iter().copied().collect();
+        }
+        if mode == Mode::Cpu && !whole_process && timer::list_threads(&mut p.tids).is_ok() {
             for &tid in &p.tids {
                 if let Some(ns) = timer::thread_cpu_ns(tid) {
                     p.baseline.insert(tid, ns);
@@ -726,11 +851,15 @@ impl Poller {
         for tid in new {
             self.arm(shared, tid);
         }
+        // Missing from the listing is not gone: a live thread skipped by one listing and
+        // armed again by the next would count its CPU time twice (its first event's count,
+        // then all its time so far as "before discovery"): 1.49 × the real CPU time was seen
+        // while other threads came and went.
         let gone: Vec<i32> = self
             .armed
             .keys()
             .copied()
-            .filter(|t| self.tids.binary_search(t).is_err())
+            .filter(|&t| self.tids.binary_search(&t).is_err() && !timer::thread_alive(t))
             .collect();
         for tid in gone {
             if let Some(Some(a)) = self.armed.remove(&tid) {
@@ -740,9 +869,23 @@ impl Poller {
             self.tombstones += 1;
         }
         if self.tombstones > 4096 {
-            shared.known.rebuild(&self.tids);
+            let live: Vec<i32> = self.armed.keys().copied().collect();
+            shared.known.rebuild(&live);
             self.tombstones = 0;
         }
+    }
+
+    /// A thread that asked to be armed at once ([`adopt_current_thread`]), unless a poll
+    /// found it first.
+    fn adopt(&mut self, shared: &Shared, tid: i32) {
+        if self.armed.contains_key(&tid) {
+            return;
+        }
+        // The handler may walk the thread's stack only once its mapping is known.
+        if let Ok(maps) = crate::symbolize::read_self_maps() {
+            shared.ranges.publish(&maps);
+        }
+        self.arm(shared, tid);
     }
 
     fn arm(&mut self, shared: &Shared, tid: i32) {
@@ -797,7 +940,11 @@ impl Poller {
                 }
                 let base = self.baseline.get(&tid).copied().unwrap_or(0);
                 if let Some(ns) = before.map(|b| b.saturating_sub(base)).filter(|&ns| ns > 0) {
-                    *self.out.unsampled.entry(tid as u32).or_default() += ns;
+                    let into = match self.initial.contains(&tid) {
+                        true => &mut self.out.before_start,
+                        false => &mut self.out.unsampled,
+                    };
+                    *into.entry(tid as u32).or_default() += ns;
                 }
                 self.armed.insert(tid, Some(a));
             }
@@ -862,12 +1009,24 @@ fn drain_loop(
     every: Duration,
     rx: mpsc::Receiver<Msg>,
 ) -> Drained {
+    let mut next = Instant::now() + every;
     loop {
-        let reply = match rx.recv_timeout(every) {
+        let reply = match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Ok(Msg::Snapshot(reply)) => Some(reply),
+            Ok(Msg::Adopt(tid, done)) => {
+                poller.adopt(shared, tid);
+                done.store(1, Release);
+                futex_wake(&done);
+                // Polls stay on their schedule however many threads start.
+                if Instant::now() < next {
+                    continue;
+                }
+                None
+            }
             Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return poller.finish(),
         };
+        next = Instant::now() + every;
         poller.poll(shared);
         shared.store.drain(&mut poller.out.stacks, 3, false);
         if let Some(reply) = reply {

@@ -34,6 +34,7 @@ struct Sample {
 }
 
 const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
+const BEFORE_START: &str = "[not sampled: before the profiler started]";
 const UNACCOUNTED: &str =
     "[not sampled: threads that ended before discovery, last partial periods]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
@@ -72,6 +73,7 @@ pub(crate) struct Parts {
     pub stacks: HashMap<Key, Counts>,
     pub names: HashMap<u32, String>,
     pub unsampled: HashMap<u32, u64>,
+    pub before_start: HashMap<u32, u64>,
     /// Per thread, the CPU time its perf event counted (perf source only).
     pub counted: HashMap<u32, u64>,
     /// The process's CPU time while sampling (CPU mode).
@@ -177,10 +179,11 @@ pub(crate) fn build(p: Parts) -> Profile {
             s.counts.weight = (s.counts.weight as f64 * f).round() as u64;
         }
     }
-    for (tid, ns) in &p.unsampled {
+    let unsampled = p.unsampled.iter().map(|u| (u, UNSAMPLED));
+    for ((tid, ns), label) in unsampled.chain(p.before_start.iter().map(|u| (u, BEFORE_START))) {
         samples.push(Sample {
             tid: *tid,
-            locs: vec![Loc::Synthetic(UNSAMPLED)],
+            locs: vec![Loc::Synthetic(label)],
             scopes: Vec::new(),
             counts: Counts {
                 count: 0,
@@ -217,8 +220,14 @@ pub(crate) fn build(p: Parts) -> Profile {
     }
     // Whatever CPU time the process used that no sample or synthetic frame holds: threads
     // that began and ended between two polls, and each thread's last partial period.
+    let mut excess = None;
     if let Some(cpu) = p.process_cpu_ns {
         let held: u64 = samples.iter().map(|s| s.counts.weight).sum();
+        // More than the process used is a bug, never noise: said, not hidden (2% leaves room
+        // for the two clocks being read a moment apart).
+        if held as f64 > cpu as f64 * 1.02 && held - cpu > 10_000_000 {
+            excess = Some((held, cpu));
+        }
         if cpu > held {
             samples.push(Sample {
                 tid: 0,
@@ -336,6 +345,14 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.signals,
             p.requested_hz,
             p.duration.as_secs_f64()
+        ));
+    }
+    if let Some((held, cpu)) = excess {
+        warnings.push(format!(
+            "the profile holds {} of CPU time, more than the {} the process used while sampled: its figures are too high by {:.1}%",
+            tickscope_fmt::duration(held as f64),
+            tickscope_fmt::duration(cpu as f64),
+            (held as f64 / cpu as f64 - 1.0) * 100.0
         ));
     }
     if lost > 0 {

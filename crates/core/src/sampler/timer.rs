@@ -321,6 +321,17 @@ pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
     Ok(())
 }
 
+/// Returns true if and only if thread `tid` of this process still exists. A listing of
+/// `/proc/self/task` can skip live threads while others start and exit around it (it is read
+/// in several `getdents` calls, positioned by index); this asks the kernel about one thread.
+pub(crate) fn thread_alive(tid: i32) -> bool {
+    let pid = std::process::id() as libc::pid_t;
+    // SAFETY: tgkill with signal 0 sends nothing; it only checks that the thread exists in
+    // this thread group.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`).
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;

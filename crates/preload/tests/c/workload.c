@@ -6,6 +6,9 @@
  * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
+ *                         [--short-threads N]
+ * --short-threads N: main also starts N threads one after another, each spending 1% in
+ * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
  * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -76,6 +79,13 @@ static void *thread2(void *arg)
     return 0;
 }
 
+static void *short_thread(void *arg)
+{
+    (void)arg;
+    work_f(1);
+    return 0;
+}
+
 static void on_sigprof(int sig)
 {
     (void)sig;
@@ -99,10 +109,11 @@ int main(int argc, char **argv)
 {
     pthread_t t1, t2;
     int i, exit_status = -1, do_fork = 0, do_exec = 0, do_sigprof = 0, do_wait = 0;
-    int do_closefds = 0, files[16];
+    int do_closefds = 0, files[16], short_threads = 0;
     if (argc < 2) {
         fprintf(stderr,
-                "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]\n",
+                "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
+                "[--short-threads N]\n",
                 argv[0]);
         return 2;
     }
@@ -120,6 +131,8 @@ int main(int argc, char **argv)
             do_wait = 1;
         } else if (!strcmp(argv[i], "--closefds")) {
             do_closefds = 1;
+        } else if (!strcmp(argv[i], "--short-threads") && i + 1 < argc) {
+            short_threads = atoi(argv[++i]);
         }
     }
     if (do_sigprof) {
@@ -166,6 +179,11 @@ int main(int argc, char **argv)
         }
     }
     work_a(40);
+    for (i = 0; i < short_threads; i++) {
+        pthread_t t;
+        pthread_create(&t, 0, short_thread, 0);
+        pthread_join(t, 0);
+    }
     pthread_join(t1, 0);
     pthread_join(t2, 0);
     if (do_closefds) {
