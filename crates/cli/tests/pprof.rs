@@ -243,6 +243,91 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs `tickscope ARGS`; returns its exit code, stderr and peak resident memory (KiB).
+fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut s).unwrap();
+        s
+    });
+    let mut status = 0;
+    // SAFETY: rusage is plain data, all-zero valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into valid locals.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    let code = std::process::ExitStatus::from_raw(status).code();
+    (code, reader.join().unwrap(), usage.ru_maxrss)
+}
+
+/// One gzip member holding `n` zero bytes; members concatenated read as one stream.
+fn gzip_zeros(n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&vec![0u8; n]).unwrap();
+    e.finish().unwrap()
+}
+
+/// Gzip bombs and endless devices are refused from their first bytes or by the ratio of
+/// decompressed to compressed size, in memory unrelated to what they would decompress to
+/// (before: 8.4 GB and a minute for 4 GiB of zeros; 4.2 GB for /dev/zero).
+#[test]
+fn gzip_bombs_and_endless_input_are_refused_in_bounded_memory() {
+    let dir = std::env::temp_dir().join(format!("tickscope-bombs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mib = gzip_zeros(1 << 20);
+    // 4 GiB of zeros in ~4 MB: not protobuf, not text; refused from its first kilobytes.
+    let zeros = dir.join("zeros.pb.gz");
+    std::fs::write(&zeros, mib.repeat(4096)).unwrap();
+    // A protobuf start (field 6, a string of 1 GiB), then 1 GiB of zeros in ~1 MB: looks like
+    // a profile, so it is read until the ratio limit says no.
+    let proto = dir.join("proto.pb.gz");
+    let mut bomb = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&[0x32, 0x80, 0x80, 0x80, 0x80, 0x04]).unwrap();
+        e.finish().unwrap()
+    };
+    bomb.extend(mib.repeat(1024));
+    std::fs::write(&proto, &bomb).unwrap();
+    let cases = [
+        (zeros.to_str().unwrap(), "not a profile"),
+        ("/dev/zero", "not a profile"),
+        (proto.to_str().unwrap(), "over 100 times its size"),
+    ];
+    for (file, want) in cases {
+        let (code, err, peak_kib) = run_measured(&["top", file]);
+        assert_eq!(code, Some(2), "{file}: {err}");
+        assert!(err.contains(file) && err.contains(want), "{file}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{file}: {err}");
+        // The ratio limit lets the protobuf bomb reach 100 MiB before it is refused; the
+        // others stop at once. Fixed costs (binary, allocator) are a few MiB.
+        let budget_kib = match want {
+            "not a profile" => 32 << 10,
+            _ => (100 + 64) << 10,
+        };
+        assert!(
+            peak_kib < budget_kib,
+            "{file}: peak {peak_kib} KiB, budget {budget_kib} KiB"
+        );
+    }
+    // The flag reads past the ratio, up to the size it gives (and no further).
+    let (code, err, _) =
+        run_measured(&["top", "--max-decompressed", "200M", proto.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("more than 200 MiB"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // --- the real go tool pprof on profiles a Go program writes ------------------------------
 
 /// A Go program with a known CPU split: `main.hot` ~ 3 parts, `main.warm` ~ 2 (through

@@ -33,6 +33,14 @@ pub enum ErrorKind {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The gzip data decompresses to more than [`MAX_RATIO`](super::MAX_RATIO) times its
+    /// size: a gzip bomb, not a profile ([`Limits`](super::Limits) raises the limit).
+    TooCompressed {
+        /// The compressed size in bytes.
+        compressed: u64,
+        /// The limit in bytes it reached.
+        limit: u64,
+    },
     /// No reader recognises the content.
     Unrecognized {
         /// The first bytes (up to 8).
@@ -108,6 +116,13 @@ impl fmt::Display for ErrorKind {
                 f,
                 "decompresses to more than {} MiB, the most this reader accepts",
                 limit >> 20
+            ),
+            ErrorKind::TooCompressed { compressed, limit } => write!(
+                f,
+                "{} of gzip decompresses to more than {} MiB, over {} times its size: no profiler writes such data (a gzip bomb?); tickscope's --max-decompressed SIZE reads it anyway",
+                tickscope_fmt::count(*compressed, "byte"),
+                limit >> 20,
+                super::MAX_RATIO
             ),
             ErrorKind::Unrecognized { head } => {
                 write!(

@@ -38,8 +38,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let (base_path, new_path) = (&args.base, &args.common.file);
-    let base = load(base_path)?;
-    let new = load(new_path)?;
+    let base = load(base_path, args.common.limits())?;
+    let new = load(new_path, args.common.limits())?;
     let options = args.common.options(args.sort.into());
     // The flame graph is drawn from each profile on its own.
     let flames = args.output.as_ref().map(|_| (base.clone(), new.clone()));

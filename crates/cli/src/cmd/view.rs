@@ -77,6 +77,28 @@ pub struct Common {
     /// Directories to search for sources (`:`-separated).
     #[arg(long, value_name = "DIRS")]
     pub source_path: Option<String>,
+    /// Read a gzip-compressed profile that decompresses to up to SIZE bytes (`K`, `M`, `G`
+    /// suffixes), whatever its compression ratio. By default one may decompress to 100 times
+    /// its size (at least 64 MiB) and at most 4 GiB: more is a gzip bomb, not a profile.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_decompressed: Option<u64>,
+}
+
+/// `4096`, `64K`, `512M`, `8G` (powers of 1024).
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?} is not a size (bytes, or with a K, M or G suffix)"))
 }
 
 impl Common {
@@ -114,9 +136,16 @@ impl Common {
         }
     }
 
+    /// How much the profile may decompress to.
+    pub fn limits(&self) -> profile::Limits {
+        profile::Limits {
+            max_decompressed: self.max_decompressed,
+        }
+    }
+
     /// Loads the file and prepares it for `view`.
     pub fn report(&self, view: View, sort: Sort) -> Result<Report> {
-        let profile = load(&self.file)?;
+        let profile = load(&self.file, self.limits())?;
         prepare(profile, &self.file, view, &self.options(sort))
     }
 }
@@ -133,11 +162,11 @@ pub fn prepare(profile: Profile, file: &Path, view: View, options: &Options) -> 
 
 /// Loads a profile, with a progress line on stderr when loading takes over half a second and
 /// stderr is a terminal.
-pub fn load(path: &Path) -> Result<Profile> {
+pub fn load(path: &Path, limits: profile::Limits) -> Result<Profile> {
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| Progress::start(path));
-    let result = profile::load(path);
+    let result = profile::load_with(path, limits);
     if let Some(p) = progress {
         p.finish();
     }
