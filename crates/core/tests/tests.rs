@@ -40,6 +40,15 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
         // SAFETY: same contract as ours.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
+    // Forwarded, not left to the default (alloc, then zero every byte): calloc's fresh pages
+    // cost no memory until written, which the capture's memory test relies on.
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if tickscope::sampler::in_signal_handler() {
+            sampler::ALLOCS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
         if tickscope::sampler::in_signal_handler() {
             sampler::ALLOCS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

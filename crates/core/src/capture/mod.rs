@@ -275,6 +275,7 @@ fn control() -> std::sync::MutexGuard<'static, Control> {
 pub struct Builder {
     sink: Sink,
     ring_capacity: u64,
+    ring_budget: u64,
     full: Full,
     flush_every: Duration,
 }
@@ -285,6 +286,7 @@ impl Builder {
         Builder {
             sink,
             ring_capacity: ring::DEFAULT_CAPACITY,
+            ring_budget: ring::DEFAULT_BUDGET,
             full: Full::Drop,
             flush_every: Duration::from_millis(100),
         }
@@ -294,6 +296,15 @@ impl Builder {
     /// 2 MiB). Applies to threads that record their first event after the capture starts.
     pub fn ring_capacity(mut self, records: u64) -> Builder {
         self.ring_capacity = records.clamp(64, 1 << 26);
+        self
+    }
+
+    /// The most memory the rings of all threads together may take (default 512 MiB, 256
+    /// default rings). Past it, threads that record their first event get smaller rings,
+    /// down to 4,096 records (64 KiB); what they cannot hold is dropped and counted. A ring
+    /// costs memory only as far as its thread's events have reached into it.
+    pub fn ring_budget(mut self, bytes: u64) -> Builder {
+        self.ring_budget = bytes;
         self
     }
 
@@ -345,6 +356,7 @@ impl Builder {
         };
         STATS.reset();
         ring::CAPACITY.store(self.ring_capacity, Relaxed);
+        ring::BUDGET.store(self.ring_budget, Relaxed);
         ring::POLICY.store(u8::from(self.full == Full::Block), Relaxed);
         *control() = Control {
             started: Some(Instant::now()),

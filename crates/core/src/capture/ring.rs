@@ -5,8 +5,15 @@
 //! destructor-free thread-local. The producer writes a record with two relaxed stores and
 //! publishes it with one release store of its head; the collector thread reads up to the head
 //! and publishes its tail. The producer re-reads the tail only when its cached limit runs out,
-//! so the two sides share a cache line once per drain, not once per event. No `unsafe`: the
-//! slots are `AtomicU64`s, whose relaxed stores compile to plain moves.
+//! so the two sides share a cache line once per drain, not once per event. The slots are
+//! `AtomicU64`s, whose relaxed stores compile to plain moves.
+//!
+//! Memory: a ring's slots are allocated zeroed (calloc, so fresh pages from the kernel, not
+//! written), and a page costs memory only once the thread's events reach it: a thread that
+//! records a few events costs a page or two, not its ring's 2 MiB. Rings are also held to a
+//! process-wide budget ([`DEFAULT_BUDGET`]): past it, new threads get smaller rings (down to
+//! [`MIN_CAPACITY`]), so thousands of threads cannot take gigabytes (5,000 threads took
+//! 7.6 GB before). What a small ring cannot hold is dropped and counted, as always.
 //!
 //! When the ring is full the record is dropped and counted (policy [`Full::Drop`]), and the
 //! count is recorded as a `lost` event as soon as there is room again, so the timeline shows
@@ -36,6 +43,17 @@ pub(crate) static CAPACITY: AtomicU64 = AtomicU64::new(DEFAULT_CAPACITY);
 /// one thread the ring holds 6.5 ms: several of the collector's 1 ms passes, and a few
 /// scheduler time slices when the machine has no idle core for the collector.
 pub(crate) const DEFAULT_CAPACITY: u64 = 1 << 17;
+
+/// The most memory the rings of live threads may take together, unless one ring of
+/// [`MIN_CAPACITY`] alone would exceed it: 256 threads' default rings. (Pooled rings, of
+/// exited threads, give their pages back to the system.)
+pub(crate) const DEFAULT_BUDGET: u64 = 512 << 20;
+/// The budget now (`Builder::ring_budget`).
+pub(crate) static BUDGET: AtomicU64 = AtomicU64::new(DEFAULT_BUDGET);
+/// The smallest ring a thread gets when the budget is spent: 4,096 records, 64 KiB.
+pub(crate) const MIN_CAPACITY: u64 = 1 << 12;
+/// Bytes of ring slots held by live threads' rings (and exited threads' not yet drained).
+static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// Events threads could not record because they had already exited (from thread-local
 /// destructors that ran after the capture's own).
@@ -92,7 +110,7 @@ impl Ring {
                 tail: AtomicU64::new(0),
             },
             mask: capacity - 1,
-            slots: (0..capacity * 2).map(|_| AtomicU64::new(0)).collect(),
+            slots: zeroed_slots(capacity as usize * 2),
             tid: AtomicU64::new(0),
             name: Mutex::new(String::new()),
             retired: AtomicBool::new(false),
@@ -103,6 +121,11 @@ impl Ring {
 
     pub(crate) fn capacity(&self) -> u64 {
         self.mask + 1
+    }
+
+    /// The bytes its slots take.
+    fn bytes(capacity: u64) -> u64 {
+        capacity * 16
     }
 
     /// Appends one record. Producer only.
@@ -211,6 +234,17 @@ impl Ring {
     }
 }
 
+/// `n` slots of zero, allocated zeroed: large allocations come straight from the kernel's
+/// zero pages, which cost no memory until written (writing zeros one by one, as collecting
+/// `AtomicU64::new(0)`s does, commits every page at once).
+fn zeroed_slots(n: usize) -> Box<[AtomicU64]> {
+    let zeros: Box<[u64]> = vec![0u64; n].into_boxed_slice();
+    // SAFETY: AtomicU64 has the same size, alignment and bit validity as u64 (its docs
+    // guarantee the layout); the allocation is moved, not copied, so it is freed with the
+    // layout it was allocated with.
+    unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU64]) }
+}
+
 /// Live and pooled rings.
 struct Rings {
     live: Vec<&'static Ring>,
@@ -231,11 +265,34 @@ pub(crate) fn live() -> Vec<&'static Ring> {
     rings().live.clone()
 }
 
-/// Puts a drained ring of an exited thread back in the pool. Collector only.
+/// Puts a drained ring of an exited thread back in the pool, its pages given back to the
+/// system (they come back zeroed when a thread writes to them again). Collector only.
 pub(crate) fn recycle(ring: &'static Ring) {
+    release_pages(&ring.slots);
     let mut r = rings();
     r.live.retain(|x| !std::ptr::eq(*x, ring));
+    LIVE_BYTES.fetch_sub(Ring::bytes(ring.capacity()), Relaxed);
     r.pool.push(ring);
+}
+
+/// Gives the whole pages of `slots` back to the system (`MADV_DONTNEED`).
+fn release_pages(slots: &[AtomicU64]) {
+    const PAGE: usize = 4096;
+    let start = slots.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(slots);
+    let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+    if last > first {
+        // SAFETY: the range is whole pages inside the slots' own allocation, which no thread
+        // writes now (the ring is drained and its owner exited); MADV_DONTNEED only makes
+        // them read as zero again, which is a valid AtomicU64, and keeps the mapping.
+        unsafe {
+            libc::madvise(
+                first as *mut libc::c_void,
+                last - first,
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
 }
 
 thread_local! {
@@ -288,14 +345,21 @@ fn register() -> Option<&'static Ring> {
         LOST_AFTER_EXIT.fetch_add(1, Relaxed);
         return None;
     }
-    let capacity = CAPACITY.load(Relaxed).next_power_of_two().max(64);
+    let wanted = CAPACITY.load(Relaxed).next_power_of_two().max(64);
     let ring = {
         let mut r = rings();
-        let pooled = r.pool.iter().position(|x| x.capacity() == capacity);
-        let ring = match pooled {
+        // As large as wanted, or as the budget allows; a pooled ring of that size if there
+        // is one.
+        let fits = |c: u64| LIVE_BYTES.load(Relaxed) + Ring::bytes(c) <= BUDGET.load(Relaxed);
+        let mut capacity = wanted;
+        while capacity > MIN_CAPACITY.min(wanted) && !fits(capacity) {
+            capacity /= 2;
+        }
+        let ring = match r.pool.iter().position(|x| x.capacity() == capacity) {
             Some(i) => r.pool.swap_remove(i),
             None => Box::leak(Box::new(Ring::new(capacity))),
         };
+        LIVE_BYTES.fetch_add(Ring::bytes(capacity), Relaxed);
         // A pooled ring is empty (drained before recycling); start it afresh.
         ring.retired.store(false, Relaxed);
         ring.index.store(0, Relaxed);
