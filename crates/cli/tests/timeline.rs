@@ -285,3 +285,62 @@ fn listen_rejects_a_stream_that_is_not_a_capture() {
     assert!(stderr.contains("not a tickscope capture"), "{stderr}");
     assert!(!out.exists());
 }
+
+/// The names in `dir`, sorted: a failed write leaves no temporary file behind.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn convert_refuses_an_output_that_is_its_input_under_any_name() {
+    let d = dir("convert-same");
+    let c = sample(true);
+    let f = write(&d, "cap.tscap", &c.bytes);
+    std::fs::hard_link(&f, d.join("hard.json")).unwrap();
+    std::os::unix::fs::symlink(&f, d.join("soft.json")).unwrap();
+    for out in ["cap.tscap", "hard.json", "soft.json"] {
+        let out = d.join(out).display().to_string();
+        assert_eq!(
+            fails(&["convert", &f, "--to", "chrome", "-o", &out]),
+            format!(
+                "tickscope: error: refusing to write {out}: it is the same file as the input {f}"
+            )
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), c.bytes, "{out}");
+    }
+    assert_eq!(names(&d), ["cap.tscap", "hard.json", "soft.json"]);
+}
+
+#[test]
+fn convert_keeps_an_existing_output_when_the_input_is_bad() {
+    let d = dir("convert-keep");
+    let mut c = sample(false);
+    c.bytes.truncate(c.bytes.len() - 3);
+    let cut = write(&d, "cut.tscap", &c.bytes);
+    let formats = ["chrome", "perfetto", "speedscope", "folded"];
+    for format in formats {
+        let out = write(&d, &format!("{format}.out"), b"the user's file");
+        let line = fails(&["convert", &cut, "--to", format, "-o", &out]);
+        assert!(line.contains("truncated"), "{format}: {line}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            b"the user's file",
+            "{format}: the old output is kept"
+        );
+    }
+    let mut want: Vec<String> = formats.iter().map(|f| format!("{f}.out")).collect();
+    want.push("cut.tscap".into());
+    want.sort();
+    assert_eq!(names(&d), want, "no temporary file is left");
+    // A good input replaces it.
+    let good = write(&d, "good.tscap", &sample(true).bytes);
+    let out = d.join("folded.out").display().to_string();
+    let ok = tickscope(&["convert", &good, "--to", "folded", "-o", &out]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert!(std::fs::read_to_string(&out).unwrap().starts_with("main;"));
+}
