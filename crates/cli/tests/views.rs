@@ -299,6 +299,11 @@ fn bad_files_are_status_2_naming_the_file() {
             stderr.contains(&file.display().to_string()),
             "{args:?}: {stderr}"
         );
+        // The OS error once, not as the message and again as its cause.
+        assert!(
+            stderr.matches("os error").count() <= 1,
+            "{args:?}: {stderr}"
+        );
     }
     // Profiles of different kinds cannot be compared: both are named.
     let heap = PathBuf::from("/work/shared/testdata/pprof/go.nomappings.crash.pb.gz");
