@@ -113,3 +113,185 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     assert_eq!(out.status.code(), Some(137), "{stderr}");
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
 }
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
+/// the program is given is refused before the program starts; the file is untouched.
+#[test]
+fn record_refuses_an_output_that_is_the_program_or_an_input() {
+    let lib = library();
+    let dir = scratch("same");
+    let exe = workload(&dir);
+    std::fs::copy(&exe, dir.join("p2")).unwrap();
+    std::fs::write(dir.join("in.txt"), "data").unwrap();
+    let lib_link = dir.join("lib.pb.gz");
+    std::os::unix::fs::symlink(&lib, &lib_link).unwrap();
+    let cases: [(&str, &[&str], String); 3] = [
+        ("p2", &["./p2", "10"], "./p2".into()),
+        (
+            "in.txt",
+            &["sh", "-c", "touch ran", "in.txt"],
+            "in.txt".into(),
+        ),
+        (
+            "lib.pb.gz",
+            &["sh", "-c", "touch ran"],
+            std::fs::canonicalize(&lib).unwrap().display().to_string(),
+        ),
+    ];
+    for (output, command, input) in cases {
+        let before = std::fs::read(dir.join(output)).unwrap();
+        let out = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .args(["record", "-o", output, "--"])
+            .args(command)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{output}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!("tickscope: error: refusing to write {output}: it is the same file as the input {input}\n")
+        );
+        assert_eq!(std::fs::read(dir.join(output)).unwrap(), before, "{output}");
+        assert!(!dir.join("ran").exists(), "{output}: the program ran");
+    }
+}
+
+/// A directory that is missing or takes no files is refused before the program starts,
+/// with the real cause (not "it ended by _exit, abort or a signal").
+#[test]
+fn record_checks_the_output_directory_before_starting_the_program() {
+    let lib = library();
+    let dir = scratch("nodir");
+    let missing = dir.join("no/such/o.pb.gz");
+    for (output, says) in [
+        (
+            missing.display().to_string(),
+            format!(
+                "tickscope: error: cannot write {}: the directory {} does not exist\n",
+                missing.display(),
+                dir.join("no").display()
+            ),
+        ),
+        (
+            "/proc/o.pb.gz".to_owned(),
+            "tickscope: error: cannot write /proc/o.pb.gz: cannot create a file in /proc: "
+                .to_owned(),
+        ),
+    ] {
+        let out = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .args(["record", "-o", &output, "--", "sh", "-c", "touch ran"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.starts_with(&says) && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+        assert!(!dir.join("ran").exists(), "the program ran: {stderr}");
+    }
+}
+
+/// A run that writes no profile (killed, `_exit`, static) leaves the old one as it was; a run
+/// that writes one replaces it, and a program it exec'd has its own file beside it. No
+/// temporary file is left either way.
+#[test]
+fn record_keeps_the_old_profile_when_the_run_writes_none() {
+    let lib = library();
+    let dir = scratch("keep");
+    let exe = workload(&dir);
+    std::fs::write(dir.join("old.pb.gz"), "the old profile").unwrap();
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args([
+            "record",
+            "-o",
+            "old.pb.gz",
+            "--",
+            "sh",
+            "-c",
+            "kill -KILL $$",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{stderr}");
+    assert!(stderr.contains("wrote no profile to old.pb.gz"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
+        "the old profile"
+    );
+    assert_eq!(names(&dir), ["old.pb.gz", "workload"]);
+    // A profile cut short (here: written by hand, then killed) does not replace it either.
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "old.pb.gz", "--", "sh", "-c"])
+        .arg(r#"printf '\037\213cut' > "$TICKSCOPE_CPUPROFILE"; kill -KILL $$"#)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{stderr}");
+    assert!(
+        stderr.starts_with("tickscope: error: sh wrote a damaged profile, not kept (gzip data")
+            && stderr.ends_with("; old.pb.gz is unchanged\n"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
+        "the old profile"
+    );
+    assert_eq!(names(&dir), ["old.pb.gz", "workload"]);
+
+    // `bash` runs the workload as a child: both write a profile, each to its own name (dash
+    // ends by `_exit` and writes none).
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "old.pb.gz", "--", "bash", "-c"])
+        .arg(format!("{} 50; true", exe.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let names = names(&dir);
+    assert_eq!(names.len(), 3, "{names:?}");
+    let child = names
+        .iter()
+        .find(|n| n.starts_with("old.pb.gz."))
+        .unwrap_or_else(|| panic!("{names:?}"));
+    assert!(
+        stderr.contains(&format!(
+            "a program it exec'd: {}",
+            dir.join(child).display()
+        )),
+        "{stderr}"
+    );
+    for f in ["old.pb.gz", child] {
+        let top = Command::new(bin())
+            .args(["top"])
+            .arg(dir.join(f))
+            .output()
+            .unwrap();
+        assert!(
+            top.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&top.stderr)
+        );
+    }
+}

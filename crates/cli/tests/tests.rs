@@ -64,3 +64,34 @@ fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {
     assert!(svg.contains("<svg") && svg.contains("parse_record"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The demo's outputs are checked before it runs: a missing directory is one line naming it,
+/// not an error after the whole run.
+#[test]
+fn demo_refuses_an_output_in_a_missing_directory_before_running() {
+    let dir = std::env::temp_dir().join(format!("tickscope-cli-nodir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = dir.join("demo.pb.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args([
+            "demo",
+            "--seconds",
+            "0.1",
+            "--interval",
+            "off",
+            "--cpuprofile",
+        ])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "tickscope: error: cannot write {}: the directory {} does not exist\n",
+            profile.display(),
+            dir.display()
+        )
+    );
+}

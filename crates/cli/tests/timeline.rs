@@ -285,3 +285,286 @@ fn listen_rejects_a_stream_that_is_not_a_capture() {
     assert!(stderr.contains("not a tickscope capture"), "{stderr}");
     assert!(!out.exists());
 }
+
+/// The names in `dir`, sorted: a failed write leaves no temporary file behind.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn convert_refuses_an_output_that_is_its_input_under_any_name() {
+    let d = dir("convert-same");
+    let c = sample(true);
+    let f = write(&d, "cap.tscap", &c.bytes);
+    std::fs::hard_link(&f, d.join("hard.json")).unwrap();
+    std::os::unix::fs::symlink(&f, d.join("soft.json")).unwrap();
+    for out in ["cap.tscap", "hard.json", "soft.json"] {
+        let out = d.join(out).display().to_string();
+        assert_eq!(
+            fails(&["convert", &f, "--to", "chrome", "-o", &out]),
+            format!(
+                "tickscope: error: refusing to write {out}: it is the same file as the input {f}"
+            )
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), c.bytes, "{out}");
+    }
+    assert_eq!(names(&d), ["cap.tscap", "hard.json", "soft.json"]);
+}
+
+#[test]
+fn convert_keeps_an_existing_output_when_the_input_is_bad() {
+    let d = dir("convert-keep");
+    let mut c = sample(false);
+    c.bytes.truncate(c.bytes.len() - 3);
+    let cut = write(&d, "cut.tscap", &c.bytes);
+    let formats = ["chrome", "perfetto", "speedscope", "folded"];
+    for format in formats {
+        let out = write(&d, &format!("{format}.out"), b"the user's file");
+        let line = fails(&["convert", &cut, "--to", format, "-o", &out]);
+        assert!(line.contains("truncated"), "{format}: {line}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            b"the user's file",
+            "{format}: the old output is kept"
+        );
+    }
+    let mut want: Vec<String> = formats.iter().map(|f| format!("{f}.out")).collect();
+    want.push("cut.tscap".into());
+    want.sort();
+    assert_eq!(names(&d), want, "no temporary file is left");
+    // A good input replaces it.
+    let good = write(&d, "good.tscap", &sample(true).bytes);
+    let out = d.join("folded.out").display().to_string();
+    let ok = tickscope(&["convert", &good, "--to", "folded", "-o", &out]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert!(std::fs::read_to_string(&out).unwrap().starts_with("main;"));
+}
+
+#[test]
+fn listen_never_replaces_an_existing_file() {
+    let d = dir("listen-keep");
+    let out = d.join("got.tscap");
+    std::fs::write(&out, "first").unwrap();
+    std::fs::write(d.join("got.2.tscap"), "second").unwrap();
+    let l = listen(&out, &["--connections", "3", "--quiet"]);
+    // Garbage, nothing at all, then a capture.
+    l.send(b"GET / HTTP/1.1\r\n\r\n", Duration::ZERO);
+    drop(TcpStream::connect(("127.0.0.1", l.port)).unwrap());
+    let c = sample(true);
+    l.send(&c.bytes, Duration::ZERO);
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("2 of 3 connections did not deliver a capture"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "first", "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("got.2.tscap")).unwrap(),
+        "second"
+    );
+    // The bad connections removed only the files they created; the capture took the next
+    // free name.
+    let mut captures: Vec<String> = names(&d)
+        .into_iter()
+        .filter(|n| n != "got.tscap" && n != "got.2.tscap")
+        .collect();
+    assert_eq!(captures.len(), 1, "{captures:?}\n{stderr}");
+    let name = captures.pop().unwrap();
+    assert_eq!(std::fs::read(d.join(&name)).unwrap(), c.bytes, "{name}");
+}
+
+/// Runs `tickscope ARGS` that must exit on its own; kills it after 60 s (a listener that
+/// does not refuse would wait for connections forever).
+fn exits(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn listen_refuses_an_output_directory_that_takes_no_files_before_listening() {
+    let d = dir("listen-dir");
+    let missing = d.join("no/such/got.tscap").display().to_string();
+    let (code, stderr) = exits(&["capture", "listen", "127.0.0.1:0", "-o", &missing]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "tickscope: error: cannot write {missing}: the directory {} does not exist",
+            d.join("no").display()
+        )
+    );
+    let (code, stderr) = exits(&["capture", "listen", "127.0.0.1:0", "-o", "/proc/got.tscap"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "tickscope: error: cannot write /proc/got.tscap: cannot create a file in /proc: "
+        ) && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+}
+
+/// A field of /proc/PID/status (`Threads:`) and the lines of /proc/PID/maps.
+fn threads_and_maps(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .count();
+    (threads, maps)
+}
+
+/// Opens a connection that sends nothing and waits (60 s at most) until the listener has
+/// closed it: the connection's thread has finished.
+fn empty_connection(port: u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut buf = [0u8; 16];
+    let _ = s.read(&mut buf);
+}
+
+#[test]
+fn listen_joins_the_threads_of_ended_connections() {
+    let d = dir("listen-threads");
+    let out = d.join("got.tscap");
+    let mut l = listen(&out, &["--quiet"]);
+    let pid = l.child.id();
+    for _ in 0..10 {
+        empty_connection(l.port);
+    }
+    let (_, maps_before) = threads_and_maps(pid);
+    for _ in 0..300 {
+        empty_connection(l.port);
+    }
+    // Each unjoined thread kept its stack: two more maps per connection. Joined, the count
+    // stays near where it was (a connection or two may not be joined yet).
+    let t = Instant::now();
+    let (threads, maps) = loop {
+        let (threads, maps) = threads_and_maps(pid);
+        if (threads <= 4 && maps <= maps_before + 40) || t.elapsed() > Duration::from_secs(60) {
+            break (threads, maps);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = l.child.kill();
+    let _ = l.child.wait();
+    assert!(
+        threads <= 4,
+        "{threads} threads after 310 empty connections"
+    );
+    assert!(
+        maps <= maps_before + 40,
+        "{maps} maps after 310 empty connections, {maps_before} after 10"
+    );
+    assert_eq!(
+        names(&d),
+        Vec::<String>::new(),
+        "no file for an empty connection"
+    );
+}
+
+#[test]
+fn listen_closes_an_idle_connection_and_refuses_more_than_its_maximum() {
+    let d = dir("listen-idle");
+    let out = d.join("got.tscap");
+    // Short idle timeout: an idle connection is closed; the peer sees the end of the stream.
+    let l = listen(
+        &out,
+        &["--idle-timeout", "1", "--connections", "1", "--quiet"],
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut buf = [0u8; 16];
+    assert!(
+        matches!(s.read(&mut buf), Ok(0)),
+        "the listener did not close an idle connection"
+    );
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no capture header received in 1 s: connection closed"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+
+    // Once its header is in, a program may go quiet for longer than the timeout (a server
+    // waiting for requests records no events) and its capture is still whole.
+    let l = listen(
+        &out,
+        &["--idle-timeout", "1", "--connections", "1", "--quiet"],
+    );
+    let c = sample(true);
+    let mut s = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+    s.write_all(&c.bytes[..64]).unwrap();
+    s.flush().unwrap();
+    // Silence, three times the timeout: nothing is awaited here, the listener must do nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    s.write_all(&c.bytes[64..]).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(std::fs::read(&out).unwrap(), c.bytes, "{stderr}");
+    std::fs::remove_file(&out).unwrap();
+
+    // Two at once at most: the third is refused and logged by its address; the two go on.
+    let mut l = listen(&out, &["--max-connections", "2", "--quiet"]);
+    let c = sample(true);
+    let mut a = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+    let mut b = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+    let mut extra = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+    let extra_addr = extra.local_addr().unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    assert!(
+        matches!(extra.read(&mut buf), Ok(0) | Err(_)),
+        "the third connection was not closed"
+    );
+    for s in [&mut a, &mut b] {
+        s.write_all(&c.bytes).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    // The listener closes each once it has recorded it.
+    for mut s in [a, b] {
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        assert!(matches!(s.read(&mut buf), Ok(0)));
+    }
+    let _ = l.child.kill();
+    let (_, stderr) = l.wait();
+    assert!(
+        stderr.contains(&format!(
+            "refused a connection from {extra_addr}: 2 connections are open already"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), c.bytes, "{stderr}");
+    assert_eq!(
+        std::fs::read(d.join("got.2.tscap")).unwrap(),
+        c.bytes,
+        "{stderr}"
+    );
+}

@@ -1,7 +1,7 @@
 //! `list`, `graph` and `diff` on a real Go CPU profile (google/pprof's test data), checked
 //! against what `go tool pprof` 1.19 prints for the same file; bad input.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn tickscope() -> Command {
@@ -176,6 +176,8 @@ fn graph_without_graphviz_says_how_to_install_it() {
         "{stderr}"
     );
     assert!(stderr.contains("-o x.dot"), "{stderr}");
+    // The temporary file Graphviz would have written is gone.
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -229,6 +231,54 @@ fn diff_writes_a_differential_flame_graph() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// An output that is one of the inputs (by any name: a hard link, a symlink) is refused
+/// before anything is written: one line naming both, status 2, the input unchanged.
+#[test]
+fn an_output_that_is_an_input_is_refused() {
+    let d = dir("same");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    // Folded stacks: a profile whatever its name.
+    let stacks = "main;work 10\nmain;idle 5\n";
+    let (base, new) = (d.join("base.dot"), d.join("new.folded"));
+    std::fs::write(&base, stacks).unwrap();
+    std::fs::write(&new, stacks).unwrap();
+    std::fs::hard_link(&new, d.join("hard.svg")).unwrap();
+    std::os::unix::fs::symlink(&base, d.join("soft.dot")).unwrap();
+    let (hard, soft) = (d.join("hard.svg"), d.join("soft.dot"));
+    let runs: Vec<(Vec<&Path>, &Path, &Path)> = vec![
+        (vec![Path::new("flamegraph"), &new], &new, &new),
+        (vec![Path::new("flamegraph"), &new], &hard, &new),
+        (vec![Path::new("graph"), &base], &base, &base),
+        (vec![Path::new("graph"), &base], &soft, &base),
+        (vec![Path::new("diff"), &base, &new], &base, &base),
+        (vec![Path::new("diff"), &base, &new], &hard, &new),
+    ];
+    for (args, output, input) in runs {
+        let out = tickscope()
+            .args(&args)
+            .arg("-o")
+            .arg(output)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "tickscope: error: refusing to write {}: it is the same file as the input {}\n",
+                output.display(),
+                input.display()
+            ),
+            "{args:?}"
+        );
+        for f in [&base, &new] {
+            assert_eq!(std::fs::read_to_string(f).unwrap(), stacks, "{args:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A file that is not a profile is status 2, and the message names it.
 #[test]
 fn bad_files_are_status_2_naming_the_file() {
@@ -254,6 +304,11 @@ fn bad_files_are_status_2_naming_the_file() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains(&file.display().to_string()),
+            "{args:?}: {stderr}"
+        );
+        // The OS error once, not as the message and again as its cause.
+        assert!(
+            stderr.matches("os error").count() <= 1,
             "{args:?}: {stderr}"
         );
     }

@@ -101,6 +101,11 @@ impl Error {
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }
+
+    /// The I/O error behind an `Open` or `Io` error.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        self.source.as_ref()
+    }
 }
 
 impl fmt::Display for ErrorKind {
@@ -163,10 +168,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
+/// The I/O error's text is part of the one-line message, so it is not also a `source()`
+/// (printed as a chain, as `anyhow`'s `{:#}` does, it would say the OS error twice); get it
+/// with [`Error::io_error`].
+impl std::error::Error for Error {}

@@ -2,14 +2,16 @@
 //! over TCP (`TICKSCOPE_CAPTURE=tcp://127.0.0.1:7878`) and writes each to a file, checking
 //! every chunk as it arrives and printing a live line per second per connection.
 //!
-//! The first connection is written to FILE, later ones to FILE with `.2`, `.3`… before the
-//! extension; concurrent connections each get a thread. Chunks are written whole as they
-//! pass their checks, so every file is a valid capture up to its last complete chunk at any
-//! moment, Ctrl-C included. Only loopback addresses are accepted unless `--allow-remote`:
-//! captures are not authenticated.
+//! Each connection is written to the first free name of FILE, then FILE with `.2`, `.3`…
+//! before the extension: an existing file is never replaced, and a connection that delivers
+//! no capture removes only the file it created. Connections each get a thread (at most
+//! `--max-connections` at a time; more are refused), and one that sends nothing for 30 s is
+//! closed. Chunks are written whole as they pass their checks, so every file is a valid
+//! capture up to its last complete chunk at any moment, Ctrl-C included. Only loopback
+//! addresses are accepted unless `--allow-remote`: captures are not authenticated.
 
-use std::fs::File;
-use std::io::BufReader;
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,8 +41,8 @@ struct ListenArgs {
     /// The address to listen on.
     #[arg(value_name = "ADDR", default_value = "127.0.0.1:7878")]
     addr: String,
-    /// The file for the first connection's capture (later ones: FILE.2, FILE.3, … before
-    /// the extension).
+    /// The file for the first connection's capture (later ones, or when FILE exists: FILE.2,
+    /// FILE.3, … before the extension; existing files are never replaced).
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// Accept a non-loopback address: anyone who can reach it can write files here.
@@ -52,6 +54,16 @@ struct ListenArgs {
     /// No live lines, only the start and end of each connection.
     #[arg(long)]
     quiet: bool,
+    /// Connections served at once; more are refused (and logged).
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Seconds a connection may stay silent before its capture's header has arrived; it is
+    /// closed then. Once the header is in, a program quiet for a while (no events) keeps its
+    /// connection. (For tests.)
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, hide = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: u64,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -90,6 +102,8 @@ fn listen(args: ListenArgs) -> Result<()> {
             );
         }
     }
+    // A directory that takes no files fails here, not at the first connection.
+    super::out::check_writable(&args.output)?;
     let listener =
         TcpListener::bind(&addrs[..]).with_context(|| format!("cannot listen on {}", args.addr))?;
     eprintln!(
@@ -101,20 +115,59 @@ fn listen(args: ListenArgs) -> Result<()> {
             None => " (Ctrl-C to stop)".to_owned(),
         }
     );
-    let mut handles = Vec::new();
-    let mut n = 0u64;
+    let idle = Duration::from_secs(args.idle_timeout);
+    let mut handles: Vec<std::thread::JoinHandle<bool>> = Vec::new();
+    let (mut n, mut failed, mut next_name) = (0u64, 0u64, 1u64);
     while args.connections.map_or(true, |max| n < max) {
         let (stream, peer) = listener.accept().context("accept failed")?;
+        // Join the connections that ended: a finished thread keeps its stack until joined.
+        let mut i = 0;
+        while i < handles.len() {
+            if handles[i].is_finished() {
+                if !handles.swap_remove(i).join().unwrap_or(false) {
+                    failed += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if handles.len() >= args.max_connections as usize {
+            eprintln!(
+                "tickscope: refused a connection from {peer}: {} connections are open already (--max-connections)",
+                handles.len()
+            );
+            continue;
+        }
         n += 1;
-        let path = numbered(&args.output, n);
+        let (file, path) = match create_free(&args.output, &mut next_name) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("tickscope: error: connection {n} from {peer}: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
         eprintln!(
             "tickscope: connection {n} from {peer}: writing {}",
             path.display()
         );
+        if let Err(e) = stream.set_read_timeout(Some(idle)) {
+            eprintln!("tickscope: warning: connection {n}: cannot set its idle timeout: {e}");
+        }
         let quiet = args.quiet;
-        handles.push(std::thread::spawn(move || serve(stream, path, quiet)));
+        let spawned = std::thread::Builder::new()
+            .name(format!("connection-{n}"))
+            .spawn(move || serve(stream, file, path, quiet, idle));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                eprintln!(
+                    "tickscope: error: connection {n} from {peer}: cannot start its thread: {e}"
+                );
+                failed += 1;
+            }
+        }
     }
-    let mut failed = 0;
     for h in handles {
         if !h.join().unwrap_or(false) {
             failed += 1;
@@ -126,17 +179,60 @@ fn listen(args: ListenArgs) -> Result<()> {
     Ok(())
 }
 
+/// Creates the first free file of `numbered(path, k)` for k from `next` on, never replacing
+/// one that exists; `next` moves past the name taken.
+fn create_free(path: &Path, next: &mut u64) -> Result<(File, PathBuf)> {
+    loop {
+        let candidate = numbered(path, *next);
+        *next += 1;
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(f) => return Ok((f, candidate)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("{}: cannot create: {e}", candidate.display()),
+        }
+    }
+}
+
+/// A connection's stream whose read timeout reads as one clear message. The timeout holds
+/// until the capture's header has arrived: a peer that never sends one cannot keep a
+/// connection slot, while a recording program may go quiet for as long as it likes.
+struct Idle {
+    stream: TcpStream,
+    after: Duration,
+    received: u64,
+}
+
+impl Read for Idle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.stream.read(buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "no capture header received in {} s: connection closed",
+                    self.after.as_secs()
+                ),
+            ),
+            _ => e,
+        })?;
+        let before = self.received;
+        self.received += n as u64;
+        let header = tickscope_analyze::tscap::HEADER_LEN as u64;
+        if before < header && self.received >= header {
+            // The header is in: from now on the program's silence is not the peer's fault.
+            let _ = self.stream.set_read_timeout(None);
+        }
+        Ok(n)
+    }
+}
+
 /// Records one connection into `path`; returns true if it delivered a capture (complete or
 /// not).
-fn serve(stream: TcpStream, path: PathBuf, quiet: bool) -> bool {
+fn serve(stream: TcpStream, file: File, path: PathBuf, quiet: bool, idle: Duration) -> bool {
     let name = path.display().to_string();
-    let file = match File::create(&path) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("tickscope: error: {name}: cannot create: {e}");
-            return false;
-        }
-    };
     let live = Arc::new(Mutex::new(Live::new(name.clone())));
     let done = Arc::new(AtomicBool::new(false));
     let printer = (!quiet).then(|| {
@@ -158,7 +254,14 @@ fn serve(stream: TcpStream, path: PathBuf, quiet: bool) -> bool {
         })
     });
     let result = record(
-        BufReader::with_capacity(1 << 16, stream),
+        BufReader::with_capacity(
+            1 << 16,
+            Idle {
+                stream,
+                after: idle,
+                received: 0,
+            },
+        ),
         &name,
         file,
         &live,
@@ -194,7 +297,8 @@ fn serve(stream: TcpStream, path: PathBuf, quiet: bool) -> bool {
         }
         Err(Error::Read(e)) => {
             eprintln!("tickscope: error: {e}");
-            // Nothing was written: a stream that is not a capture leaves no file.
+            // Nothing was written: a stream that is not a capture leaves no file. The file
+            // is the one this connection created (create_new), never an older one.
             let _ = std::fs::remove_file(&path);
             false
         }

@@ -1,12 +1,13 @@
 //! `tickscope convert FILE --to FORMAT -o OUT`: a timeline capture (`.tscap`) in another
 //! tool's format: Chrome trace JSON, Perfetto protobuf, speedscope JSON or folded stacks.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tickscope_analyze::timeline::{convert_file, Error, Format};
+
+use super::out::{self, Output};
 
 /// Options of `tickscope convert`.
 #[derive(clap::Args)]
@@ -27,22 +28,23 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let to_stdout = args.output.as_os_str() == "-";
+    let to_stdout = out::is_stdout(&args.output);
     let result = if to_stdout {
         let stdout = std::io::stdout();
         let mut out = BufWriter::new(stdout.lock());
         convert_file(&args.file, args.to, args.salvage, &mut out)
             .and_then(|w| out.flush().map(|()| w).map_err(Error::Write))
     } else {
-        let file = File::create(&args.output)
-            .with_context(|| format!("{}: cannot create", args.output.display()))?;
-        let mut out = BufWriter::new(file);
-        let r = convert_file(&args.file, args.to, args.salvage, &mut out)
-            .and_then(|w| out.flush().map(|()| w).map_err(Error::Write));
-        if r.is_err() {
-            // Leave no half-written output behind.
-            drop(out);
-            let _ = std::fs::remove_file(&args.output);
+        out::refuse_inputs(&args.output, &[&args.file])?;
+        // A temporary file beside the output, renamed over it only once complete: a bad
+        // input leaves an existing output as it was.
+        let mut output = Output::create(&args.output)?;
+        let mut w = BufWriter::new(output.file());
+        let r = convert_file(&args.file, args.to, args.salvage, &mut w)
+            .and_then(|warnings| w.flush().map(|()| warnings).map_err(Error::Write));
+        drop(w);
+        if r.is_ok() {
+            output.commit()?;
         }
         r
     };

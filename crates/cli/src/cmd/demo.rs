@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
+use super::out::Output;
+
 /// Options of `tickscope demo`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -57,6 +59,10 @@ pub fn run(args: Args) -> Result<()> {
             args.interval
         )
     })?;
+    // The outputs' directories are checked before the run; each file is written beside its
+    // target and renamed over it when complete.
+    let profile_out = args.cpuprofile.as_deref().map(Output::create).transpose()?;
+    let svg_out = args.flamegraph.as_deref().map(Output::create).transpose()?;
     tickscope::Config::new()
         .interval(interval)
         .per_thread(args.per_thread)
@@ -122,9 +128,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let (Some(sampler), Some(path)) = (sampler, &args.cpuprofile) {
         let profile = sampler.stop();
-        profile.write_pprof(path)?;
-        if let Some(svg) = &args.flamegraph {
-            profile.flamegraph_svg(svg)?;
+        if let Some(out) = profile_out {
+            profile.write_pprof(out.tmp_path())?;
+            out.commit()?;
+        }
+        if let (Some(svg), Some(out)) = (&args.flamegraph, svg_out) {
+            profile.flamegraph_svg(out.tmp_path())?;
+            out.commit()?;
             eprintln!("tickscope demo: flame graph written to {}", svg.display());
         }
         eprint!("{}", profile.top(10));

@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tickscope_analyze::views::{
     diff_flamegraph_svg, diff_json, diff_report, diff_text, Report, View,
 };
 
+use super::out;
 use super::top::SortBy;
 use super::view::{load, name_width, prepare, print_json, Common};
 
@@ -38,6 +39,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let (base_path, new_path) = (&args.base, &args.common.file);
+    if let Some(output) = &args.output {
+        out::refuse_inputs(output, &[base_path, new_path])?;
+    }
     let base = load(base_path, args.common.limits())?;
     let new = load(new_path, args.common.limits())?;
     let options = args.common.options(args.sort.into());
@@ -53,7 +57,7 @@ pub fn run(args: Args) -> Result<()> {
     for w in &report.warnings {
         eprintln!("tickscope: warning: {w}");
     }
-    if let (Some(out), Some((base, new))) = (&args.output, flames) {
+    if let (Some(output), Some((base, new))) = (&args.output, flames) {
         let flame = |p, path: &PathBuf| -> Result<Report> {
             let mut o = options.clone();
             o.sample_index = Some(report.index.to_string());
@@ -62,12 +66,11 @@ pub fn run(args: Args) -> Result<()> {
         let (b, n) = (flame(base, base_path)?, flame(new, new_path)?);
         let svg = diff_flamegraph_svg(&b, &n, args.reverse)
             .map_err(|e| anyhow::anyhow!("{}: {e}", new_path.display()))?;
-        super::write_output(out, &svg)
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        if out.as_os_str() != "-" {
+        out::write_output(output, &svg)?;
+        if !out::is_stdout(output) {
             eprintln!(
                 "tickscope: differential flame graph written to {}",
-                out.display()
+                output.display()
             );
         }
     }

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tickscope_analyze::views::{flame_folded, flamegraph_svg, FlameOptions, Sort, View};
 
+use super::out;
 use super::view::{print_json, Common};
 
 /// Options of `tickscope flamegraph`.
@@ -25,6 +26,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if !args.common.json {
+        out::refuse_inputs(&args.output, &[&args.common.file])?;
+    }
     let report = args.common.report(View::Flame, Sort::Flat)?;
     if args.common.json {
         let stacks: Vec<serde_json::Value> = flame_folded(&report, args.reverse)
@@ -47,9 +51,8 @@ pub fn run(args: Args) -> Result<()> {
         },
     )
     .map_err(|e| anyhow::anyhow!("{}: {e}", args.common.file.display()))?;
-    super::write_output(&args.output, &svg)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    if args.output.as_os_str() != "-" {
+    out::write_output(&args.output, &svg)?;
+    if !out::is_stdout(&args.output) {
         eprintln!(
             "tickscope: flame graph written to {}",
             args.output.display()

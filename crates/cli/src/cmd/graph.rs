@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 use tickscope_analyze::views::{dot_text, graph_json, Sort, View};
 
+use super::out::{self, Output};
 use super::view::{print_json, Common};
 
 /// Options of `tickscope graph`.
@@ -58,6 +59,9 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => format_of(path)?,
         None => Format::Dot,
     };
+    if let Some(path) = args.output.as_ref().filter(|_| !args.common.json) {
+        out::refuse_inputs(path, &[&args.common.file])?;
+    }
     let mut report = args.common.report(View::Graph, Sort::Flat)?;
     if args.common.json {
         return print_json(&graph_json(&mut report));
@@ -67,11 +71,15 @@ pub fn run(args: Args) -> Result<()> {
         return super::print(dot.as_bytes());
     };
     match format {
-        Format::Dot => super::write_output(&path, dot.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        Format::Rendered(kind) => render(&dot, kind, &path)?,
+        Format::Dot => out::write_output(&path, dot.as_bytes())?,
+        Format::Rendered(kind) => {
+            // Graphviz writes a temporary file, renamed over the output once it succeeded.
+            let output = Output::create(&path)?;
+            render(&dot, kind, output.tmp_path())?;
+            output.commit()?;
+        }
     }
-    if path.as_os_str() != "-" {
+    if !out::is_stdout(&path) {
         eprintln!("tickscope: call graph written to {}", path.display());
     }
     Ok(())

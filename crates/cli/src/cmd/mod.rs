@@ -7,6 +7,7 @@ pub mod diff;
 pub mod flamegraph;
 pub mod graph;
 pub mod list;
+pub(crate) mod out;
 pub mod peek;
 pub mod record;
 pub mod report;
@@ -25,13 +26,4 @@ pub(crate) fn print(bytes: &[u8]) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// Writes `bytes` to `path`, or to standard output when `path` is `-`.
-pub(crate) fn write_output(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if path.as_os_str() == "-" {
-        return print(bytes);
-    }
-    std::fs::write(path, bytes)?;
-    Ok(())
 }

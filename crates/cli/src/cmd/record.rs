@@ -9,6 +9,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
+use super::out::{self, Output};
+
 /// Options of `tickscope record`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -70,26 +72,31 @@ pub fn run(args: Args) -> Result<u8> {
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let output = cwd.join(&args.output);
-    // A profile left from an earlier run must not pass for this one's.
-    match std::fs::remove_file(&output) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            bail!("cannot replace {}: {e}", output.display())
-        }
-        _ => {}
-    }
+    let (prog, rest) = args
+        .command
+        .split_first()
+        .expect("clap requires the program");
+    // The output is checked before the program starts: never one of the files the run
+    // reads (the program, the library, a file named in its arguments), and in a directory
+    // that exists and takes files.
+    let program = find_program(Path::new(prog));
+    let mut inputs: Vec<&Path> = vec![&lib];
+    inputs.extend(program.as_deref());
+    inputs.extend(rest.iter().map(Path::new));
+    out::refuse_inputs(&args.output, &inputs)?;
+    // The library writes to a temporary file, renamed over the output once it holds a
+    // profile: a run that writes none leaves an earlier profile as it was, and an earlier
+    // one never passes for this run's.
+    let pending = Output::create(&output)?;
     let mut preload = OsString::from(&lib);
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
         preload.push(":");
         preload.push(old);
     }
-    let (prog, rest) = args
-        .command
-        .split_first()
-        .expect("clap requires the program");
     let status = Command::new(prog)
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env("TICKSCOPE_CPUPROFILE", &output)
+        .env("TICKSCOPE_CPUPROFILE", pending.tmp_path())
         .env("TICKSCOPE_CPUPROFILE_FREQUENCY", args.hz.to_string())
         .env(
             "TICKSCOPE_CPUPROFILE_MODE",
@@ -108,14 +115,30 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
-    if !output.is_file() {
+    // Programs it exec'd profiled into files of their own: `<tmp>.<pid>`, renamed to
+    // `<output>.<pid>` whatever became of the main profile.
+    let others = rename_children(pending.tmp_path(), &output);
+    if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
         eprintln!(
             "tickscope: error: {} wrote no profile to {}: it ended by _exit, abort or a signal, or it is statically linked (LD_PRELOAD cannot load into it)",
             Path::new(prog).display(),
-            output.display()
+            args.output.display()
         );
         return Ok(if code != 0 { code } else { 2 });
     }
+    // A profile cut short (the program killed while writing it) does not replace the old one.
+    if let Err(e) = tickscope_analyze::profile::load(pending.tmp_path()) {
+        let e = e.to_string();
+        let tmp = format!("{}: ", pending.tmp_path().display());
+        eprintln!(
+            "tickscope: error: {} wrote a damaged profile, not kept ({}); {} is unchanged",
+            Path::new(prog).display(),
+            e.strip_prefix(&tmp).unwrap_or(&e),
+            args.output.display()
+        );
+        return Ok(if code != 0 { code } else { 2 });
+    }
+    pending.commit()?;
     if args.top > 0 {
         let top = TopOnly::try_parse_from([
             OsString::from("top"),
@@ -127,27 +150,59 @@ pub fn run(args: Args) -> Result<u8> {
         eprint!("{text}");
     }
     eprintln!("tickscope: profile written to {}", args.output.display());
-    // Programs it exec'd profiled into files of their own.
-    let mut others: Vec<PathBuf> = std::fs::read_dir(output.parent().unwrap_or(&cwd))
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    let (Some(name), Some(base)) = (p.file_name(), output.file_name()) else {
-                        return false;
-                    };
-                    let (name, base) = (name.to_string_lossy(), base.to_string_lossy());
-                    name.strip_prefix(&*base)
-                        .and_then(|s| s.strip_prefix('.'))
-                        .is_some_and(|pid| {
-                            !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
-                        })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    others.sort();
     for p in others {
         eprintln!("tickscope: a program it exec'd: {}", p.display());
     }
     Ok(code)
+}
+
+/// The file `prog` runs: itself when it names a path, else the first match on `PATH`.
+fn find_program(prog: &Path) -> Option<PathBuf> {
+    if prog.components().count() > 1 {
+        return Some(prog.to_owned());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Renames the profiles of the programs the run exec'd, `<tmp>.<pid>`, to `<output>.<pid>`;
+/// returns the new names, sorted.
+fn rename_children(tmp: &Path, output: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(tmp_name), Some(out_name)) =
+        (tmp.parent(), tmp.file_name(), output.file_name())
+    else {
+        return Vec::new();
+    };
+    let tmp_name = tmp_name.to_string_lossy().into_owned();
+    let mut renamed: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let pid = name.strip_prefix(&tmp_name)?.strip_prefix('.')?;
+                    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                        return None;
+                    }
+                    let mut new_name = out_name.to_owned();
+                    new_name.push(format!(".{pid}"));
+                    let to = output.with_file_name(new_name);
+                    match std::fs::rename(e.path(), &to) {
+                        Ok(()) => Some(to),
+                        Err(err) => {
+                            eprintln!(
+                                "tickscope: warning: cannot rename {} to {}: {err}",
+                                e.path().display(),
+                                to.display()
+                            );
+                            None
+                        }
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    renamed.sort();
+    renamed
 }
