@@ -20,9 +20,13 @@
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
 //!
-//! - **Every thread** the program starts is sampled (the core sampler follows
-//!   `/proc/self/task`); the CPU time a thread spent before it was found is in the profile as
-//!   `[not sampled: ...]`, so nothing is lost silently.
+//! - **Every thread** the program starts is sampled from its first instruction: the library
+//!   interposes `pthread_create`, and a new thread has its timer armed before its start
+//!   routine runs (threads made otherwise, by a raw `clone`, are found by the core sampler's
+//!   poll of `/proc/self/task`; their time before that is in the profile as
+//!   `[not sampled: ...]`). The CPU time the program used before the library was loaded and
+//!   started is `[not sampled: before the profiler started]`: the profile's total is the
+//!   process's CPU time, and nothing is lost silently.
 //! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
 //!   when the library loads, so it runs after the program's own). `_exit`, `abort` and fatal
 //!   signals write nothing, except `SIGINT`/`SIGTERM` with `TICKSCOPE_CPUPROFILE_SIGNALS=1`

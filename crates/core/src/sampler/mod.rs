@@ -21,9 +21,10 @@
 //!   CPU contention a late signal can carry a long stretch to one stack (the profile counts
 //!   such signals). `setitimer(ITIMER_PROF)` is the last fallback.
 //! - **Every thread**: threads running at `start()` and threads started later are found by a
-//!   drain thread that reads `/proc/self/task` every 10 ms. The CPU time a thread used before
-//!   its timer was armed is not lost: it appears as a frame
-//!   `[not sampled: thread start before discovery]` under that thread. In CPU mode the
+//!   drain thread that reads `/proc/self/task` every 10 ms, or at once when a new thread calls
+//!   [`adopt_current_thread`] (libtickscope's `pthread_create` does, for every thread of a
+//!   preloaded program). The CPU time a thread used before its timer was armed is not lost:
+//!   it appears as a frame `[not sampled: thread start before discovery]` under that thread. In CPU mode the
 //!   process's CPU time that no sample holds (threads that began and ended between two polls,
 //!   each thread's last partial period) appears as one more `[not sampled: ...]` frame, so the
 //!   profile's total is the process's CPU time.
