@@ -559,7 +559,10 @@ pub(crate) mod tests {
         let ticks = t.elapsed_ticks(true);
         assert!(ticks as f64 / t.ticks_per_second() as f64 >= 0.029);
         let s = t.elapsed();
-        assert!(within(s, since_reset.elapsed()), "reset restarts the timer: {s}");
+        assert!(
+            within(s, since_reset.elapsed()),
+            "reset restarts the timer: {s}"
+        );
         let ms = system_time_ms();
         assert!(ms > 1_600_000_000_000, "after 2020: {ms}");
     }

@@ -104,9 +104,20 @@ fn check_three_to_one(hz: u32, source: Option<Source>, share_tolerance: f64) {
         .sum();
     let real: u64 = measured.iter().map(|&(_, ns)| ns).sum();
     let ratio = sampled as f64 / real as f64;
+    // The perf source counts each thread's CPU time exactly. The CPU timer's last signal can
+    // come tens of milliseconds before a thread's end on a busy machine (its signals come at
+    // kernel ticks that land on the thread); a thread that has exited by then cannot be asked
+    // for its clock, so that stretch is in the process-wide `[not sampled: ...]` row (tid 0):
+    // never on the thread, never lost.
+    let unattributed = match profile.source() {
+        Some(Source::PerfTaskClock) => 0,
+        _ => profile.thread_ns(0),
+    };
+    let accounted = (sampled + unattributed) as f64 / real as f64;
     assert!(
-        (0.95..=1.05).contains(&ratio),
-        "{hz} Hz {:?}: sampled {sampled} ns of {real} ns CPU (ratio {ratio:.3})\n{}",
+        ratio <= 1.05 && accounted >= 0.95 && (unattributed > 0 || ratio >= 0.95),
+        "{hz} Hz {:?}: sampled {sampled} ns of {real} ns CPU (ratio {ratio:.3}; with the \
+         process's unattributed time {accounted:.3})\n{}",
         profile.source(),
         profile.top(10)
     );

@@ -784,6 +784,8 @@ struct Poller {
     baseline: HashMap<i32, u64>,
     /// With `whole_process`: the threads alive at `start()` (no baseline then).
     initial: std::collections::HashSet<i32>,
+    /// CPU mode, thread CPU timer: each armed thread's CPU time when its timer was armed.
+    armed_at: HashMap<i32, u64>,
     tids: Vec<i32>,
     rng: u64,
     tombstones: usize,
@@ -813,6 +815,7 @@ impl Poller {
             armed: HashMap::new(),
             baseline: HashMap::new(),
             initial: Default::default(),
+            armed_at: HashMap::new(),
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
@@ -939,6 +942,9 @@ impl Poller {
                         c.store(tid as u32, Relaxed);
                     }
                 }
+                if let (timer::Armed::Timer(_), Some(at)) = (&a, before) {
+                    self.armed_at.insert(tid, at);
+                }
                 let base = self.baseline.get(&tid).copied().unwrap_or(0);
                 if let Some(ns) = before.map(|b| b.saturating_sub(base)).filter(|&ns| ns > 0) {
                     let into = match self.initial.contains(&tid) {
@@ -970,7 +976,16 @@ impl Poller {
             self.out.closed_by_program += 1;
             return;
         }
-        if let Some(ns) = timer::disarm(a) {
+        let cpu_timer = matches!(a, timer::Armed::Timer(_));
+        let counted = timer::disarm(a);
+        // A CPU timer's signals come when a kernel tick lands on the thread: on a busy machine
+        // the last one may come tens of milliseconds before the thread's end, and that stretch
+        // would be no thread's. The thread's CPU clock says what it used while armed.
+        let counted = match (cpu_timer, self.armed_at.remove(&tid)) {
+            (true, Some(at)) => timer::thread_cpu_ns(tid).map(|now| now.saturating_sub(at)),
+            _ => counted,
+        };
+        if let Some(ns) = counted {
             *self.out.counted.entry(tid as u32).or_default() += ns;
         }
     }

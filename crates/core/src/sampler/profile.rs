@@ -147,8 +147,9 @@ pub(crate) fn build(p: Parts) -> Profile {
         })
         .collect();
     // The perf source weights each signal by one period; signals the kernel dropped (the
-    // timer fired in kernel mode) or merged are in the event's exact count. Scale each
-    // thread's samples to it: exact per-thread totals, shares as sampled.
+    // timer fired in kernel mode) or merged are in the event's exact count. The CPU timer's
+    // last signal may come well before the thread's end. Scale each thread's samples to the
+    // CPU time it used while armed: exact per-thread totals, shares as sampled.
     let mut scaled = (f64::INFINITY, 0.0f64);
     let mut sampled: HashMap<u32, u64> = HashMap::new();
     for s in &samples {
@@ -307,7 +308,11 @@ pub(crate) fn build(p: Parts) -> Profile {
     ];
     if scaled.1 > 0.0 {
         comments.push(format!(
-            "perf source: each thread's sample weights scaled to its task-clock count (factors {:.3} to {:.3})",
+            "each thread's sample weights scaled to the CPU time it used while sampled ({}; factors {:.3} to {:.3})",
+            match p.source {
+                Source::PerfTaskClock => "its perf task-clock count",
+                _ => "its CPU clock",
+            },
             scaled.0, scaled.1
         ));
     }
