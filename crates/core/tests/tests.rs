@@ -63,8 +63,14 @@ fn licence_files_match_the_declared_licence() {
         "the workspace declares another licence: update LICENSE-*"
     );
     for (file, title) in [
-        ("LICENSE-MIT", "Permission is hereby granted, free of charge"),
-        ("LICENSE-APACHE", "Apache License\n                           Version 2.0"),
+        (
+            "LICENSE-MIT",
+            "Permission is hereby granted, free of charge",
+        ),
+        (
+            "LICENSE-APACHE",
+            "Apache License\n                           Version 2.0",
+        ),
     ] {
         let text = std::fs::read_to_string(root.join(file))
             .unwrap_or_else(|e| panic!("{file} at the repository root: {e}"));

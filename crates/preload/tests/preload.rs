@@ -384,3 +384,122 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
     let comments = comments(&profile);
     assert!(comments.contains("frame pointer"), "{comments}");
 }
+
+/// `tests/c/fds.c`, built once.
+fn fds_program() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = scratch("fds").join("fds");
+        compile("gcc", &["-O2"], &[c_source("fds.c")], &exe, &[] as &[&str]);
+        exe
+    })
+}
+
+#[test]
+fn a_program_started_with_its_standard_descriptors_closed_gets_them_back() {
+    // `sh -c 'exec 0<&- 1>&- 2>&-; ./prog'`: the library (perf event, signal pipe, its own
+    // messages) must take none of 0-2, or the program's files land elsewhere, the library's
+    // messages go into them or into its own pipe, and the pipe's reader raises the text as
+    // signals (the issue: killed by signal 58, ':').
+    let dir = scratch("stdclosed");
+    let profile = dir.join("out.pb.gz");
+    let file = dir.join("program.log");
+    let mut c = profiled(fds_program(), &profile, &[]);
+    c.env("TICKSCOPE_CPUPROFILE_SIGNALS", "1");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "exec 0<&- 1>&- 2>&-; exec \"$0\" closed \"$1\""])
+        .arg(c.get_program())
+        .arg(&file);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let (out, _, stderr) = run(&mut sh);
+    assert_eq!(
+        (out.status.code(), out.status.signal()),
+        (Some(0), None),
+        "10 + N: the program's open() got descriptor N, not 0-2 ({stderr})"
+    );
+    assert!(profile.exists(), "no profile written");
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(log, "", "the library wrote into the program's file");
+}
+
+#[test]
+fn messages_go_to_the_stderr_the_program_started_with_not_to_its_own_file() {
+    // The program closes descriptor 2 and opens its own log there: the "profile written"
+    // line at exit goes to the standard error the process was started with.
+    let dir = scratch("stdreopen");
+    let profile = dir.join("out.pb.gz");
+    let file = dir.join("program.log");
+    let (out, _, stderr) = run(profiled(fds_program(), &profile, &["reopen"]).arg(&file));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("CPU profile written to {}", profile.display())),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(log, "", "the library wrote into the program's file");
+}
+
+#[test]
+fn a_setuid_program_linked_with_the_library_ignores_the_variables() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a setuid-root program needs root, and this test is not");
+        return;
+    }
+    // A directory uid 65534 can enter, holding the program (setuid root) and the library
+    // it is linked with; beside it a root-only directory with a root-only file.
+    let dir = scratch("setuid");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(lib("libtickscope.so"), dir.join("libtickscope.so")).unwrap();
+    let prog = dir.join("prog");
+    let d = dir.display().to_string();
+    compile(
+        "gcc",
+        &["-O2", "-Wl,--no-as-needed"],
+        &[c_source("fds.c")],
+        &prog,
+        &["-L", &d, "-ltickscope", &format!("-Wl,-rpath,{d}")],
+    );
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let secret = dir.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let own = secret.join("profile.pb.gz");
+    std::fs::write(&own, "root's own\n").unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new(&prog)
+        .args(["reopen", "/dev/null"])
+        .uid(65534)
+        .gid(65534)
+        .env("TICKSCOPE_CPUPROFILE", &own)
+        .env_remove("TICKSCOPE_CPUPROFILE_PID")
+        .env("TICKSCOPE_CAPTURE", secret.join("run.tscap"))
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let names: Vec<_> = std::fs::read_dir(&secret)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["profile.pb.gz"], "a file was created: {stderr}");
+    assert!(
+        std::fs::read(&own).unwrap() == b"root's own\n",
+        "the root-owned file was overwritten: {stderr}"
+    );
+    // The kernel set AT_SECURE (a nosuid mount would not): the warning says so, once.
+    assert_eq!(
+        stderr
+            .matches("every other TICKSCOPE_* variable ignored: this is a setuid or setgid program")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -536,11 +536,11 @@ fn install_panic_dump(path: PathBuf) {
         let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let (Some(path), true) = (path, running()) {
             match dump(&path) {
-                Ok(_) => eprintln!(
+                Ok(_) => crate::config::say(&format!(
                     "tickscope: capture: flight recorder dumped to {}",
                     path.display()
-                ),
-                Err(e) => eprintln!("tickscope: {e}"),
+                )),
+                Err(e) => crate::config::say(&format!("tickscope: {e}")),
             }
         }
         previous(info)

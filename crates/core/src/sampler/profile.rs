@@ -662,7 +662,7 @@ impl Profile {
     pub fn flamegraph_svg(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
         let folded = self.folded();
-        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
         let mut opts = inferno::flamegraph::Options::default();
         opts.title = match self.mode {
             Mode::Cpu => "CPU time".into(),
@@ -682,7 +682,7 @@ impl Profile {
     /// Pyroscope, speedscope read it).
     pub fn write_pprof(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
         let mut w = io::BufWriter::new(file);
         pprof::write_gz(&self.to_pprof(), &mut w)
             .and_then(|_| w.flush())
