@@ -103,6 +103,14 @@ fn a_second_capture_is_refused_while_one_runs() {
     let e = capture::start(Sink::File("/nonexistent-dir/x.tscap".into())).unwrap_err();
     assert_eq!(e.kind(), capture::ErrorKind::Io);
     assert!(e.to_string().contains("/nonexistent-dir/x.tscap"), "{e}");
+    // The OS error once, also where the printer walks the source chain (anyhow's `{:#}`).
+    let mut chain = e.to_string();
+    let mut next = std::error::Error::source(&e);
+    while let Some(s) = next {
+        chain += &format!(": {s}");
+        next = s.source();
+    }
+    assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
 }
 
 #[test]
@@ -125,6 +133,13 @@ fn a_full_ring_drops_and_every_event_is_accounted_for() {
         s.events + s.dropped,
         2 * n,
         "every begin and end is either in the capture or counted as dropped: {s:?}"
+    );
+    // The summary's footer says so too, rather than "nothing lost".
+    let summary = tickscope::report_string(tickscope::SummaryFormat::Text);
+    assert!(!summary.contains("nothing lost"), "{summary}");
+    assert!(
+        summary.contains(&format!("{} capture events lost", s.dropped)),
+        "{summary}"
     );
 }
 

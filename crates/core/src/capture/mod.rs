@@ -150,13 +150,9 @@ impl std::fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
+/// The OS error, if any, is part of the message: `source()` does not return it again, so a
+/// printer that walks the chain (`anyhow`'s `{:#}`) says it once.
+impl std::error::Error for Error {}
 
 fn err(kind: ErrorKind, target: impl Into<String>, source: Option<std::io::Error>) -> Error {
     Error {
