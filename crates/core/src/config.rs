@@ -7,7 +7,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `TICKSCOPE_INTERVAL` | a duration (`1s`, `250ms`, `1.5s`, `2m`) or `off` | `off` |
+//! | `TICKSCOPE_INTERVAL` | a duration (`1s`, `250ms`, `1.5s`, `2m`; 10 ms at least) or `off` | `off` |
 //! | `TICKSCOPE_SUMMARY` | `off`, `text`, `json`, each optionally `:PATH` | `text` (stderr) |
 //! | `TICKSCOPE_PER_THREAD` | `0`/`1` (also `false`/`true`, `off`/`on`) | `0` |
 //! | `TICKSCOPE_ENABLED` | `0`/`1` | `1` |
@@ -336,7 +336,8 @@ impl Config {
         Config::default()
     }
 
-    /// Print a line per thread and active scope every `interval` (`None`: off).
+    /// Print a line per thread and active scope every `interval` (`None`: off); 10 ms at
+    /// least (a shorter one is raised to that, with a warning).
     pub fn interval(mut self, interval: Option<Duration>) -> Config {
         self.interval = Some(interval);
         self

@@ -205,6 +205,36 @@ fn interval_lines_have_the_api_profiler_format() {
 }
 
 #[test]
+fn an_interval_below_the_floor_is_raised_to_it_with_one_warning() {
+    let (out, stderr) = run(
+        "return",
+        &[
+            ("TICKSCOPE_INTERVAL", "1ns"),
+            ("EXIT_PATHS_SLEEP_MS", "200"),
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        stderr
+            .matches("interval 1ns is shorter than 10ms: using 10ms")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    // Each line's interval (the reporter's measured sleep) is 10 ms at least.
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("TID 0x")).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    for l in &lines {
+        let figures = l.split_once("\": ").expect(l).1;
+        let interval: u64 = figures
+            .split_once('/')
+            .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
+            .expect(l);
+        assert!(interval >= 10, "{l}");
+    }
+}
+
+#[test]
 fn malformed_variables_warn_once_and_keep_defaults() {
     let (out, stderr) = run(
         "return",
