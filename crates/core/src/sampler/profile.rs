@@ -37,6 +37,7 @@ const UNSAMPLED: &str = "[not sampled: thread start before discovery]";
 const UNACCOUNTED: &str =
     "[not sampled: threads that ended before discovery, last partial periods]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
+const HANDLER_REPLACED: &str = "[not sampled: signal handler replaced by the program]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
 /// One function's row of [`Profile::functions`].
@@ -97,6 +98,9 @@ pub(crate) struct Parts {
     pub stray: u64,
     /// Mappings the unwinder's snapshot had no room for (their stacks are not walked).
     pub ranges_dropped: u64,
+    /// The program replaced the sampler's signal handler: the signal's name, and (CPU mode)
+    /// the process's CPU time from then to the end, which no sample holds.
+    pub handler_replaced: Option<(String, Option<u64>)>,
 }
 
 /// A finished profile. See the [module docs](super) for what it holds.
@@ -215,6 +219,17 @@ pub(crate) fn build(p: Parts) -> Profile {
             counts,
         });
     }
+    if let Some((_, Some(ns))) = &p.handler_replaced {
+        samples.push(Sample {
+            tid: 0,
+            locs: vec![Loc::Synthetic(HANDLER_REPLACED)],
+            scopes: Vec::new(),
+            counts: Counts {
+                count: 0,
+                weight: *ns,
+            },
+        });
+    }
     // Whatever CPU time the process used that no sample or synthetic frame holds: threads
     // that began and ended between two polls, and each thread's last partial period.
     if let Some(cpu) = p.process_cpu_ns {
@@ -330,6 +345,20 @@ pub(crate) fn build(p: Parts) -> Profile {
         ));
     }
     let mut warnings = Vec::new();
+    if let Some((signal, ns)) = &p.handler_replaced {
+        let what = match ns {
+            Some(ns) => format!(
+                "its {} of CPU time from then on are the row {HANDLER_REPLACED}",
+                tickscope_fmt::duration(*ns as f64)
+            ),
+            None => "nothing was sampled from then on".to_string(),
+        };
+        let said = format!(
+            "the program installed its own {signal} handler while the sampler used that signal: the sampler stopped its timers, and {what}"
+        );
+        comments.push(said.clone());
+        warnings.push(said);
+    }
     if p.signals < FEW_SAMPLES {
         warnings.push(format!(
             "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
