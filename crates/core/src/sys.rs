@@ -78,6 +78,15 @@ pub(crate) fn process_start_boottime_ns() -> Option<u64> {
     Some(start_ticks.saturating_mul(1_000_000_000) / hz)
 }
 
+/// Registers `f` to run in the child after every `fork` (`pthread_atfork`). `f` runs in
+/// the child before `fork` returns there, where only async-signal-safe work is allowed.
+/// Returns true if and only if the registration succeeded.
+pub(crate) fn at_fork_child(f: unsafe extern "C" fn()) -> bool {
+    // SAFETY: `f` lives as long as the process and, by the caller's design, does only
+    // async-signal-safe work (atomic stores).
+    unsafe { libc::pthread_atfork(None, None, Some(f)) == 0 }
+}
+
 /// True if and only if the process runs with privileges the user who started it does not
 /// have (a setuid or setgid program, file capabilities): the kernel's `AT_SECURE`, which
 /// glibc's `secure_getenv` checks. Such a process must not let its environment choose files

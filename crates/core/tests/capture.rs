@@ -144,6 +144,42 @@ fn a_full_ring_drops_and_every_event_is_accounted_for() {
 }
 
 #[test]
+fn a_fork_child_does_not_record_into_the_parents_capture() {
+    let _t = turn();
+    capture::start(Sink::File(temp("fork.tscap"))).unwrap();
+    scopes(1000);
+    // SAFETY: the child only reads atomics, enters scopes (no lock: the thread's own state)
+    // and leaves with _exit; the capture tests take turns, so no other thread of this
+    // process is in the capture's code.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = std::panic::catch_unwind(|| {
+            let recording = capture::running();
+            scopes(200_000);
+            // The parent's collector does not exist here: stop() must not wait for it.
+            let stopped = capture::stop().is_none();
+            if !recording && stopped {
+                0
+            } else {
+                1
+            }
+        })
+        .unwrap_or(2);
+        // SAFETY: _exit ends the child without running the parent's exit hooks.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is a valid out pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let s = capture::stop().unwrap();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child recorded (status {status:#x})"
+    );
+    assert_eq!(s.dropped, 0, "{s:?}");
+}
+
+#[test]
 fn the_block_policy_loses_nothing() {
     let _t = turn();
     Builder::new(Sink::File(temp("block.tscap")))

@@ -271,6 +271,33 @@ fn a_forked_child_does_not_print_the_parents_summary() {
 }
 
 #[test]
+fn a_fork_child_of_a_capturing_process_stops_the_capture_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("tickscope-exit-fork-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.tscap");
+    let (out, stderr) = run(
+        "fork",
+        &[
+            ("TICKSCOPE_CAPTURE", file.to_str().unwrap()),
+            ("TICKSCOPE_SUMMARY", "off"),
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("is a fork child of the capturing process")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    // The parent's capture is whole and lost nothing; the file is its alone.
+    assert!(!stderr.contains("events lost"), "{stderr}");
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.len() > 16, "{} bytes", bytes.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn runtime_disabled_records_nothing() {
     let (_, stderr) = run("return", &[("TICKSCOPE_ENABLED", "0")]);
     assert!(stderr.contains("(no scope was entered)"), "{stderr}");

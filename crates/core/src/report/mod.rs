@@ -261,12 +261,6 @@ pub(crate) fn mark_init_pid() {
     let _ = INIT_PID.set(std::process::id());
 }
 
-/// True if and only if this process is a fork child of the one that first used tickscope (it
-/// inherited exit hooks that belong to its parent).
-pub(crate) fn forked_child() -> bool {
-    INIT_PID.get().is_some_and(|&pid| pid != std::process::id())
-}
-
 /// True if and only if interval lines go to the same file as the summary, which must then be
 /// appended after them rather than replace them.
 fn shares_file_with_lines(s: &Settings) -> bool {
