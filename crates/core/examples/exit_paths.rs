@@ -88,6 +88,9 @@ fn main() {
             // the child may run arbitrary code; it leaves through exit(), running atexit.
             let pid = unsafe { libc::fork() };
             if pid == 0 {
+                // Scopes in the child too: with a capture running in the parent, they must
+                // not be recorded (the child has no collector).
+                work();
                 // SAFETY: exit() is the point of the test: it runs the inherited handlers.
                 unsafe { libc::exit(0) };
             }

@@ -94,7 +94,7 @@ pub fn source() -> ClockSource {
 #[cold]
 #[inline(never)]
 fn choose_source_and_read() -> Ticks {
-    let src = match std::env::var("TICKSCOPE_CLOCK").ok().as_deref() {
+    let src = match crate::config::env_var("TICKSCOPE_CLOCK").as_deref() {
         None | Some("") | Some("auto") => auto_source(),
         Some("monotonic") => SRC_MONOTONIC,
         Some(s @ ("tsc" | "counter" | "cntvct")) => {

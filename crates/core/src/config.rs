@@ -7,7 +7,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `TICKSCOPE_INTERVAL` | a duration (`1s`, `250ms`, `1.5s`, `2m`) or `off` | `off` |
+//! | `TICKSCOPE_INTERVAL` | a duration (`1s`, `250ms`, `1.5s`, `2m`; 10 ms at least) or `off` | `off` |
 //! | `TICKSCOPE_SUMMARY` | `off`, `text`, `json`, each optionally `:PATH` | `text` (stderr) |
 //! | `TICKSCOPE_PER_THREAD` | `0`/`1` (also `false`/`true`, `off`/`on`) | `0` |
 //! | `TICKSCOPE_ENABLED` | `0`/`1` | `1` |
@@ -15,6 +15,11 @@
 //!
 //! A malformed value prints one warning naming the variable and what it expects, and the
 //! default is used.
+//!
+//! In a setuid or setgid program (or one with file capabilities: the kernel's `AT_SECURE`,
+//! which glibc's `secure_getenv` checks), every `TICKSCOPE_*` variable is ignored, with one
+//! warning saying why: they name files to write and sockets to open, and the user who sets
+//! them must not do that with the program's privileges. [`Config`] from code still applies.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -138,7 +143,25 @@ struct Env {
 /// The process's environment overrides.
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(|| Env::read(|k| std::env::var(k).ok()))
+    ENV.get_or_init(|| Env::read(env_var))
+}
+
+/// A `TICKSCOPE_*` variable, as every setting of tickscope (and of the preload library)
+/// reads it: `None` when unset or not UTF-8, and in a privileged process (see the module
+/// docs), where the first variable found set prints one warning.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    let v = std::env::var(name).ok()?;
+    if crate::sys::privileged() {
+        static WARNED: Once = Once::new();
+        WARNED.call_once(|| {
+            warn(&format!(
+                "{name} and every other TICKSCOPE_* variable ignored: this is a setuid or setgid \
+                 program (AT_SECURE), and they would write files with its privileges"
+            ))
+        });
+        return None;
+    }
+    Some(v)
 }
 
 impl Env {
@@ -266,7 +289,17 @@ fn parse_bool(v: &str) -> Option<bool> {
 
 /// Prints one warning line to stderr.
 pub(crate) fn warn(msg: &str) {
-    eprintln!("tickscope: warning: {msg}");
+    say(&format!("tickscope: warning: {msg}"));
+}
+
+/// Prints one line of tickscope's own (a warning, a "profile written") to the process's
+/// standard error: the one it had when the preload library was loaded, if that kept it (see
+/// [`crate::sys::write_stderr`]).
+pub(crate) fn say(line: &str) {
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    crate::sys::write_stderr(&text);
 }
 
 /// Warns that `var` holds `value`, which is not one of `expected`.
@@ -303,7 +336,8 @@ impl Config {
         Config::default()
     }
 
-    /// Print a line per thread and active scope every `interval` (`None`: off).
+    /// Print a line per thread and active scope every `interval` (`None`: off); 10 ms at
+    /// least (a shorter one is raised to that, with a warning).
     pub fn interval(mut self, interval: Option<Duration>) -> Config {
         self.interval = Some(interval);
         self

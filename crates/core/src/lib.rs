@@ -253,4 +253,28 @@ pub mod __private {
     pub use crate::imp::{enter, enter_cached};
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
     pub use crate::scope::SlotCache;
+
+    /// A `TICKSCOPE_*` variable, ignored in a setuid or setgid process (with one warning):
+    /// how the preload library reads its settings too.
+    pub fn env_var(name: &str) -> Option<String> {
+        crate::config::env_var(name)
+    }
+
+    /// Prints one line of tickscope's own to the standard error the process had when
+    /// [`keep_stderr`] ran (if it did), never into a file the program opened later.
+    pub fn say(line: &str) {
+        crate::config::say(line)
+    }
+
+    /// Keeps a copy of the process's standard error now (above descriptor 2,
+    /// close-on-exec) for [`say`]; if descriptor 2 is closed now, [`say`] prints nothing.
+    pub fn keep_stderr() {
+        crate::sys::keep_stderr()
+    }
+
+    /// Moves a descriptor tickscope opened off 0, 1 and 2 (which are the program's), to
+    /// the lowest free number from 3, close-on-exec; closes it on failure.
+    pub fn above_stdio(fd: i32) -> std::io::Result<i32> {
+        crate::sys::above_stdio(fd)
+    }
 }

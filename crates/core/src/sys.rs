@@ -78,6 +78,145 @@ pub(crate) fn process_start_boottime_ns() -> Option<u64> {
     Some(start_ticks.saturating_mul(1_000_000_000) / hz)
 }
 
+/// Registers `f` to run in the child after every `fork` (`pthread_atfork`). `f` runs in
+/// the child before `fork` returns there, where only async-signal-safe work is allowed.
+/// Returns true if and only if the registration succeeded.
+pub(crate) fn at_fork_child(f: unsafe extern "C" fn()) -> bool {
+    // SAFETY: `f` lives as long as the process and, by the caller's design, does only
+    // async-signal-safe work (atomic stores).
+    unsafe { libc::pthread_atfork(None, None, Some(f)) == 0 }
+}
+
+/// True if and only if the process runs with privileges the user who started it does not
+/// have (a setuid or setgid program, file capabilities): the kernel's `AT_SECURE`, which
+/// glibc's `secure_getenv` checks. Such a process must not let its environment choose files
+/// to write or sockets to open.
+pub(crate) fn privileged() -> bool {
+    static SECURE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: getauxval only reads the auxiliary vector the kernel gave the process; an
+    // absent entry reads as 0.
+    *SECURE.get_or_init(|| unsafe { libc::getauxval(libc::AT_SECURE) } != 0)
+}
+
+/// Descriptors 0, 1 and 2 are the program's: a descriptor of tickscope's that would land
+/// there (the program closed them) is moved to the lowest free number from 3, close-on-exec.
+/// On failure `fd` is closed and the error returned.
+pub(crate) fn above_stdio(fd: libc::c_int) -> std::io::Result<libc::c_int> {
+    if !(0..3).contains(&fd) {
+        return Ok(fd);
+    }
+    // SAFETY: duplicates a descriptor this process just opened and owns; no memory involved.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    let e = std::io::Error::last_os_error();
+    // SAFETY: closes the low duplicate, which this process opened and nothing else holds.
+    unsafe { libc::close(fd) };
+    if high < 0 {
+        return Err(e);
+    }
+    Ok(high)
+}
+
+/// [`above_stdio`] for a file or socket std opened.
+pub(crate) fn file_above_stdio<F>(f: F) -> std::io::Result<F>
+where
+    F: std::os::fd::IntoRawFd + std::os::fd::FromRawFd,
+{
+    let fd = above_stdio(f.into_raw_fd())?;
+    // SAFETY: `fd` is open, of the same kind, and owned by nothing else (the original was
+    // consumed above).
+    Ok(unsafe { F::from_raw_fd(fd) })
+}
+
+/// Opens `path` for reading, close-on-exec, never as descriptor 0, 1 or 2.
+pub(crate) fn open_read(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    file_above_stdio(std::fs::File::open(path)?)
+}
+
+/// Creates (truncates) `path` for writing, never as descriptor 0, 1 or 2.
+pub(crate) fn create(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    file_above_stdio(std::fs::File::create(path)?)
+}
+
+/// [`KEPT_STDERR`]: no copy kept; messages go to descriptor 2.
+const STDERR_UNKEPT: i32 = -1;
+/// [`KEPT_STDERR`]: descriptor 2 was closed when the copy was to be taken; messages are
+/// dropped.
+const STDERR_CLOSED: i32 = -2;
+/// Where tickscope's own messages go: see [`keep_stderr`].
+static KEPT_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(STDERR_UNKEPT);
+/// The kept descriptor's device and inode: a program that closes it and opens a file of its
+/// own under the same number gets nothing of ours in that file.
+static KEPT_ID: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
+
+/// The device and inode open as `fd`.
+fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
+    // SAFETY: stat is plain data; all-zero is a valid value to fill in.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st`, valid for the call; a bad descriptor only fails.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Keeps the standard error the process has now (a close-on-exec copy above 2) for
+/// tickscope's own messages ([`write_stderr`]). If descriptor 2 is closed now, those messages
+/// are dropped: a file the program later opens as descriptor 2 is the program's. Called by
+/// the preload library when it is loaded.
+pub(crate) fn keep_stderr() {
+    use std::sync::atomic::Ordering::SeqCst;
+    // SAFETY: duplicates descriptor 2 if it is open; no memory involved.
+    let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) {
+            KEPT_STDERR.store(STDERR_CLOSED, SeqCst);
+        }
+        return;
+    }
+    let Some(id) = file_id(fd) else {
+        // SAFETY: closes the copy just made, which nothing else holds.
+        unsafe { libc::close(fd) };
+        return;
+    };
+    *KEPT_ID.lock().unwrap_or_else(|p| p.into_inner()) = id;
+    let old = KEPT_STDERR.swap(fd, SeqCst);
+    if old >= 0 {
+        // SAFETY: a copy an earlier call made, no longer referenced.
+        unsafe { libc::close(old) };
+    }
+}
+
+/// Writes one message of tickscope's own to the process's standard error: the one kept by
+/// [`keep_stderr`] if it was called (nothing if descriptor 2 was closed then, or if the kept
+/// copy no longer holds the same file), else descriptor 2. Never fails.
+pub(crate) fn write_stderr(text: &str) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering::SeqCst;
+    match KEPT_STDERR.load(SeqCst) {
+        STDERR_UNKEPT => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+        STDERR_CLOSED => {}
+        fd => {
+            let id = *KEPT_ID.lock().unwrap_or_else(|p| p.into_inner());
+            if file_id(fd) != Some(id) {
+                return;
+            }
+            let mut rest = text.as_bytes();
+            while !rest.is_empty() {
+                // SAFETY: writes from a live slice to the descriptor kept above.
+                let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+                if n > 0 {
+                    rest = &rest[n as usize..];
+                } else if n < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                    continue;
+                } else {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

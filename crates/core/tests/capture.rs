@@ -103,6 +103,14 @@ fn a_second_capture_is_refused_while_one_runs() {
     let e = capture::start(Sink::File("/nonexistent-dir/x.tscap".into())).unwrap_err();
     assert_eq!(e.kind(), capture::ErrorKind::Io);
     assert!(e.to_string().contains("/nonexistent-dir/x.tscap"), "{e}");
+    // The OS error once, also where the printer walks the source chain (anyhow's `{:#}`).
+    let mut chain = e.to_string();
+    let mut next = std::error::Error::source(&e);
+    while let Some(s) = next {
+        chain += &format!(": {s}");
+        next = s.source();
+    }
+    assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
 }
 
 #[test]
@@ -126,6 +134,49 @@ fn a_full_ring_drops_and_every_event_is_accounted_for() {
         2 * n,
         "every begin and end is either in the capture or counted as dropped: {s:?}"
     );
+    // The summary's footer says so too, rather than "nothing lost".
+    let summary = tickscope::report_string(tickscope::SummaryFormat::Text);
+    assert!(!summary.contains("nothing lost"), "{summary}");
+    assert!(
+        summary.contains(&format!("{} capture events lost", s.dropped)),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_fork_child_does_not_record_into_the_parents_capture() {
+    let _t = turn();
+    capture::start(Sink::File(temp("fork.tscap"))).unwrap();
+    scopes(1000);
+    // SAFETY: the child only reads atomics, enters scopes (no lock: the thread's own state)
+    // and leaves with _exit; the capture tests take turns, so no other thread of this
+    // process is in the capture's code.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = std::panic::catch_unwind(|| {
+            let recording = capture::running();
+            scopes(200_000);
+            // The parent's collector does not exist here: stop() must not wait for it.
+            let stopped = capture::stop().is_none();
+            if !recording && stopped {
+                0
+            } else {
+                1
+            }
+        })
+        .unwrap_or(2);
+        // SAFETY: _exit ends the child without running the parent's exit hooks.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is a valid out pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let s = capture::stop().unwrap();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child recorded (status {status:#x})"
+    );
+    assert_eq!(s.dropped, 0, "{s:?}");
 }
 
 #[test]

@@ -205,6 +205,36 @@ fn interval_lines_have_the_api_profiler_format() {
 }
 
 #[test]
+fn an_interval_below_the_floor_is_raised_to_it_with_one_warning() {
+    let (out, stderr) = run(
+        "return",
+        &[
+            ("TICKSCOPE_INTERVAL", "1ns"),
+            ("EXIT_PATHS_SLEEP_MS", "200"),
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        stderr
+            .matches("interval 1ns is shorter than 10ms: using 10ms")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    // Each line's interval (the reporter's measured sleep) is 10 ms at least.
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("TID 0x")).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    for l in &lines {
+        let figures = l.split_once("\": ").expect(l).1;
+        let interval: u64 = figures
+            .split_once('/')
+            .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
+            .expect(l);
+        assert!(interval >= 10, "{l}");
+    }
+}
+
+#[test]
 fn malformed_variables_warn_once_and_keep_defaults() {
     let (out, stderr) = run(
         "return",
@@ -238,6 +268,33 @@ fn a_forked_child_does_not_print_the_parents_summary() {
     assert!(out.status.success());
     assert_eq!(stderr.matches("tickscope: ").count(), 1, "{stderr}");
     assert_full_summary(&stderr);
+}
+
+#[test]
+fn a_fork_child_of_a_capturing_process_stops_the_capture_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("tickscope-exit-fork-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.tscap");
+    let (out, stderr) = run(
+        "fork",
+        &[
+            ("TICKSCOPE_CAPTURE", file.to_str().unwrap()),
+            ("TICKSCOPE_SUMMARY", "off"),
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("is a fork child of the capturing process")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    // The parent's capture is whole and lost nothing; the file is its alone.
+    assert!(!stderr.contains("events lost"), "{stderr}");
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.len() > 16, "{} bytes", bytes.len());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -288,4 +345,89 @@ fn compiled_out_scopes_leave_no_trace() {
         "the scope's name is not in the compiled-out binary"
     );
     assert!(!has("pool api"), "nor the group's");
+}
+
+/// A setuid-root copy of `exe` in a fresh directory that uid 65534 can enter, and beside it a
+/// root-only directory (mode 700) holding a root-owned mode-600 `summary.json`. `None`
+/// (the test is skipped, and says so) where the test does not run as root.
+pub(crate) fn setuid_root_copy(exe: &std::path::Path) -> Option<(PathBuf, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a setuid-root program needs root, and this test is not");
+        return None;
+    }
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "tickscope-setuid-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = dir.join("prog");
+    std::fs::copy(exe, &prog).unwrap();
+    // Owned by root (this process), setuid.
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let secret = dir.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let file = secret.join("summary.json");
+    std::fs::write(&file, "root's own\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    Some((prog, secret))
+}
+
+/// Checks that `secret` (from [`setuid_root_copy`]) holds only its untouched summary.json.
+pub(crate) fn assert_untouched(secret: &std::path::Path) {
+    let names: Vec<_> = std::fs::read_dir(secret)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["summary.json"],
+        "a file was created in the root-only directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(secret.join("summary.json")).unwrap(),
+        "root's own\n",
+        "the root-owned file was overwritten"
+    );
+}
+
+#[test]
+fn a_setuid_program_ignores_the_variables_with_one_warning() {
+    use std::os::unix::process::CommandExt;
+    let Some((prog, secret)) = setuid_root_copy(&example()) else {
+        return;
+    };
+    let out = Command::new(&prog)
+        .arg("return")
+        .uid(65534)
+        .gid(65534)
+        .env(
+            "TICKSCOPE_SUMMARY",
+            format!("json:{}", secret.join("summary.json").display()),
+        )
+        .env("TICKSCOPE_CAPTURE", secret.join("run.tscap"))
+        .env("TICKSCOPE_INTERVAL", "1s")
+        .env_remove("TICKSCOPE_PER_THREAD")
+        .env_remove("TICKSCOPE_ENABLED")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_untouched(&secret);
+    // The kernel set AT_SECURE (a nosuid mount would not): the warning says so, once.
+    assert_eq!(
+        stderr
+            .matches("every other TICKSCOPE_* variable ignored: this is a setuid or setgid program")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    // The defaults apply: the text summary on stderr.
+    assert_full_summary(&stderr);
 }

@@ -355,6 +355,22 @@ fn a_second_sampler_is_refused_while_one_runs() {
     Sampler::builder().start().unwrap().stop();
 }
 
+#[test]
+fn a_write_error_says_the_os_error_once_however_it_is_printed() {
+    let _g = lock();
+    let profile = Sampler::builder().start().unwrap().stop();
+    let e = profile.write_pprof("/nonexistent-dir/p.pb.gz").unwrap_err();
+    // As anyhow's `{:#}` prints it: the message, then each source.
+    let mut chain = e.to_string();
+    let mut next = std::error::Error::source(&e);
+    while let Some(s) = next {
+        chain += &format!(": {s}");
+        next = s.source();
+    }
+    assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
+    assert!(chain.contains("/nonexistent-dir/p.pb.gz"), "{chain}");
+}
+
 extern "C" fn foreign_handler(_: libc::c_int) {}
 
 #[test]
@@ -372,6 +388,75 @@ fn another_sigprof_handler_makes_start_fail_with_a_clear_error() {
     unsafe { libc::signal(libc::SIGPROF, libc::SIG_DFL) };
     assert_eq!(err.kind(), ErrorKind::SignalInUse);
     assert!(err.to_string().contains("SIGPROF"), "{err}");
+}
+
+#[inline(never)]
+fn before_the_switch() -> u64 {
+    black_box(burn(300_000_000))
+}
+
+#[inline(never)]
+fn after_the_switch() -> u64 {
+    black_box(burn(300_000_000))
+}
+
+#[test]
+fn a_handler_the_program_installs_while_sampling_is_reported_not_hidden() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    before_the_switch();
+    // The program's own SIGPROF handler, installed while the sampler runs on SIGPROF.
+    // SAFETY: installs (and later removes) a handler that does nothing.
+    unsafe {
+        libc::signal(
+            libc::SIGPROF,
+            foreign_handler as *const () as libc::sighandler_t,
+        )
+    };
+    // A snapshot makes the drain thread poll now, so the switch is found before the rest
+    // runs (its own polls find it within one poll interval otherwise).
+    drop(sampler.snapshot());
+    after_the_switch();
+    let profile = sampler.stop();
+    // SAFETY: restores the default disposition.
+    let kept = unsafe { libc::signal(libc::SIGPROF, libc::SIG_DFL) };
+    assert_eq!(
+        kept, foreign_handler as *const () as libc::sighandler_t,
+        "the program's handler was left in place"
+    );
+    let rows = profile.functions();
+    let cum = |name: &str| {
+        rows.iter()
+            .filter(|f| f.name.ends_with(name))
+            .map(|f| f.cum_ns)
+            .sum::<u64>()
+    };
+    let not_sampled = cum("[not sampled: signal handler replaced by the program]");
+    // Everything after the switch is in that row (the process's CPU time from the moment it
+    // was found, so the whole of `after_the_switch`), not on a function.
+    assert!(
+        not_sampled >= 300_000_000,
+        "{not_sampled} ns reported as not sampled\n{}",
+        profile.top(10)
+    );
+    assert_eq!(cum("after_the_switch"), 0, "{}", profile.top(10));
+    // `before_the_switch` keeps its own time, sampled at 1000 Hz for 300 ms (±3 standard
+    // errors of ~300 samples is ±17%; the time between the switch and the snapshot is
+    // also its), not the time after the switch too.
+    let before = cum("before_the_switch");
+    assert!(
+        (200_000_000..400_000_000).contains(&before),
+        "{before} ns on before_the_switch\n{}",
+        profile.top(10)
+    );
+    assert!(
+        profile
+            .comments()
+            .iter()
+            .any(|c| c.contains("the program installed its own SIGPROF handler")),
+        "{:?}",
+        profile.comments()
+    );
 }
 
 #[test]

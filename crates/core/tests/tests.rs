@@ -61,3 +61,30 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
 #[cfg(feature = "sampler")]
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// The licence files at the repository root are the licences Cargo.toml declares.
+#[test]
+fn licence_files_match_the_declared_licence() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("license = \"MIT OR Apache-2.0\""),
+        "the workspace declares another licence: update LICENSE-*"
+    );
+    for (file, title) in [
+        (
+            "LICENSE-MIT",
+            "Permission is hereby granted, free of charge",
+        ),
+        (
+            "LICENSE-APACHE",
+            "Apache License\n                           Version 2.0",
+        ),
+    ] {
+        let text = std::fs::read_to_string(root.join(file))
+            .unwrap_or_else(|e| panic!("{file} at the repository root: {e}"));
+        assert!(text.contains(title), "{file} is not the standard text");
+    }
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    assert!(mit.contains("Copyright (c) The tickscope developers"));
+}

@@ -512,10 +512,13 @@ extern "C" fn on_load() {
 }
 
 fn start_from_env() {
+    // The library's messages go to the standard error the program starts with, never into
+    // a file the program opens later as descriptor 2.
+    ts::__private::keep_stderr();
     let pid = std::process::id();
-    let mut warn = |w: String| eprintln!("tickscope: {w}");
+    let mut warn = |w: String| ts::__private::say(&format!("tickscope: {w}"));
     let Some((mut settings, extras)) =
-        profile::settings_from_env(|k| std::env::var(k).ok(), pid, &mut warn)
+        profile::settings_from_env(ts::__private::env_var, pid, &mut warn)
     else {
         return;
     };
@@ -532,17 +535,19 @@ fn start_from_env() {
         }
     }
     if let Err(f) = started {
-        eprintln!(
+        ts::__private::say(&format!(
             "tickscope: TICKSCOPE_CPUPROFILE={}: not profiling: {}",
             settings.path.display(),
             f.message
-        );
+        ));
         return;
     }
     write_at_exit();
     if extras.on_signals {
         if let Err(e) = write_on_signals() {
-            eprintln!("tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only");
+            ts::__private::say(&format!(
+                "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
+            ));
         }
     }
 }
@@ -555,7 +560,9 @@ fn write_at_exit() {
         // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long as the process (this
         // library is never unloaded while a sampler runs: it holds the signal handler).
         if unsafe { libc::atexit(at_exit) } != 0 {
-            eprintln!("tickscope: cannot register the exit hook; call tickscope_sampler_stop()");
+            ts::__private::say(
+                "tickscope: cannot register the exit hook; call tickscope_sampler_stop()",
+            );
         }
     });
 }
@@ -603,7 +610,20 @@ fn write_on_signals() -> std::io::Result<()> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let read_fd = fds[0];
+    // Never descriptors 0-2, which a program started with them closed will open as its own
+    // standard streams.
+    let read_fd = ts::__private::above_stdio(fds[0]);
+    let write_fd = ts::__private::above_stdio(fds[1]);
+    let (read_fd, write_fd) = match (read_fd, write_fd) {
+        (Ok(r), Ok(w)) => (r, w),
+        (r, w) => {
+            for fd in [&r, &w].into_iter().flatten() {
+                // SAFETY: closes a pipe end this function opened and nothing else holds.
+                unsafe { libc::close(*fd) };
+            }
+            return Err(r.and(w).expect_err("one of them failed"));
+        }
+    };
     std::thread::Builder::new()
         .name("tickscope-signals".into())
         .spawn(move || loop {
@@ -617,6 +637,11 @@ fn write_on_signals() -> std::io::Result<()> {
                 return;
             }
             let sig = byte as c_int;
+            // Only the handler writes here, and only these two; anything else is not ours to
+            // act on (the program closed our descriptor and reused its number).
+            if sig != libc::SIGINT && sig != libc::SIGTERM {
+                continue;
+            }
             let _ = catch_unwind(|| profile::finish(&format!("on signal {sig}")));
             // SAFETY: restores the default action (a valid disposition) ...
             unsafe { libc::signal(sig, libc::SIG_DFL) };
@@ -626,7 +651,7 @@ fn write_on_signals() -> std::io::Result<()> {
             unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
         })?;
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
-    SIGNAL_PIPE.store(fds[1], Relaxed);
+    SIGNAL_PIPE.store(write_fd, Relaxed);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only
         // reads the current one.

@@ -20,6 +20,12 @@
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
 //!
+//! - **setuid and setgid programs** (the kernel's `AT_SECURE`, as glibc's `secure_getenv`):
+//!   every `TICKSCOPE_*` variable is ignored, with one warning, so that no user can make a
+//!   privileged program write files of its choosing.
+//! - **Messages** (warnings, "profile written") go to the standard error the process had
+//!   when the library was loaded, never into a file the program later opens as descriptor
+//!   2; if it was closed then, they are dropped.
 //! - **Every thread** the program starts is sampled from its first instruction: the library
 //!   interposes `pthread_create`, and a new thread has its timer armed before its start
 //!   routine runs (threads made otherwise, by a raw `clone`, are found by the core sampler's
@@ -35,7 +41,8 @@
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
 //! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel
 //!   permits one, and holds a descriptor (close-on-exec). The library takes at most a quarter
-//!   of `RLIMIT_NOFILE`; further threads get a timer on their CPU clock. A program that
+//!   of `RLIMIT_NOFILE`; further threads get a timer on their CPU clock. The library never
+//!   takes descriptors 0-2, even when the program starts with them closed. A program that
 //!   closes descriptors it did not open stops those threads' sampling (the profile counts
 //!   the events and reports their time as not sampled); numbers it reuses are never touched.
 //! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time

@@ -123,7 +123,7 @@ impl std::fmt::Display for Written {
 fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure> {
     profile
         .write_pprof(path)
-        .map_err(|e| Failure::new(Code::Io, format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| Failure::new(Code::Io, e.to_string()))?;
     Ok(Written {
         path: path.to_path_buf(),
         samples: profile.samples(),
@@ -173,13 +173,13 @@ pub(crate) fn finish(why: &str) {
     if !owned_here() {
         return;
     }
-    let quiet = std::env::var_os("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
+    let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
     match stop() {
-        Ok(w) if !quiet => eprintln!("tickscope: {w}"),
+        Ok(w) if !quiet => ts::__private::say(&format!("tickscope: {w}")),
         Ok(_) => {}
         // Stopped by the program already, or another exit path is writing.
         Err(f) if f.code == Code::State => {}
-        Err(f) => eprintln!("tickscope: {why}: {}", f.message),
+        Err(f) => ts::__private::say(&format!("tickscope: {why}: {}", f.message)),
     }
 }
 

@@ -69,21 +69,67 @@ fn comments(profile: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+thread_local! {
+    /// The CPU time (user + system) of the last child [`run`] waited for, from its whole
+    /// life: `wait4`'s rusage.
+    static CHILD_CPU_NS: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NAN) };
+}
+
 /// Checks that the profile holds the process's CPU time (the `[not sampled: ...]` rows
-/// included) to within -2/+3%; returns the rows.
+/// included); returns the rows. The profile covers the process from its start to the
+/// sampler's stop at exit, so its total lies between `cpu_ns` (the program's getrusage at
+/// the end of main, less 2%) and the whole process's CPU time as its parent saw it (more 1%):
+/// what runs after main (the exit hooks, the drain thread's last pass) is in the profile,
+/// and on a busy machine, in a debug build, that can be tens of milliseconds.
 fn check_accounted(profile: &Path, cpu_ns: f64) -> Vec<(f64, f64, String)> {
     let rows = rows(profile);
     let accounted: f64 = rows.iter().map(|r| r.0).sum();
     let cpu_ms = cpu_ns / 1e6;
+    let whole_ms = CHILD_CPU_NS.get() / 1e6;
+    let high = if whole_ms.is_nan() {
+        cpu_ms
+    } else {
+        whole_ms.max(cpu_ms)
+    };
     assert!(
-        (0.98..=1.03).contains(&(accounted / cpu_ms)),
-        "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU: {rows:?}"
+        accounted >= cpu_ms * 0.98 && accounted <= high * 1.01,
+        "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU at the end of main \
+         ({whole_ms:.0} ms in the process's whole life): {rows:?}"
     );
     rows
 }
 
+/// Runs a child to its end; its whole CPU time goes to [`CHILD_CPU_NS`].
 fn run(c: &mut Command) -> (Output, String, String) {
-    let out = c.output().unwrap();
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut pipes.1, &mut v).unwrap();
+        v
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut pipes.0, &mut stdout).unwrap();
+    let stderr = err.join().unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child (not yet reaped: `child` is never waited on), writing
+    // into valid locals.
+    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(r, child.id() as libc::pid_t);
+    let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
+    CHILD_CPU_NS.set(ns(usage.ru_utime) + ns(usage.ru_stime));
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout,
+        stderr,
+    };
     let (o, e) = text(&out);
     (out, o, e)
 }
@@ -421,4 +467,123 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
     // The profile says what was lost.
     let comments = comments(&profile);
     assert!(comments.contains("frame pointer"), "{comments}");
+}
+
+/// `tests/c/fds.c`, built once.
+fn fds_program() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = scratch("fds").join("fds");
+        compile("gcc", &["-O2"], &[c_source("fds.c")], &exe, &[] as &[&str]);
+        exe
+    })
+}
+
+#[test]
+fn a_program_started_with_its_standard_descriptors_closed_gets_them_back() {
+    // `sh -c 'exec 0<&- 1>&- 2>&-; ./prog'`: the library (perf event, signal pipe, its own
+    // messages) must take none of 0-2, or the program's files land elsewhere, the library's
+    // messages go into them or into its own pipe, and the pipe's reader raises the text as
+    // signals (the issue: killed by signal 58, ':').
+    let dir = scratch("stdclosed");
+    let profile = dir.join("out.pb.gz");
+    let file = dir.join("program.log");
+    let mut c = profiled(fds_program(), &profile, &[]);
+    c.env("TICKSCOPE_CPUPROFILE_SIGNALS", "1");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "exec 0<&- 1>&- 2>&-; exec \"$0\" closed \"$1\""])
+        .arg(c.get_program())
+        .arg(&file);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let (out, _, stderr) = run(&mut sh);
+    assert_eq!(
+        (out.status.code(), out.status.signal()),
+        (Some(0), None),
+        "10 + N: the program's open() got descriptor N, not 0-2 ({stderr})"
+    );
+    assert!(profile.exists(), "no profile written");
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(log, "", "the library wrote into the program's file");
+}
+
+#[test]
+fn messages_go_to_the_stderr_the_program_started_with_not_to_its_own_file() {
+    // The program closes descriptor 2 and opens its own log there: the "profile written"
+    // line at exit goes to the standard error the process was started with.
+    let dir = scratch("stdreopen");
+    let profile = dir.join("out.pb.gz");
+    let file = dir.join("program.log");
+    let (out, _, stderr) = run(profiled(fds_program(), &profile, &["reopen"]).arg(&file));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("CPU profile written to {}", profile.display())),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(log, "", "the library wrote into the program's file");
+}
+
+#[test]
+fn a_setuid_program_linked_with_the_library_ignores_the_variables() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making a setuid-root program needs root, and this test is not");
+        return;
+    }
+    // A directory uid 65534 can enter, holding the program (setuid root) and the library
+    // it is linked with; beside it a root-only directory with a root-only file.
+    let dir = scratch("setuid");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(lib("libtickscope.so"), dir.join("libtickscope.so")).unwrap();
+    let prog = dir.join("prog");
+    let d = dir.display().to_string();
+    compile(
+        "gcc",
+        &["-O2", "-Wl,--no-as-needed"],
+        &[c_source("fds.c")],
+        &prog,
+        &["-L", &d, "-ltickscope", &format!("-Wl,-rpath,{d}")],
+    );
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let secret = dir.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let own = secret.join("profile.pb.gz");
+    std::fs::write(&own, "root's own\n").unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new(&prog)
+        .args(["reopen", "/dev/null"])
+        .uid(65534)
+        .gid(65534)
+        .env("TICKSCOPE_CPUPROFILE", &own)
+        .env_remove("TICKSCOPE_CPUPROFILE_PID")
+        .env("TICKSCOPE_CAPTURE", secret.join("run.tscap"))
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let names: Vec<_> = std::fs::read_dir(&secret)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["profile.pb.gz"], "a file was created: {stderr}");
+    assert!(
+        std::fs::read(&own).unwrap() == b"root's own\n",
+        "the root-owned file was overwritten: {stderr}"
+    );
+    // The kernel set AT_SECURE (a nosuid mount would not): the warning says so, once.
+    assert_eq!(
+        stderr
+            .matches("every other TICKSCOPE_* variable ignored: this is a setuid or setgid program")
+            .count(),
+        1,
+        "{stderr}"
+    );
 }

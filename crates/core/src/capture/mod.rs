@@ -33,6 +33,11 @@
 //! what it cannot take is counted as undelivered and announced in the stream. Every loss is
 //! in the file's end record, in [`stats`], and printed to stderr at the end.
 //!
+//! A child created by `fork` while a capture runs does not record (it has no collector, and
+//! the capture is the parent's): its scopes cost what they cost without a capture, it never
+//! writes to the parent's file, and at its exit it says in one line that it was not
+//! captured.
+//!
 //! The byte layout is specified in [`format`].
 
 pub mod format;
@@ -150,13 +155,9 @@ impl std::fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
+/// The OS error, if any, is part of the message: `source()` does not return it again, so a
+/// printer that walks the chain (`anyhow`'s `{:#}`) says it once.
+impl std::error::Error for Error {}
 
 fn err(kind: ErrorKind, target: impl Into<String>, source: Option<std::io::Error>) -> Error {
     Error {
@@ -239,6 +240,28 @@ static STATS: Counters = Counters {
 };
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The process whose collector thread runs the capture (0: none yet). A fork child
+/// inherits the state but not the thread.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+/// In a fork child of a capturing process: the capture stopped at the fork.
+static STOPPED_BY_FORK: AtomicBool = AtomicBool::new(false);
+
+/// In the child of a `fork`, before `fork` returns there (async-signal-safe: atomic stores
+/// only). The child has no collector: recording into its rings would only fill them, and
+/// its events are not the parent's capture. So recording stops; scopes cost what they cost
+/// without a capture. The child says so at its exit (see [`on_process_exit`]).
+extern "C" fn on_fork_child() {
+    if RUNNING.swap(false, Relaxed) {
+        crate::imp::set_capture(false);
+        STOPPED_BY_FORK.store(true, Relaxed);
+    }
+}
+
+/// True if and only if the capture state belongs to this process (not inherited across
+/// `fork` from a parent whose collector thread does not exist here).
+fn owned_here() -> bool {
+    OWNER.load(Relaxed) == std::process::id()
+}
 
 /// True if and only if a capture is running.
 pub fn running() -> bool {
@@ -334,6 +357,10 @@ impl Builder {
             return Err(err(ErrorKind::Unsupported, "", None));
         }
         let mut handle = COLLECTOR.lock().unwrap_or_else(|p| p.into_inner());
+        if handle.is_some() && !owned_here() {
+            // The parent's collector, inherited across fork: no such thread runs here.
+            std::mem::forget(handle.take());
+        }
         if handle.is_some() {
             return Err(err(ErrorKind::AlreadyRunning, self.sink.describe(), None));
         }
@@ -363,6 +390,8 @@ impl Builder {
             ..Control::default()
         };
         register_exit_hook();
+        OWNER.store(std::process::id(), Relaxed);
+        STOPPED_BY_FORK.store(false, Relaxed);
         let mut c = collector::Collector::new(s, self.flush_every);
         RUNNING.store(true, Relaxed);
         crate::imp::set_capture(true);
@@ -444,6 +473,11 @@ pub fn stop() -> Option<Stats> {
 
 fn stop_within(wait: Option<Duration>) -> Option<Stats> {
     let handle = COLLECTOR.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    if !owned_here() {
+        // A fork child: the collector thread is the parent's, not to be waited for here.
+        std::mem::forget(handle);
+        return None;
+    }
     {
         let mut ctl = control();
         ctl.stop = true;
@@ -505,10 +539,11 @@ pub fn stats() -> Stats {
 /// `.tscap` file; returns its size in bytes.
 pub fn dump(path: impl AsRef<Path>) -> Result<u64, Error> {
     let path = path.as_ref();
-    if COLLECTOR
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .is_none()
+    if !owned_here()
+        || COLLECTOR
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     {
         return Err(err(ErrorKind::NotRunning, "", None));
     }
@@ -548,11 +583,11 @@ fn install_panic_dump(path: PathBuf) {
         let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let (Some(path), true) = (path, running()) {
             match dump(&path) {
-                Ok(_) => eprintln!(
+                Ok(_) => crate::config::say(&format!(
                     "tickscope: capture: flight recorder dumped to {}",
                     path.display()
-                ),
-                Err(e) => eprintln!("tickscope: {e}"),
+                )),
+                Err(e) => crate::config::say(&format!("tickscope: {e}")),
             }
         }
         previous(info)
@@ -561,15 +596,31 @@ fn install_panic_dump(path: PathBuf) {
 
 fn register_exit_hook() {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
-    if !REGISTERED.swap(true, Relaxed) && !crate::sys::at_exit(on_process_exit) {
+    if REGISTERED.swap(true, Relaxed) {
+        return;
+    }
+    if !crate::sys::at_exit(on_process_exit) {
         crate::config::warn("capture: could not register the exit hook; call capture::stop()");
+    }
+    if !crate::sys::at_fork_child(on_fork_child) {
+        crate::config::warn(
+            "capture: could not register the fork hook; a fork child would record into rings no one reads",
+        );
     }
 }
 
-/// At process exit: finish the capture (the end record, the last chunks).
+/// At process exit: finish the capture (the end record, the last chunks). In a fork child
+/// of a capturing process, say that the child was not captured.
 extern "C" fn on_process_exit() {
     let _ = std::panic::catch_unwind(|| {
-        if crate::report::forked_child() {
+        if !owned_here() {
+            if STOPPED_BY_FORK.swap(false, Relaxed) {
+                crate::config::say(&format!(
+                    "tickscope: capture: process {} is a fork child of the capturing process {}: nothing it did was captured (the capture is the parent's)",
+                    std::process::id(),
+                    OWNER.load(Relaxed)
+                ));
+            }
             return;
         }
         stop_within(Some(Duration::from_secs(3)));

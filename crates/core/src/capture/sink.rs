@@ -48,7 +48,7 @@ pub(crate) struct Undelivered {
 
 impl Sink {
     pub(crate) fn file(path: &Path) -> std::io::Result<Sink> {
-        let mut file = File::create(path)?;
+        let mut file = crate::sys::create(path)?;
         file.write_all(&format::file_header())?;
         Ok(Sink::File {
             file,
@@ -61,7 +61,9 @@ impl Sink {
         use std::net::ToSocketAddrs;
         let mut last = None;
         for a in addr.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+            match TcpStream::connect_timeout(&a, Duration::from_secs(2))
+                .and_then(crate::sys::file_above_stdio)
+            {
                 Ok(s) => {
                     s.set_nodelay(true)?;
                     s.set_nonblocking(true)?;

@@ -40,8 +40,24 @@ fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Sets the interval (`None`: off) and output; starts the reporter thread if needed.
+/// The shortest interval: each one prints a line per thread and active scope, and a
+/// shorter one floods the output (`TICKSCOPE_INTERVAL=1ns` printed 178,000 lines a second).
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Sets the interval (`None`: off) and output; starts the reporter thread if needed. An
+/// interval under [`MIN_INTERVAL`] is raised to it, with one warning per process.
 pub(crate) fn configure(interval: Option<Duration>, output: Output) {
+    let interval = interval.map(|i| {
+        if i < MIN_INTERVAL {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                crate::config::warn(&format!(
+                    "interval {i:?} is shorter than {MIN_INTERVAL:?}: using {MIN_INTERVAL:?}"
+                ))
+            });
+        }
+        i.max(MIN_INTERVAL)
+    });
     let mut s = lock();
     s.interval = interval;
     s.output = output;

@@ -3,7 +3,8 @@
 //! ```json
 //! {"tickscope":1,"wall_ns":3020000000,"clock":{"source":"tsc","ticks_per_second":2995000000},
 //!  "overhead_ns_per_scope":9.8,"threads":{"seen":4,"running":1,"exited":3},
-//!  "lost":{"too_deep":0,"after_thread_exit":0,"open_now":0,"open_at_thread_exit":0},
+//!  "lost":{"too_deep":0,"unbalanced":0,"after_thread_exit":0,"open_now":0,
+//!    "open_at_thread_exit":0,"timer_clock_errors":0,"capture_events":0},
 //!  "scopes":[{"name":"parse","kind":"scope","file":"src/demo.rs","line":40,"module":"demo",
 //!    "sites":1,"calls":1200,"outer_calls":1200,"total_ns":812000000,"self_ns":640000000,
 //!    "mean_ns":676666,"min_ns":…,"p50_ns":…,"p90_ns":…,"p99_ns":…,"max_ns":…,
@@ -38,13 +39,14 @@ pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
     );
     let _ = write!(
         o,
-        "\"lost\":{{\"too_deep\":{},\"unbalanced\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{}}},",
+        "\"lost\":{{\"too_deep\":{},\"unbalanced\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{},\"capture_events\":{}}},",
         snap.lost_too_deep,
         snap.unbalanced,
         snap.lost_after_thread_exit,
         snap.open_now,
         snap.unfinished_at_thread_exit,
-        meta.timer_clock_errors
+        meta.timer_clock_errors,
+        snap.capture_lost
     );
     o.push_str("\"scopes\":[");
     for (i, e) in snap.entries.iter().enumerate() {

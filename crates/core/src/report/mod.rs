@@ -44,6 +44,9 @@ pub(crate) struct Snapshot {
     /// Scopes abandoned because an enclosing scope's guard was dropped first.
     pub unbalanced: u64,
     pub lost_after_thread_exit: u64,
+    /// Events the timeline capture lost (ring full, sink, after thread exit), this one or
+    /// the last: the footer speaks of everything tickscope lost.
+    pub capture_lost: u64,
 }
 
 /// The context a snapshot is rendered in.
@@ -155,7 +158,19 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
         lost_too_deep,
         unbalanced,
         lost_after_thread_exit: crate::scope::LOST_AFTER_THREAD_EXIT.load(Relaxed),
+        capture_lost: capture_lost(),
     })
+}
+
+/// What the running (or last) capture lost.
+fn capture_lost() -> u64 {
+    #[cfg(feature = "capture")]
+    {
+        let s = crate::capture::stats();
+        s.dropped + s.undelivered + s.lost_after_exit
+    }
+    #[cfg(not(feature = "capture"))]
+    0
 }
 
 pub(crate) fn sort_entries(v: &mut [Entry]) {
@@ -244,12 +259,6 @@ static INIT_PID: OnceLock<u32> = OnceLock::new();
 /// Records the process id the exit summary belongs to.
 pub(crate) fn mark_init_pid() {
     let _ = INIT_PID.set(std::process::id());
-}
-
-/// True if and only if this process is a fork child of the one that first used tickscope (it
-/// inherited exit hooks that belong to its parent).
-pub(crate) fn forked_child() -> bool {
-    INIT_PID.get().is_some_and(|&pid| pid != std::process::id())
 }
 
 /// True if and only if interval lines go to the same file as the summary, which must then be

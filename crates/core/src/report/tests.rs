@@ -102,6 +102,7 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
         lost_too_deep: 0,
         unbalanced: 0,
         lost_after_thread_exit: 0,
+        capture_lost: 0,
     }
 }
 
@@ -217,6 +218,23 @@ fn lost_and_open_scopes_are_reported_never_silent() {
         j.contains("\"too_deep\":3,\"unbalanced\":0,\"after_thread_exit\":2,\"open_now\":1"),
         "{j}"
     );
+}
+
+#[test]
+fn the_footer_counts_what_the_capture_lost_too() {
+    let (a, b) = workload();
+    let mut snap = snapshot(&[&a, &b]);
+    let t = text::render(&snap, &meta(), false);
+    assert!(t.contains("nothing lost"), "{t}");
+    snap.capture_lost = 238_000_000;
+    let t = text::render(&snap, &meta(), false);
+    assert!(!t.contains("nothing lost"), "{t}");
+    assert!(
+        t.contains("238000000 capture events lost by the timeline capture"),
+        "{t}"
+    );
+    let j = json::render(&snap, &meta(), false);
+    assert!(j.contains("\"capture_events\":238000000}"), "{j}");
 }
 
 static SHORT: Callsite = Callsite::new(

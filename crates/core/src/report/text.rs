@@ -92,6 +92,12 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Meta) {
             count(snap.lost_after_thread_exit, "scope")
         ));
     }
+    if snap.capture_lost > 0 {
+        notes.push(format!(
+            "{} lost by the timeline capture (ring full, sink, or after thread exit)",
+            count(snap.capture_lost, "capture event")
+        ));
+    }
     if snap.open_now > 0 {
         notes.push(format!(
             "{} still open, not counted",

@@ -53,7 +53,10 @@
 //!
 //! # Signals
 //! The sampler uses `SIGPROF` (or the signal [`Builder::signal`] names) and refuses to start
-//! if another handler owns it. After
+//! if another handler owns it. A program that installs its own handler for that signal while
+//! the sampler runs takes the signal over: the drain thread notices at its next poll (and
+//! `stop()` at the latest), stops the timers, and the profile reports the CPU time from then
+//! on as `[not sampled: signal handler replaced by the program]`, with a comment. After
 //! `stop()` the signal is left ignored, so a signal still in flight cannot kill the process.
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
@@ -159,11 +162,9 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_ref().map(|e| e as _)
-    }
-}
+/// The OS error, if any, is part of the message: `source()` does not return it again, so a
+/// printer that walks the chain (`anyhow`'s `{:#}`) says it once.
+impl std::error::Error for Error {}
 
 /// Settings for a [`Sampler`]; from [`Sampler::builder`].
 #[derive(Clone, Debug)]
@@ -306,6 +307,9 @@ struct Drained {
     on_cpu_timer: u64,
     /// perf events whose descriptor the program closed.
     closed_by_program: u64,
+    /// The process's CPU time (absolute) when the drain thread found that the program had
+    /// replaced the signal handler; 0 in wall mode.
+    handler_replaced_at: Option<u64>,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -697,7 +701,8 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     let process_cpu_ns = r.meta.process_cpu_ns();
     let r = (r.shared, r.meta);
     let meta = &r.1;
-    if meta.source == Source::ProcessTimer {
+    // A program that took the signal over may run its own ITIMER_PROF now: leave it.
+    if meta.source == Source::ProcessTimer && drained.handler_replaced_at.is_none() {
         let _ = timer::process_timer(0);
     }
     SHARED.store(std::ptr::null_mut(), SeqCst);
@@ -768,6 +773,14 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
             .load(Relaxed)
             .saturating_sub(r.stray_at_start),
         ranges_dropped: shared.ranges.dropped.load(Relaxed),
+        handler_replaced: d.handler_replaced_at.map(|at| {
+            let since = match (process_cpu_ns, r.cpu_at_start) {
+                // From the moment it was found to the end of the profile.
+                (Some(total), Some(start)) => Some(total.saturating_sub(at.saturating_sub(start))),
+                _ => None,
+            };
+            (signal_name(r.settings.signal), since)
+        }),
     }
 }
 
@@ -837,6 +850,11 @@ impl Poller {
     }
 
     fn poll(&mut self, shared: &Shared) {
+        self.check_handler();
+        if self.out.handler_replaced_at.is_some() {
+            // Nothing more to arm: the signal is the program's now.
+            return;
+        }
         if timer::list_threads(&mut self.tids).is_err() {
             return;
         }
@@ -966,6 +984,31 @@ impl Poller {
         }
     }
 
+    /// Whether the program replaced the signal handler (its own `sigaction`, say for its own
+    /// `SIGPROF` profiler). The first time: its signals are the program's now, so every
+    /// timer is stopped (a perf event's count up to now kept), and the moment is recorded,
+    /// so that the CPU time from then on is reported as not sampled rather than put on the
+    /// stacks sampled before.
+    fn check_handler(&mut self) {
+        if self.out.handler_replaced_at.is_some()
+            || handler::current(self.signal) == handler::on_signal as *const () as usize
+        {
+            return;
+        }
+        self.out.handler_replaced_at = Some(match self.mode {
+            Mode::Cpu => timer::process_cpu_ns().unwrap_or(0),
+            Mode::Wall => 0,
+        });
+        let armed: Vec<_> = self.armed.drain().collect();
+        for (tid, a) in armed {
+            if let Some(a) = a {
+                self.disarm(tid, a);
+            }
+            // Still known: the thread is not armed again.
+            self.armed.insert(tid, None);
+        }
+    }
+
     /// Disarms one thread's timer, keeping a perf event's final count (the thread's exact
     /// CPU time while sampled).
     fn disarm(&mut self, tid: i32, a: timer::Armed) {
@@ -992,6 +1035,7 @@ impl Poller {
 
     /// Disarms every timer and returns what was gathered.
     fn finish(mut self) -> Drained {
+        self.check_handler();
         let armed: Vec<_> = self.armed.drain().collect();
         for (tid, a) in armed {
             if let Some(name) = timer::thread_name(tid) {

@@ -38,6 +38,7 @@ const BEFORE_START: &str = "[not sampled: before the profiler started]";
 const UNACCOUNTED: &str =
     "[not sampled: threads that ended before discovery, last partial periods]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
+const HANDLER_REPLACED: &str = "[not sampled: signal handler replaced by the program]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
 /// One function's row of [`Profile::functions`].
@@ -99,6 +100,9 @@ pub(crate) struct Parts {
     pub stray: u64,
     /// Mappings the unwinder's snapshot had no room for (their stacks are not walked).
     pub ranges_dropped: u64,
+    /// The program replaced the sampler's signal handler: the signal's name, and (CPU mode)
+    /// the process's CPU time from then to the end, which no sample holds.
+    pub handler_replaced: Option<(String, Option<u64>)>,
 }
 
 /// A finished profile. See the [module docs](super) for what it holds.
@@ -217,6 +221,17 @@ pub(crate) fn build(p: Parts) -> Profile {
             locs: vec![Loc::Synthetic(name)],
             scopes: Vec::new(),
             counts,
+        });
+    }
+    if let Some((_, Some(ns))) = &p.handler_replaced {
+        samples.push(Sample {
+            tid: 0,
+            locs: vec![Loc::Synthetic(HANDLER_REPLACED)],
+            scopes: Vec::new(),
+            counts: Counts {
+                count: 0,
+                weight: *ns,
+            },
         });
     }
     // Whatever CPU time the process used that no sample or synthetic frame holds: threads
@@ -344,6 +359,20 @@ pub(crate) fn build(p: Parts) -> Profile {
         ));
     }
     let mut warnings = Vec::new();
+    if let Some((signal, ns)) = &p.handler_replaced {
+        let what = match ns {
+            Some(ns) => format!(
+                "its {} of CPU time from then on are the row {HANDLER_REPLACED}",
+                tickscope_fmt::duration(*ns as f64)
+            ),
+            None => "nothing was sampled from then on".to_string(),
+        };
+        let said = format!(
+            "the program installed its own {signal} handler while the sampler used that signal: the sampler stopped its timers, and {what}"
+        );
+        comments.push(said.clone());
+        warnings.push(said);
+    }
     if p.signals < FEW_SAMPLES {
         warnings.push(format!(
             "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
@@ -684,7 +713,7 @@ impl Profile {
     pub fn flamegraph_svg(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
         let folded = self.folded();
-        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
         let mut opts = inferno::flamegraph::Options::default();
         opts.title = match self.mode {
             Mode::Cpu => "CPU time".into(),
@@ -704,7 +733,7 @@ impl Profile {
     /// Pyroscope, speedscope read it).
     pub fn write_pprof(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        let file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
+        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
         let mut w = io::BufWriter::new(file);
         pprof::write_gz(&self.to_pprof(), &mut w)
             .and_then(|_| w.flush())

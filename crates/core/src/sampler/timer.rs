@@ -181,6 +181,8 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
+    // Never descriptors 0-2: a program started with them closed opens its own there.
+    let fd = crate::sys::above_stdio(fd)?;
     let armed = Armed::Perf { fd, id: 0 };
     let owner = FOwnerEx {
         ty: F_OWNER_TID,
@@ -310,13 +312,37 @@ pub(crate) fn open_files_limit() -> usize {
 }
 
 /// The kernel ids of the process's threads (`/proc/self/task`).
+/// Its descriptor is never 0-2 (the program's, even while they are closed: the drain thread
+/// reads this every poll, while the program may be opening its standard streams).
 pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
+    use std::os::fd::IntoRawFd;
     into.clear();
-    for e in std::fs::read_dir("/proc/self/task")? {
-        if let Some(tid) = e?.file_name().to_str().and_then(|s| s.parse().ok()) {
+    let fd = crate::sys::open_read("/proc/self/task".as_ref())?.into_raw_fd();
+    // SAFETY: `fd` is an open directory descriptor we own; fdopendir takes it over (closed
+    // by closedir below), or fails and leaves it to us.
+    let dir = unsafe { libc::fdopendir(fd) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so the descriptor is still ours to close.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    loop {
+        // SAFETY: `dir` is a live DIR stream only this thread uses.
+        let ent = unsafe { libc::readdir64(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: readdir64 returned an entry valid until the next call on `dir`.
+        let raw = unsafe { (*ent).d_name.as_ptr() };
+        // SAFETY: the entry's name is NUL-terminated and lives as long as the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr(raw) };
+        if let Some(tid) = name.to_str().ok().and_then(|s| s.parse().ok()) {
             into.push(tid);
         }
     }
+    // SAFETY: closes the stream (and its descriptor) once.
+    unsafe { libc::closedir(dir) };
     into.sort_unstable();
     Ok(())
 }
@@ -332,8 +358,13 @@ pub(crate) fn thread_alive(tid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`).
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+    use std::io::Read;
+    let mut s = String::new();
+    crate::sys::open_read(format!("/proc/self/task/{tid}/comm").as_ref())
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
     Some(s.trim_end_matches('\n').to_string())
 }

@@ -56,7 +56,12 @@ pub(crate) fn parse_maps(text: &str) -> Vec<MapEntry> {
 pub(crate) fn read_self_maps() -> io::Result<Vec<MapEntry>> {
     // Bytes, not `read_to_string`: one file name that is not UTF-8 must not make every
     // other mapping unknown. A mangled name only fails to open later.
-    let bytes = std::fs::read("/proc/self/maps")?;
+    let mut bytes = Vec::new();
+    // Above descriptor 2: the drain thread reads this while the program runs.
+    io::Read::read_to_end(
+        &mut crate::sys::open_read("/proc/self/maps".as_ref())?,
+        &mut bytes,
+    )?;
     Ok(parse_maps(&String::from_utf8_lossy(&bytes)))
 }
 
