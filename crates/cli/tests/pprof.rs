@@ -246,6 +246,8 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
 /// Runs `tickscope ARGS`; returns its exit code, stderr and peak resident memory (KiB).
 fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
     use std::os::unix::process::ExitStatusExt;
+    // Reaped below by wait4, which gives the rusage that `Child::wait` does not.
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_tickscope"))
         .args(args)
         .stdout(std::process::Stdio::null())

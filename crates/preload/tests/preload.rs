@@ -101,6 +101,8 @@ fn check_accounted(profile: &Path, cpu_ns: f64) -> Vec<(f64, f64, String)> {
 
 /// Runs a child to its end; its whole CPU time goes to [`CHILD_CPU_NS`].
 fn run(c: &mut Command) -> (Output, String, String) {
+    // Reaped below by wait4, which gives the rusage that `Child::wait` does not.
+    #[allow(clippy::zombie_processes)]
     let mut child = c
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
