@@ -105,7 +105,7 @@ pub enum ScopeKind {
     Group,
 }
 
-/// A scope definition.
+/// A scope definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scope {
     /// Its id in events.
@@ -118,6 +118,67 @@ pub struct Scope {
     pub file: String,
     /// The line.
     pub line: u64,
+}
+
+/// A scope definition as [`Meta`] keeps it: its strings borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScopeRef<'a> {
+    /// Its id in events.
+    pub id: u64,
+    /// Scope or group.
+    pub kind: ScopeKind,
+    /// Its name.
+    pub name: &'a str,
+    /// The source file of its call site (a group's first).
+    pub file: &'a str,
+    /// The line.
+    pub line: u64,
+}
+
+/// A scope as [`Meta`] stores it: a few dozen bytes, its strings in the metadata's arena
+/// (a capture may declare millions of scopes; each costs what its entry's bytes do).
+#[derive(Clone, Copy, Debug)]
+struct ScopeRec {
+    id: u64,
+    line: u64,
+    name_at: usize,
+    file_at: usize,
+    name_len: u16,
+    file_len: u16,
+    kind: ScopeKind,
+}
+
+/// Append-only string storage for scope names and files. A redefinition appends its new
+/// strings (the old ones stay, bounded by the bytes read); a file equal to the previous
+/// one stored is shared, as call sites of one file come together.
+#[derive(Clone, Debug, Default)]
+struct Arena {
+    bytes: String,
+    last_file: Option<(usize, u16)>,
+}
+
+impl Arena {
+    fn push(&mut self, s: &str) -> (usize, u16) {
+        let at = self.bytes.len();
+        self.bytes.push_str(s);
+        // Strings are at most MAX_STRING (65,535) bytes: the decoder refuses longer ones.
+        (at, s.len() as u16)
+    }
+
+    fn push_file(&mut self, s: &str) -> (usize, u16) {
+        if let Some((at, len)) = self.last_file {
+            if self.get(at, len) == s {
+                return (at, len);
+            }
+        }
+        let f = self.push(s);
+        self.last_file = Some(f);
+        f
+    }
+
+    fn get(&self, at: usize, len: u16) -> &str {
+        &self.bytes[at..at + len as usize]
+    }
 }
 
 /// What a marker marks.
@@ -185,7 +246,8 @@ pub enum MetaEntry {
 /// Everything the metadata chunks read so far define.
 #[derive(Clone, Debug)]
 pub struct Meta {
-    scopes: Table<Scope>,
+    scopes: Table<ScopeRec>,
+    strings: Arena,
     markers: Table<Marker>,
     threads: Table<Thread>,
     clock: Clock,
@@ -198,6 +260,7 @@ impl Meta {
     pub(crate) fn new(clock: Clock) -> Meta {
         Meta {
             scopes: Table::default(),
+            strings: Arena::default(),
             markers: Table::default(),
             threads: Table::default(),
             clock,
@@ -209,7 +272,7 @@ impl Meta {
 
     pub(crate) fn apply(&mut self, entry: &MetaEntry) {
         match entry {
-            MetaEntry::Scope(s) => self.scopes.set(s.id, s.clone()),
+            MetaEntry::Scope(s) => self.set_scope(s),
             MetaEntry::Marker(m) => self.markers.set(m.id, m.clone()),
             MetaEntry::Thread(t) => self.threads.set(t.index, t.clone()),
             MetaEntry::Clock(c) => {
@@ -223,9 +286,34 @@ impl Meta {
         }
     }
 
+    fn set_scope(&mut self, s: &Scope) {
+        let (name_at, name_len) = self.strings.push(&s.name);
+        let (file_at, file_len) = self.strings.push_file(&s.file);
+        let rec = ScopeRec {
+            id: s.id,
+            line: s.line,
+            name_at,
+            file_at,
+            name_len,
+            file_len,
+            kind: s.kind,
+        };
+        self.scopes.set(s.id, rec);
+    }
+
+    fn scope_ref(&self, r: &ScopeRec) -> ScopeRef<'_> {
+        ScopeRef {
+            id: r.id,
+            kind: r.kind,
+            name: self.strings.get(r.name_at, r.name_len),
+            file: self.strings.get(r.file_at, r.file_len),
+            line: r.line,
+        }
+    }
+
     /// The scope `id`, if a metadata chunk defined it.
-    pub fn scope(&self, id: u64) -> Option<&Scope> {
-        self.scopes.get(id)
+    pub fn scope(&self, id: u64) -> Option<ScopeRef<'_>> {
+        self.scopes.get(id).map(|r| self.scope_ref(r))
     }
 
     /// The marker `id`, if defined.
@@ -239,8 +327,8 @@ impl Meta {
     }
 
     /// Every scope defined, in order of first definition.
-    pub fn scopes(&self) -> impl Iterator<Item = &Scope> {
-        self.scopes.items.iter()
+    pub fn scopes(&self) -> impl Iterator<Item = ScopeRef<'_>> {
+        self.scopes.items.iter().map(|r| self.scope_ref(r))
     }
 
     /// Every marker defined, in order of first definition.
@@ -256,7 +344,7 @@ impl Meta {
     /// The scope's name, or `<scope #id>` for an id no metadata defined.
     pub fn scope_name(&self, id: u64) -> Cow<'_, str> {
         match self.scope(id) {
-            Some(s) => Cow::Borrowed(&s.name),
+            Some(s) => Cow::Borrowed(s.name),
             None => Cow::Owned(format!("<scope #{id}>")),
         }
     }
