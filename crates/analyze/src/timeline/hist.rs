@@ -125,13 +125,24 @@ mod tests {
         let mut h = Hist::new();
         let mut x = 12345u64;
         for i in 0..3000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let v = if i % 3 == 0 { 777 } else { (x >> 40) % (1 << (i % 30)) };
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = if i % 3 == 0 {
+                777
+            } else {
+                (x >> 40) % (1 << (i % 30))
+            };
             d.record(v);
             h.record(v);
             if i < 20 || i % 97 == 0 || (500..520).contains(&i) {
                 for q in [0.0, 0.01, 0.5, 0.9, 0.99, 1.0] {
-                    assert_eq!(d.quantile(q), h.quantile(q), "after {} values, q {q}", i + 1);
+                    assert_eq!(
+                        d.quantile(q),
+                        h.quantile(q),
+                        "after {} values, q {q}",
+                        i + 1
+                    );
                 }
             }
         }

@@ -538,47 +538,53 @@ impl Collector {
                 clock_errors: 0,
             }
         };
-        let mut scopes: Vec<ScopeRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.calls > 0)
-            .map(|r| {
-                let has = r.outer > 0;
-                let q = |q: f64| {
-                    r.hist
-                        .quantile(q)
-                        .filter(|_| has)
-                        .map(|v| ns(v.clamp(r.min, r.max)))
-                };
-                ScopeRow {
-                    min_ns: has.then(|| ns(r.min)),
-                    p50_ns: q(0.5),
-                    p99_ns: q(0.99),
-                    wall_percent: if wall_ns > 0 {
-                        ns(r.incl) as f64 * 100.0 / wall_ns as f64
-                    } else {
-                        0.0
-                    },
-                    clock_errors: r.clock_errors,
-                    ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
-                }
-            })
-            .collect();
+        // Sized first: rows are most of a report of many scopes.
+        let mut scopes = Vec::with_capacity(self.rows.iter().filter(|r| r.calls > 0).count());
+        scopes.extend(self.rows.iter().filter(|r| r.calls > 0).map(|r| {
+            let has = r.outer > 0;
+            let q = |q: f64| {
+                r.hist
+                    .quantile(q)
+                    .filter(|_| has)
+                    .map(|v| ns(v.clamp(r.min, r.max)))
+            };
+            ScopeRow {
+                min_ns: has.then(|| ns(r.min)),
+                p50_ns: q(0.5),
+                p99_ns: q(0.99),
+                wall_percent: if wall_ns > 0 {
+                    ns(r.incl) as f64 * 100.0 / wall_ns as f64
+                } else {
+                    0.0
+                },
+                clock_errors: r.clock_errors,
+                ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
+            }
+        }));
         sort_rows(&mut scopes);
 
+        // The end record's count per thread (its first entry for an index), looked up by
+        // binary search: an end record may list many threads.
+        let mut end_threads: Vec<(u64, u64)> = end.map(|e| e.threads.clone()).unwrap_or_default();
+        end_threads.sort_by_key(|t| t.0);
+        end_threads.dedup_by_key(|t| t.0);
         let end_dropped = |index: u64| {
-            end.and_then(|e| e.threads.iter().find(|(t, _)| *t == index).map(|(_, d)| *d))
+            end_threads
+                .binary_search_by_key(&index, |t| t.0)
+                .ok()
+                .map(|i| end_threads[i].1)
         };
         let mut threads: Vec<ThreadRow> = self
             .threads
             .iter()
             .map(|t| {
-                let mut rows: Vec<ScopeRow> = t
-                    .light
-                    .iter()
-                    .filter(|r| r.calls > 0)
-                    .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max))
-                    .collect();
+                let mut rows = Vec::with_capacity(t.light.iter().filter(|r| r.calls > 0).count());
+                rows.extend(
+                    t.light
+                        .iter()
+                        .filter(|r| r.calls > 0)
+                        .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)),
+                );
                 sort_rows(&mut rows);
                 ThreadRow {
                     index: t.index,
@@ -728,9 +734,10 @@ fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread:
     }
 }
 
-/// Largest total first; ties by name, then id.
+/// Largest total first; ties by name, then id. (Ids are unique among the rows sorted, so
+/// the order is total and an unstable sort, which needs no buffer, gives it.)
 fn sort_rows(rows: &mut [ScopeRow]) {
-    rows.sort_by(|a, b| {
+    rows.sort_unstable_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then_with(|| a.name.cmp(&b.name))
