@@ -24,28 +24,28 @@ pub(crate) enum Dist {
     Empty,
     /// One value, in this bucket.
     One(u16),
-    /// More.
-    Many(Box<Many>),
+    /// A few.
+    Sparse(Box<Sparse>),
+    /// Many: the full histogram, inline, so that recording is one indirection as it was.
+    Dense(Hist),
 }
 
 #[derive(Clone, Debug)]
-pub(crate) enum Many {
-    /// Sorted by bucket: `bucket << COUNT_BITS | count`; and the values recorded.
-    Sparse(Vec<u32>, u32),
-    Dense(Hist),
+pub(crate) struct Sparse {
+    /// Sorted by bucket: `bucket << COUNT_BITS | count`.
+    list: Vec<u32>,
+    /// Values recorded.
+    n: u32,
 }
 
 impl Dist {
     /// Records one value.
     #[inline(always)]
     pub(crate) fn record(&mut self, v: u64) {
-        if let Dist::Many(m) = self {
-            if let Many::Dense(h) = &mut **m {
-                h.record(v);
-                return;
-            }
+        match self {
+            Dist::Dense(h) => h.record(v),
+            _ => self.record_slow(bucket(v)),
         }
-        self.record_slow(bucket(v));
     }
 
     #[cold]
@@ -59,26 +59,27 @@ impl Dist {
                 } else if b == *first as usize {
                     list = vec![entry(b, 2)];
                 }
-                *self = Dist::Many(Box::new(Many::Sparse(list, 2)));
+                *self = Dist::Sparse(Box::new(Sparse { list, n: 2 }));
             }
-            Dist::Many(m) => {
-                let Many::Sparse(list, n) = &mut **m else {
-                    unreachable!("dense values are recorded inline")
-                };
-                match list.binary_search_by_key(&b, |&e| (e >> COUNT_BITS) as usize) {
+            Dist::Sparse(s) => {
+                match s
+                    .list
+                    .binary_search_by_key(&b, |&e| (e >> COUNT_BITS) as usize)
+                {
                     // Counts stay below DENSE_AFTER, far from COUNT_MAX.
-                    Ok(i) => list[i] += 1,
-                    Err(i) => list.insert(i, entry(b, 1)),
+                    Ok(i) => s.list[i] += 1,
+                    Err(i) => s.list.insert(i, entry(b, 1)),
                 }
-                *n += 1;
-                if *n >= DENSE_AFTER {
+                s.n += 1;
+                if s.n >= DENSE_AFTER {
                     let mut h = Hist::new();
-                    for &e in list.iter() {
+                    for &e in &s.list {
                         h.0[(e >> COUNT_BITS) as usize] += (e & COUNT_MAX) as u64;
                     }
-                    **m = Many::Dense(h);
+                    *self = Dist::Dense(h);
                 }
             }
+            Dist::Dense(h) => h.0[b] += 1,
         }
     }
 
@@ -87,10 +88,8 @@ impl Dist {
         let (list, n) = match self {
             Dist::Empty => return None,
             Dist::One(b) => return Some(mid(*b as usize)),
-            Dist::Many(m) => match &**m {
-                Many::Dense(h) => return h.quantile(q),
-                Many::Sparse(list, n) => (list, *n as u64),
-            },
+            Dist::Dense(h) => return h.quantile(q),
+            Dist::Sparse(s) => (&s.list, s.n as u64),
         };
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         let mut seen = 0;
@@ -146,7 +145,7 @@ mod tests {
                 }
             }
         }
-        assert!(matches!(&d, Dist::Many(m) if matches!(**m, Many::Dense(_))));
+        assert!(matches!(d, Dist::Dense(_)));
         assert_eq!(Dist::default().quantile(0.5), None);
     }
 }
