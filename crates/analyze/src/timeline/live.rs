@@ -21,7 +21,7 @@ pub struct Live {
     /// Events the sink reported it could not send.
     sink_lost: u64,
     /// Per collector row: its scope's name.
-    names: Vec<String>,
+    names: Names,
     prev_ticks: Vec<u64>,
     prev_events: u64,
 }
@@ -34,7 +34,7 @@ impl Live {
             collector: Collector::new(Options::default()),
             ns_per_tick: None,
             sink_lost: 0,
-            names: Vec::new(),
+            names: Names::default(),
             prev_ticks: Vec::new(),
             prev_events: 0,
         }
@@ -68,7 +68,7 @@ impl Live {
             return format!("{}: waiting for the capture header", self.name);
         };
         let names = &self.names;
-        let name = |row: usize| names.get(row).map_or("", String::as_str);
+        let name = |row: usize| names.get(row);
         top.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))));
         let top: Vec<String> = top
             .iter()
@@ -87,6 +87,39 @@ impl Live {
                 top.join(", ")
             }
         )
+    }
+}
+
+/// Strings by row, in one buffer (a name is a few bytes; a `String` each would cost more
+/// than the bytes that declared it). A renamed row's new name is appended.
+#[derive(Default)]
+struct Names {
+    bytes: String,
+    /// Per row: where its name lies in `bytes`.
+    at: Vec<(usize, usize)>,
+}
+
+impl Names {
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    fn get(&self, row: usize) -> &str {
+        self.at.get(row).map_or("", |&(a, b)| &self.bytes[a..b])
+    }
+
+    fn push(&mut self, name: &str) {
+        let a = self.bytes.len();
+        self.bytes.push_str(name);
+        self.at.push((a, self.bytes.len()));
+    }
+
+    fn set(&mut self, row: usize, name: &str) {
+        if self.get(row) != name {
+            let a = self.bytes.len();
+            self.bytes.push_str(name);
+            self.at[row] = (a, self.bytes.len());
+        }
     }
 }
 
@@ -152,7 +185,7 @@ pub fn record<R: Read, W: Write>(
                 reader.each_meta_entry(|e| {
                     if let MetaEntry::Scope(s) = e {
                         if let Some(row) = collector.row_of(s.id) {
-                            names[row] = s.name;
+                            names.set(row, &s.name);
                         }
                     }
                 });
@@ -168,7 +201,7 @@ pub fn record<R: Read, W: Write>(
                     collector, names, ..
                 } = &mut *l;
                 for (id, _) in collector.scope_ticks().skip(names.len()) {
-                    names.push(reader.meta().scope_name(id).into_owned());
+                    names.push(&reader.meta().scope_name(id));
                 }
             }
             ChunkKind::End => {}
