@@ -148,7 +148,7 @@ struct ScopeRec {
     kind: ScopeKind,
 }
 
-/// Append-only string storage for scope names and files. A redefinition appends its new
+/// Append-only string storage for the names (and scopes' files) of the definitions. A redefinition appends its new
 /// strings (the old ones stay, bounded by the bytes read); a file equal to the previous
 /// one stored is shared, as call sites of one file come together.
 #[derive(Clone, Debug, Default)]
@@ -190,7 +190,7 @@ pub enum MarkerKind {
     Counter,
 }
 
-/// A frame or counter marker definition.
+/// A frame or counter marker definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Marker {
     /// Its id in events.
@@ -201,7 +201,45 @@ pub struct Marker {
     pub name: String,
 }
 
-/// A thread definition.
+/// A marker definition as [`Meta`] keeps it: its name borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MarkerRef<'a> {
+    /// Its id in events.
+    pub id: u64,
+    /// Frame or counter.
+    pub kind: MarkerKind,
+    /// Its name.
+    pub name: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MarkerRec {
+    id: u64,
+    name_at: usize,
+    name_len: u16,
+    kind: MarkerKind,
+}
+
+/// A thread definition as [`Meta`] keeps it: its name borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThreadRef<'a> {
+    /// Its index in events chunks.
+    pub index: u64,
+    /// The OS thread id.
+    pub tid: u64,
+    /// Its name (may be empty).
+    pub name: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ThreadRec {
+    index: u64,
+    tid: u64,
+    name_at: usize,
+    name_len: u16,
+}
+
+/// A thread definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Thread {
     /// Its index in events chunks (from 1, never reused within a capture).
@@ -248,8 +286,8 @@ pub enum MetaEntry {
 pub struct Meta {
     scopes: Table<ScopeRec>,
     strings: Arena,
-    markers: Table<Marker>,
-    threads: Table<Thread>,
+    markers: Table<MarkerRec>,
+    threads: Table<ThreadRec>,
     clock: Clock,
     clock_updates: u64,
     sink_lost_events: u64,
@@ -273,8 +311,26 @@ impl Meta {
     pub(crate) fn apply(&mut self, entry: &MetaEntry) {
         match entry {
             MetaEntry::Scope(s) => self.set_scope(s),
-            MetaEntry::Marker(m) => self.markers.set(m.id, m.clone()),
-            MetaEntry::Thread(t) => self.threads.set(t.index, t.clone()),
+            MetaEntry::Marker(m) => {
+                let (name_at, name_len) = self.strings.push(&m.name);
+                let rec = MarkerRec {
+                    id: m.id,
+                    name_at,
+                    name_len,
+                    kind: m.kind,
+                };
+                self.markers.set(m.id, rec);
+            }
+            MetaEntry::Thread(t) => {
+                let (name_at, name_len) = self.strings.push(&t.name);
+                let rec = ThreadRec {
+                    index: t.index,
+                    tid: t.tid,
+                    name_at,
+                    name_len,
+                };
+                self.threads.set(t.index, rec);
+            }
             MetaEntry::Clock(c) => {
                 self.clock = *c;
                 self.clock_updates += 1;
@@ -316,14 +372,30 @@ impl Meta {
         self.scopes.get(id).map(|r| self.scope_ref(r))
     }
 
+    fn marker_ref(&self, r: &MarkerRec) -> MarkerRef<'_> {
+        MarkerRef {
+            id: r.id,
+            kind: r.kind,
+            name: self.strings.get(r.name_at, r.name_len),
+        }
+    }
+
+    fn thread_ref(&self, r: &ThreadRec) -> ThreadRef<'_> {
+        ThreadRef {
+            index: r.index,
+            tid: r.tid,
+            name: self.strings.get(r.name_at, r.name_len),
+        }
+    }
+
     /// The marker `id`, if defined.
-    pub fn marker(&self, id: u64) -> Option<&Marker> {
-        self.markers.get(id)
+    pub fn marker(&self, id: u64) -> Option<MarkerRef<'_>> {
+        self.markers.get(id).map(|r| self.marker_ref(r))
     }
 
     /// The thread with index `index`, if defined.
-    pub fn thread(&self, index: u64) -> Option<&Thread> {
-        self.threads.get(index)
+    pub fn thread(&self, index: u64) -> Option<ThreadRef<'_>> {
+        self.threads.get(index).map(|r| self.thread_ref(r))
     }
 
     /// Every scope defined, in order of first definition.
@@ -332,13 +404,13 @@ impl Meta {
     }
 
     /// Every marker defined, in order of first definition.
-    pub fn markers(&self) -> impl Iterator<Item = &Marker> {
-        self.markers.items.iter()
+    pub fn markers(&self) -> impl Iterator<Item = MarkerRef<'_>> {
+        self.markers.items.iter().map(|r| self.marker_ref(r))
     }
 
     /// Every thread defined, in order of first definition.
-    pub fn threads(&self) -> impl Iterator<Item = &Thread> {
-        self.threads.items.iter()
+    pub fn threads(&self) -> impl Iterator<Item = ThreadRef<'_>> {
+        self.threads.items.iter().map(|r| self.thread_ref(r))
     }
 
     /// The scope's name, or `<scope #id>` for an id no metadata defined.
@@ -352,7 +424,7 @@ impl Meta {
     /// The marker's name, or `<marker #id>`.
     pub fn marker_name(&self, id: u64) -> Cow<'_, str> {
         match self.marker(id) {
-            Some(m) => Cow::Borrowed(&m.name),
+            Some(m) => Cow::Borrowed(m.name),
             None => Cow::Owned(format!("<marker #{id}>")),
         }
     }
@@ -360,7 +432,7 @@ impl Meta {
     /// The thread's name; `thread N` when it has none or was never defined.
     pub fn thread_name(&self, index: u64) -> Cow<'_, str> {
         match self.thread(index) {
-            Some(t) if !t.name.is_empty() => Cow::Borrowed(&t.name),
+            Some(t) if !t.name.is_empty() => Cow::Borrowed(t.name),
             _ => Cow::Owned(format!("thread {index}")),
         }
     }
