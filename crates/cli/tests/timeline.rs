@@ -718,4 +718,5 @@ fn readers_memory_is_bounded_by_the_input_whatever_it_declares() {
         captures.iter().map(|c| c.1.len()).collect::<Vec<_>>(),
         over.join("\n")
     );
+    let _ = std::fs::remove_dir_all(&d);
 }
