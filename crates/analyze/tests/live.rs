@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use tickscope_analyze::timeline::live::{record, Live};
 use tickscope_analyze::tscap::Reader;
 
-use crate::support::sample;
+use crate::support::writer::{scope, Capture, EndRec, Ev};
+use crate::support::{sample, T0};
 
 #[test]
 fn a_complete_stream_is_written_through_unchanged() {
@@ -28,6 +29,42 @@ fn a_complete_stream_is_written_through_unchanged() {
         "x: 32 events/s · 7 dropped so far · top: outer 1.10 µs, rec 1.00 µs, alloc 500 ns"
     );
     assert_eq!(live.tick(1.0), "x: 0 events/s · 7 dropped so far · top: -");
+}
+
+/// The status line names scopes by the latest definitions, also those that arrive after the
+/// scope was first called (it keeps the names of the scopes called, not the metadata).
+#[test]
+fn the_status_line_names_scopes_by_their_latest_definition() {
+    let mut c = Capture::new();
+    c.meta(&[
+        scope(1, "first", "a.rs", 1),
+        scope(3, "never called", "a.rs", 3),
+    ]);
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(1, T0),
+            Ev::End(1, T0 + 300),
+            Ev::Begin(2, T0 + 400),
+            Ev::End(2, T0 + 500),
+        ],
+    );
+    let live = Mutex::new(Live::new("x"));
+    record(&c.bytes[..], "x.tscap", &mut Vec::new(), &live).unwrap();
+    assert_eq!(
+        live.lock().unwrap().tick(1.0),
+        "x: 4 events/s · 0 dropped so far · top: first 300 ns, <scope #2> 100 ns"
+    );
+    c.meta(&[scope(1, "renamed", "a.rs", 1), scope(2, "two", "a.rs", 2)]);
+    c.events(1, &[], &[Ev::Begin(2, T0 + 600), Ev::End(2, T0 + 1000)]);
+    c.end(&EndRec::default());
+    let live = Mutex::new(Live::new("x"));
+    record(&c.bytes[..], "x.tscap", &mut Vec::new(), &live).unwrap();
+    assert_eq!(
+        live.lock().unwrap().tick(1.0),
+        "x: 6 events/s · 0 dropped so far · top: two 500 ns, renamed 300 ns"
+    );
 }
 
 #[test]

@@ -48,7 +48,7 @@ fn read(bytes: &[u8], salvage: bool) -> Result<Got, tickscope_analyze::tscap::Er
                 assert_eq!(n, info.events, "every event of the chunk decoded");
                 assert!(batch.is_empty());
             }
-            ChunkKind::Meta => entries.extend(r.meta_entries().iter().cloned()),
+            ChunkKind::Meta => entries.extend(r.meta_entries()),
             ChunkKind::End => {}
         }
     }

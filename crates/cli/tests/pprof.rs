@@ -244,7 +244,9 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
 }
 
 /// Runs `tickscope ARGS`; returns its exit code, stderr and peak resident memory (KiB).
-fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
+// The child is reaped by `wait4`, which clippy does not see.
+#[allow(clippy::zombie_processes)]
+pub(crate) fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
     use std::os::unix::process::ExitStatusExt;
     // Reaped below by wait4, which gives the rusage that `Child::wait` does not.
     #[allow(clippy::zombie_processes)]

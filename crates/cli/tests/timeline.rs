@@ -568,3 +568,155 @@ fn listen_closes_an_idle_connection_and_refuses_more_than_its_maximum() {
         "{stderr}"
     );
 }
+
+/// A process's peak resident memory (KiB): `VmHWM` in /proc/PID/status.
+fn peak_rss(pid: u32) -> i64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM in {status}"))
+}
+
+/// Runs `tickscope ARGS` from a small process and returns its exit code, stderr and peak
+/// resident memory (KiB, from `wait4`). The small process is this test binary again, running
+/// [`measure_helper`] alone: a child's `ru_maxrss` starts from its parent's peak (Linux
+/// carries the high-water mark of the memory a vfork child shares across its exec), and
+/// this process's peak depends on the tests running beside it.
+fn measured(args: &[&str]) -> (Option<i32>, String, i64) {
+    let out_file = crate::support::writer::scratch_dir()
+        .join(format!("measure-{:?}.txt", std::thread::current().id()));
+    let _ = std::fs::remove_file(&out_file);
+    let helper = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "timeline::measure_helper",
+            "--exact",
+            "--test-threads",
+            "1",
+            "-q",
+        ])
+        .env("TICKSCOPE_TEST_MEASURE", args.join("\n"))
+        .env("TICKSCOPE_TEST_MEASURE_OUT", &out_file)
+        .output()
+        .unwrap();
+    assert!(helper.status.success(), "{}", text(&helper.stdout));
+    let got = std::fs::read_to_string(&out_file).unwrap();
+    let mut lines = got.splitn(3, '\n');
+    let code = lines.next().unwrap().parse().ok();
+    let peak = lines.next().unwrap().parse().unwrap();
+    (code, lines.next().unwrap_or("").to_owned(), peak)
+}
+
+/// The small process of [`measured`]: runs the command in `TICKSCOPE_TEST_MEASURE` (arguments
+/// a line each) and writes its exit code, peak memory and stderr, a line each, to the file in
+/// `TICKSCOPE_TEST_MEASURE_OUT`. Run without them, as every test is, it does nothing.
+#[test]
+fn measure_helper() {
+    let (Ok(args), Ok(out)) = (
+        std::env::var("TICKSCOPE_TEST_MEASURE"),
+        std::env::var("TICKSCOPE_TEST_MEASURE_OUT"),
+    ) else {
+        return;
+    };
+    let args: Vec<&str> = args.split('\n').collect();
+    let (code, stderr, peak) = crate::pprof::run_measured(&args);
+    let code = code.map_or("signal".to_owned(), |c| c.to_string());
+    std::fs::write(out, format!("{code}\n{peak}\n{stderr}")).unwrap();
+}
+
+/// Captures declaring many scopes (valid, checksums and all) cost memory in proportion to
+/// their bytes: every reader's peak stays under 4 × the file's size plus a fixed allowance,
+/// and a scope's histogram costs nothing until it has calls. What a reader prints is allowed
+/// for besides: a report's rows (one per scope called, at 512 bytes a row), an export's
+/// output (held in memory up to 32 MiB before it goes to a temporary file). Before: ~11 KB per scope
+/// called (a percentile histogram), a per-thread table as long as all scope rows for each
+/// thread, a copy of the metadata per metadata chunk in `capture listen`, and the whole text
+/// or JSON document in memory before printing (report: 554 MB, --per-thread --json 772 MB,
+/// listen 434 MB for 50,000 scopes in 1.8 MB).
+#[test]
+fn readers_memory_is_bounded_by_the_input_whatever_it_declares() {
+    use crate::support::many_scopes;
+    let d = dir("memory");
+    // The binary's own footprint, reading a tiny capture: the fixed part of the bound, with
+    // 8 MiB for the reader's buffers (a chunk, stored and decompressed, 64 KiB of file
+    // buffer), an export's output buffers and allocator slack.
+    let tiny = write(&d, "tiny.tscap", &sample(true).bytes);
+    let (code, err, base) = measured(&["report", &tiny]);
+    assert_eq!(code, Some(0), "{err}");
+    let allowance = base + 8 * 1024;
+    let captures = [
+        // 200,000 scopes declared, 10 called.
+        ("declared", many_scopes(200_000, 10, 0, false), 10, 10),
+        // 50,000 scopes each called once, the last also once on each of 1,000 more threads.
+        (
+            "called",
+            many_scopes(50_000, 50_000, 1_000, false),
+            50_000,
+            51_000,
+        ),
+        (
+            "called-lz4",
+            many_scopes(50_000, 50_000, 1_000, true),
+            50_000,
+            51_000,
+        ),
+    ];
+    let mut over = Vec::new();
+    for (name, c, rows, thread_rows) in &captures {
+        let f = write(&d, &format!("{name}.tscap"), &c.bytes);
+        let bound = 4 * c.len() as i64 / 1024 + allowance;
+        let out = d.join(format!("{name}.out")).display().to_string();
+        let runs: [(&[&str], i64); 6] = [
+            (&["report", &f], rows * 512 / 1024),
+            (
+                &["report", &f, "--per-thread", "--json"],
+                (rows + thread_rows) * 512 / 1024,
+            ),
+            (&["convert", &f, "--to", "chrome", "-o", &out], 0),
+            (&["convert", &f, "--to", "perfetto", "-o", &out], 0),
+            (&["convert", &f, "--to", "speedscope", "-o", &out], 0),
+            (&["convert", &f, "--to", "folded", "-o", &out], 0),
+        ];
+        for (args, rows) in runs {
+            let (code, err, peak) = measured(args);
+            assert_eq!(code, Some(0), "{args:?}: {err}");
+            let output = match args[0] {
+                "convert" => std::fs::metadata(&out).unwrap().len() as i64 / 1024,
+                _ => rows,
+            };
+            let what = format!("{name}: {} {}", args[0], args[2..].join(" "));
+            let bound = bound + output;
+            eprintln!("{what}: peak {peak} KiB, bound {bound} KiB");
+            if peak > bound {
+                over.push(format!("{what}: peak {peak} KiB over {bound} KiB"));
+            }
+        }
+        // The listener closes a connection once it has recorded it; its peak is read then,
+        // while it waits for the next.
+        let got = d.join(format!("{name}.got.tscap"));
+        let mut l = listen(&got, &["--quiet"]);
+        let mut s = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+        s.write_all(&c.bytes).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        assert!(matches!(s.read(&mut [0u8; 16]), Ok(0)), "not closed");
+        let peak = peak_rss(l.child.id());
+        let _ = l.child.kill();
+        let (_, err) = l.wait();
+        assert_eq!(std::fs::read(&got).unwrap(), c.bytes, "{err}");
+        eprintln!("{name}: capture listen: peak {peak} KiB, bound {bound} KiB");
+        if peak > bound {
+            over.push(format!(
+                "{name}: capture listen: peak {peak} KiB over {bound} KiB"
+            ));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "baseline {base} KiB; files {:?} bytes:\n{}",
+        captures.iter().map(|c| c.1.len()).collect::<Vec<_>>(),
+        over.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -6,7 +6,7 @@
 //!
 //! Memory is bounded by the number of distinct stacks (a calling-context tree per thread).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 use super::format::folded_name;
@@ -100,7 +100,10 @@ pub fn write<R: Read, W: Write>(
     let mut f = Folded::default();
     replay(reader, &map, &mut f)?;
     let meta = reader.meta();
-    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    // Every line's text in one buffer, then sorted and merged: a `String` and a map node
+    // per line would cost several times the text.
+    let mut text = String::new();
+    let mut lines: Vec<(usize, usize, u64)> = Vec::new();
     let mut path = Vec::new();
     for (i, n) in f.nodes.iter().enumerate() {
         if n.self_ns == 0 || n.parent == NO_PARENT {
@@ -112,22 +115,31 @@ pub fn write<R: Read, W: Write>(
             path.push(at);
             at = f.nodes[at as usize].parent;
         }
-        let mut line = String::new();
+        let start = text.len();
         for (j, &node) in path.iter().rev().enumerate() {
             let n = &f.nodes[node as usize];
             if j == 0 {
-                line.push_str(&folded_name(&meta.thread_name(n.id)));
+                text.push_str(&folded_name(&meta.thread_name(n.id)));
             } else {
-                line.push(';');
-                line.push_str(&folded_name(&meta.scope_name(n.id)));
+                text.push(';');
+                text.push_str(&folded_name(&meta.scope_name(n.id)));
             }
         }
-        let sum = lines.entry(line).or_default();
-        *sum = sum.saturating_add(n.self_ns);
+        lines.push((start, text.len(), n.self_ns));
     }
+    let line = |l: &(usize, usize, u64)| &text[l.0..l.1];
+    lines.sort_unstable_by(|a, b| line(a).cmp(line(b)));
     let mut buf = String::new();
-    for (line, ns) in &lines {
-        buf.push_str(line);
+    let mut i = 0;
+    while i < lines.len() {
+        // Equal lines (different scopes of one name) are one, their times summed.
+        let mut ns = lines[i].2;
+        let mut j = i + 1;
+        while j < lines.len() && line(&lines[j]) == line(&lines[i]) {
+            ns = ns.saturating_add(lines[j].2);
+            j += 1;
+        }
+        buf.push_str(line(&lines[i]));
         buf.push(' ');
         buf.push_str(&ns.to_string());
         buf.push('\n');
@@ -135,6 +147,7 @@ pub fn write<R: Read, W: Write>(
             out.write_all(buf.as_bytes())?;
             buf.clear();
         }
+        i = j;
     }
     out.write_all(buf.as_bytes())?;
     out.flush()?;

@@ -14,6 +14,8 @@
 //! Times are integers in nanoseconds; a thread's `scopes` are present with `--per-thread`.
 //! Keys are sorted, so the same capture always gives the same bytes.
 
+use std::io;
+
 use serde_json::{json, Map, Value};
 
 use super::report::{Report, ScopeRow};
@@ -65,29 +67,59 @@ fn float(v: f64) -> Value {
     }
 }
 
+/// Writes the value of a key itself (`Some`), or leaves it to `serde_json` (`None`).
+type Stream<'a> = dyn FnMut(&str, &mut dyn io::Write) -> Option<io::Result<()>> + 'a;
+
+/// Writes `o` as a JSON object, as `serde_json` would (keys in order, no spaces), except
+/// that the values of the keys `stream` takes are written by it.
+fn write_object(
+    w: &mut dyn io::Write,
+    o: &Map<String, Value>,
+    stream: &mut Stream<'_>,
+) -> io::Result<()> {
+    w.write_all(b"{")?;
+    for (i, (k, v)) in o.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *w, k)?;
+        w.write_all(b":")?;
+        match stream(k, w) {
+            Some(r) => r?,
+            None => serde_json::to_writer(&mut *w, v)?,
+        }
+    }
+    w.write_all(b"}")
+}
+
+/// Writes `items` as a JSON array, one value made at a time.
+fn write_array<T>(
+    w: &mut dyn io::Write,
+    items: &[T],
+    value: impl Fn(&T) -> Value,
+) -> io::Result<()> {
+    w.write_all(b"[")?;
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *w, &value(item))?;
+    }
+    w.write_all(b"]")
+}
+
 impl Report {
     /// The report as JSON (one line, and a newline).
     pub fn to_json(&self) -> String {
+        let mut v = Vec::new();
+        self.write_json(&mut v).expect("a Vec takes every write");
+        String::from_utf8(v).expect("JSON is UTF-8")
+    }
+
+    /// [`to_json`](Self::to_json), written to `w` as it is made: scope and thread rows
+    /// become JSON one at a time, never a document of them all.
+    pub fn write_json(&self, w: &mut dyn io::Write) -> io::Result<()> {
         let l = &self.losses;
-        let threads: Vec<Value> = self
-            .threads
-            .iter()
-            .map(|t| {
-                let mut o = json!({
-                    "index": t.index,
-                    "tid": t.tid,
-                    "name": t.name,
-                    "events": t.events,
-                    "dropped": t.dropped,
-                    "lost_events": t.lost_events,
-                    "open_at_end": t.open_at_end,
-                });
-                if self.per_thread {
-                    o["scopes"] = Value::Array(t.scopes.iter().map(|r| scope(r, false)).collect());
-                }
-                o
-            })
-            .collect();
         let v = json!({
             "tickscope": 1,
             "source": "capture",
@@ -116,8 +148,9 @@ impl Report {
                 "cut_at_gaps": l.cut_at_gaps,
                 "too_deep": l.too_deep,
             },
-            "scopes": self.scopes.iter().map(|r| scope(r, true)).collect::<Vec<_>>(),
-            "threads": threads,
+            // Written by `write_object`'s `stream`, below.
+            "scopes": Value::Null,
+            "threads": Value::Null,
             "frames": self.frames.iter().map(|f| json!({
                 "id": f.id,
                 "name": f.name,
@@ -146,8 +179,42 @@ impl Report {
             },
             "warnings": self.warnings,
         });
-        let mut s = v.to_string();
-        s.push('\n');
-        s
+        let Value::Object(top) = v else {
+            unreachable!("an object")
+        };
+        write_object(w, &top, &mut |k, w| match k {
+            "scopes" => Some(write_array(w, &self.scopes, |r| scope(r, true))),
+            "threads" => Some(self.write_threads(w)),
+            _ => None,
+        })?;
+        w.write_all(b"\n")
+    }
+
+    fn write_threads(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(b"[")?;
+        for (i, t) in self.threads.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            let mut o = json!({
+                "index": t.index,
+                "tid": t.tid,
+                "name": t.name,
+                "events": t.events,
+                "dropped": t.dropped,
+                "lost_events": t.lost_events,
+                "open_at_end": t.open_at_end,
+            });
+            if self.per_thread {
+                o["scopes"] = Value::Null;
+            }
+            let Value::Object(o) = o else {
+                unreachable!("an object")
+            };
+            write_object(w, &o, &mut |k, w| {
+                (k == "scopes").then(|| write_array(w, &t.scopes, |r| scope(r, false)))
+            })?;
+        }
+        w.write_all(b"]")
     }
 }

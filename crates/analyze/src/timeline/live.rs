@@ -9,13 +9,19 @@ use std::sync::Mutex;
 use super::format::{count_si, duration};
 use super::report::{Collector, Options};
 use super::Error;
-use crate::tscap::{ChunkKind, Events, Meta, Reader};
+use crate::tscap::{ChunkKind, Events, MetaEntry, Reader};
 
-/// What a connection has delivered so far, for the status lines.
+/// What a connection has delivered so far, for the status lines. It keeps the names of the
+/// scopes called so far only, not a copy of the metadata: a capture may declare millions.
 pub struct Live {
     name: String,
     collector: Collector,
-    meta: Option<Meta>,
+    /// The latest calibration's ns per tick; `None` until the capture header has arrived.
+    ns_per_tick: Option<f64>,
+    /// Events the sink reported it could not send.
+    sink_lost: u64,
+    /// Per collector row: its scope's name.
+    names: Names,
     prev_ticks: Vec<u64>,
     prev_events: u64,
 }
@@ -26,7 +32,9 @@ impl Live {
         Live {
             name: name.into(),
             collector: Collector::new(Options::default()),
-            meta: None,
+            ns_per_tick: None,
+            sink_lost: 0,
+            names: Names::default(),
             prev_ticks: Vec::new(),
             prev_events: 0,
         }
@@ -45,37 +53,29 @@ impl Live {
         let events = self.collector.events();
         let rate = (events - self.prev_events) as f64 / secs.max(1e-9);
         self.prev_events = events;
-        let mut top: Vec<(u64, u64)> = Vec::new();
-        for (i, (id, ticks)) in self.collector.scope_ticks().enumerate() {
+        let mut top: Vec<(u64, usize)> = Vec::new();
+        for (i, (_, ticks)) in self.collector.scope_ticks().enumerate() {
             if self.prev_ticks.len() <= i {
                 self.prev_ticks.push(0);
             }
             let d = ticks.wrapping_sub(self.prev_ticks[i]);
             self.prev_ticks[i] = ticks;
             if d > 0 {
-                top.push((d, id));
+                top.push((d, i));
             }
         }
-        let Some(meta) = &self.meta else {
+        let Some(ns_per_tick) = self.ns_per_tick else {
             return format!("{}: waiting for the capture header", self.name);
         };
-        top.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| meta.scope_name(a.1).cmp(&meta.scope_name(b.1)))
-        });
-        let ns_per_tick = 1e9 / meta.clock().ticks_per_second;
+        let names = &self.names;
+        let name = |row: usize| names.get(row);
+        top.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| name(a.1).cmp(name(b.1))));
         let top: Vec<String> = top
             .iter()
             .take(3)
-            .map(|&(d, id)| {
-                format!(
-                    "{} {}",
-                    meta.scope_name(id),
-                    duration(d as f64 * ns_per_tick)
-                )
-            })
+            .map(|&(d, row)| format!("{} {}", name(row), duration(d as f64 * ns_per_tick)))
             .collect();
-        let dropped = self.collector.lost().saturating_add(meta.sink_loss().0);
+        let dropped = self.collector.lost().saturating_add(self.sink_lost);
         format!(
             "{}: {} events/s · {} dropped so far · top: {}",
             self.name,
@@ -87,6 +87,39 @@ impl Live {
                 top.join(", ")
             }
         )
+    }
+}
+
+/// Strings by row, in one buffer (a name is a few bytes; a `String` each would cost more
+/// than the bytes that declared it). A renamed row's new name is appended.
+#[derive(Default)]
+struct Names {
+    bytes: String,
+    /// Per row: where its name lies in `bytes`.
+    at: Vec<(usize, usize)>,
+}
+
+impl Names {
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    fn get(&self, row: usize) -> &str {
+        self.at.get(row).map_or("", |&(a, b)| &self.bytes[a..b])
+    }
+
+    fn push(&mut self, name: &str) {
+        let a = self.bytes.len();
+        self.bytes.push_str(name);
+        self.at.push((a, self.bytes.len()));
+    }
+
+    fn set(&mut self, row: usize, name: &str) {
+        if self.get(row) != name {
+            let a = self.bytes.len();
+            self.bytes.push_str(name);
+            self.at[row] = (a, self.bytes.len());
+        }
     }
 }
 
@@ -130,7 +163,7 @@ pub fn record<R: Read, W: Write>(
     frame.extend_from_slice(h);
     frame.extend_from_slice(p);
     out.write_all(&frame)?;
-    lock(live).meta = Some(reader.meta().clone());
+    lock(live).ns_per_tick = Some(1e9 / reader.meta().clock().ticks_per_second);
     let mut events = Events::new();
     let mut n = 0;
     while let Some(kind) = reader.next_chunk()? {
@@ -140,13 +173,35 @@ pub fn record<R: Read, W: Write>(
         frame.extend_from_slice(p);
         out.write_all(&frame)?;
         match kind {
-            ChunkKind::Meta => lock(live).meta = Some(reader.meta().clone()),
+            ChunkKind::Meta => {
+                let mut l = lock(live);
+                let meta = reader.meta();
+                l.ns_per_tick = Some(1e9 / meta.clock().ticks_per_second);
+                l.sink_lost = meta.sink_loss().0;
+                // A scope already called may be (re)named by a later definition.
+                let Live {
+                    collector, names, ..
+                } = &mut *l;
+                reader.each_meta_entry(|e| {
+                    if let MetaEntry::Scope(s) = e {
+                        if let Some(row) = collector.row_of(s.id) {
+                            names.set(row, &s.name);
+                        }
+                    }
+                });
+            }
             ChunkKind::Events => {
                 let mut l = lock(live);
                 l.collector.chunk(reader.events_info());
                 while reader.decode(&mut events) {
                     n += events.len() as u64;
                     l.collector.add(&events);
+                }
+                let Live {
+                    collector, names, ..
+                } = &mut *l;
+                for (id, _) in collector.scope_ticks().skip(names.len()) {
+                    names.push(&reader.meta().scope_name(id));
                 }
             }
             ChunkKind::End => {}

@@ -4,8 +4,14 @@
 //!
 //! [`Collector`] is fed one events batch at a time (it is also what `capture listen` keeps
 //! live); [`report`] drives it over a whole [`Reader`]. The hot loop does no allocation and
-//! no hashing: scope ids and thread indexes map to dense rows through flat arrays, each
-//! thread's open scopes are a stack, and a scope's open count (for re-entry) lives in its row.
+//! no hashing once a scope is warm: scope ids and thread indexes map to dense rows through
+//! flat arrays, each thread's open scopes are a stack, and a scope's open count (for
+//! re-entry) lives in its row.
+//!
+//! Memory follows the input: a row exists once its scope is called, and its duration
+//! histogram grows with its calls (the full ~11 KB one from its 512th); a thread's
+//! per-scope rows (`--per-thread`) are found through a table that stays flat only while it
+//! is dense. Scopes only declared cost the reader's metadata record alone.
 //!
 //! Semantics, as `tickscope`'s own summary: every end counts a call; a scope re-entered while
 //! open on the same thread adds inclusive time only at its outermost exit (its inner calls'
@@ -16,9 +22,10 @@
 //! guard); an end matching no open scope is unmatched. Scopes still open when the capture ends
 //! are not counted, and are reported.
 
+use std::collections::HashMap;
 use std::io::Read;
 
-use super::hist::Hist;
+use super::hist::Dist;
 pub use super::summary::{CounterRow, FrameRow, Losses, Message, Report, ScopeRow, ThreadRow};
 use crate::tscap::{
     ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
@@ -47,7 +54,8 @@ struct Row {
     clock_errors: u64,
     /// Entries open on the active thread (see [`Collector::switch`]).
     open: u32,
-    hist: Hist,
+    /// Outermost calls' durations: nothing until the first ends, small until many have.
+    hist: Dist,
 }
 
 #[derive(Clone, Default)]
@@ -58,6 +66,43 @@ struct LightRow {
     incl: u64,
     self_ticks: u64,
     max: u64,
+}
+
+/// A thread's light row per global row. Flat while the rows it uses are a good part of
+/// those below the highest it uses; a map otherwise, so that many threads each calling a few
+/// of many scopes do not each hold a table of them all.
+#[derive(Default)]
+struct RowMap {
+    /// By row; `u32::MAX`: none (or in `sparse`).
+    dense: Vec<u32>,
+    /// Rows that were past `dense` when inserted.
+    sparse: HashMap<u32, u32>,
+    len: usize,
+}
+
+impl RowMap {
+    #[inline]
+    fn get(&self, row: u32) -> Option<u32> {
+        match self.dense.get(row as usize) {
+            Some(&r) if r != u32::MAX => Some(r),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&row).copied(),
+        }
+    }
+
+    fn insert(&mut self, row: u32, r: u32) {
+        self.len += 1;
+        let i = row as usize;
+        if i >= self.dense.len() && i < 4 * self.len + 64 {
+            self.dense.resize(i + 1, u32::MAX);
+        }
+        match self.dense.get_mut(i) {
+            Some(slot) => *slot = r,
+            None => {
+                self.sparse.insert(row, r);
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -80,9 +125,8 @@ struct ThreadState {
     lost: u64,
     last: u64,
     seen: bool,
-    /// Per global row: this thread's light row (`u32::MAX`: none yet). Indexed by row, not
-    /// by id, so it is as long as the number of distinct scopes at most.
-    trows: Vec<u32>,
+    /// Per global row: this thread's light row.
+    trows: RowMap,
     light: Vec<LightRow>,
     /// Per frame marker (its marker row): the last mark's ticks.
     frame_last: Vec<(u32, u64)>,
@@ -96,7 +140,7 @@ struct MarkerStat {
     sum: u64,
     min: u64,
     max: u64,
-    hist: Option<Hist>,
+    hist: Dist,
     values: u64,
     vmin: f64,
     vmax: f64,
@@ -165,6 +209,12 @@ impl Collector {
         self.rows.iter().map(|r| (r.id, r.incl))
     }
 
+    /// The row of scope `id` (its position in [`scope_ticks`](Self::scope_ticks)), if it
+    /// has one.
+    pub(crate) fn row_of(&self, id: u64) -> Option<usize> {
+        self.index.get(id).map(|r| r as usize)
+    }
+
     fn row(&mut self, id: u64) -> u32 {
         let (r, new) = self.index.get_or_insert(id);
         if new {
@@ -178,7 +228,7 @@ impl Collector {
                 max: 0,
                 clock_errors: 0,
                 open: 0,
-                hist: Hist::new(),
+                hist: Dist::default(),
             });
         }
         r
@@ -215,7 +265,7 @@ impl Collector {
                 lost: 0,
                 last: 0,
                 seen: false,
-                trows: Vec::new(),
+                trows: RowMap::default(),
                 light: Vec::new(),
                 frame_last: Vec::new(),
             });
@@ -261,16 +311,11 @@ impl Collector {
             return 0;
         }
         let th = &mut self.threads[t];
-        if let Some(&r) = th.trows.get(row as usize) {
-            if r != u32::MAX {
-                return r;
-            }
-        }
-        if th.trows.len() <= row as usize {
-            th.trows.resize(row as usize + 1, u32::MAX);
+        if let Some(r) = th.trows.get(row) {
+            return r;
         }
         let r = th.light.len() as u32;
-        th.trows[row as usize] = r;
+        th.trows.insert(row, r);
         th.light.push(LightRow {
             id: self.rows[row as usize].id,
             ..LightRow::default()
@@ -288,7 +333,7 @@ impl Collector {
                 sum: 0,
                 min: u64::MAX,
                 max: 0,
-                hist: None,
+                hist: Dist::default(),
                 values: 0,
                 vmin: f64::INFINITY,
                 vmax: f64::NEG_INFINITY,
@@ -405,7 +450,7 @@ impl Collector {
                     s.sum = s.sum.saturating_add(dt);
                     s.min = s.min.min(dt);
                     s.max = s.max.max(dt);
-                    s.hist.get_or_insert_with(Hist::new).record(dt);
+                    s.hist.record(dt);
                 }
             }
             EventKind::Counter => {
@@ -471,7 +516,7 @@ impl Collector {
             (
                 meta.scope_name(id).into_owned(),
                 s.map_or(ScopeKind::Scope, |s| s.kind),
-                s.map(|s| s.file.clone()).unwrap_or_default(),
+                s.map(|s| s.file.to_owned()).unwrap_or_default(),
                 s.map_or(0, |s| s.line),
             )
         };
@@ -499,47 +544,53 @@ impl Collector {
                 clock_errors: 0,
             }
         };
-        let mut scopes: Vec<ScopeRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.calls > 0)
-            .map(|r| {
-                let has = r.outer > 0;
-                let q = |q: f64| {
-                    r.hist
-                        .quantile(q)
-                        .filter(|_| has)
-                        .map(|v| ns(v.clamp(r.min, r.max)))
-                };
-                ScopeRow {
-                    min_ns: has.then(|| ns(r.min)),
-                    p50_ns: q(0.5),
-                    p99_ns: q(0.99),
-                    wall_percent: if wall_ns > 0 {
-                        ns(r.incl) as f64 * 100.0 / wall_ns as f64
-                    } else {
-                        0.0
-                    },
-                    clock_errors: r.clock_errors,
-                    ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
-                }
-            })
-            .collect();
+        // Sized first: rows are most of a report of many scopes.
+        let mut scopes = Vec::with_capacity(self.rows.iter().filter(|r| r.calls > 0).count());
+        scopes.extend(self.rows.iter().filter(|r| r.calls > 0).map(|r| {
+            let has = r.outer > 0;
+            let q = |q: f64| {
+                r.hist
+                    .quantile(q)
+                    .filter(|_| has)
+                    .map(|v| ns(v.clamp(r.min, r.max)))
+            };
+            ScopeRow {
+                min_ns: has.then(|| ns(r.min)),
+                p50_ns: q(0.5),
+                p99_ns: q(0.99),
+                wall_percent: if wall_ns > 0 {
+                    ns(r.incl) as f64 * 100.0 / wall_ns as f64
+                } else {
+                    0.0
+                },
+                clock_errors: r.clock_errors,
+                ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
+            }
+        }));
         sort_rows(&mut scopes);
 
+        // The end record's count per thread (its first entry for an index), looked up by
+        // binary search: an end record may list many threads.
+        let mut end_threads: Vec<(u64, u64)> = end.map(|e| e.threads.clone()).unwrap_or_default();
+        end_threads.sort_by_key(|t| t.0);
+        end_threads.dedup_by_key(|t| t.0);
         let end_dropped = |index: u64| {
-            end.and_then(|e| e.threads.iter().find(|(t, _)| *t == index).map(|(_, d)| *d))
+            end_threads
+                .binary_search_by_key(&index, |t| t.0)
+                .ok()
+                .map(|i| end_threads[i].1)
         };
         let mut threads: Vec<ThreadRow> = self
             .threads
             .iter()
             .map(|t| {
-                let mut rows: Vec<ScopeRow> = t
-                    .light
-                    .iter()
-                    .filter(|r| r.calls > 0)
-                    .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max))
-                    .collect();
+                let mut rows = Vec::with_capacity(t.light.iter().filter(|r| r.calls > 0).count());
+                rows.extend(
+                    t.light
+                        .iter()
+                        .filter(|r| r.calls > 0)
+                        .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)),
+                );
                 sort_rows(&mut rows);
                 ThreadRow {
                     index: t.index,
@@ -590,11 +641,7 @@ impl Collector {
                     min_ns: has.then(|| ns(m.min)),
                     mean_ns: has
                         .then(|| (m.sum as f64 * ns_per_tick / m.frames as f64).round() as u64),
-                    p99_ns: m
-                        .hist
-                        .as_ref()
-                        .and_then(|h| h.quantile(0.99))
-                        .map(|v| ns(v.clamp(m.min, m.max))),
+                    p99_ns: m.hist.quantile(0.99).map(|v| ns(v.clamp(m.min, m.max))),
                     max_ns: has.then(|| ns(m.max)),
                 });
             }
@@ -693,9 +740,10 @@ fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread:
     }
 }
 
-/// Largest total first; ties by name, then id.
+/// Largest total first; ties by name, then id. (Ids are unique among the rows sorted, so
+/// the order is total and an unstable sort, which needs no buffer, gives it.)
 fn sort_rows(rows: &mut [ScopeRow]) {
-    rows.sort_by(|a, b| {
+    rows.sort_unstable_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then_with(|| a.name.cmp(&b.name))

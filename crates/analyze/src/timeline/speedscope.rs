@@ -108,7 +108,7 @@ pub fn write<R: Read, W: Write>(
         if let Some(d) = meta.scope(id) {
             if !d.file.is_empty() {
                 head.push_str(",\"file\":");
-                json_str(&mut head, &d.file);
+                json_str(&mut head, d.file);
                 let _ = write!(head, ",\"line\":{}", d.line);
             }
         }

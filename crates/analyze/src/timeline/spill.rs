@@ -159,8 +159,11 @@ impl Spill {
             }
             let tail = self.bufs.get(c.key).map_or(&[][..], Vec::as_slice);
             if c.mem < tail.len() {
-                c.buf.extend_from_slice(&tail[c.mem..]);
-                c.mem = tail.len();
+                // A piece at a time, as from the file: copying the whole tail would hold the
+                // in-memory streams twice.
+                let n = (tail.len() - c.mem).min(READ as usize);
+                c.buf.extend_from_slice(&tail[c.mem..c.mem + n]);
+                c.mem += n;
                 continue;
             }
             return Ok(false);

@@ -7,16 +7,100 @@
 //! ```
 
 use std::fmt::Write;
+use std::io;
 
 use super::format::{count, count_si, duration, hertz, location};
 use super::report::{Report, ScopeRow};
 use crate::tscap::ScopeKind;
-use tickscope_fmt::align;
+
+/// Text on its way to a writer: lines gather in a buffer that goes out whenever it holds a
+/// few KB, so a table of a million rows never stands whole in memory.
+struct Out<'a> {
+    buf: String,
+    w: &'a mut dyn io::Write,
+}
+
+impl Out<'_> {
+    fn flush_some(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.write_all(self.buf.as_bytes())?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// [`tickscope_fmt::align`], a row at a time: `fill(i, cells)` gives row `i`'s cells (row 0
+/// the header), and is called twice per row, to measure the columns and to write them.
+fn align_to(
+    out: &mut Out<'_>,
+    n: usize,
+    left: usize,
+    mut fill: impl FnMut(usize, &mut Vec<String>),
+) -> io::Result<()> {
+    let mut cells = Vec::new();
+    let mut widths: Vec<usize> = Vec::new();
+    for i in 0..n {
+        cells.clear();
+        fill(i, &mut cells);
+        if widths.len() < cells.len() {
+            widths.resize(cells.len(), 0);
+        }
+        for (c, cell) in cells.iter().enumerate() {
+            widths[c] = widths[c].max(cell.chars().count());
+        }
+    }
+    let mut l = String::new();
+    for i in 0..n {
+        cells.clear();
+        fill(i, &mut cells);
+        l.clear();
+        for (c, cell) in cells.iter().enumerate() {
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            if c > 0 {
+                l.push_str("  ");
+            }
+            if c < left {
+                l.push_str(cell);
+                l.extend(std::iter::repeat(' ').take(pad));
+            } else {
+                l.extend(std::iter::repeat(' ').take(pad));
+                l.push_str(cell);
+            }
+        }
+        out.buf.push_str(l.trim_end());
+        out.buf.push('\n');
+        out.flush_some()?;
+    }
+    Ok(())
+}
 
 impl Report {
     /// The report as text for people.
     pub fn to_text(&self) -> String {
-        let mut out = String::new();
+        let mut v = Vec::new();
+        self.write_text(&mut v).expect("a Vec takes every write");
+        String::from_utf8(v).expect("the text is UTF-8")
+    }
+
+    /// [`to_text`](Self::to_text), written to `w` as it is made (the report's rows are in
+    /// memory; their text is not, at once).
+    pub fn write_text(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        let mut out = Out {
+            buf: String::new(),
+            w,
+        };
+        self.text_to(&mut out)?;
+        out.flush()
+    }
+
+    fn text_to(&self, o: &mut Out<'_>) -> io::Result<()> {
+        let out = &mut o.buf;
         let _ = writeln!(
             out,
             "tickscope: {}: {} (pid {}), {} wall time, {}, {}, {} events",
@@ -35,8 +119,9 @@ impl Report {
         if self.scopes.is_empty() {
             out.push_str("(no scope ended in this capture)\n");
         } else {
-            out.push_str(&table(&self.scopes, true));
+            table(o, &self.scopes, true)?;
         }
+        let out = &mut o.buf;
         let _ = writeln!(
             out,
             "clock: {} at {}{} · {}",
@@ -54,11 +139,14 @@ impl Report {
         );
         if !self.frames.is_empty() {
             out.push_str("\nframes:\n");
-            let mut rows = vec![header(&[
-                "marker", "frames", "marks", "min", "mean", "p99", "max",
-            ])];
-            for f in &self.frames {
-                rows.push(vec![
+            align_to(o, self.frames.len() + 1, 1, |i, cells| {
+                let Some(f) = i.checked_sub(1).map(|i| &self.frames[i]) else {
+                    return header(
+                        cells,
+                        &["marker", "frames", "marks", "min", "mean", "p99", "max"],
+                    );
+                };
+                cells.extend([
                     f.name.clone(),
                     f.frames.to_string(),
                     f.marks.to_string(),
@@ -67,23 +155,24 @@ impl Report {
                     opt(f.p99_ns),
                     opt(f.max_ns),
                 ]);
-            }
-            out.push_str(&align(&rows, 1));
+            })?;
         }
         if !self.counters.is_empty() {
-            out.push_str("\ncounters:\n");
-            let mut rows = vec![header(&["counter", "count", "min", "max", "last"])];
-            for c in &self.counters {
-                rows.push(vec![
+            o.buf.push_str("\ncounters:\n");
+            align_to(o, self.counters.len() + 1, 1, |i, cells| {
+                let Some(c) = i.checked_sub(1).map(|i| &self.counters[i]) else {
+                    return header(cells, &["counter", "count", "min", "max", "last"]);
+                };
+                cells.extend([
                     c.name.clone(),
                     c.count.to_string(),
                     number(c.min),
                     number(c.max),
                     number(c.last),
                 ]);
-            }
-            out.push_str(&align(&rows, 1));
+            })?;
         }
+        let out = &mut o.buf;
         if self.messages > 0 {
             let _ = writeln!(out, "\nmessages: {}", self.messages);
             for m in &self.first_messages {
@@ -104,23 +193,24 @@ impl Report {
             }
         }
         out.push('\n');
-        losses(&mut out, self);
+        losses(out, self);
         if self.per_thread {
             for t in &self.threads {
                 let tid = t.tid.map(|t| format!(", tid {t}")).unwrap_or_default();
                 let _ = writeln!(
-                    out,
+                    o.buf,
                     "\nthread {} \"{}\"{tid}: {} events, {} dropped",
                     t.index, t.name, t.events, t.dropped
                 );
                 if t.scopes.is_empty() {
-                    out.push_str("(no scope ended on this thread)\n");
+                    o.buf.push_str("(no scope ended on this thread)\n");
                 } else {
-                    out.push_str(&table(&t.scopes, false));
+                    table(o, &t.scopes, false)?;
                 }
+                o.flush_some()?;
             }
         }
-        out
+        Ok(())
     }
 }
 
@@ -175,28 +265,33 @@ fn number(v: f64) -> String {
     format!("{v}")
 }
 
-fn header(cells: &[&str]) -> Vec<String> {
-    cells.iter().map(|c| c.to_string()).collect()
+fn header(cells: &mut Vec<String>, names: &[&str]) {
+    cells.extend(names.iter().map(|c| c.to_string()));
 }
 
 /// The scope table; `full` adds location, min, percentiles, %wall and clock errors.
-fn table(rows: &[ScopeRow], full: bool) -> String {
-    let mut cells = vec![if full {
-        header(&[
-            "name", "location", "calls", "total", "self", "mean", "min", "p50", "p99", "max",
-            "%wall", "clk err",
-        ])
-    } else {
-        header(&["name", "calls", "total", "self", "mean", "max"])
-    }];
-    for r in rows {
+fn table(out: &mut Out<'_>, rows: &[ScopeRow], full: bool) -> io::Result<()> {
+    align_to(out, rows.len() + 1, if full { 2 } else { 1 }, |i, cells| {
+        let Some(r) = i.checked_sub(1).map(|i| &rows[i]) else {
+            return if full {
+                header(
+                    cells,
+                    &[
+                        "name", "location", "calls", "total", "self", "mean", "min", "p50", "p99",
+                        "max", "%wall", "clk err",
+                    ],
+                )
+            } else {
+                header(cells, &["name", "calls", "total", "self", "mean", "max"])
+            };
+        };
         let name = match r.kind {
             ScopeKind::Group => format!("{} [group]", r.name),
             ScopeKind::Scope => r.name.clone(),
         };
         let d = |v: u64| duration(v as f64);
         if full {
-            cells.push(vec![
+            cells.extend([
                 name,
                 location(&r.file, r.line),
                 r.calls.to_string(),
@@ -211,7 +306,7 @@ fn table(rows: &[ScopeRow], full: bool) -> String {
                 r.clock_errors.to_string(),
             ]);
         } else {
-            cells.push(vec![
+            cells.extend([
                 name,
                 r.calls.to_string(),
                 d(r.total_ns),
@@ -220,6 +315,5 @@ fn table(rows: &[ScopeRow], full: bool) -> String {
                 opt(r.max_ns),
             ]);
         }
-    }
-    align(&cells, if full { 2 } else { 1 })
+    })
 }

@@ -207,9 +207,10 @@ pub(crate) fn process(p: &[u8]) -> PResult<Process> {
     })
 }
 
-/// Parses a metadata chunk into `out` (cleared first).
-pub(crate) fn meta(p: &[u8], out: &mut Vec<MetaEntry>) -> PResult<()> {
-    out.clear();
+/// Parses a metadata chunk, passing each entry to `f` in order. Entries are not collected:
+/// a chunk of millions of small entries costs one entry at a time, and a caller that must
+/// not act on half a chunk validates it with a first pass that drops them.
+pub(crate) fn meta(p: &[u8], mut f: impl FnMut(MetaEntry)) -> PResult<()> {
     let mut c = Cur::new(p);
     while c.remain() > 0 {
         let at = c.pos;
@@ -260,7 +261,7 @@ pub(crate) fn meta(p: &[u8], out: &mut Vec<MetaEntry>) -> PResult<()> {
             },
             t => return Err((at, Problem::UnknownMetaTag(t))),
         };
-        out.push(entry);
+        f(entry);
     }
     Ok(())
 }

@@ -105,7 +105,7 @@ pub enum ScopeKind {
     Group,
 }
 
-/// A scope definition.
+/// A scope definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scope {
     /// Its id in events.
@@ -120,6 +120,67 @@ pub struct Scope {
     pub line: u64,
 }
 
+/// A scope definition as [`Meta`] keeps it: its strings borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScopeRef<'a> {
+    /// Its id in events.
+    pub id: u64,
+    /// Scope or group.
+    pub kind: ScopeKind,
+    /// Its name.
+    pub name: &'a str,
+    /// The source file of its call site (a group's first).
+    pub file: &'a str,
+    /// The line.
+    pub line: u64,
+}
+
+/// A scope as [`Meta`] stores it: a few dozen bytes, its strings in the metadata's arena
+/// (a capture may declare millions of scopes; each costs what its entry's bytes do).
+#[derive(Clone, Copy, Debug)]
+struct ScopeRec {
+    id: u64,
+    line: u64,
+    name_at: usize,
+    file_at: usize,
+    name_len: u16,
+    file_len: u16,
+    kind: ScopeKind,
+}
+
+/// Append-only string storage for the names (and scopes' files) of the definitions. A redefinition appends its new
+/// strings (the old ones stay, bounded by the bytes read); a file equal to the previous
+/// one stored is shared, as call sites of one file come together.
+#[derive(Clone, Debug, Default)]
+struct Arena {
+    bytes: String,
+    last_file: Option<(usize, u16)>,
+}
+
+impl Arena {
+    fn push(&mut self, s: &str) -> (usize, u16) {
+        let at = self.bytes.len();
+        self.bytes.push_str(s);
+        // Strings are at most MAX_STRING (65,535) bytes: the decoder refuses longer ones.
+        (at, s.len() as u16)
+    }
+
+    fn push_file(&mut self, s: &str) -> (usize, u16) {
+        if let Some((at, len)) = self.last_file {
+            if self.get(at, len) == s {
+                return (at, len);
+            }
+        }
+        let f = self.push(s);
+        self.last_file = Some(f);
+        f
+    }
+
+    fn get(&self, at: usize, len: u16) -> &str {
+        &self.bytes[at..at + len as usize]
+    }
+}
+
 /// What a marker marks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkerKind {
@@ -129,7 +190,7 @@ pub enum MarkerKind {
     Counter,
 }
 
-/// A frame or counter marker definition.
+/// A frame or counter marker definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Marker {
     /// Its id in events.
@@ -140,7 +201,45 @@ pub struct Marker {
     pub name: String,
 }
 
-/// A thread definition.
+/// A marker definition as [`Meta`] keeps it: its name borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MarkerRef<'a> {
+    /// Its id in events.
+    pub id: u64,
+    /// Frame or counter.
+    pub kind: MarkerKind,
+    /// Its name.
+    pub name: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MarkerRec {
+    id: u64,
+    name_at: usize,
+    name_len: u16,
+    kind: MarkerKind,
+}
+
+/// A thread definition as [`Meta`] keeps it: its name borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThreadRef<'a> {
+    /// Its index in events chunks.
+    pub index: u64,
+    /// The OS thread id.
+    pub tid: u64,
+    /// Its name (may be empty).
+    pub name: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ThreadRec {
+    index: u64,
+    tid: u64,
+    name_at: usize,
+    name_len: u16,
+}
+
+/// A thread definition, as a metadata entry holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Thread {
     /// Its index in events chunks (from 1, never reused within a capture).
@@ -185,9 +284,10 @@ pub enum MetaEntry {
 /// Everything the metadata chunks read so far define.
 #[derive(Clone, Debug)]
 pub struct Meta {
-    scopes: Table<Scope>,
-    markers: Table<Marker>,
-    threads: Table<Thread>,
+    scopes: Table<ScopeRec>,
+    strings: Arena,
+    markers: Table<MarkerRec>,
+    threads: Table<ThreadRec>,
     clock: Clock,
     clock_updates: u64,
     sink_lost_events: u64,
@@ -198,6 +298,7 @@ impl Meta {
     pub(crate) fn new(clock: Clock) -> Meta {
         Meta {
             scopes: Table::default(),
+            strings: Arena::default(),
             markers: Table::default(),
             threads: Table::default(),
             clock,
@@ -209,9 +310,27 @@ impl Meta {
 
     pub(crate) fn apply(&mut self, entry: &MetaEntry) {
         match entry {
-            MetaEntry::Scope(s) => self.scopes.set(s.id, s.clone()),
-            MetaEntry::Marker(m) => self.markers.set(m.id, m.clone()),
-            MetaEntry::Thread(t) => self.threads.set(t.index, t.clone()),
+            MetaEntry::Scope(s) => self.set_scope(s),
+            MetaEntry::Marker(m) => {
+                let (name_at, name_len) = self.strings.push(&m.name);
+                let rec = MarkerRec {
+                    id: m.id,
+                    name_at,
+                    name_len,
+                    kind: m.kind,
+                };
+                self.markers.set(m.id, rec);
+            }
+            MetaEntry::Thread(t) => {
+                let (name_at, name_len) = self.strings.push(&t.name);
+                let rec = ThreadRec {
+                    index: t.index,
+                    tid: t.tid,
+                    name_at,
+                    name_len,
+                };
+                self.threads.set(t.index, rec);
+            }
             MetaEntry::Clock(c) => {
                 self.clock = *c;
                 self.clock_updates += 1;
@@ -223,40 +342,81 @@ impl Meta {
         }
     }
 
+    fn set_scope(&mut self, s: &Scope) {
+        let (name_at, name_len) = self.strings.push(&s.name);
+        let (file_at, file_len) = self.strings.push_file(&s.file);
+        let rec = ScopeRec {
+            id: s.id,
+            line: s.line,
+            name_at,
+            file_at,
+            name_len,
+            file_len,
+            kind: s.kind,
+        };
+        self.scopes.set(s.id, rec);
+    }
+
+    fn scope_ref(&self, r: &ScopeRec) -> ScopeRef<'_> {
+        ScopeRef {
+            id: r.id,
+            kind: r.kind,
+            name: self.strings.get(r.name_at, r.name_len),
+            file: self.strings.get(r.file_at, r.file_len),
+            line: r.line,
+        }
+    }
+
     /// The scope `id`, if a metadata chunk defined it.
-    pub fn scope(&self, id: u64) -> Option<&Scope> {
-        self.scopes.get(id)
+    pub fn scope(&self, id: u64) -> Option<ScopeRef<'_>> {
+        self.scopes.get(id).map(|r| self.scope_ref(r))
+    }
+
+    fn marker_ref(&self, r: &MarkerRec) -> MarkerRef<'_> {
+        MarkerRef {
+            id: r.id,
+            kind: r.kind,
+            name: self.strings.get(r.name_at, r.name_len),
+        }
+    }
+
+    fn thread_ref(&self, r: &ThreadRec) -> ThreadRef<'_> {
+        ThreadRef {
+            index: r.index,
+            tid: r.tid,
+            name: self.strings.get(r.name_at, r.name_len),
+        }
     }
 
     /// The marker `id`, if defined.
-    pub fn marker(&self, id: u64) -> Option<&Marker> {
-        self.markers.get(id)
+    pub fn marker(&self, id: u64) -> Option<MarkerRef<'_>> {
+        self.markers.get(id).map(|r| self.marker_ref(r))
     }
 
     /// The thread with index `index`, if defined.
-    pub fn thread(&self, index: u64) -> Option<&Thread> {
-        self.threads.get(index)
+    pub fn thread(&self, index: u64) -> Option<ThreadRef<'_>> {
+        self.threads.get(index).map(|r| self.thread_ref(r))
     }
 
     /// Every scope defined, in order of first definition.
-    pub fn scopes(&self) -> impl Iterator<Item = &Scope> {
-        self.scopes.items.iter()
+    pub fn scopes(&self) -> impl Iterator<Item = ScopeRef<'_>> {
+        self.scopes.items.iter().map(|r| self.scope_ref(r))
     }
 
     /// Every marker defined, in order of first definition.
-    pub fn markers(&self) -> impl Iterator<Item = &Marker> {
-        self.markers.items.iter()
+    pub fn markers(&self) -> impl Iterator<Item = MarkerRef<'_>> {
+        self.markers.items.iter().map(|r| self.marker_ref(r))
     }
 
     /// Every thread defined, in order of first definition.
-    pub fn threads(&self) -> impl Iterator<Item = &Thread> {
-        self.threads.items.iter()
+    pub fn threads(&self) -> impl Iterator<Item = ThreadRef<'_>> {
+        self.threads.items.iter().map(|r| self.thread_ref(r))
     }
 
     /// The scope's name, or `<scope #id>` for an id no metadata defined.
     pub fn scope_name(&self, id: u64) -> Cow<'_, str> {
         match self.scope(id) {
-            Some(s) => Cow::Borrowed(&s.name),
+            Some(s) => Cow::Borrowed(s.name),
             None => Cow::Owned(format!("<scope #{id}>")),
         }
     }
@@ -264,7 +424,7 @@ impl Meta {
     /// The marker's name, or `<marker #id>`.
     pub fn marker_name(&self, id: u64) -> Cow<'_, str> {
         match self.marker(id) {
-            Some(m) => Cow::Borrowed(&m.name),
+            Some(m) => Cow::Borrowed(m.name),
             None => Cow::Owned(format!("<marker #{id}>")),
         }
     }
@@ -272,7 +432,7 @@ impl Meta {
     /// The thread's name; `thread N` when it has none or was never defined.
     pub fn thread_name(&self, index: u64) -> Cow<'_, str> {
         match self.thread(index) {
-            Some(t) if !t.name.is_empty() => Cow::Borrowed(&t.name),
+            Some(t) if !t.name.is_empty() => Cow::Borrowed(t.name),
             _ => Cow::Owned(format!("thread {index}")),
         }
     }

@@ -38,7 +38,10 @@ mod read;
 
 pub use decode::{End, Event, EventKind, Events, EventsInfo, OpenScope, Process};
 pub use error::{Error, ErrorKind, Problem};
-pub use meta::{Clock, Marker, MarkerKind, Meta, MetaEntry, Scope, ScopeKind, Thread};
+pub use meta::{
+    Clock, Marker, MarkerKind, MarkerRef, Meta, MetaEntry, Scope, ScopeKind, ScopeRef, Thread,
+    ThreadRef,
+};
 pub use read::{last_clock, ChunkKind, Reader};
 
 pub(crate) use meta::IdIndex;

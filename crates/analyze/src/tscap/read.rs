@@ -14,7 +14,7 @@ use super::{chunk, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, VERSION};
 /// [`Reader::new`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChunkKind {
-    /// A metadata chunk: its entries are in [`Reader::meta_entries`] and applied to
+    /// A metadata chunk: [`Reader::meta_entries`] lists its entries, already applied to
     /// [`Reader::meta`].
     Meta,
     /// An events chunk: [`Reader::events_info`] describes it, [`Reader::decode`] decodes it.
@@ -39,7 +39,6 @@ pub struct Reader<R> {
     compressed: bool,
     process: Process,
     meta: Meta,
-    entries: Vec<MetaEntry>,
     end: Option<End>,
     info: EventsInfo,
     cursor: Box<Cursor>,
@@ -155,7 +154,6 @@ impl<R: Read> Reader<R> {
             compressed: false,
             meta: Meta::new(placeholder.clock()),
             process: placeholder,
-            entries: Vec::new(),
             end: None,
             info: EventsInfo::default(),
             cursor: Box::new(Cursor::new()),
@@ -210,12 +208,19 @@ impl<R: Read> Reader<R> {
         &self.meta
     }
 
-    /// The entries of the metadata chunk just read.
-    pub fn meta_entries(&self) -> &[MetaEntry] {
+    /// The entries of the metadata chunk just read (parsed again from the chunk, which was
+    /// checked when read: the reader keeps no list of them).
+    pub fn meta_entries(&self) -> Vec<MetaEntry> {
+        let mut v = Vec::new();
+        self.each_meta_entry(|e| v.push(e));
+        v
+    }
+
+    /// Passes each entry of the metadata chunk just read to `f`, in order.
+    pub(crate) fn each_meta_entry(&self, f: impl FnMut(MetaEntry)) {
         if self.current == Some(ChunkKind::Meta) {
-            &self.entries
-        } else {
-            &[]
+            // Checked in `read_chunk`: this parse cannot fail.
+            let _ = decode::meta(self.payload(), f);
         }
     }
 
@@ -380,7 +385,8 @@ impl<R: Read> Reader<R> {
             &self.stored[..]
         };
         let result: PResult<ChunkKind> = match kind {
-            chunk::META => decode::meta(p, &mut self.entries).map(|()| ChunkKind::Meta),
+            // Checked whole first, so that a bad chunk applies nothing.
+            chunk::META => decode::meta(p, drop).map(|()| ChunkKind::Meta),
             chunk::EVENTS if self.skip_events => {
                 self.info = EventsInfo::default();
                 Ok(ChunkKind::Events)
@@ -404,9 +410,13 @@ impl<R: Read> Reader<R> {
             self.malformed(name, e)
         })?;
         if kind == ChunkKind::Meta {
-            for e in &self.entries {
-                self.meta.apply(e);
-            }
+            let meta = &mut self.meta;
+            let p = if compressed {
+                &self.raw[..self.raw_len]
+            } else {
+                &self.stored[..]
+            };
+            let _ = decode::meta(p, |e| meta.apply(&e));
         }
         Ok(Some(kind))
     }

@@ -170,3 +170,43 @@ pub fn sample_split(n: usize, compress: bool) -> Capture {
     c.end(&sample_end());
     c
 }
+
+/// A hostile capture for memory tests: `declared` scopes (ids 1..=declared, in metadata chunks
+/// of 5,000), of which the first `used` are each called once on thread 1; then `threads`
+/// more threads each call the last used scope once (per-thread state indexed by scope would
+/// grow with threads × scopes). Every chunk is valid; it ends with an end record.
+pub fn many_scopes(declared: u64, used: u64, threads: u64, compress: bool) -> Capture {
+    let mut c = Capture::new().compressed(compress);
+    let ids: Vec<u64> = (1..=declared).collect();
+    for part in ids.chunks(5000) {
+        let entries: Vec<Entry> = part
+            .iter()
+            .map(|&id| scope(id, &format!("scope{id}"), "src/x.rs", id))
+            .collect();
+        c.meta(&entries);
+    }
+    let mut t = T0;
+    let mut evs = Vec::new();
+    for id in 1..=used.min(declared) {
+        evs.push(Ev::Begin(id, t));
+        t += 100 + id % 1000;
+        evs.push(Ev::End(id, t));
+        t += 10;
+    }
+    for part in evs.chunks(20_000) {
+        c.events(1, &[], part);
+    }
+    let last = used.min(declared);
+    for th in 2..2 + threads {
+        if last > 0 {
+            c.events(th, &[], &[Ev::Begin(last, t), Ev::End(last, t + 50)]);
+            t += 100;
+        }
+    }
+    c.end(&EndRec {
+        events: 2 * (last + threads),
+        end_ticks: t,
+        ..EndRec::default()
+    });
+    c
+}

@@ -253,24 +253,22 @@ fn serve(stream: TcpStream, file: File, path: PathBuf, quiet: bool, idle: Durati
             }
         })
     });
-    let result = record(
-        BufReader::with_capacity(
-            1 << 16,
-            Idle {
-                stream,
-                after: idle,
-                received: 0,
-            },
-        ),
-        &name,
-        file,
-        &live,
+    // Borrowed by `record`, so that the connection stays open until its outcome is settled
+    // below (a file that received nothing is removed before the peer sees the end).
+    let mut input = BufReader::with_capacity(
+        1 << 16,
+        Idle {
+            stream,
+            after: idle,
+            received: 0,
+        },
     );
+    let result = record(&mut input, &name, file, &live);
     done.store(true, Ordering::Relaxed);
     if let Some(p) = printer {
         let _ = p.join();
     }
-    match result {
+    let delivered = match result {
         Ok(rec) => {
             for w in &rec.warnings {
                 eprintln!("tickscope: warning: {w}");
@@ -306,5 +304,7 @@ fn serve(stream: TcpStream, file: File, path: PathBuf, quiet: bool, idle: Durati
             eprintln!("tickscope: error: {name}: {e}");
             false
         }
-    }
+    };
+    drop(input);
+    delivered
 }

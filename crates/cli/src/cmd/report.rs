@@ -37,10 +37,13 @@ pub fn run(args: Args) -> Result<()> {
     for w in &summary.warnings {
         eprintln!("tickscope: warning: {w}");
     }
-    let text = if args.json {
-        summary.to_json()
+    // Written as it is made: the text of a report of many scopes is larger than its rows.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = if args.json {
+        summary.write_json(&mut out)
     } else {
-        summary.to_text()
+        summary.write_text(&mut out)
     };
-    super::print(text.as_bytes())
+    super::print_result(written.and_then(|()| std::io::Write::flush(&mut out)))
 }
