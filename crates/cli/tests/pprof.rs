@@ -243,7 +243,8 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs `tickscope ARGS`; returns its exit code, stderr and peak resident memory (KiB).
+/// Runs `tickscope ARGS`; returns its exit code, stderr and peak resident memory (KiB). The
+/// peak includes this process's own at the fork: measure through `timeline::measured`.
 // The child is reaped by `wait4`, which clippy does not see.
 #[allow(clippy::zombie_processes)]
 pub(crate) fn run_measured(args: &[&str]) -> (Option<i32>, String, i64) {
@@ -309,7 +310,7 @@ fn gzip_bombs_and_endless_input_are_refused_in_bounded_memory() {
         (proto.to_str().unwrap(), "over 100 times its size"),
     ];
     for (file, want) in cases {
-        let (code, err, peak_kib) = run_measured(&["top", file]);
+        let (code, err, peak_kib) = crate::timeline::measured(&["top", file]);
         assert_eq!(code, Some(2), "{file}: {err}");
         assert!(err.contains(file) && err.contains(want), "{file}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{file}: {err}");

@@ -114,16 +114,6 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
 }
 
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
 /// the program is given is refused before the program starts; the file is untouched.
 #[test]
@@ -236,7 +226,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
         std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
         "the old profile"
     );
-    assert_eq!(names(&dir), ["old.pb.gz", "workload"]);
+    assert_eq!(crate::names(&dir), ["old.pb.gz", "workload"]);
     // A profile cut short (here: written by hand, then killed) does not replace it either.
     let out = Command::new(bin())
         .current_dir(&dir)
@@ -256,7 +246,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
         std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
         "the old profile"
     );
-    assert_eq!(names(&dir), ["old.pb.gz", "workload"]);
+    assert_eq!(crate::names(&dir), ["old.pb.gz", "workload"]);
 
     // `bash` runs the workload as a child: both write a profile, each to its own name (dash
     // ends by `_exit` and writes none).
@@ -269,7 +259,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let names = names(&dir);
+    let names = crate::names(&dir);
     assert_eq!(names.len(), 3, "{names:?}");
     let child = names
         .iter()

@@ -19,6 +19,16 @@ mod pprof;
 mod preload_support;
 mod record;
 
+/// The names in `dir`, sorted: a failed write leaves no temporary file behind.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 /// `tickscope demo --cpuprofile`: the demo's hot functions, by name, in `go tool pprof -top`.
 #[test]
 fn demo_cpuprofile_shows_the_hot_functions_in_go_tool_pprof() {

@@ -286,16 +286,6 @@ fn listen_rejects_a_stream_that_is_not_a_capture() {
     assert!(!out.exists());
 }
 
-/// The names in `dir`, sorted: a failed write leaves no temporary file behind.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn convert_refuses_an_output_that_is_its_input_under_any_name() {
     let d = dir("convert-same");
@@ -313,7 +303,7 @@ fn convert_refuses_an_output_that_is_its_input_under_any_name() {
         );
         assert_eq!(std::fs::read(&f).unwrap(), c.bytes, "{out}");
     }
-    assert_eq!(names(&d), ["cap.tscap", "hard.json", "soft.json"]);
+    assert_eq!(crate::names(&d), ["cap.tscap", "hard.json", "soft.json"]);
 }
 
 #[test]
@@ -336,7 +326,7 @@ fn convert_keeps_an_existing_output_when_the_input_is_bad() {
     let mut want: Vec<String> = formats.iter().map(|f| format!("{f}.out")).collect();
     want.push("cut.tscap".into());
     want.sort();
-    assert_eq!(names(&d), want, "no temporary file is left");
+    assert_eq!(crate::names(&d), want, "no temporary file is left");
     // A good input replaces it.
     let good = write(&d, "good.tscap", &sample(true).bytes);
     let out = d.join("folded.out").display().to_string();
@@ -370,7 +360,7 @@ fn listen_never_replaces_an_existing_file() {
     );
     // The bad connections removed only the files they created; the capture took the next
     // free name.
-    let mut captures: Vec<String> = names(&d)
+    let mut captures: Vec<String> = crate::names(&d)
         .into_iter()
         .filter(|n| n != "got.tscap" && n != "got.2.tscap")
         .collect();
@@ -481,7 +471,7 @@ fn listen_joins_the_threads_of_ended_connections() {
         "{maps} maps after 310 empty connections, {maps_before} after 10"
     );
     assert_eq!(
-        names(&d),
+        crate::names(&d),
         Vec::<String>::new(),
         "no file for an empty connection"
     );
@@ -584,7 +574,7 @@ fn peak_rss(pid: u32) -> i64 {
 /// [`measure_helper`] alone: a child's `ru_maxrss` starts from its parent's peak (Linux
 /// carries the high-water mark of the memory a vfork child shares across its exec), and
 /// this process's peak depends on the tests running beside it.
-fn measured(args: &[&str]) -> (Option<i32>, String, i64) {
+pub(crate) fn measured(args: &[&str]) -> (Option<i32>, String, i64) {
     let out_file = crate::support::writer::scratch_dir()
         .join(format!("measure-{:?}.txt", std::thread::current().id()));
     let _ = std::fs::remove_file(&out_file);

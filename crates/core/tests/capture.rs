@@ -366,6 +366,34 @@ fn rss_kib() -> u64 {
         .unwrap()
 }
 
+/// How much the process grows while `threads` threads are alive at once, each having run
+/// `scopes_each` scopes (its ring registered and written that far).
+fn growth_with_threads(threads: usize, scopes_each: u64) -> u64 {
+    let before = rss_kib();
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    let done = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (ready, done) = (ready.clone(), done.clone());
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    scopes(scopes_each);
+                    ready.wait();
+                    done.wait();
+                })
+                .unwrap()
+        })
+        .collect();
+    ready.wait();
+    let grown_kib = rss_kib().saturating_sub(before);
+    done.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+    grown_kib
+}
+
 /// Many live threads that each record a few events cost memory for what they record, not a
 /// whole ring each (5,000 threads took 7.6 GB: 2 MiB of ring per thread, written at
 /// registration), and every event still arrives.
@@ -375,29 +403,7 @@ fn many_threads_recording_few_events_cost_little_memory() {
     const THREADS: usize = 1000;
     let path = temp("threads.tscap");
     capture::start(Sink::File(path.clone())).unwrap();
-    let before = rss_kib();
-    let ready = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
-    let done = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let (ready, done) = (ready.clone(), done.clone());
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(move || {
-                    scopes(10);
-                    ready.wait();
-                    done.wait();
-                })
-                .unwrap()
-        })
-        .collect();
-    // Every thread alive, each with its ring registered.
-    ready.wait();
-    let grown_kib = rss_kib().saturating_sub(before);
-    done.wait();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let grown_kib = growth_with_threads(THREADS, 10);
     let s = capture::stop().unwrap();
     // Each thread: its stack's touched pages, its scope statistics (~64 KiB without a
     // capture), its ring's first page; 256 KiB each is far above that and far below the
@@ -422,30 +428,8 @@ fn rings_stay_within_their_budget_however_many_threads_fill_them() {
         .ring_budget(8 << 20)
         .start()
         .unwrap();
-    let before = rss_kib();
-    let ready = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
-    let done = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|_| {
-            let (ready, done) = (ready.clone(), done.clone());
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(move || {
-                    // 2 records a scope: each ring wraps at least once, so every page of it
-                    // has been written.
-                    scopes(80_000);
-                    ready.wait();
-                    done.wait();
-                })
-                .unwrap()
-        })
-        .collect();
-    ready.wait();
-    let grown_kib = rss_kib().saturating_sub(before);
-    done.wait();
-    for t in threads {
-        t.join().unwrap();
-    }
+    // 2 records a scope: each ring wraps at least once, so every page of it has been written.
+    let grown_kib = growth_with_threads(THREADS, 80_000);
     let s = capture::stop().unwrap();
     // 8 MiB of rings, 64 KiB of stack and statistics per thread, and the collector's
     // buffers: 40 MiB is far below the 128 MiB of unbudgeted rings.
