@@ -79,25 +79,31 @@ pub fn align<S: AsRef<str>>(rows: &[Vec<S>], left: usize) -> String {
         .collect();
     let mut out = String::new();
     for r in rows {
-        let mut l = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            let cell = cell.as_ref();
-            let pad = widths[c].saturating_sub(cell.chars().count());
-            if c > 0 {
-                l.push_str("  ");
-            }
-            if c < left {
-                l.push_str(cell);
-                l.extend(std::iter::repeat(' ').take(pad));
-            } else {
-                l.extend(std::iter::repeat(' ').take(pad));
-                l.push_str(cell);
-            }
-        }
-        out.push_str(l.trim_end());
-        out.push('\n');
+        align_row(r, &widths, left, &mut out);
     }
     out
+}
+
+/// One row of [`align`] with the columns' `widths` known: appended to `out` with its newline.
+pub fn align_row<S: AsRef<str>>(cells: &[S], widths: &[usize], left: usize, out: &mut String) {
+    let start = out.len();
+    for (c, cell) in cells.iter().enumerate() {
+        let cell = cell.as_ref();
+        let pad = widths[c].saturating_sub(cell.chars().count());
+        if c > 0 {
+            out.push_str("  ");
+        }
+        if c < left {
+            out.push_str(cell);
+            out.extend(std::iter::repeat(' ').take(pad));
+        } else {
+            out.extend(std::iter::repeat(' ').take(pad));
+            out.push_str(cell);
+        }
+    }
+    let end = out[start..].trim_end().len() + start;
+    out.truncate(end);
+    out.push('\n');
 }
 
 /// Appends `s` as a JSON string literal (quotes, backslashes and control characters

@@ -55,26 +55,10 @@ fn align_to(
             widths[c] = widths[c].max(cell.chars().count());
         }
     }
-    let mut l = String::new();
     for i in 0..n {
         cells.clear();
         fill(i, &mut cells);
-        l.clear();
-        for (c, cell) in cells.iter().enumerate() {
-            let pad = widths[c].saturating_sub(cell.chars().count());
-            if c > 0 {
-                l.push_str("  ");
-            }
-            if c < left {
-                l.push_str(cell);
-                l.extend(std::iter::repeat(' ').take(pad));
-            } else {
-                l.extend(std::iter::repeat(' ').take(pad));
-                l.push_str(cell);
-            }
-        }
-        out.buf.push_str(l.trim_end());
-        out.buf.push('\n');
+        tickscope_fmt::align_row(&cells, &widths, left, &mut out.buf);
         out.flush_some()?;
     }
     Ok(())
