@@ -222,11 +222,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(137), "{stderr}");
     assert!(stderr.contains("wrote no profile to old.pb.gz"), "{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
-        "the old profile"
-    );
-    assert_eq!(crate::names(&dir), ["old.pb.gz", "workload"]);
+    assert_old_profile_kept(&dir);
     // A profile cut short (here: written by hand, then killed) does not replace it either.
     let out = Command::new(bin())
         .current_dir(&dir)
@@ -242,11 +238,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
             && stderr.ends_with("; old.pb.gz is unchanged\n"),
         "{stderr}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
-        "the old profile"
-    );
-    assert_eq!(crate::names(&dir), ["old.pb.gz", "workload"]);
+    assert_old_profile_kept(&dir);
 
     // `bash` runs the workload as a child: both write a profile, each to its own name (dash
     // ends by `_exit` and writes none).
@@ -284,4 +276,13 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
             String::from_utf8_lossy(&top.stderr)
         );
     }
+}
+
+/// `old.pb.gz` in `dir` still holds the old profile, and no temporary file was left beside it.
+fn assert_old_profile_kept(dir: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(dir.join("old.pb.gz")).unwrap(),
+        "the old profile"
+    );
+    assert_eq!(crate::names(dir), ["old.pb.gz", "workload"]);
 }

@@ -104,12 +104,7 @@ fn a_second_capture_is_refused_while_one_runs() {
     assert_eq!(e.kind(), capture::ErrorKind::Io);
     assert!(e.to_string().contains("/nonexistent-dir/x.tscap"), "{e}");
     // The OS error once, also where the printer walks the source chain (anyhow's `{:#}`).
-    let mut chain = e.to_string();
-    let mut next = std::error::Error::source(&e);
-    while let Some(s) = next {
-        chain += &format!(": {s}");
-        next = s.source();
-    }
+    let chain = crate::error_chain(&e);
     assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
 }
 

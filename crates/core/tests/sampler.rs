@@ -361,12 +361,7 @@ fn a_write_error_says_the_os_error_once_however_it_is_printed() {
     let profile = Sampler::builder().start().unwrap().stop();
     let e = profile.write_pprof("/nonexistent-dir/p.pb.gz").unwrap_err();
     // As anyhow's `{:#}` prints it: the message, then each source.
-    let mut chain = e.to_string();
-    let mut next = std::error::Error::source(&e);
-    while let Some(s) = next {
-        chain += &format!(": {s}");
-        next = s.source();
-    }
+    let chain = crate::error_chain(&e);
     assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
     assert!(chain.contains("/nonexistent-dir/p.pb.gz"), "{chain}");
 }

@@ -88,3 +88,14 @@ fn licence_files_match_the_declared_licence() {
     let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
     assert!(mit.contains("Copyright (c) The tickscope developers"));
 }
+
+/// An error as anyhow's `{:#}` prints it: the message, then each source after a colon.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut chain = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        chain += &format!(": {s}");
+        next = s.source();
+    }
+    chain
+}
