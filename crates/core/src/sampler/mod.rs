@@ -258,8 +258,8 @@ enum Msg {
     Stop,
     /// Drain the table and send a copy of everything so far; keep sampling.
     Snapshot(mpsc::Sender<Drained>),
-    /// Arm this new thread's timer now; set the flag to 1 (and wake the thread, which waits
-    /// on it with a futex) when done.
+    /// Arm this new thread's timer now; set the flag to 1 (or to 2 if the sampler stops
+    /// first) and wake the thread, which waits on it with a futex.
     Adopt(i32, std::sync::Arc<AtomicU32>),
 }
 
@@ -364,7 +364,8 @@ pub fn adopt_current_thread() -> bool {
         }
         futex_wait(&done, left);
     }
-    true
+    // 1: armed; 2: the sampler stopped first.
+    done.load(Acquire) == 1
 }
 
 /// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
@@ -1084,7 +1085,18 @@ fn drain_loop(
                 }
                 None
             }
-            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return poller.finish(),
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let drained = poller.finish();
+                // A thread that asked to be armed as the sampler stopped runs unsampled now,
+                // rather than wait out its 2 s for an answer that will not come.
+                for m in rx.try_iter() {
+                    if let Msg::Adopt(_, done) = m {
+                        done.store(2, Release);
+                        futex_wake(&done);
+                    }
+                }
+                return drained;
+            }
         };
         next = Instant::now() + every;
         poller.poll(shared);
