@@ -73,6 +73,14 @@ thread_local! {
     /// The CPU time (user + system) of the last child [`run`] waited for, from its whole
     /// life: `wait4`'s rusage.
     static CHILD_CPU_NS: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NAN) };
+    /// What the last child [`run`] waited for wrote on stderr (the profile's notes), for the
+    /// failure messages.
+    static CHILD_STDERR: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The last child's stderr, to go with a failure message.
+fn child_stderr() -> String {
+    CHILD_STDERR.with_borrow(|s| format!("\nthe program's stderr:\n{s}"))
 }
 
 /// Checks that the profile holds the process's CPU time (the `[not sampled: ...]` rows
@@ -94,7 +102,8 @@ fn check_accounted(profile: &Path, cpu_ns: f64) -> Vec<(f64, f64, String)> {
     assert!(
         accounted >= cpu_ms * 0.98 && accounted <= high * 1.01,
         "profile accounts for {accounted:.0} ms of {cpu_ms:.0} ms of CPU at the end of main \
-         ({whole_ms:.0} ms in the process's whole life): {rows:?}"
+         ({whole_ms:.0} ms in the process's whole life): {rows:?}{}",
+        child_stderr()
     );
     rows
 }
@@ -133,6 +142,7 @@ fn run(c: &mut Command) -> (Output, String, String) {
         stderr,
     };
     let (o, e) = text(&out);
+    CHILD_STDERR.set(e.clone());
     (out, o, e)
 }
 
@@ -147,8 +157,9 @@ fn check_split(profile: &Path, cpu_ns: f64, points: f64) {
             .unwrap_or_else(|| panic!("{name} not in the profile: {rows:?}"));
         assert!(
             (got.1 - share).abs() <= points,
-            "{name}: {:.1}% of the profile, {share}% of the work: {rows:?}",
-            got.1
+            "{name}: {:.1}% of the profile, {share}% of the work: {rows:?}{}",
+            got.1,
+            child_stderr()
         );
     }
     let sampled: f64 = rows

@@ -41,6 +41,11 @@ pub(crate) struct Shared {
     /// between lands on the stack the thread had when it did.
     pub overrun_signals: AtomicU64,
     pub max_overrun: AtomicU64,
+    /// Over the signals that stood for more than one period: the sum of the periods each
+    /// stood for, and of their squares (how far the shares can trust them: a signal for 20
+    /// periods is one draw, not 20).
+    pub overrun_periods: AtomicU64,
+    pub overrun_periods_sq: AtomicU64,
 }
 
 /// The running sampler's state; null when none runs.
@@ -190,11 +195,13 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
             // SAFETY: ... and the sigev_value we set when creating the timer.
             let value = unsafe { info.si_value() };
             let overrun = overrun.max(0) as u64;
+            let n = 1 + overrun;
             if overrun > 0 {
                 s.overrun_signals.fetch_add(1, Relaxed);
                 s.max_overrun.fetch_max(overrun, Relaxed);
+                s.overrun_periods.fetch_add(n, Relaxed);
+                s.overrun_periods_sq.fetch_add(n.saturating_mul(n), Relaxed);
             }
-            let n = 1 + overrun;
             (value.sival_ptr as usize as u32, n, n * s.period_ns)
         }
         POLL_IN if s.source == Source::PerfTaskClock => {

@@ -301,8 +301,12 @@ struct Drained {
     unarmed: u64,
     arm_error: Option<String>,
     threads_seen: u64,
-    /// Per thread, the CPU time its perf event counted while armed.
+    /// Per thread, the CPU time it used while armed (its perf event's count, in the CPU
+    /// clock's terms: see [`Poller::task_clock_to_cpu`]).
     counted: HashMap<u32, u64>,
+    /// Task-clock time left out of `counted`: the hypervisor ran another guest while the
+    /// thread was scheduled in (steal).
+    steal_ns: u64,
     /// Threads put on the CPU timer because the perf source ran out of descriptors.
     on_cpu_timer: u64,
     /// perf events whose descriptor the program closed.
@@ -579,6 +583,8 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         truncated: AtomicU64::new(0),
         overrun_signals: AtomicU64::new(0),
         max_overrun: AtomicU64::new(0),
+        overrun_periods: AtomicU64::new(0),
+        overrun_periods_sq: AtomicU64::new(0),
     }));
     SHARED.store(shared, SeqCst);
     if source == Source::ProcessTimer {
@@ -761,6 +767,8 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
         truncated: shared.truncated.load(Relaxed),
         overrun_signals: shared.overrun_signals.load(Relaxed),
         max_overrun: shared.max_overrun.load(Relaxed),
+        overrun_periods: shared.overrun_periods.load(Relaxed),
+        overrun_periods_sq: shared.overrun_periods_sq.load(Relaxed),
         on_cpu_timer: d.on_cpu_timer,
         closed_by_program: d.closed_by_program,
         overflowed: shared.store.overflowed.load(Relaxed),
@@ -768,6 +776,7 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
         arm_error: d.arm_error,
         threads_seen: d.threads_seen,
         counted: d.counted,
+        steal_ns: d.steal_ns,
         process_cpu_ns,
         table_bytes: shared.store.bytes(),
         stray: handler::STRAY
@@ -798,8 +807,14 @@ struct Poller {
     baseline: HashMap<i32, u64>,
     /// With `whole_process`: the threads alive at `start()` (no baseline then).
     initial: std::collections::HashSet<i32>,
-    /// CPU mode, thread CPU timer: each armed thread's CPU time when its timer was armed.
+    /// CPU mode: each armed thread's CPU time when its timer was armed.
     armed_at: HashMap<i32, u64>,
+    /// CPU mode, perf source: each thread's CPU time since it was armed and its event's
+    /// count, read together at the last reading, and the sums of all readings (their ratio is
+    /// the share of the task clock that was the thread's CPU time).
+    perf_seen: HashMap<i32, (u64, u64)>,
+    perf_seen_sum: (u64, u64),
+    polls: u64,
     tids: Vec<i32>,
     rng: u64,
     tombstones: usize,
@@ -830,6 +845,9 @@ impl Poller {
             baseline: HashMap::new(),
             initial: Default::default(),
             armed_at: HashMap::new(),
+            perf_seen: HashMap::new(),
+            perf_seen_sum: (0, 0),
+            polls: 0,
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
@@ -890,6 +908,10 @@ impl Poller {
             }
             shared.known.remove(tid as u32);
             self.tombstones += 1;
+        }
+        self.polls += 1;
+        if self.polls % READ_TASK_CLOCK_EVERY == 0 {
+            self.read_task_clocks();
         }
         if self.tombstones > 4096 {
             let live: Vec<i32> = self.armed.keys().copied().collect();
@@ -961,7 +983,7 @@ impl Poller {
                         c.store(tid as u32, Relaxed);
                     }
                 }
-                if let (timer::Armed::Timer(_), Some(at)) = (&a, before) {
+                if let Some(at) = before {
                     self.armed_at.insert(tid, at);
                 }
                 let base = self.baseline.get(&tid).copied().unwrap_or(0);
@@ -1010,14 +1032,49 @@ impl Poller {
         }
     }
 
-    /// Disarms one thread's timer, keeping a perf event's final count (the thread's exact
-    /// CPU time while sampled).
+    /// Reads, for every thread on a perf event, its CPU clock and its event's count
+    /// together, so that a thread that has exited by the time it is disarmed still has its
+    /// task clock put in CPU-clock terms by its own ratio ([`Self::task_clock_to_cpu`]).
+    fn read_task_clocks(&mut self) {
+        for (&tid, a) in &self.armed {
+            let (Some(a @ timer::Armed::Perf { .. }), Some(&at)) = (a, self.armed_at.get(&tid))
+            else {
+                continue;
+            };
+            let (Some(now), Some(count)) = (timer::thread_cpu_ns(tid), timer::perf_count(a)) else {
+                continue;
+            };
+            let cpu = now.saturating_sub(at);
+            let prev = self.perf_seen.insert(tid, (cpu, count)).unwrap_or((0, 0));
+            self.perf_seen_sum.0 += cpu.saturating_sub(prev.0);
+            self.perf_seen_sum.1 += count.saturating_sub(prev.1);
+        }
+    }
+
+    /// A thread's perf task-clock count, in its CPU clock's terms. The task clock runs
+    /// whenever the thread is scheduled in, including the time a hypervisor gave the virtual
+    /// CPU to another guest (steal time); the thread's CPU clock, getrusage, `time` and every
+    /// other profiler leave that out (the kernel's CONFIG_PARAVIRT_TIME_ACCOUNTING). On a busy
+    /// host the two differed by a quarter. A live thread's CPU clock is read directly; an
+    /// exited one's count is scaled by the ratio of its last reading, or, without one, of all
+    /// readings.
+    fn task_clock_to_cpu(&self, tid: i32, count: u64) -> u64 {
+        if let (Some(&at), Some(now)) = (self.armed_at.get(&tid), timer::thread_cpu_ns(tid)) {
+            return now.saturating_sub(at).min(count);
+        }
+        task_clock_to_cpu(count, self.perf_seen.get(&tid).copied(), self.perf_seen_sum)
+    }
+
+    /// Disarms one thread's timer, keeping what its thread used while sampled: for a perf
+    /// event its final count, in CPU-clock terms; for a CPU timer the thread's CPU clock.
     fn disarm(&mut self, tid: i32, a: timer::Armed) {
         if let timer::Armed::Perf { .. } = a {
             self.perf_armed -= 1;
         }
         if !timer::still_ours(&a) {
             self.out.closed_by_program += 1;
+            self.armed_at.remove(&tid);
+            self.perf_seen.remove(&tid);
             return;
         }
         let cpu_timer = matches!(a, timer::Armed::Timer(_));
@@ -1025,10 +1082,20 @@ impl Poller {
         // A CPU timer's signals come when a kernel tick lands on the thread: on a busy machine
         // the last one may come tens of milliseconds before the thread's end, and that stretch
         // would be no thread's. The thread's CPU clock says what it used while armed.
-        let counted = match (cpu_timer, self.armed_at.remove(&tid)) {
-            (true, Some(at)) => timer::thread_cpu_ns(tid).map(|now| now.saturating_sub(at)),
-            _ => counted,
+        let counted = match (cpu_timer, counted) {
+            (true, _) => self
+                .armed_at
+                .get(&tid)
+                .and_then(|&at| Some(timer::thread_cpu_ns(tid)?.saturating_sub(at))),
+            (false, Some(count)) => {
+                let cpu = self.task_clock_to_cpu(tid, count);
+                self.out.steal_ns += count - cpu;
+                Some(cpu)
+            }
+            (false, None) => None,
         };
+        self.armed_at.remove(&tid);
+        self.perf_seen.remove(&tid);
         if let Some(ns) = counted {
             *self.out.counted.entry(tid as u32).or_default() += ns;
         }
@@ -1061,6 +1128,24 @@ impl Drop for Poller {
             }
         }
     }
+}
+
+/// Every how many polls (of 10 ms) the perf source reads its threads' CPU clocks and counts.
+const READ_TASK_CLOCK_EVERY: u64 = 10;
+
+/// `count` of a perf task clock in CPU-clock terms, given the thread's last reading (CPU time
+/// since armed, count) and the sums of all threads' readings: steal time is taken out at the
+/// rate it was seen, the thread's own where it was read, and never more than was counted.
+fn task_clock_to_cpu(count: u64, seen: Option<(u64, u64)>, all: (u64, u64)) -> u64 {
+    let ratio = |(cpu, n): (u64, u64)| (n > 0).then(|| (cpu as f64 / n as f64).min(1.0));
+    let cpu = match seen {
+        // What it used up to its reading is known; what came after, at its own ratio.
+        Some((cpu, n)) if n > 0 && n <= count => {
+            cpu as f64 + (count - n) as f64 * ratio((cpu, n)).unwrap_or(1.0)
+        }
+        _ => count as f64 * ratio(all).unwrap_or(1.0),
+    };
+    (cpu.round() as u64).min(count)
 }
 
 /// The drain thread: polls for threads and empties the table until told to stop.
@@ -1104,5 +1189,32 @@ fn drain_loop(
         if let Some(reply) = reply {
             let _ = reply.send(poller.out.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_clock_to_cpu;
+
+    #[test]
+    fn task_clock_steal_is_taken_out_at_the_threads_own_rate() {
+        // Read at 100 ms of CPU for 125 ms of task clock (a fifth of it stolen); exited at
+        // 165 ms of task clock: 100 + 40 × 0.8.
+        assert_eq!(
+            task_clock_to_cpu(165_000_000, Some((100_000_000, 125_000_000)), (1, 1)),
+            132_000_000
+        );
+        // Never read (it lived between two readings): the rate of every reading.
+        assert_eq!(
+            task_clock_to_cpu(50_000_000, None, (300_000_000, 400_000_000)),
+            37_500_000
+        );
+        // No steal seen, or nothing read at all: the count stands.
+        assert_eq!(task_clock_to_cpu(7, Some((5, 5)), (0, 0)), 7);
+        assert_eq!(task_clock_to_cpu(7, None, (0, 0)), 7);
+        // Clocks read a moment apart never make more CPU time than the task clock counted.
+        assert_eq!(task_clock_to_cpu(100, Some((90, 80)), (90, 80)), 100);
+        // A reading later than the final count (cannot be: a descriptor reused) is ignored.
+        assert_eq!(task_clock_to_cpu(100, Some((40, 200)), (1, 2)), 50);
     }
 }

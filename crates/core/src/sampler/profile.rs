@@ -75,8 +75,10 @@ pub(crate) struct Parts {
     pub names: HashMap<u32, String>,
     pub unsampled: HashMap<u32, u64>,
     pub before_start: HashMap<u32, u64>,
-    /// Per thread, the CPU time its perf event counted (perf source only).
+    /// Per thread, the CPU time it used while armed (perf source and CPU timer).
     pub counted: HashMap<u32, u64>,
+    /// Perf source: task-clock time that was not the threads' CPU time (hypervisor steal).
+    pub steal_ns: u64,
     /// The process's CPU time while sampling (CPU mode).
     pub process_cpu_ns: Option<u64>,
     pub lost: Vec<(&'static str, Counts)>,
@@ -87,6 +89,9 @@ pub(crate) struct Parts {
     /// Timer signals that stood for more than one period, and the largest overrun.
     pub overrun_signals: u64,
     pub max_overrun: u64,
+    /// Over those signals, the sum of the periods they stood for and of their squares.
+    pub overrun_periods: u64,
+    pub overrun_periods_sq: u64,
     /// Threads on the CPU timer because the perf source ran out of descriptors.
     pub on_cpu_timer: u64,
     /// perf events whose descriptor the program closed.
@@ -121,6 +126,8 @@ pub struct Profile {
     modules: Vec<Module>,
     module_of: HashMap<u64, usize>,
     signals: u64,
+    /// The number of equally weighted signals the shares are as trustworthy as.
+    effective_samples: f64,
     lost: u64,
     handler_ns: u64,
     comments: Vec<String>,
@@ -129,6 +136,7 @@ pub struct Profile {
 
 /// Symbolises and assembles the profile.
 pub(crate) fn build(p: Parts) -> Profile {
+    let effective_samples = effective_samples(&p);
     let mut samples: Vec<Sample> = p
         .stacks
         .into_iter()
@@ -331,10 +339,16 @@ pub(crate) fn build(p: Parts) -> Profile {
             scaled.0, scaled.1
         ));
     }
+    if p.steal_ns >= 1_000_000 {
+        comments.push(format!(
+            "{} of the perf task clock left out: the hypervisor gave the virtual CPU to another guest while a thread was scheduled in (steal time, which the threads' CPU clocks and getrusage leave out too)",
+            tickscope_fmt::duration(p.steal_ns as f64)
+        ));
+    }
     if p.overrun_signals > 0 {
         let most = p.max_overrun + 1;
         comments.push(format!(
-            "{} stood for more than one period, the largest for {most} periods ({}): the kernel checks CPU timers only when a tick lands on the thread, and each such signal puts the periods before it on the stack the thread had when it arrived",
+            "{} stood for more than one period, the largest for {most} periods ({}): the kernel checks CPU timers only when a tick lands on the thread, and each such signal puts the periods before it on the stack the thread had when it arrived; the shares are as precise as {effective_samples:.0} equally weighted samples would make them",
             tickscope_fmt::count(p.overrun_signals, "timer signal"),
             tickscope_fmt::duration((most * p.period_ns) as f64)
         ));
@@ -411,10 +425,23 @@ pub(crate) fn build(p: Parts) -> Profile {
         modules,
         module_of,
         signals: p.signals,
+        effective_samples,
         lost,
         handler_ns: p.handler_ns,
         comments,
         warnings,
+    }
+}
+
+/// Kish's effective sample size of the signals, (Σn)² / Σn² where each stood for n periods:
+/// a share estimated from weighted draws varies as p(1 − p) / that, not / the signal count.
+fn effective_samples(p: &Parts) -> f64 {
+    let single = p.signals.saturating_sub(p.overrun_signals) as f64;
+    let n = single + p.overrun_periods as f64;
+    let n2 = single + p.overrun_periods_sq as f64;
+    match n2 > 0.0 {
+        true => n * n / n2,
+        false => 0.0,
     }
 }
 
@@ -449,6 +476,7 @@ impl Profile {
             modules: Vec::new(),
             module_of: HashMap::new(),
             signals: 0,
+            effective_samples: 0.0,
             lost: 0,
             handler_ns: 0,
             comments: vec!["sampler inherited across fork: nothing was sampled here".into()],
@@ -459,6 +487,14 @@ impl Profile {
     /// Signals handled: stacks recorded (each may stand for several periods).
     pub fn samples(&self) -> u64 {
         self.signals
+    }
+
+    /// How many equally weighted samples the shares are as precise as: [`Self::samples`]
+    /// when every signal stood for one period, fewer when some stood for many (the thread
+    /// CPU timer on a busy machine). A share p of the profile has a sampling error of about
+    /// sqrt(p (1 − p) / this).
+    pub fn effective_samples(&self) -> f64 {
+        self.effective_samples
     }
 
     /// Samples lost because the table and its overflow log were full.

@@ -227,6 +227,23 @@ pub(crate) fn still_ours(armed: &Armed) -> bool {
     }
 }
 
+/// A perf event's count so far (the thread's task clock while enabled), leaving it running;
+/// `None` for a CPU timer, or once the program has closed the descriptor (whose number may
+/// hold one of its files now, never to be read by the sampler).
+pub(crate) fn perf_count(armed: &Armed) -> Option<u64> {
+    let Armed::Perf { fd, id } = *armed else {
+        return None;
+    };
+    if id == 0 || perf_id(fd) != Some(id) {
+        return None;
+    }
+    let mut count: u64 = 0;
+    // SAFETY: reads 8 bytes into `count`, valid for the call, from our perf event (its id was
+    // checked just above).
+    let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+    (n == 8).then_some(count)
+}
+
 /// Stops and frees one thread's timer. For a perf event, returns its final count (the
 /// thread's CPU time in nanoseconds while the event was enabled).
 pub(crate) fn disarm(armed: Armed) -> Option<u64> {
