@@ -645,6 +645,9 @@ fn readers_memory_is_bounded_by_the_input_whatever_it_declares() {
             50_000,
             51_000,
         ),
+        // 100,000 threads that each call one scope once: 32 bytes of file a thread, so every
+        // reader's per-thread state (stacks, rows, export streams) must be as small.
+        ("threads", many_scopes(10, 10, 100_000, false), 10, 100_010),
         (
             "called-lz4",
             many_scopes(50_000, 50_000, 1_000, true),

@@ -35,7 +35,11 @@ struct Folded {
     children: HashMap<(u32, u64), u32>,
     threads: IdIndex,
     roots: Vec<u32>,
-    stacks: Vec<Vec<Open>>,
+    /// The open scopes of thread `cur` (the one being replayed); those of the others that
+    /// have any, parked (a capture of many threads holds no stack for each).
+    cur: usize,
+    stack: Vec<Open>,
+    parked: HashMap<usize, Vec<Open>>,
 }
 
 impl Folded {
@@ -48,16 +52,26 @@ impl Folded {
                 id: thread,
                 self_ns: 0,
             });
-            self.stacks.push(Vec::new());
         }
-        k as usize
+        let k = k as usize;
+        if k != self.cur {
+            if !self.stack.is_empty() {
+                self.parked
+                    .insert(self.cur, std::mem::take(&mut self.stack));
+            }
+            if let Some(s) = self.parked.remove(&k) {
+                self.stack = s;
+            }
+            self.cur = k;
+        }
+        k
     }
 }
 
 impl Sink for Folded {
     fn begin(&mut self, _: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()> {
         let k = self.thread_key(thread);
-        let parent = self.stacks[k].last().map_or(self.roots[k], |o| o.node);
+        let parent = self.stack.last().map_or(self.roots[k], |o| o.node);
         let next = self.nodes.len() as u32;
         let node = *self.children.entry((parent, id)).or_insert(next);
         if node == next {
@@ -67,7 +81,7 @@ impl Sink for Folded {
                 self_ns: 0,
             });
         }
-        self.stacks[k].push(Open {
+        self.stack.push(Open {
             node,
             begin: ns,
             child: 0,
@@ -76,14 +90,14 @@ impl Sink for Folded {
     }
 
     fn end(&mut self, _: &Meta, thread: u64, _: u64, _: u64, end: u64, _: Close) -> io::Result<()> {
-        let k = self.thread_key(thread);
-        let Some(o) = self.stacks[k].pop() else {
+        self.thread_key(thread);
+        let Some(o) = self.stack.pop() else {
             return Ok(());
         };
         let dur = end.saturating_sub(o.begin);
         let n = &mut self.nodes[o.node as usize];
         n.self_ns = n.self_ns.saturating_add(dur.saturating_sub(o.child));
-        if let Some(parent) = self.stacks[k].last_mut() {
+        if let Some(parent) = self.stack.last_mut() {
             parent.child = parent.child.saturating_add(dur);
         }
         Ok(())

@@ -145,9 +145,10 @@ impl Perfetto {
         let mut buf = Vec::new();
         while let Some(Reverse((_, k))) = heap.pop() {
             let c = &mut cursors[k];
-            let len = u32::from_le_bytes(c.bytes()[8..12].try_into().expect("4 bytes")) as usize;
+            let len = u32::from_le_bytes(self.events.bytes(c)[8..12].try_into().expect("4 bytes"))
+                as usize;
             self.events.fill(c, 12 + len)?;
-            frame(&mut buf, &c.bytes()[12..12 + len]);
+            frame(&mut buf, &self.events.bytes(c)[12..12 + len]);
             c.consume(12 + len);
             if buf.len() >= FLUSH {
                 out.write_all(&buf)?;
@@ -166,7 +167,7 @@ impl Perfetto {
             return Ok(None);
         }
         Ok(Some(u64::from_le_bytes(
-            c.bytes()[..8].try_into().expect("8 bytes"),
+            self.events.bytes(c)[..8].try_into().expect("8 bytes"),
         )))
     }
 }

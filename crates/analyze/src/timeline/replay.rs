@@ -1,6 +1,7 @@
 //! One replay of every thread's events for the exports: ns timestamps that never go back on a
 //! thread, scopes that always nest, every scope closed exactly once.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
 use super::{Error, TimeMap};
@@ -96,7 +97,6 @@ pub(crate) struct Span {
     /// Its first and last timestamps (ns).
     pub first: u64,
     pub last: u64,
-    stack: Vec<Open>,
     overflow: u64,
 }
 
@@ -108,6 +108,10 @@ pub(crate) fn replay<R: Read, S: Sink>(
 ) -> Result<Vec<Span>, Error> {
     let mut index = IdIndex::default();
     let mut threads: Vec<Span> = Vec::new();
+    // The open scopes of the thread being replayed; those of the others that have any are
+    // parked by thread position (a capture of many threads holds no stack for each).
+    let mut stack: Vec<Open> = Vec::new();
+    let mut parked: HashMap<usize, Vec<Open>> = HashMap::new();
     let mut events = Events::new();
     while let Some(kind) = reader.next_chunk()? {
         if kind != ChunkKind::Events {
@@ -121,33 +125,35 @@ pub(crate) fn replay<R: Read, S: Sink>(
                 index: info.thread,
                 first: u64::MAX,
                 last: 0,
-                stack: Vec::new(),
                 overflow: 0,
             });
             sink.thread(reader.meta(), info.thread)?;
         }
+        stack.clear();
+        if let Some(s) = parked.remove(&t) {
+            stack = s;
+        }
         let th = &mut threads[t];
         let meta = reader.meta();
         // Reconcile the open scopes with the chunk's list (see `report::Collector::chunk`).
-        let common = th
-            .stack
+        let common = stack
             .iter()
             .zip(&info.open)
             .take_while(|(s, o)| s.id == o.id && s.ticks == o.ticks)
             .count();
-        while th.stack.len() > common {
-            let s = th.stack.pop().expect("non-empty");
+        while stack.len() > common {
+            let s = stack.pop().expect("non-empty");
             sink.end(meta, th.index, s.id, s.ns, th.last, Close::Cut)?;
         }
         th.overflow = 0;
         for o in &info.open[common..] {
-            if th.stack.len() >= MAX_OPEN {
+            if stack.len() >= MAX_OPEN {
                 break;
             }
             let ns = map.ns(o.ticks).max(th.last);
             th.last = ns;
             th.first = th.first.min(ns);
-            th.stack.push(Open {
+            stack.push(Open {
                 id: o.id,
                 ticks: o.ticks,
                 ns,
@@ -163,11 +169,11 @@ pub(crate) fn replay<R: Read, S: Sink>(
                 th.first = th.first.min(ns);
                 match e.kind {
                     EventKind::Begin => {
-                        if th.stack.len() >= MAX_OPEN {
+                        if stack.len() >= MAX_OPEN {
                             th.overflow += 1;
                             continue;
                         }
-                        th.stack.push(Open {
+                        stack.push(Open {
                             id: e.id,
                             ticks: e.ticks,
                             ns,
@@ -179,14 +185,14 @@ pub(crate) fn replay<R: Read, S: Sink>(
                             th.overflow -= 1;
                             continue;
                         }
-                        let Some(pos) = th.stack.iter().rposition(|s| s.id == e.id) else {
+                        let Some(pos) = stack.iter().rposition(|s| s.id == e.id) else {
                             continue; // unmatched: nothing to close
                         };
-                        while th.stack.len() > pos + 1 {
-                            let s = th.stack.pop().expect("non-empty");
+                        while stack.len() > pos + 1 {
+                            let s = stack.pop().expect("non-empty");
                             sink.end(meta, th.index, s.id, s.ns, ns, Close::Abandoned)?;
                         }
-                        let s = th.stack.pop().expect("non-empty");
+                        let s = stack.pop().expect("non-empty");
                         sink.end(meta, th.index, s.id, s.ns, ns, Close::Normal)?;
                     }
                     EventKind::Frame => {
@@ -207,16 +213,24 @@ pub(crate) fn replay<R: Read, S: Sink>(
                 }
             }
         }
+        if !stack.is_empty() {
+            parked.insert(t, std::mem::take(&mut stack));
+        }
     }
-    threads.sort_by_key(|t| t.index);
     let meta = reader.meta();
-    for th in &mut threads {
-        while let Some(s) = th.stack.pop() {
+    let mut order: Vec<usize> = (0..threads.len()).collect();
+    order.sort_unstable_by_key(|&t| threads[t].index);
+    for &t in &order {
+        let th = &mut threads[t];
+        let mut stack = parked.remove(&t).unwrap_or_default();
+        while let Some(s) = stack.pop() {
             sink.end(meta, th.index, s.id, s.ns, th.last, Close::Unfinished)?;
         }
         if th.first == u64::MAX {
             th.first = th.last;
         }
     }
+    // Indexes are unique: an unstable sort, which needs no buffer.
+    threads.sort_unstable_by_key(|t| t.index);
     Ok(threads)
 }

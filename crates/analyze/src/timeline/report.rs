@@ -125,6 +125,13 @@ struct ThreadState {
     lost: u64,
     last: u64,
     seen: bool,
+    /// Its own rows (with `per_thread`) and frame marks, once it has any: boxed, so that a
+    /// capture of many threads costs a pointer each without them.
+    rows: Option<Box<ThreadRows>>,
+}
+
+#[derive(Default)]
+struct ThreadRows {
     /// Per global row: this thread's light row.
     trows: RowMap,
     light: Vec<LightRow>,
@@ -239,9 +246,14 @@ impl Collector {
         if t == self.cur {
             return;
         }
-        if let Some(old) = self.threads.get(self.cur) {
+        if let Some(old) = self.threads.get_mut(self.cur) {
             for f in &old.stack {
                 self.rows[f.row as usize].open -= 1;
+            }
+            // A thread between scopes holds no stack: a capture of many threads would
+            // otherwise keep a few frames' room for each.
+            if old.stack.is_empty() {
+                old.stack = Vec::new();
             }
         }
         for f in &self.threads[t].stack {
@@ -265,9 +277,7 @@ impl Collector {
                 lost: 0,
                 last: 0,
                 seen: false,
-                trows: RowMap::default(),
-                light: Vec::new(),
-                frame_last: Vec::new(),
+                rows: None,
             });
         }
         self.switch(t as usize);
@@ -310,7 +320,7 @@ impl Collector {
         if !self.per_thread {
             return 0;
         }
-        let th = &mut self.threads[t];
+        let th = self.threads[t].rows.get_or_insert_with(Default::default);
         if let Some(r) = th.trows.get(row) {
             return r;
         }
@@ -433,7 +443,7 @@ impl Collector {
         match e.kind {
             EventKind::Frame => {
                 let m = self.marker(e.id);
-                let th = &mut self.threads[t];
+                let th = self.threads[t].rows.get_or_insert_with(Default::default);
                 let prev = match th.frame_last.iter_mut().find(|(k, _)| *k == m as u32) {
                     Some((_, last)) => Some(std::mem::replace(last, e.ticks)),
                     None => {
@@ -494,7 +504,13 @@ impl Collector {
     }
 
     /// The summary, with durations converted at the latest calibration in `meta`.
-    pub fn finish(&self, name: &str, process: &Process, meta: &Meta, end: Option<&End>) -> Report {
+    pub fn finish(
+        mut self,
+        name: &str,
+        process: &Process,
+        meta: &Meta,
+        end: Option<&End>,
+    ) -> Report {
         let clock = meta.clock();
         let ns_per_tick = 1e9 / clock.ticks_per_second;
         let ns = |t: u64| (t as f64 * ns_per_tick).round() as u64;
@@ -580,13 +596,18 @@ impl Collector {
                 .ok()
                 .map(|i| end_threads[i].1)
         };
-        let mut threads: Vec<ThreadRow> = self
-            .threads
-            .iter()
-            .map(|t| {
-                let mut rows = Vec::with_capacity(t.light.iter().filter(|r| r.calls > 0).count());
+        // Each thread's state is let go as its row is made (from the last; the list shrinks as
+        // it goes): a capture of many threads holds one of the two lists at a time, not both.
+        let mut threads: Vec<ThreadRow> = Vec::new();
+        while let Some(t) = self.threads.pop() {
+            if self.threads.len() % 4096 == 0 {
+                self.threads.shrink_to_fit();
+            }
+            threads.push({
+                let light = t.rows.as_ref().map_or(&[][..], |r| &r.light);
+                let mut rows = Vec::with_capacity(light.iter().filter(|r| r.calls > 0).count());
                 rows.extend(
-                    t.light
+                    light
                         .iter()
                         .filter(|r| r.calls > 0)
                         .map(|r| base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)),
@@ -602,8 +623,8 @@ impl Collector {
                     open_at_end: t.stack.len() as u64 + t.overflow,
                     scopes: rows,
                 }
-            })
-            .collect();
+            });
+        }
         // Threads the metadata or the end record name but that recorded no events.
         let mut extra: Vec<u64> = meta
             .threads()
@@ -625,7 +646,8 @@ impl Collector {
                 scopes: Vec::new(),
             });
         }
-        threads.sort_by_key(|t| t.index);
+        // Indexes are unique: an unstable sort, which needs no buffer.
+        threads.sort_unstable_by_key(|t| t.index);
 
         let mut frames = Vec::new();
         let mut counters = Vec::new();
@@ -725,7 +747,11 @@ fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread:
         r.hist.record(dt);
     }
     if per_thread {
-        if let Some(l) = th.light.get_mut(f.trow as usize) {
+        if let Some(l) = th
+            .rows
+            .as_mut()
+            .and_then(|r| r.light.get_mut(f.trow as usize))
+        {
             l.calls += 1;
             l.self_ticks = l.self_ticks.wrapping_add(dt.saturating_sub(f.child));
             if !f.nested {

@@ -43,7 +43,6 @@ impl Spill {
     pub(crate) fn push(&mut self, k: usize, bytes: &[u8]) -> io::Result<()> {
         if self.bufs.len() <= k {
             self.bufs.resize_with(k + 1, Vec::new);
-            self.blocks.resize_with(k + 1, Vec::new);
         }
         self.bufs[k].extend_from_slice(bytes);
         self.held += bytes.len();
@@ -63,6 +62,8 @@ impl Spill {
         if self.file.is_none() {
             self.file = Some(temp_file()?);
         }
+        // Per key only once something has been spilled.
+        self.blocks.resize_with(self.bufs.len(), Vec::new);
         let file = self.file.as_mut().expect("just created");
         file.seek(SeekFrom::Start(self.file_len))?;
         for (k, buf) in self.bufs.iter_mut().enumerate() {
@@ -104,20 +105,21 @@ pub(crate) struct Cursor {
     buf: Vec<u8>,
     /// Bytes of `buf` already consumed.
     start: usize,
+    /// Past the file's blocks with nothing left in `buf`: the bytes are read in place from the
+    /// in-memory tail, never copied (a copy would hold the streams twice).
+    direct: bool,
 }
 
 /// Bytes read from the file per refill.
 const READ: u64 = 1 << 16;
 
 impl Cursor {
-    /// The unconsumed bytes read so far.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
-
     /// Marks `n` bytes as consumed.
     pub(crate) fn consume(&mut self, n: usize) {
-        self.start += n;
+        match self.direct {
+            true => self.mem += n,
+            false => self.start += n,
+        }
     }
 }
 
@@ -131,12 +133,24 @@ impl Spill {
             mem: 0,
             buf: Vec::new(),
             start: 0,
+            direct: false,
+        }
+    }
+
+    /// The cursor's unconsumed bytes read so far.
+    pub(crate) fn bytes<'a>(&'a self, c: &'a Cursor) -> &'a [u8] {
+        match c.direct {
+            true => self.bufs.get(c.key).map_or(&[][..], |t| &t[c.mem..]),
+            false => &c.buf[c.start..],
         }
     }
 
     /// Reads more of the cursor's stream into its buffer until it holds at least `want`
     /// unconsumed bytes; false when the stream ends first.
     pub(crate) fn fill(&mut self, c: &mut Cursor, want: usize) -> io::Result<bool> {
+        if c.direct {
+            return Ok(self.bytes(c).len() >= want);
+        }
         while c.buf.len() - c.start < want {
             if c.start > 0 {
                 c.buf.drain(..c.start);
@@ -158,6 +172,12 @@ impl Spill {
                 continue;
             }
             let tail = self.bufs.get(c.key).map_or(&[][..], Vec::as_slice);
+            if c.start == c.buf.len() {
+                c.direct = true;
+                c.buf = Vec::new();
+                c.start = 0;
+                return Ok(tail.len() - c.mem >= want);
+            }
             if c.mem < tail.len() {
                 // A piece at a time, as from the file: copying the whole tail would hold the
                 // in-memory streams twice.
@@ -221,8 +241,8 @@ mod tests {
         let mut c = s.cursor(2);
         let mut got = Vec::new();
         while s.fill(&mut c, 1).unwrap() {
-            got.extend_from_slice(c.bytes());
-            let n = c.bytes().len();
+            got.extend_from_slice(s.bytes(&c));
+            let n = s.bytes(&c).len();
             c.consume(n);
         }
         let want: Vec<u8> = (0..100u8).filter(|i| i % 3 == 2).collect();
