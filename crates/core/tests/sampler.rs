@@ -592,6 +592,56 @@ fn wall_mode_samples_a_sleeping_thread_for_its_whole_sleep() {
 }
 
 #[test]
+fn threads_started_one_after_another_are_armed_without_reading_the_mappings_each_time() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    // A program that starts thread after thread (as libtickscope's pthread_create asks for
+    // each): the thread library hands each the stack of one that ended, already known to
+    // the unwinder, so the mappings are not read again for it (that cost more than 100 µs a
+    // thread). Each keeps the name it started with.
+    let n = 60;
+    let mut tids = Vec::new();
+    for i in 0..n {
+        let t = std::thread::Builder::new()
+            .name(format!("churn-{i}"))
+            .spawn(|| {
+                assert!(tickscope::sampler::adopt_current_thread());
+                black_box(burn(2_000_000));
+                gettid()
+            })
+            .unwrap();
+        tids.push(t.join().unwrap());
+    }
+    let profile = sampler.stop();
+    let line = profile
+        .comments()
+        .iter()
+        .find(|c| c.starts_with("threads armed as they started"))
+        .unwrap_or_else(|| panic!("no adoption comment: {:?}", profile.comments()))
+        .clone();
+    let number = |after: &str| -> u64 {
+        line.split(after)
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no number after {after:?} in {line:?}"))
+    };
+    assert_eq!(number("own request: "), n, "{line}");
+    // The first thread's stack is new; a poll reads them again at most once a second.
+    let reads = number("unwinder: ");
+    assert!(reads < n / 4, "{line}");
+    let threads = profile.threads();
+    for (i, tid) in tids.iter().enumerate() {
+        let row = threads.iter().find(|t| t.tid == *tid);
+        assert_eq!(
+            row.and_then(|t| t.name.as_deref()),
+            Some(format!("churn-{i}").as_str()),
+            "{threads:?}"
+        );
+    }
+}
+
+#[test]
 fn a_short_profile_warns_with_its_achieved_rate() {
     let _g = lock();
     let sampler = Sampler::builder().frequency(100).start().unwrap();

@@ -258,9 +258,38 @@ enum Msg {
     Stop,
     /// Drain the table and send a copy of everything so far; keep sampling.
     Snapshot(mpsc::Sender<Drained>),
-    /// Arm this new thread's timer now; set the flag to 1 (or to 2 if the sampler stops
-    /// first) and wake the thread, which waits on it with a futex.
-    Adopt(i32, std::sync::Arc<AtomicU32>),
+    /// Arm this new thread's timer now, and answer. With the thread's stack `[low, high)`
+    /// where it could be read.
+    Adopt(i32, Adopting, Reply),
+}
+
+/// What a new thread tells the drain thread about itself: its stack `[low, high)` where it
+/// could be read, and its name as it starts (its creator's, until it names itself; the
+/// next poll reads it again), read without opening a file.
+struct Adopting {
+    stack: Option<(u64, u64)>,
+    name: [u8; 16],
+}
+
+/// A new thread's wait for its timer ([`adopt_current_thread`]): a flag it waits on with a
+/// futex, set to 1 (armed) or 2 (not) and woken. A request dropped unanswered (the sampler
+/// stopped with it still in the channel, whose pending messages go with the receiver)
+/// answers 2 as it goes, so no thread waits out its deadline for a sampler that has gone.
+struct Reply(std::sync::Arc<AtomicU32>);
+
+impl Reply {
+    fn answer(&self, armed: bool) {
+        let v = if armed { 1 } else { 2 };
+        if self.0.compare_exchange(0, v, Release, Relaxed).is_ok() {
+            futex_wake(&self.0);
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        self.answer(false);
+    }
 }
 
 struct Running {
@@ -307,6 +336,9 @@ struct Drained {
     /// Task-clock time left out of `counted`: the hypervisor ran another guest while the
     /// thread was scheduled in (steal).
     steal_ns: u64,
+    /// Threads armed at their own request, and readings of the mappings for the handler.
+    adopted: u64,
+    maps_reads: u64,
     /// Threads put on the CPU timer because the perf source ran out of descriptors.
     on_cpu_timer: u64,
     /// perf events whose descriptor the program closed.
@@ -357,7 +389,14 @@ pub fn adopt_current_thread() -> bool {
     let done = std::sync::Arc::new(AtomicU32::new(0));
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    if tx.send(Msg::Adopt(tid, done.clone())).is_err() {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    let me = Adopting {
+        stack: own_stack(),
+        name,
+    };
+    if tx.send(Msg::Adopt(tid, me, Reply(done.clone()))).is_err() {
         return false;
     }
     let deadline = Instant::now() + ADOPT_WAIT;
@@ -370,6 +409,23 @@ pub fn adopt_current_thread() -> bool {
     }
     // 1: armed; 2: the sampler stopped first.
     done.load(Acquire) == 1
+}
+
+/// The calling thread's stack, `[low, high)`, as its thread library set it up.
+fn own_stack() -> Option<(u64, u64)> {
+    // SAFETY: pthread_attr_t is plain data, filled in by pthread_getattr_np below.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `attr` is valid for writing; on success it is initialised and destroyed below.
+    if unsafe { libc::pthread_getattr_np(libc::pthread_self(), &mut attr) } != 0 {
+        return None;
+    }
+    let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: `attr` was initialised above; the outputs are valid locals.
+    let r = unsafe { libc::pthread_attr_getstack(&attr, &mut addr, &mut size) };
+    // SAFETY: destroys the attributes initialised above, once.
+    unsafe { libc::pthread_attr_destroy(&mut attr) };
+    let low = addr as u64;
+    (r == 0 && size > 0).then(|| (low, low + size as u64))
 }
 
 /// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
@@ -777,6 +833,8 @@ fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> 
         threads_seen: d.threads_seen,
         counted: d.counted,
         steal_ns: d.steal_ns,
+        adopted: d.adopted,
+        maps_reads: d.maps_reads,
         process_cpu_ns,
         table_bytes: shared.store.bytes(),
         stray: handler::STRAY
@@ -815,6 +873,10 @@ struct Poller {
     perf_seen: HashMap<i32, (u64, u64)>,
     perf_seen_sum: (u64, u64),
     polls: u64,
+    /// When the mappings were last read for the handler.
+    maps_read_at: Instant,
+    /// Threads armed at their own request whose names are still to be read.
+    unnamed: Vec<i32>,
     tids: Vec<i32>,
     rng: u64,
     tombstones: usize,
@@ -848,6 +910,8 @@ impl Poller {
             perf_seen: HashMap::new(),
             perf_seen_sum: (0, 0),
             polls: 0,
+            maps_read_at: Instant::now(),
+            unnamed: Vec::new(),
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
@@ -883,14 +947,18 @@ impl Poller {
             .copied()
             .filter(|t| !self.armed.contains_key(t))
             .collect();
-        if !new.is_empty() {
-            // The handler may walk a new thread's stack only once its mapping is known.
-            if let Ok(maps) = crate::symbolize::read_self_maps() {
-                shared.ranges.publish(&maps);
-            }
+        // The handler may walk a new thread's stack only once its mapping is known; and code
+        // loaded since the last reading (dlopen) is found within a second.
+        if !new.is_empty() || self.maps_read_at.elapsed() >= MAPS_EVERY {
+            self.refresh_maps(shared);
         }
         for tid in new {
             self.arm(shared, tid);
+        }
+        for tid in std::mem::take(&mut self.unnamed) {
+            if let Some(name) = timer::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
         }
         // Missing from the listing is not gone: a live thread skipped by one listing and
         // armed again by the next would count its CPU time twice (its first event's count,
@@ -922,22 +990,47 @@ impl Poller {
 
     /// A thread that asked to be armed at once ([`adopt_current_thread`]), unless a poll
     /// found it first.
-    fn adopt(&mut self, shared: &Shared, tid: i32) {
+    fn adopt(&mut self, shared: &Shared, tid: i32, me: Adopting) {
         if self.armed.contains_key(&tid) {
             return;
         }
-        // The handler may walk the thread's stack only once its mapping is known.
+        self.out.adopted += 1;
+        let stack = me.stack;
+        let len = me.name.iter().position(|&b| b == 0).unwrap_or(16);
+        if len > 0 {
+            let name = String::from_utf8_lossy(&me.name[..len]).into_owned();
+            self.out.names.insert(tid as u32, name);
+        }
+        // The handler may walk the thread's stack only once its mapping is known. A program
+        // that starts thread after thread mostly gets stacks its thread library kept from
+        // threads that ended, already known: reading the mappings again for each cost more
+        // than 100 µs a thread.
+        let known = stack.is_some_and(|(low, high)| shared.ranges.covers(low, high));
+        if !known {
+            self.refresh_maps(shared);
+        }
+        // Its name is read at the next poll, off the new thread's path (and after the thread
+        // has had a moment to name itself: until then it has its creator's).
+        self.unnamed.push(tid);
+        self.arm(shared, tid);
+    }
+
+    /// Reads the process's mappings again for the handler.
+    fn refresh_maps(&mut self, shared: &Shared) {
         if let Ok(maps) = crate::symbolize::read_self_maps() {
             shared.ranges.publish(&maps);
         }
-        self.arm(shared, tid);
+        self.out.maps_reads += 1;
+        self.maps_read_at = Instant::now();
     }
 
     fn arm(&mut self, shared: &Shared, tid: i32) {
         self.out.threads_seen += 1;
         shared.known.insert(tid as u32);
-        if let Some(name) = timer::thread_name(tid) {
-            self.out.names.insert(tid as u32, name);
+        if self.unnamed.last() != Some(&tid) {
+            if let Some(name) = timer::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
         }
         if self.source == Source::ProcessTimer {
             self.armed.insert(tid, None);
@@ -1130,6 +1223,9 @@ impl Drop for Poller {
     }
 }
 
+/// How often the poller reads the process's mappings again when no new thread asks for it.
+const MAPS_EVERY: Duration = Duration::from_secs(1);
+
 /// Every how many polls (of 10 ms) the perf source reads its threads' CPU clocks and counts.
 const READ_TASK_CLOCK_EVERY: u64 = 10;
 
@@ -1160,10 +1256,9 @@ fn drain_loop(
         let reply = match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Ok(Msg::Snapshot(reply)) => Some(reply),
-            Ok(Msg::Adopt(tid, done)) => {
-                poller.adopt(shared, tid);
-                done.store(1, Release);
-                futex_wake(&done);
+            Ok(Msg::Adopt(tid, me, reply)) => {
+                poller.adopt(shared, tid, me);
+                reply.answer(true);
                 // Polls stay on their schedule however many threads start.
                 if Instant::now() < next {
                     continue;
@@ -1171,16 +1266,10 @@ fn drain_loop(
                 None
             }
             Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let drained = poller.finish();
                 // A thread that asked to be armed as the sampler stopped runs unsampled now,
-                // rather than wait out its 2 s for an answer that will not come.
-                for m in rx.try_iter() {
-                    if let Msg::Adopt(_, done) = m {
-                        done.store(2, Release);
-                        futex_wake(&done);
-                    }
-                }
-                return drained;
+                // rather than wait out its 2 s for an answer that will not come: its request,
+                // here or still to come, is answered "not armed" when dropped with `rx`.
+                return poller.finish();
             }
         };
         next = Instant::now() + every;
@@ -1194,7 +1283,44 @@ fn drain_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::task_clock_to_cpu;
+    use super::{mpsc, task_clock_to_cpu, Adopting, AtomicU32, Msg, Relaxed, Reply};
+    use std::sync::Arc;
+
+    fn me() -> Adopting {
+        Adopting {
+            stack: None,
+            name: [0; 16],
+        }
+    }
+
+    #[test]
+    fn a_request_to_be_armed_is_answered_even_when_nobody_reads_it() {
+        let (answered, dropped, refused) = (
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicU32::new(0)),
+        );
+        let (tx, rx) = mpsc::channel();
+        tx.send(Msg::Adopt(1, me(), Reply(answered.clone())))
+            .unwrap();
+        tx.send(Msg::Adopt(2, me(), Reply(dropped.clone())))
+            .unwrap();
+        if let Ok(Msg::Adopt(_, _, r)) = rx.recv() {
+            r.answer(true);
+        }
+        // The drain thread stops with a request still queued, then one more comes.
+        drop(rx);
+        assert!(tx
+            .send(Msg::Adopt(3, me(), Reply(refused.clone())))
+            .is_err());
+        assert_eq!(
+            answered.load(Relaxed),
+            1,
+            "armed, and the drop does not undo it"
+        );
+        assert_eq!(dropped.load(Relaxed), 2, "queued when the receiver went");
+        assert_eq!(refused.load(Relaxed), 2, "sent after");
+    }
 
     #[test]
     fn task_clock_steal_is_taken_out_at_the_threads_own_rate() {

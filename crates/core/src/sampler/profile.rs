@@ -79,6 +79,10 @@ pub(crate) struct Parts {
     pub counted: HashMap<u32, u64>,
     /// Perf source: task-clock time that was not the threads' CPU time (hypervisor steal).
     pub steal_ns: u64,
+    /// Threads armed at their own request (`adopt_current_thread`), and readings of the
+    /// mappings for the unwinder.
+    pub adopted: u64,
+    pub maps_reads: u64,
     /// The process's CPU time while sampling (CPU mode).
     pub process_cpu_ns: Option<u64>,
     pub lost: Vec<(&'static str, Counts)>,
@@ -327,6 +331,10 @@ pub(crate) fn build(p: Parts) -> Profile {
             "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
             p.handler_ns.checked_div(p.signals).unwrap_or(0),
             p.table_bytes / 1024
+        ),
+        format!(
+            "threads armed as they started, at their own request: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
+            p.adopted, p.maps_reads
         ),
     ];
     if scaled.1 > 0.0 {

@@ -9,8 +9,9 @@
 //! an aligned address above the previous frame and at most [`MAX_FRAME_BYTES`] above it. A
 //! return address ends the walk unless it lies in an executable mapping, so a frame built
 //! without frame pointers (glibc's, say) ends the stack instead of inventing a caller. The
-//! mappings come from `/proc/self/maps`, re-read by the drain thread whenever it finds a new
-//! thread and published through [`Ranges`], a double buffer the handler reads without waiting.
+//! mappings come from `/proc/self/maps`, re-read by the drain thread whenever it finds a thread
+//! whose stack it does not know yet, and every second, and published through [`Ranges`], a
+//! double buffer the handler reads without waiting.
 //!
 //! Known gap: the snapshot is not re-read when memory is unmapped. If the kernel had merged a
 //! thread's stack with an adjacent read-write mapping and that neighbour is unmapped later, a
@@ -205,6 +206,13 @@ impl Ranges {
         }
         self.dropped.store(dropped as u64, Relaxed);
         self.current.store(next, SeqCst);
+    }
+
+    /// Whether the readable-writable range that holds `[low, high)` is known (a new thread's
+    /// stack, say).
+    pub(crate) fn covers(&self, low: u64, high: u64) -> bool {
+        self.with(|v| v.stack_of(low).is_some_and(|(_, end)| high <= end))
+            .unwrap_or(false)
     }
 
     /// Calls `f` with the current buffer; `None` if the buffer flipped twice under us (the
