@@ -415,8 +415,10 @@ pub fn adopt_current_thread() -> bool {
 fn own_stack() -> Option<(u64, u64)> {
     // SAFETY: pthread_attr_t is plain data, filled in by pthread_getattr_np below.
     let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
     // SAFETY: `attr` is valid for writing; on success it is initialised and destroyed below.
-    if unsafe { libc::pthread_getattr_np(libc::pthread_self(), &mut attr) } != 0 {
+    if unsafe { libc::pthread_getattr_np(me, &mut attr) } != 0 {
         return None;
     }
     let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
