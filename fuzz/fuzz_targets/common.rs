@@ -1,8 +1,8 @@
 //! What every profile-reader target checks on a profile that parsed: it is consistent, and
 //! every view renders it without panicking, looping or unbounded memory.
 
-use tickscope_analyze::profile::Profile;
-use tickscope_analyze::views::{
+use tickscope_profile::Profile;
+use tickscope_profile::views::{
     flame_folded, peek_text, top_text, tree_text, Options, Report, View,
 };
 

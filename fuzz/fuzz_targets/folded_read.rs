@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tickscope_analyze::profile::{parse_format, Format};
-use tickscope_analyze::views::{flame_folded, Options, Report, View};
+use tickscope_profile::{parse_format, Format};
+use tickscope_profile::views::{flame_folded, Options, Report, View};
 
 #[path = "common.rs"]
 mod common;

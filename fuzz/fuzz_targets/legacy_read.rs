@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tickscope_analyze::profile::{parse_format, Format};
+use tickscope_profile::{parse_format, Format};
 
 #[path = "common.rs"]
 mod common;

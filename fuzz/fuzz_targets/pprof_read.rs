@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use tickscope_analyze::profile::{parse_format, parse_with_limit, Format};
+use tickscope_profile::{parse_format, parse_with_limit, Format};
 
 #[path = "common.rs"]
 mod common;

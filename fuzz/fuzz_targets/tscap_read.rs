@@ -12,9 +12,9 @@
 use std::sync::Mutex;
 
 use libfuzzer_sys::fuzz_target;
-use tickscope_analyze::timeline::live::{record, Live};
-use tickscope_analyze::timeline::{export, report, Format, Options};
-use tickscope_analyze::tscap::{ChunkKind, Events, Reader};
+use tickscope_timeline::live::{record, Live};
+use tickscope_timeline::{export, report, Format, Options};
+use tickscope_timeline::tscap::{ChunkKind, Events, Reader};
 
 /// Reads every chunk and event; returns the events read, or `None` on an error.
 fn read_all(data: &[u8], salvage: bool) -> Option<u64> {

@@ -9,7 +9,7 @@
 //! - **sustained rate**: two producer threads run a regular nested workload into a file
 //!   capture for two seconds. Target ≥ 20 million scopes a second in total, zero drops, the
 //!   collector under one core, ≤ 4 bytes per scope on disk.
-//! - **reading**: `tickscope report`'s decoding (the analyze crate's reader and report) of that
+//! - **reading**: `tickscope report`'s decoding (the timeline crate's reader and report) of that
 //!   file: target ≥ 50 million events a second on one core; peak heap while reading the file
 //!   once and four times over (memory bounded by chunk size and distinct scopes, not length).
 //!
@@ -212,8 +212,8 @@ fn sustained(dir: &Path) -> PathBuf {
 /// Decoding speed and memory of the reader that `tickscope report` uses, on files the real
 /// writer wrote: the sustained run's, and a short one (peak heap should not grow with length).
 fn reading(long: &Path, short: &Path) {
-    use tickscope_analyze::timeline::{report, Options};
-    use tickscope_analyze::tscap::Reader;
+    use tickscope_timeline::tscap::Reader;
+    use tickscope_timeline::{report, Options};
     let read = |path: &Path| {
         let base = LIVE.load(Relaxed);
         PEAK.store(base, Relaxed);

@@ -20,7 +20,7 @@ use std::process::Command;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use tickscope_analyze::views::{top_text, Options, Report, View};
+use tickscope_profile::views::{top_text, Options, Report, View};
 
 #[path = "common/counting.rs"]
 mod counting;
@@ -90,7 +90,7 @@ fn main() {
     drop(raw);
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);
-    let profile = tickscope_analyze::profile::load(&file).unwrap();
+    let profile = tickscope_profile::load(&file).unwrap();
     let mut report = Report::new(profile, View::Top, &Options::default()).unwrap();
     let text = top_text(&mut report, None);
     let peak = PEAK.load(Relaxed) - base;

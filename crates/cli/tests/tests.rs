@@ -2,8 +2,8 @@
 
 use std::process::Command;
 
-// The analyze crate's test support: its spec-following capture encoder and sample captures.
-#[path = "../../analyze/tests/support/mod.rs"]
+// The timeline crate's test support: its spec-following capture encoder and sample captures.
+#[path = "../../timeline/tests/support/mod.rs"]
 mod support;
 
 // `report`, `convert` and `capture listen` on captures built by that encoder.

@@ -1,4 +1,4 @@
-//! `tickscope report`, `convert` and `capture listen` on captures built with the analyze
+//! `tickscope report`, `convert` and `capture listen` on captures built with the timeline
 //! crate's test encoder.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -114,6 +114,15 @@ fn bad_input_exits_2_with_one_line_naming_the_file() {
         "{stderr}"
     );
     assert!(text(&out.stdout).contains("outer"));
+    // A capture given to a profile command is named as what it is (the CLI tells the two
+    // kinds of file apart; neither reader crate knows the other's format).
+    let good = write(&d, "good.tscap", &sample(false).bytes);
+    for cmd in ["top", "flamegraph"] {
+        assert_eq!(
+            fails(&[cmd, &good]),
+            format!("tickscope: error: {good}: a tickscope timeline capture, not a profile: read it with `tickscope report`, or make one with `tickscope convert --to folded`")
+        );
+    }
 }
 
 #[test]

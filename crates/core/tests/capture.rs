@@ -1,5 +1,5 @@
 //! Timeline capture through the public API: exact loss accounting, both ring policies, sinks
-//! that fail or vanish, the flight recorder. The files' content is read back by the analyze
+//! that fail or vanish, the flight recorder. The files' content is read back by the timeline
 //! crate's reader in the CLI crate's tests; here the chunk framing is checked directly.
 
 use std::io::Read;

@@ -1,8 +1,8 @@
 //! What tickscope's in-process exit summary (crate `tickscope`) and the summary
-//! `tickscope report` computes from a capture (crate `tickscope-analyze`) must print alike:
+//! `tickscope report` computes from a capture (crate `tickscope-timeline`) must print alike:
 //! numbers, locations, the table layout, and the histogram buckets percentiles come from.
 //!
-//! One definition, so the two cannot drift apart. `tickscope-analyze` does not depend on
+//! One definition, so the two cannot drift apart. `tickscope-timeline` does not depend on
 //! `tickscope` (it reads files; DESIGN.md), so this small crate, with no dependencies of its
 //! own, sits under both.
 

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use tickscope_analyze::timeline::live::{record, Live};
-use tickscope_analyze::timeline::Error;
+use tickscope_timeline::live::{record, Live};
+use tickscope_timeline::Error;
 
 /// `tickscope capture`.
 #[derive(clap::Args)]
@@ -220,7 +220,7 @@ impl Read for Idle {
         })?;
         let before = self.received;
         self.received += n as u64;
-        let header = tickscope_analyze::tscap::HEADER_LEN as u64;
+        let header = tickscope_timeline::tscap::HEADER_LEN as u64;
         if before < header && self.received >= header {
             // The header is in: from now on the program's silence is not the peer's fault.
             let _ = self.stream.set_read_timeout(None);

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_analyze::timeline::{convert_file, Error, Format};
+use tickscope_timeline::{convert_file, Error, Format};
 
 use super::out::{self, Output};
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_analyze::views::{
+use tickscope_profile::views::{
     diff_flamegraph_svg, diff_json, diff_report, diff_text, Report, View,
 };
 

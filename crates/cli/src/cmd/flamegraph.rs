@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_analyze::views::{flame_folded, flamegraph_svg, FlameOptions, Sort, View};
+use tickscope_profile::views::{flame_folded, flamegraph_svg, FlameOptions, Sort, View};
 
 use super::out;
 use super::view::{print_json, Common};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
-use tickscope_analyze::views::{dot_text, graph_json, Sort, View};
+use tickscope_profile::views::{dot_text, graph_json, Sort, View};
 
 use super::out::{self, Output};
 use super::view::{print_json, Common};

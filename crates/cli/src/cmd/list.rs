@@ -4,7 +4,7 @@
 //! missing, the sampled lines are listed without text under a message saying how to find it.
 
 use anyhow::Result;
-use tickscope_analyze::views::{list_json, list_text, Sort, View};
+use tickscope_profile::views::{list_json, list_text, Sort, View};
 
 use super::view::{print_json, regex, Common, NotFound};
 

@@ -2,7 +2,7 @@
 //! callees (below) and the weight of each call, as `go tool pprof -peek` prints it.
 
 use anyhow::Result;
-use tickscope_analyze::views::{peek_json, peek_text, Sort, View};
+use tickscope_profile::views::{peek_json, peek_text, Sort, View};
 
 use super::view::{print_json, regex, Common, NotFound};
 

@@ -127,7 +127,7 @@ pub fn run(args: Args) -> Result<u8> {
         return Ok(if code != 0 { code } else { 2 });
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
-    if let Err(e) = tickscope_analyze::profile::load(pending.tmp_path()) {
+    if let Err(e) = tickscope_profile::load(pending.tmp_path()) {
         let e = e.to_string();
         let tmp = format!("{}: ", pending.tmp_path().display());
         eprintln!(
@@ -146,7 +146,7 @@ pub fn run(args: Args) -> Result<u8> {
             OsString::from(format!("--nodecount={}", args.top)),
         ])?;
         let mut report = top.args.common_report()?;
-        let text = tickscope_analyze::views::top_text(&mut report, super::view::name_width(58));
+        let text = tickscope_profile::views::top_text(&mut report, super::view::name_width(58));
         eprint!("{text}");
     }
     eprintln!("tickscope: profile written to {}", args.output.display());

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_analyze::timeline::{report, Options};
-use tickscope_analyze::tscap::Reader;
+use tickscope_timeline::tscap::Reader;
+use tickscope_timeline::{report, Options};
 
 /// Options of `tickscope report`.
 #[derive(clap::Args)]

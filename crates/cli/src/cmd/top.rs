@@ -2,7 +2,7 @@
 //! with the numbers and header `go tool pprof -top` prints.
 
 use anyhow::Result;
-use tickscope_analyze::views::{top_json, top_text, Sort, View};
+use tickscope_profile::views::{top_json, top_text, Sort, View};
 
 use super::view::{name_width, print_json, Common};
 
@@ -36,7 +36,7 @@ impl From<SortBy> for Sort {
 
 impl Args {
     /// The loaded, prepared report these options ask for.
-    pub fn common_report(&self) -> Result<tickscope_analyze::views::Report> {
+    pub fn common_report(&self) -> Result<tickscope_profile::views::Report> {
         self.common.report(View::Top, self.sort.into())
     }
 }

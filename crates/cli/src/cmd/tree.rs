@@ -2,7 +2,7 @@
 //! and flat per call path; paths below `--nodefraction` of the total are summarised.
 
 use anyhow::Result;
-use tickscope_analyze::views::{tree_json, tree_text, Sort, View};
+use tickscope_profile::views::{tree_json, tree_text, Sort, View};
 
 use super::view::{print_json, Common};
 

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use tickscope_analyze::profile::filter::FilterSpec;
-use tickscope_analyze::profile::{self, Profile};
-use tickscope_analyze::views::{Granularity, Options, Report, Sort, View};
+use tickscope_profile::filter::FilterSpec;
+use tickscope_profile::views::{Granularity, Options, Report, Sort, View};
+use tickscope_profile::{self as profile, Profile};
 
 /// Options every profile view takes (pprof's names, with `--` instead of `-`).
 #[derive(clap::Args, Clone)]
@@ -170,7 +170,7 @@ pub fn load(path: &Path, limits: profile::Limits) -> Result<Profile> {
     if let Some(p) = progress {
         p.finish();
     }
-    let mut profile = result?;
+    let mut profile = result.map_err(not_a_capture)?;
     // Addresses without names are named from the binaries when they are on this machine
     // (as pprof's local symbolisation); otherwise they show as `[binary]` or addresses.
     if profile
@@ -183,6 +183,25 @@ pub fn load(path: &Path, limits: profile::Limits) -> Result<Profile> {
         }
     }
     Ok(profile)
+}
+
+/// A timeline capture given to a profile command is said as such, rather than "not a
+/// profile": the one place that tells the two kinds of file apart (the profile and timeline
+/// crates know nothing of each other). Judged from the bytes the reader saw, so a pipe is
+/// read once.
+pub fn not_a_capture(e: profile::Error) -> anyhow::Error {
+    match e.kind() {
+        profile::ErrorKind::Unrecognized { head }
+            if head.starts_with(&tickscope_timeline::tscap::MAGIC) =>
+        {
+            anyhow::anyhow!(
+                "{}: a tickscope timeline capture, not a profile: read it with `tickscope report`, \
+                 or make one with `tickscope convert --to folded`",
+                e.path()
+            )
+        }
+        _ => e.into(),
+    }
 }
 
 /// A spinner line with elapsed time, drawn by a thread after half a second.

@@ -1,5 +1,5 @@
 //! The `.tscap` format, version 1: what the collector writes to a file, a TCP connection or a
-//! flight-recorder dump. The bytes are the same on every sink. `tickscope-analyze` reads them.
+//! flight-recorder dump. The bytes are the same on every sink. `tickscope-timeline` reads them.
 //!
 //! # Layout
 //! A capture is a 12-byte file header followed by chunks, up to the end of the file (or of the
@@ -97,7 +97,7 @@
 //!
 //! # Versions
 //! A reader refuses a version it does not know. One fixture per version is kept in
-//! `crates/analyze/tests/data/` and read by the tests forever.
+//! `crates/timeline/tests/data/` and read by the tests forever.
 
 /// The first 8 bytes of every capture.
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";

@@ -1,0 +1,1308 @@
+//! pprof's sample filters: `--focus`, `--ignore`, `--hide`, `--show`, `--show_from`,
+//! `--tagfocus` and `--tagignore`, with the semantics of `go tool pprof` (its
+//! `internal/driver/driver_focus.go` and `profile/filter.go`), plus the frame pruning done once
+//! after loading ([`remove_uninteresting`], pprof's `RemoveUninteresting`) and `--prune_from`
+//! ([`prune_from`]).
+//!
+//! [`apply`] compiles every expression first (so a bad one changes nothing), then filters in
+//! pprof's order:
+//!
+//! 1. by name: a sample is kept when at least one of its locations matches `focus` (any
+//!    location when there is none) and none matches `ignore`; `hide` removes the matching
+//!    lines (frames) from locations and `show` keeps only the matching ones; a location left
+//!    without lines is removed from the samples, and a sample left without locations is
+//!    dropped. A location matches when one of its lines' function name or file name does, or
+//!    its mapping's file does.
+//! 2. `show_from`: each sample loses the frames above (callers of) its outermost matching
+//!    frame; a sample with no matching frame is dropped.
+//! 3. by tag: a sample is kept when it matches `tagfocus` (if given) and not `tagignore`.
+//!
+//! As in pprof, the views' total (the "of X total" of percentages) is the total before the
+//! filters: compute it before calling [`apply`].
+//!
+//! Matching is linear in the profile: each expression runs at most once per function and once
+//! per mapping, whatever the number of samples.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::store::{retain_span, Strings};
+use super::{Function, Label, Line, Location, Mapping, Profile, Stack};
+
+pub use super::prune::{prune_from, remove_uninteresting};
+
+/// What to filter, as the CLI flags give it (regex strings; None = not given).
+///
+/// An empty string counts as not given, as in pprof.
+#[derive(Debug, Clone, Default)]
+pub struct FilterSpec {
+    /// Keep only samples with a frame matching this (pprof's `-focus`).
+    pub focus: Option<String>,
+    /// Drop samples with a frame matching this (`-ignore`).
+    pub ignore: Option<String>,
+    /// Remove the frames matching this from the stacks (`-hide`).
+    pub hide: Option<String>,
+    /// Keep only the frames matching this in the stacks (`-show`).
+    pub show: Option<String>,
+    /// Remove the frames above the outermost frame matching this (`-show_from`).
+    pub show_from: Option<String>,
+    /// Keep only samples whose tags match (`-tagfocus`): `regex[,regex...]`,
+    /// `key=regex[,regex...]`, or a numeric value or range with an optional key and units
+    /// (`1mb`, `1mb:`, `:10ms`, `bytes=1kb:2kb`).
+    pub tagfocus: Option<String>,
+    /// Drop samples whose tags match (`-tagignore`), same syntax as `tagfocus`.
+    pub tagignore: Option<String>,
+}
+
+/// What [`apply`] has to say besides the filtered profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The legend lines pprof prints for the active filters: `Active filters:` then one
+    /// `   name=value` line per filter given (values over 80 bytes are cut and end in `…`);
+    /// empty when no filter is given.
+    pub legend: Vec<String>,
+    /// What pprof prints on stderr while filtering, in its order: units ignored for numeric
+    /// tags (only when a tag filter is given), `tagfocus:Interpreted '1kb:2kb' as range, not
+    /// regexp`, and `Focus expression matched no samples` (and the like for each other
+    /// filter).
+    pub warnings: Vec<String>,
+}
+
+/// Applies the filters to `p` in pprof's order; returns the legend lines pprof prints for
+/// active filters (e.g. `Active filters:`, `   focus=main`), and warnings such as pprof's
+/// `Focus expression matched no samples`.
+///
+/// Errors (a bad regular expression or tag filter, as a sentence naming the flag and the
+/// expression) leave `p` unchanged. As in pprof, samples without any location are always
+/// dropped, even when no filter is given.
+pub fn apply(p: &mut Profile, spec: &FilterSpec) -> Result<Applied, String> {
+    let mut warnings = Vec::new();
+
+    let focus = compile_option("focus", given(&spec.focus))?;
+    let ignore = compile_option("ignore", given(&spec.ignore))?;
+    let hide = compile_option("hide", given(&spec.hide))?;
+    let show = compile_option("show", given(&spec.show))?;
+    let show_from = compile_option("show_from", given(&spec.show_from))?;
+    let tagfocus = given(&spec.tagfocus)
+        .map(|v| TagFilter::parse("tagfocus", v, &mut warnings))
+        .transpose()?;
+    let tagignore = given(&spec.tagignore)
+        .map(|v| TagFilter::parse("tagignore", v, &mut warnings))
+        .transpose()?;
+
+    // pprof identifies the numeric tags' units on the whole profile, before any filter.
+    let units = if tagfocus.is_some() || tagignore.is_some() {
+        let units = num_label_units(p);
+        // Its notes come first: pprof prints them before compiling the filters.
+        warnings.splice(0..0, units.warnings.iter().cloned());
+        units.units
+    } else {
+        HashMap::new()
+    };
+
+    let by_name = filter_by_name(
+        p,
+        focus.as_ref(),
+        ignore.as_ref(),
+        hide.as_ref(),
+        show.as_ref(),
+    );
+    let mut warn = |given: bool, matched: bool, option: &str| {
+        if given && !matched {
+            warnings.push(format!("{option} expression matched no samples"));
+        }
+    };
+    warn(focus.is_some(), by_name.focus, "Focus");
+    warn(ignore.is_some(), by_name.ignore, "Ignore");
+    warn(hide.is_some(), by_name.hide, "Hide");
+    warn(show.is_some(), by_name.show, "Show");
+
+    let show_from_matched = show_from.as_ref().is_some_and(|rx| apply_show_from(p, rx));
+    warn(show_from.is_some(), show_from_matched, "ShowFrom");
+
+    let (tf, ti) = filter_by_tag(p, tagfocus.as_ref(), tagignore.as_ref(), &units);
+    warn(tagfocus.is_some(), tf, "TagFocus");
+    warn(tagignore.is_some(), ti, "TagIgnore");
+
+    let filters = [
+        ("focus", &spec.focus),
+        ("ignore", &spec.ignore),
+        ("hide", &spec.hide),
+        ("show", &spec.show),
+        ("show_from", &spec.show_from),
+        ("tagfocus", &spec.tagfocus),
+        ("tagignore", &spec.tagignore),
+    ];
+    let active: Vec<String> = filters
+        .iter()
+        .filter_map(|(k, v)| given(v).map(|v| format!("{k}={v}")))
+        .collect();
+    Ok(Applied {
+        legend: legend_active_filters(&active),
+        warnings,
+    })
+}
+
+/// A flag's value, `None` when not given or empty.
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().filter(|s| !s.is_empty())
+}
+
+/// pprof's `legendActiveFilters`: a heading, then each filter indented, cut at 80 bytes.
+fn legend_active_filters(active: &[String]) -> Vec<String> {
+    if active.is_empty() {
+        return Vec::new();
+    }
+    let mut legend = Vec::with_capacity(active.len() + 1);
+    legend.push("Active filters:".to_string());
+    for s in active {
+        if s.len() > 80 {
+            // pprof cuts at byte 80; a cut inside a character moves back to its start.
+            let mut end = 80;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            legend.push(format!("   {}…", &s[..end]));
+        } else {
+            legend.push(format!("   {s}"));
+        }
+    }
+    legend
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regular expressions.
+
+/// A compiled expression, matched as Go's `regexp.MatchString` does (anywhere in the text).
+#[derive(Debug, Clone)]
+pub(crate) enum Pattern {
+    /// The usual, Unicode-aware form.
+    Unicode(regex::Regex),
+    /// The fallback for case-insensitive expressions (`(?i)...`): this build of the regex
+    /// crate has no Unicode case folding, so they are compiled with ASCII semantics.
+    Ascii(regex::bytes::Regex),
+}
+
+impl Pattern {
+    /// Compiles `pattern`; the error is one line.
+    pub(crate) fn new(pattern: &str) -> Result<Pattern, String> {
+        match regex::Regex::new(pattern) {
+            Ok(rx) => Ok(Pattern::Unicode(rx)),
+            Err(e) => {
+                let why = error_line(&e);
+                if why.contains("case insensitivity") {
+                    if let Ok(rx) = regex::bytes::RegexBuilder::new(pattern)
+                        .unicode(false)
+                        .build()
+                    {
+                        return Ok(Pattern::Ascii(rx));
+                    }
+                }
+                Err(why)
+            }
+        }
+    }
+
+    /// Whether the expression matches somewhere in `text`.
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        match self {
+            Pattern::Unicode(rx) => rx.is_match(text),
+            Pattern::Ascii(rx) => rx.is_match(text.as_bytes()),
+        }
+    }
+}
+
+/// The regex crate's error as one line: the `error: ...` line of a syntax error's diagram.
+fn error_line(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or("invalid expression")
+        .trim()
+        .to_string()
+}
+
+/// The error sentence for a bad expression given to `flag`.
+pub(crate) fn regex_error(flag: &str, pattern: &str, why: &str) -> String {
+    format!("parsing {flag} regexp `{pattern}`: {why}")
+}
+
+fn compile_option(flag: &str, value: Option<&str>) -> Result<Option<Pattern>, String> {
+    value
+        .map(|v| Pattern::new(v).map_err(|why| regex_error(flag, v, &why)))
+        .transpose()
+}
+
+/// An expression with its results cached per function and per mapping, so that it runs at
+/// most once for each.
+pub(crate) struct Matcher<'a> {
+    rx: &'a Pattern,
+    functions: Vec<Option<bool>>,
+    mappings: Vec<Option<bool>>,
+}
+
+impl<'a> Matcher<'a> {
+    pub(crate) fn new(rx: &'a Pattern, functions: usize, mappings: usize) -> Matcher<'a> {
+        Matcher {
+            rx,
+            functions: vec![None; functions],
+            mappings: vec![None; mappings],
+        }
+    }
+
+    /// Whether the function's name or file name matches.
+    pub(crate) fn function(&mut self, names: Names<'_>, f: u32) -> bool {
+        let rx = self.rx;
+        *self.functions[f as usize].get_or_insert_with(|| {
+            let f = &names.functions[f as usize];
+            rx.is_match(names.strings.get(f.name)) || rx.is_match(names.strings.get(f.filename))
+        })
+    }
+
+    /// Whether the location's mapping's file matches (false without a mapping).
+    fn mapping(&mut self, mappings: &[Mapping], loc: &Location) -> bool {
+        let rx = self.rx;
+        loc.mapping.is_some_and(|m| {
+            *self.mappings[m as usize]
+                .get_or_insert_with(|| rx.is_match(&mappings[m as usize].file))
+        })
+    }
+
+    /// pprof's `Location.matchesName`: a line's function or the mapping matches.
+    fn location(
+        &mut self,
+        names: Names<'_>,
+        lines: &[Line],
+        mappings: &[Mapping],
+        loc: &Location,
+    ) -> bool {
+        lines[loc.lines.range()]
+            .iter()
+            .any(|l| self.function(names, l.function))
+            || self.mapping(mappings, loc)
+    }
+}
+
+/// What name matching reads: the functions and the strings their names are in.
+#[derive(Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub(crate) functions: &'a [Function],
+    pub(crate) strings: &'a Strings,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters by name.
+
+/// Which of focus, ignore, hide and show matched something (pprof's `fm, im, hm, hnm`).
+struct NameMatches {
+    focus: bool,
+    ignore: bool,
+    hide: bool,
+    show: bool,
+}
+
+/// pprof's `FilterSamplesByName`.
+fn filter_by_name(
+    p: &mut Profile,
+    focus: Option<&Pattern>,
+    ignore: Option<&Pattern>,
+    hide: Option<&Pattern>,
+    show: Option<&Pattern>,
+) -> NameMatches {
+    let Profile {
+        samples,
+        locations,
+        functions,
+        mappings,
+        strings,
+        lines,
+        stacks,
+        ..
+    } = p;
+    let names = Names { functions, strings };
+    let (nf, nm) = (functions.len(), mappings.len());
+    let mut focus = focus.map(|rx| Matcher::new(rx, nf, nm));
+    let mut ignore = ignore.map(|rx| Matcher::new(rx, nf, nm));
+    let mut hide = hide.map(|rx| Matcher::new(rx, nf, nm));
+    let mut show = show.map(|rx| Matcher::new(rx, nf, nm));
+    let mut m = NameMatches {
+        focus: false,
+        ignore: false,
+        hide: false,
+        show: false,
+    };
+    // Per location: Some(true) focused, Some(false) ignored, None neither.
+    let mut focused = vec![None; locations.len()];
+    let mut hidden = vec![false; locations.len()];
+    let mut any_hidden = false;
+
+    for (i, loc) in locations.iter_mut().enumerate() {
+        if ignore
+            .as_mut()
+            .is_some_and(|ig| ig.location(names, lines, mappings, loc))
+        {
+            m.ignore = true;
+            focused[i] = Some(false);
+        } else if focus
+            .as_mut()
+            .map_or(true, |f| f.location(names, lines, mappings, loc))
+        {
+            m.focus = true;
+            focused[i] = Some(true);
+        }
+
+        if let Some(h) = hide.as_mut() {
+            if h.location(names, lines, mappings, loc) {
+                m.hide = true;
+                // pprof's unmatchedLines: a matching mapping hides every line.
+                if h.mapping(mappings, loc) {
+                    loc.lines.len = 0;
+                } else {
+                    retain_span(lines, &mut loc.lines, |l| !h.function(names, l.function));
+                }
+                if loc.lines.is_empty() {
+                    hidden[i] = true;
+                    any_hidden = true;
+                }
+            }
+        }
+        if let Some(s) = show.as_mut() {
+            // pprof's matchedLines: a matching mapping shows every line.
+            if !s.mapping(mappings, loc) {
+                retain_span(lines, &mut loc.lines, |l| s.function(names, l.function));
+            }
+            if loc.lines.is_empty() {
+                hidden[i] = true;
+                any_hidden = true;
+            } else {
+                m.show = true;
+            }
+        }
+    }
+
+    samples.retain_mut(|s| {
+        if !focused_and_not_ignored(stacks.get(s.stack), &focused) {
+            return false;
+        }
+        if any_hidden {
+            stacks.retain(&mut s.stack, |l| !hidden[l as usize]);
+        }
+        !s.stack.is_empty()
+    });
+    m
+}
+
+/// pprof's `focusedAndNotIgnored`: at least one focused location and no ignored one.
+fn focused_and_not_ignored(locs: Stack<'_>, focused: &[Option<bool>]) -> bool {
+    let mut f = false;
+    for l in locs {
+        match focused[l as usize] {
+            Some(true) => f = true,
+            Some(false) => return false,
+            None => {}
+        }
+    }
+    f
+}
+
+/// pprof's `ShowFrom`: drops every frame above the outermost matching one; returns whether
+/// some location matched.
+fn apply_show_from(p: &mut Profile, rx: &Pattern) -> bool {
+    let Profile {
+        samples,
+        locations,
+        functions,
+        mappings,
+        strings,
+        lines,
+        stacks,
+        ..
+    } = p;
+    let names = Names { functions, strings };
+    let mut m = Matcher::new(rx, functions.len(), mappings.len());
+    let mut show_from = vec![false; locations.len()];
+    let mut matched = false;
+    for (i, loc) in locations.iter_mut().enumerate() {
+        // pprof's filterShowFromLocation: a matching mapping keeps all lines; else the lines
+        // above (outer to) the outermost matching line go.
+        let hit = if m.mapping(mappings, loc) {
+            true
+        } else if let Some(j) = lines[loc.lines.range()]
+            .iter()
+            .rposition(|l| m.function(names, l.function))
+        {
+            loc.lines.keep(0, j + 1);
+            true
+        } else {
+            false
+        };
+        show_from[i] = hit;
+        matched |= hit;
+    }
+    samples.retain_mut(
+        |s| match stacks.get(s.stack).rposition(|l| show_from[l as usize]) {
+            Some(i) => {
+                s.stack.keep(0, i + 1);
+                true
+            }
+            None => false,
+        },
+    );
+    matched
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters by tag.
+
+/// A compiled `-tagfocus` / `-tagignore` (pprof's `compileTagFilter`).
+#[derive(Debug)]
+enum TagFilter {
+    /// A numeric value or range, for numeric labels (of one key, or of any).
+    Range {
+        key: Option<String>,
+        range: NumRange,
+    },
+    /// Expressions for string labels. With a key: any expression matching any value of that
+    /// key. Without: every expression matching some `key:value` of the sample.
+    Regex {
+        key: Option<String>,
+        patterns: Vec<Pattern>,
+    },
+}
+
+/// A numeric tag range in `unit` (pprof's `parseTagFilterRange`); bounds are inclusive, a
+/// single value is both bounds.
+#[derive(Debug, Clone, PartialEq)]
+struct NumRange {
+    lo: Option<f64>,
+    hi: Option<f64>,
+    unit: String,
+}
+
+impl NumRange {
+    /// Whether `value`, in `unit`, is in the range (false when the units do not convert).
+    fn contains(&self, value: i64, unit: &str) -> bool {
+        let (v, u) = scale(value, unit, &self.unit);
+        u == self.unit && self.lo.map_or(true, |lo| v >= lo) && self.hi.map_or(true, |hi| v <= hi)
+    }
+
+    /// Parses `32kb` (equal), `:64kb` (at most), `4mb:` (at least) or `12kb:64mb` (between);
+    /// `None` when `filter` is none of them (it is then taken as expressions).
+    fn parse(filter: &str) -> Result<Option<NumRange>, String> {
+        let rx =
+            regex::Regex::new("([+-]?[[:digit:]]+)([[:alpha:]]+)?").expect("a valid expression");
+        let found: Vec<regex::Captures> = rx.captures_iter(filter).take(2).collect();
+        let Some(first) = found.first() else {
+            return Ok(None);
+        };
+        let number = |c: &regex::Captures| -> Result<(i64, String), String> {
+            let digits = &c[1];
+            let v = digits
+                .parse::<i64>()
+                .map_err(|_| format!("tag filter value {digits} is out of range"))?;
+            Ok((v, c.get(2).map_or("", |m| m.as_str()).to_string()))
+        };
+        let (v, u) = number(first)?;
+        let (value, unit) = scale(v, &u, &u);
+        let unit = unit.to_string();
+        let whole = &first[0];
+        if found.len() == 1 {
+            let (lo, hi) = if filter == whole {
+                (Some(value), Some(value))
+            } else if filter.strip_suffix(':') == Some(whole) {
+                (Some(value), None)
+            } else if filter.strip_prefix(':') == Some(whole) {
+                (None, Some(value))
+            } else {
+                return Ok(None);
+            };
+            return Ok(Some(NumRange { lo, hi, unit }));
+        }
+        let second = &found[1];
+        if filter != format!("{whole}:{}", &second[0]) {
+            return Ok(None);
+        }
+        let (v2, u2) = number(second)?;
+        let (value2, unit2) = scale(v2, &u2, &unit);
+        if unit2 != unit {
+            return Ok(None);
+        }
+        Ok(Some(NumRange {
+            lo: Some(value),
+            hi: Some(value2),
+            unit,
+        }))
+    }
+}
+
+impl TagFilter {
+    /// Compiles a tag filter given to `flag`; notes a numeric range in `warnings` as pprof
+    /// does.
+    fn parse(flag: &str, value: &str, warnings: &mut Vec<String>) -> Result<TagFilter, String> {
+        let (key, value) = match value.split_once('=') {
+            Some((k, v)) => (Some(k).filter(|k| !k.is_empty()), v),
+            None => (None, value),
+        };
+        let key = key.map(str::to_string);
+        if let Some(range) = NumRange::parse(value).map_err(|e| format!("parsing {flag}: {e}"))? {
+            warnings.push(format!("{flag}:Interpreted '{value}' as range, not regexp"));
+            return Ok(TagFilter::Range { key, range });
+        }
+        let patterns = value
+            .split(',')
+            .map(|v| Pattern::new(v).map_err(|why| regex_error(flag, v, &why)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TagFilter::Regex { key, patterns })
+    }
+
+    /// Whether the sample matches; `units` are the numeric tags' units ([`num_label_units`]).
+    fn matches(&self, labels: &[Label], units: &HashMap<String, String>, buf: &mut String) -> bool {
+        let unit_of = |k: &str| units.get(k).map_or("", String::as_str);
+        match self {
+            TagFilter::Range { key, range } => labels.iter().any(|l| match l {
+                Label::Num { key: k, value, .. } => {
+                    key.as_deref().map_or(true, |want| want == k)
+                        && range.contains(*value, unit_of(k))
+                }
+                Label::Str { .. } => false,
+            }),
+            TagFilter::Regex {
+                key: Some(want),
+                patterns,
+            } => patterns.iter().any(|rx| {
+                labels.iter().any(|l| match l {
+                    Label::Str { key, value } => key == want && rx.is_match(value),
+                    Label::Num { .. } => false,
+                })
+            }),
+            TagFilter::Regex {
+                key: None,
+                patterns,
+            } => patterns.iter().all(|rx| {
+                labels.iter().any(|l| match l {
+                    Label::Str { key, value } => {
+                        buf.clear();
+                        buf.push_str(key);
+                        buf.push(':');
+                        buf.push_str(value);
+                        rx.is_match(buf)
+                    }
+                    Label::Num { .. } => false,
+                })
+            }),
+        }
+    }
+}
+
+/// pprof's `FilterSamplesByTag`; returns whether focus and ignore matched some sample.
+fn filter_by_tag(
+    p: &mut Profile,
+    focus: Option<&TagFilter>,
+    ignore: Option<&TagFilter>,
+    units: &HashMap<String, String>,
+) -> (bool, bool) {
+    let (mut fm, mut im) = (false, false);
+    if focus.is_none() && ignore.is_none() {
+        return (fm, im);
+    }
+    let mut buf = String::new();
+    let all = &p.labels;
+    p.samples.retain(|s| {
+        let labels = &all[s.labels.range()];
+        let focused = focus.map_or(true, |f| f.matches(labels, units, &mut buf));
+        let ignored = ignore.is_some_and(|f| f.matches(labels, units, &mut buf));
+        fm |= focused;
+        im |= ignored;
+        focused && !ignored
+    });
+    (fm, im)
+}
+
+/// The units of numeric tags, as pprof identifies them (`Profile.NumLabelUnits`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NumLabelUnits {
+    /// Each numeric tag key's unit: the first non-empty unit given with it (samples and
+    /// labels in order); without any, `bytes` for `alignment` and `request`, else the key.
+    pub units: HashMap<String, String>,
+    /// pprof's notes for keys seen with several units, sorted by key:
+    /// `For tag K used unit U, also encountered unit(s) V, W`.
+    pub warnings: Vec<String>,
+}
+
+/// Identifies the units of the profile's numeric tags (pprof's `identifyNumLabelUnits`), which
+/// numeric tag filters compare in.
+pub fn num_label_units(p: &Profile) -> NumLabelUnits {
+    let mut units: HashMap<String, String> = HashMap::new();
+    let mut ignored: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut keys: BTreeSet<&str> = BTreeSet::new();
+    for s in &p.samples {
+        for l in p.labels(s) {
+            let Label::Num { key, unit, .. } = l else {
+                continue;
+            };
+            keys.insert(key);
+            if unit.is_empty() {
+                continue;
+            }
+            match units.get(key.as_str()) {
+                None => {
+                    units.insert(key.clone(), unit.clone());
+                }
+                Some(want) if want != unit => {
+                    ignored.entry(key).or_default().insert(unit);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    for key in keys {
+        if !units.contains_key(key) {
+            let unit = match key {
+                "alignment" | "request" => "bytes",
+                _ => key,
+            };
+            units.insert(key.to_string(), unit.to_string());
+        }
+    }
+    let warnings = ignored
+        .into_iter()
+        .map(|(k, others)| {
+            let others: Vec<&str> = others.into_iter().collect();
+            format!(
+                "For tag {k} used unit {}, also encountered unit(s) {}",
+                units[k],
+                others.join(", ")
+            )
+        })
+        .collect();
+    NumLabelUnits { units, warnings }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Units (pprof's internal/measurement).
+
+/// A unit: its canonical name, the names it is known by, and its size in the base unit.
+struct Unit {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    factor: f64,
+}
+
+/// Units of one kind (memory, time, GCU) and the one used when a target unit is unknown.
+struct UnitType {
+    units: &'static [Unit],
+    default: (&'static str, f64),
+}
+
+const fn unit(name: &'static str, aliases: &'static [&'static str], factor: f64) -> Unit {
+    Unit {
+        name,
+        aliases,
+        factor,
+    }
+}
+
+static UNIT_TYPES: [UnitType; 3] = [
+    UnitType {
+        units: &[
+            unit("B", &["b", "byte"], 1.0),
+            unit("kB", &["kb", "kbyte", "kilobyte"], (1u64 << 10) as f64),
+            unit("MB", &["mb", "mbyte", "megabyte"], (1u64 << 20) as f64),
+            unit("GB", &["gb", "gbyte", "gigabyte"], (1u64 << 30) as f64),
+            unit("TB", &["tb", "tbyte", "terabyte"], (1u64 << 40) as f64),
+            unit("PB", &["pb", "pbyte", "petabyte"], (1u64 << 50) as f64),
+        ],
+        default: ("B", 1.0),
+    },
+    UnitType {
+        units: &[
+            unit("ns", &["ns", "nanosecond"], 1.0),
+            unit("us", &["μs", "us", "microsecond"], 1e3),
+            unit("ms", &["ms", "millisecond"], 1e6),
+            unit("s", &["s", "sec", "second"], 1e9),
+            unit("hrs", &["hour", "hr"], 3600e9),
+        ],
+        default: ("s", 1e9),
+    },
+    UnitType {
+        units: &[
+            unit("n*GCU", &["nanogcu"], 1e-9),
+            unit("u*GCU", &["microgcu"], 1e-6),
+            unit("m*GCU", &["milligcu"], 1e-3),
+            unit("GCU", &["gcu"], 1.0),
+            unit("k*GCU", &["kilogcu"], 1e3),
+            unit("M*GCU", &["megagcu"], 1e6),
+            unit("G*GCU", &["gigagcu"], 1e9),
+            unit("T*GCU", &["teragcu"], 1e12),
+            unit("P*GCU", &["petagcu"], 1e15),
+        ],
+        default: ("GCU", 1.0),
+    },
+];
+
+impl UnitType {
+    /// pprof's `sniffUnit`: lower case, one plural `s` dropped from names over two bytes.
+    fn sniff(&self, unit: &str) -> Option<&'static Unit> {
+        let lower = unit.to_lowercase();
+        let name = if lower.len() > 2 {
+            lower.strip_suffix('s').unwrap_or(&lower)
+        } else {
+            &lower
+        };
+        self.units.iter().find(|u| u.aliases.contains(&name))
+    }
+
+    /// pprof's `convertUnit`; `None` when `from` is not of this kind.
+    fn convert<'a>(&self, value: i64, from: &str, to: &'a str) -> Option<(f64, &'a str)> {
+        let from = self.sniff(from)?;
+        let v = value as f64 * from.factor;
+        if to == "minimum" || to == "auto" {
+            // pprof's autoScale: the largest unit the value is at least one of.
+            let mut best: Option<&Unit> = None;
+            for u in self.units {
+                if u.factor >= best.map_or(0.0, |b| b.factor) && v / u.factor >= 1.0 {
+                    best = Some(u);
+                }
+            }
+            return Some(match best {
+                Some(u) => (v / u.factor, u.name),
+                None => (v / self.default.1, self.default.0),
+            });
+        }
+        Some(match self.sniff(to) {
+            Some(u) => (v / u.factor, u.name),
+            None => (v / self.default.1, self.default.0),
+        })
+    }
+}
+
+/// pprof's `measurement.Scale`: `value` in `from` converted to `to`, and the unit it is then
+/// in (empty for the uninteresting `count`, `sample`, ...; `to` when `from` is unknown).
+fn scale<'a>(value: i64, from: &str, to: &'a str) -> (f64, &'a str) {
+    // pprof scales the magnitude of a negative value and negates the result, which is what
+    // IEEE arithmetic gives directly.
+    for t in &UNIT_TYPES {
+        if let Some(r) = t.convert(value, from, to) {
+            return r;
+        }
+    }
+    match to {
+        "count" | "sample" | "unit" | "minimum" | "auto" => (value as f64, ""),
+        _ => (value as f64, to),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::ValueType;
+
+    /// A profile from stacks written root first, `main;parse;tokenize`, each with a value and
+    /// labels. A frame `a|b` is one location with inlined lines, `a` calling `b`. Every
+    /// distinct frame is one location (ids from 1), every distinct name one function.
+    pub(crate) fn build_labeled(stacks: &[(&str, i64, Vec<Label>)]) -> Profile {
+        let mut p = Profile {
+            sample_types: vec![ValueType::new("samples", "count")],
+            ..Profile::default()
+        };
+        let mut functions: HashMap<String, u32> = HashMap::new();
+        let mut locations: HashMap<String, u32> = HashMap::new();
+        for (stack, value, labels) in stacks {
+            let mut locs = Vec::new();
+            for frame in stack.split(';').filter(|f| !f.is_empty()).rev() {
+                if let Some(&loc) = locations.get(frame) {
+                    locs.push(loc);
+                    continue;
+                }
+                let mut lines = Vec::new();
+                for name in frame.split('|').rev() {
+                    let f = match functions.get(name) {
+                        Some(&f) => f,
+                        None => {
+                            let id = p.functions.len() as u64 + 1;
+                            let f = p.push_function(id, name, "", "", 0);
+                            functions.insert(name.to_string(), f);
+                            f
+                        }
+                    };
+                    lines.push(Line {
+                        function: f,
+                        line: 0,
+                    });
+                }
+                let id = p.locations.len() as u64 + 1;
+                let loc = p.push_location(id, None, 0, &lines, false);
+                locations.insert(frame.to_string(), loc);
+                locs.push(loc);
+            }
+            p.push_sample(locs.iter().copied(), &[*value], labels);
+        }
+        p.check().unwrap();
+        p
+    }
+
+    /// [`build_labeled`] without labels.
+    pub(crate) fn build(stacks: &[(&str, i64)]) -> Profile {
+        let stacks: Vec<_> = stacks.iter().map(|&(s, v)| (s, v, vec![])).collect();
+        build_labeled(&stacks)
+    }
+
+    /// The samples as `build` writes them, root first; checks the profile first.
+    pub(crate) fn stacks(p: &Profile) -> Vec<(String, i64)> {
+        p.check().unwrap();
+        p.samples
+            .iter()
+            .map(|s| {
+                let frames: Vec<String> = p
+                    .stack(s)
+                    .rev()
+                    .map(|l| {
+                        let lines: Vec<&str> = p
+                            .lines(&p.locations[l as usize])
+                            .iter()
+                            .rev()
+                            .map(|l| p.function_name(l))
+                            .collect();
+                        lines.join("|")
+                    })
+                    .collect();
+                (frames.join(";"), p.values(s)[0])
+            })
+            .collect()
+    }
+
+    fn owned(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|&(s, n)| (s.to_string(), n)).collect()
+    }
+
+    fn spec(f: impl FnOnce(&mut FilterSpec)) -> FilterSpec {
+        let mut s = FilterSpec::default();
+        f(&mut s);
+        s
+    }
+
+    fn str_label(key: &str, value: &str) -> Label {
+        Label::Str {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+
+    fn num_label(key: &str, value: i64, unit: &str) -> Label {
+        Label::Num {
+            key: key.into(),
+            value,
+            unit: unit.into(),
+        }
+    }
+
+    const STACKS: &[(&str, i64)] = &[
+        ("main;parse;tokenize", 5),
+        ("main;parse|lex;next", 3),
+        ("main;run;alloc", 7),
+        ("main", 1),
+    ];
+
+    #[test]
+    fn no_filters_keeps_everything_but_empty_stacks() {
+        let mut p = build(STACKS);
+        p.push_sample([], &[100], &[]);
+        let applied = apply(&mut p, &FilterSpec::default()).unwrap();
+        assert_eq!(applied, Applied::default());
+        assert_eq!(stacks(&p), owned(STACKS));
+    }
+
+    #[test]
+    fn focus_keeps_samples_with_a_matching_frame() {
+        let mut p = build(STACKS);
+        let applied = apply(&mut p, &spec(|s| s.focus = Some("parse".into()))).unwrap();
+        assert_eq!(
+            stacks(&p),
+            owned(&[("main;parse;tokenize", 5), ("main;parse|lex;next", 3)])
+        );
+        assert_eq!(applied.legend, ["Active filters:", "   focus=parse"]);
+        assert!(applied.warnings.is_empty());
+        // An inlined line counts too; the stacks are not changed.
+        let mut p = build(STACKS);
+        apply(&mut p, &spec(|s| s.focus = Some("^lex$".into()))).unwrap();
+        assert_eq!(stacks(&p), owned(&[("main;parse|lex;next", 3)]));
+    }
+
+    #[test]
+    fn ignore_drops_samples_with_a_matching_frame_and_wins_over_focus() {
+        let mut p = build(STACKS);
+        apply(&mut p, &spec(|s| s.ignore = Some("tokenize|alloc".into()))).unwrap();
+        assert_eq!(
+            stacks(&p),
+            owned(&[("main;parse|lex;next", 3), ("main", 1)])
+        );
+        let mut p = build(STACKS);
+        let applied = apply(
+            &mut p,
+            &spec(|s| {
+                s.focus = Some("parse".into());
+                s.ignore = Some("next".into());
+            }),
+        )
+        .unwrap();
+        assert_eq!(stacks(&p), owned(&[("main;parse;tokenize", 5)]));
+        assert_eq!(
+            applied.legend,
+            ["Active filters:", "   focus=parse", "   ignore=next"]
+        );
+    }
+
+    #[test]
+    fn hide_drops_frames_and_emptied_samples() {
+        let mut p = build(STACKS);
+        apply(
+            &mut p,
+            &spec(|s| s.hide = Some("^(main|lex|alloc)$".into())),
+        )
+        .unwrap();
+        // `lex` goes from its location; `main` alone leaves the last sample empty: dropped.
+        assert_eq!(
+            stacks(&p),
+            owned(&[("parse;tokenize", 5), ("parse;next", 3), ("run", 7)])
+        );
+    }
+
+    #[test]
+    fn show_keeps_only_matching_frames() {
+        let mut p = build(STACKS);
+        let applied = apply(&mut p, &spec(|s| s.show = Some("^(parse|lex|run)$".into()))).unwrap();
+        assert_eq!(
+            stacks(&p),
+            owned(&[("parse", 5), ("parse|lex", 3), ("run", 7)])
+        );
+        assert!(applied.warnings.is_empty());
+        // show and hide together: hide first, then show on what is left.
+        let mut p = build(STACKS);
+        apply(
+            &mut p,
+            &spec(|s| {
+                s.show = Some("^(parse|lex|run)$".into());
+                s.hide = Some("lex".into());
+            }),
+        )
+        .unwrap();
+        assert_eq!(stacks(&p), owned(&[("parse", 5), ("parse", 3), ("run", 7)]));
+    }
+
+    #[test]
+    fn focus_is_decided_before_hide_removes_the_frame() {
+        let mut p = build(STACKS);
+        apply(
+            &mut p,
+            &spec(|s| {
+                s.focus = Some("tokenize".into());
+                s.hide = Some("tokenize".into());
+            }),
+        )
+        .unwrap();
+        assert_eq!(stacks(&p), owned(&[("main;parse", 5)]));
+    }
+
+    #[test]
+    fn show_from_drops_callers_of_the_outermost_match() {
+        let stacks_in = &[
+            ("main;parse;tokenize;parse;next", 2),
+            ("main;run|parse|lex;alloc", 4),
+            ("main;run", 1),
+        ];
+        let mut p = build(stacks_in);
+        let applied = apply(&mut p, &spec(|s| s.show_from = Some("^parse$".into()))).unwrap();
+        assert_eq!(
+            stacks(&p),
+            owned(&[("parse;tokenize;parse;next", 2), ("parse|lex;alloc", 4)])
+        );
+        assert_eq!(applied.legend, ["Active filters:", "   show_from=^parse$"]);
+        let mut p = build(stacks_in);
+        let applied = apply(&mut p, &spec(|s| s.show_from = Some("nothing".into()))).unwrap();
+        assert!(p.samples.is_empty());
+        assert_eq!(applied.warnings, ["ShowFrom expression matched no samples"]);
+    }
+
+    #[test]
+    fn file_names_and_mappings_match_too() {
+        let mut p = build(STACKS);
+        let alloc = p
+            .functions
+            .iter()
+            .position(|f| p.str(f.name) == "alloc")
+            .unwrap();
+        p.functions[alloc].filename = p.intern("/src/heap.c");
+        p.mappings.push(Mapping {
+            id: 1,
+            file: "/lib/libparse.so".into(),
+            ..Mapping::default()
+        });
+        let next = p
+            .locations
+            .iter()
+            .position(|l| p.function_name(&p.lines(l)[0]) == "next")
+            .unwrap();
+        p.locations[next].mapping = Some(0);
+        let mut q = p.clone();
+        apply(
+            &mut q,
+            &spec(|s| s.focus = Some(r"heap\.c|libparse".into())),
+        )
+        .unwrap();
+        assert_eq!(
+            stacks(&q),
+            owned(&[("main;parse|lex;next", 3), ("main;run;alloc", 7)])
+        );
+        // A matching mapping hides (and shows) a location's every line.
+        let mut q = p.clone();
+        apply(&mut q, &spec(|s| s.hide = Some("libparse".into()))).unwrap();
+        assert_eq!(stacks(&q)[1], ("main;parse|lex".to_string(), 3));
+    }
+
+    #[test]
+    fn tagfocus_and_tagignore_with_strings() {
+        let input = vec![
+            ("main;a", 1, vec![str_label("phase", "init")]),
+            (
+                "main;b",
+                2,
+                vec![str_label("phase", "run"), str_label("user", "bob")],
+            ),
+            ("main;c", 4, vec![str_label("user", "initiator")]),
+            ("main;d", 8, vec![]),
+        ];
+        let run = |f: &dyn Fn(&mut FilterSpec)| {
+            let mut p = build_labeled(&input);
+            let applied = apply(&mut p, &spec(f)).unwrap();
+            let values: Vec<i64> = p.samples.iter().map(|s| p.values(s)[0]).collect();
+            (values, applied)
+        };
+        // Without a key, `key:value` is matched.
+        assert_eq!(run(&|s| s.tagfocus = Some("init".into())).0, [1, 4]);
+        assert_eq!(run(&|s| s.tagfocus = Some("^phase:".into())).0, [1, 2]);
+        // Several expressions without a key: all must match.
+        assert_eq!(run(&|s| s.tagfocus = Some("run,bob".into())).0, [2]);
+        // With a key, the value is matched; any expression may.
+        assert_eq!(run(&|s| s.tagfocus = Some("phase=^init$".into())).0, [1]);
+        assert_eq!(
+            run(&|s| s.tagfocus = Some("phase=init,run".into())).0,
+            [1, 2]
+        );
+        assert_eq!(run(&|s| s.tagignore = Some("user=bob".into())).0, [1, 4, 8]);
+        let (values, applied) = run(&|s| {
+            s.tagfocus = Some("phase=.".into());
+            s.tagignore = Some("run".into());
+        });
+        assert_eq!(values, [1]);
+        assert_eq!(
+            applied.legend,
+            ["Active filters:", "   tagfocus=phase=.", "   tagignore=run"]
+        );
+        let (values, applied) = run(&|s| s.tagignore = Some("nope".into()));
+        assert_eq!(values, [1, 2, 4, 8]);
+        assert_eq!(
+            applied.warnings,
+            ["TagIgnore expression matched no samples"]
+        );
+    }
+
+    #[test]
+    fn tagfocus_numeric_ranges() {
+        let input = vec![
+            ("main;a", 1, vec![num_label("bytes", 512, "bytes")]),
+            ("main;b", 2, vec![num_label("bytes", 1024, "bytes")]),
+            ("main;c", 4, vec![num_label("bytes", 1536, "")]),
+            ("main;d", 8, vec![num_label("bytes", 2048, "bytes")]),
+            ("main;e", 16, vec![num_label("bytes", 4096, "bytes")]),
+            (
+                "main;f",
+                32,
+                vec![num_label("delay", 5_000_000, "nanoseconds")],
+            ),
+            ("main;g", 64, vec![num_label("objects", 3, "")]),
+        ];
+        let run = |filter: &str, ignore: bool| {
+            let mut p = build_labeled(&input);
+            let s = spec(|s| {
+                if ignore {
+                    s.tagignore = Some(filter.into());
+                } else {
+                    s.tagfocus = Some(filter.into());
+                }
+            });
+            let applied = apply(&mut p, &s).unwrap();
+            let values: Vec<i64> = p.samples.iter().map(|s| p.values(s)[0]).collect();
+            (values, applied.warnings)
+        };
+        let (values, warnings) = run("bytes=1kb:2kb", false);
+        // 1536 has no unit: the key's unit (the first one given) applies.
+        assert_eq!(values, [2, 4, 8]);
+        assert_eq!(
+            warnings,
+            ["tagfocus:Interpreted '1kb:2kb' as range, not regexp"]
+        );
+        assert_eq!(run("bytes=2kb:", false).0, [8, 16]);
+        assert_eq!(run(":1KB", false).0, [1, 2]);
+        // A number without unit never matches a label with one: pprof compares units.
+        assert_eq!(run("bytes=1536", false).0, Vec::<i64>::new());
+        assert_eq!(run("bytes=1536b", false).0, [4]);
+        // Time units convert; a key without unit is its own unit, which pprof takes to be
+        // the filter's unit when it does not know it (so `objects` 3 is within `:10ms`).
+        assert_eq!(run(":10ms", false).0, [32, 64]);
+        assert_eq!(run("delay=5ms", false).0, [32]);
+        assert_eq!(run("3", false).0, [64]);
+        assert_eq!(run("objects=2:4", false).0, [64]);
+        // Units of different kinds never match.
+        assert_eq!(run("bytes=1s:", false).0, Vec::<i64>::new());
+        assert_eq!(run("bytes=1kb:2kb", true).0, [1, 16, 32, 64]);
+        // Not exactly a range: taken as expressions (no `key:value` string tag here).
+        let (values, warnings) = run("1kb:2ms", false);
+        assert!(values.is_empty());
+        assert_eq!(warnings, ["TagFocus expression matched no samples"]);
+    }
+
+    #[test]
+    fn numeric_label_units_like_pprof() {
+        let p = build_labeled(&[
+            (
+                "a",
+                1,
+                vec![
+                    num_label("bytes", 1, ""),
+                    num_label("bytes", 1, "bytes"),
+                    num_label("request", 1, ""),
+                ],
+            ),
+            (
+                "a",
+                1,
+                vec![num_label("bytes", 1, "kilobytes"), num_label("n", 1, "")],
+            ),
+        ]);
+        let u = num_label_units(&p);
+        assert_eq!(u.units["bytes"], "bytes");
+        assert_eq!(u.units["request"], "bytes");
+        assert_eq!(u.units["n"], "n");
+        assert_eq!(
+            u.warnings,
+            ["For tag bytes used unit bytes, also encountered unit(s) kilobytes"]
+        );
+    }
+
+    #[test]
+    fn tag_range_parsing() {
+        let r = |s: &str| NumRange::parse(s).unwrap();
+        let range = |lo: Option<f64>, hi: Option<f64>, unit: &str| {
+            Some(NumRange {
+                lo,
+                hi,
+                unit: unit.into(),
+            })
+        };
+        assert_eq!(r("32kb"), range(Some(32.0), Some(32.0), "kB"));
+        assert_eq!(r("4MB:"), range(Some(4.0), None, "MB"));
+        assert_eq!(r(":10ms"), range(None, Some(10.0), "ms"));
+        assert_eq!(r("1kb:2mb"), range(Some(1.0), Some(2048.0), "kB"));
+        assert_eq!(r("-5:+7"), range(Some(-5.0), Some(7.0), ""));
+        assert_eq!(r("2hrs"), range(Some(2.0), Some(2.0), "hrs"));
+        assert_eq!(r("x86"), None);
+        assert_eq!(r("1:2:3"), None);
+        assert_eq!(r("main"), None);
+        assert!(NumRange::parse("99999999999999999999").is_err());
+        assert_eq!(scale(1536, "bytes", "kB"), (1.5, "kB"));
+        assert_eq!(scale(-3, "seconds", "ms"), (-3000.0, "ms"));
+        assert_eq!(scale(7, "count", "count"), (7.0, ""));
+        assert_eq!(scale(7, "widgets", "kB"), (7.0, "kB"));
+        assert_eq!(scale(1536, "bytes", "auto"), (1.5, "kB"));
+    }
+
+    #[test]
+    fn bad_expressions_are_errors_that_name_them() {
+        let mut p = build(STACKS);
+        let before = p.clone();
+        let err = apply(
+            &mut p,
+            &spec(|s| {
+                s.focus = Some("main".into());
+                s.ignore = Some("pa(rse".into());
+            }),
+        )
+        .unwrap_err();
+        assert!(err.contains("ignore") && err.contains("pa(rse"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        let err = apply(&mut p, &spec(|s| s.tagfocus = Some("k=a,[b".into()))).unwrap_err();
+        assert!(err.contains("tagfocus") && err.contains("[b"), "{err}");
+        let err = apply(
+            &mut p,
+            &spec(|s| s.tagfocus = Some("99999999999999999999".into())),
+        )
+        .unwrap_err();
+        assert!(err.contains("99999999999999999999"), "{err}");
+        assert_eq!(p, before);
+    }
+
+    #[test]
+    fn case_insensitive_expressions_work() {
+        let mut p = build(STACKS);
+        apply(&mut p, &spec(|s| s.focus = Some("(?i)^ALLOC$".into()))).unwrap();
+        assert_eq!(stacks(&p), owned(&[("main;run;alloc", 7)]));
+    }
+
+    #[test]
+    fn no_match_warnings_and_legend() {
+        let mut p = build(STACKS);
+        let long = "x".repeat(100);
+        let applied = apply(
+            &mut p,
+            &spec(|s| {
+                s.focus = Some("zzz".into());
+                s.ignore = Some("yyy".into());
+                s.hide = Some("qqq".into());
+                s.show = Some(long.clone());
+                s.tagfocus = Some("foo".into());
+                s.tagignore = Some(String::new());
+            }),
+        )
+        .unwrap();
+        assert!(p.samples.is_empty());
+        assert_eq!(
+            applied.warnings,
+            [
+                "Focus expression matched no samples",
+                "Ignore expression matched no samples",
+                "Hide expression matched no samples",
+                "Show expression matched no samples",
+                "TagFocus expression matched no samples",
+            ]
+        );
+        let cut = format!("   show={}…", &long[..75]);
+        assert_eq!(
+            applied.legend,
+            [
+                "Active filters:",
+                "   focus=zzz",
+                "   ignore=yyy",
+                "   hide=qqq",
+                cut.as_str(),
+                "   tagfocus=foo",
+            ]
+        );
+    }
+
+    #[test]
+    fn sample_cpu_focus_matches_go_tool_pprof() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/pprof/sample.cpu.pb.gz"
+        );
+        let mut p = crate::load(path).unwrap();
+        let applied = apply(&mut p, &spec(|s| s.focus = Some("mapiternext".into()))).unwrap();
+        assert_eq!(applied.legend, ["Active filters:", "   focus=mapiternext"]);
+        assert!(applied.warnings.is_empty());
+        let last = p.sample_types.len() - 1;
+        let total: i64 = p.samples.iter().map(|s| p.values(s)[last]).sum();
+        // `go tool pprof -top -focus=mapiternext sample.cpu.pb.gz` (Go 1.19.8):
+        // "Showing nodes accounting for 1370ms, 77.84% of 1760ms total".
+        assert_eq!(total, 1_370_000_000);
+    }
+}

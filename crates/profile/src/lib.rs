@@ -1,0 +1,787 @@
+//! tickscope's profile side: CPU and heap profiles as `go tool pprof` sees them, and pprof's
+//! views of them, with pprof's numbers.
+//!
+//! # Overview
+//! - The crate root: the model of profile.proto and [`load`], which reads pprof protobuf (gzip
+//!   or raw), gperftools' binary CPU and text heap/contention formats, the older Go and Java
+//!   text formats and folded stacks, picking the reader by content.
+//! - [`filter`]: pprof's focus/ignore/hide/show/tag filters and `drop_frames`.
+//! - [`views`]: a [`views::Report`] prepares a profile for a view as pprof's driver does
+//!   (total, filters, granularity, pruning); `top`, `peek`, `tree`, `list`, DOT `graph`, flame
+//!   graphs and `diff` render it as text or JSON.
+//!
+//! This crate reads files; it knows nothing of tickscope's timeline captures (the
+//! `tickscope-timeline` crate) and has no `unsafe` code.
+//!
+//! Profiles as `go tool pprof` sees them: the model of profile.proto, and readers that fill it
+//! from pprof protobuf (gzip or raw), gperftools' legacy binary CPU and text heap formats, the
+//! older Go and Java text formats, and folded stacks.
+//!
+//! [`load`] reads a file and picks the reader by content, never by extension: gzip is
+//! unwrapped first, then protobuf is tried, then the legacy formats, then folded stacks.
+//! Every reader checks every length and reference before using it, allocates in proportion to
+//! the bytes actually present (never to a length a file claims), and reports a problem as one
+//! [`Error`] line naming the file.
+//!
+//! The model keeps profile.proto's shape so that the views compute exactly what pprof computes:
+//! samples point at locations (leaf first), locations hold lines (innermost inline frame
+//! first), lines point at functions; ids are kept for `-raw`-style output, references are
+//! indices.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod filter;
+mod folded;
+mod legacy;
+mod pprof;
+mod prune;
+mod store;
+pub mod symbolize;
+pub mod views;
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
+
+pub use error::{Error, ErrorKind};
+pub(crate) use store::Strings;
+use store::{push_span, Stacks};
+pub use store::{Span, Stack, StrId};
+
+/// The most a gzip-compressed profile may decompress to (a guard against gzip bombs).
+pub const MAX_DECOMPRESSED: u64 = 4 << 30;
+
+/// By default a gzip-compressed profile may also decompress to at most this many times its
+/// compressed size (real profiles compress 3 to 30 times; deflate can reach ~1000 times, on
+/// data no profiler writes, such as long runs of one byte) ...
+pub const MAX_RATIO: u64 = 100;
+/// ... or to this much, whichever is more: a small file is never refused for its ratio.
+pub const RATIO_FLOOR: u64 = 64 << 20;
+
+/// How much a profile may decompress to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `None`: [`MAX_RATIO`] times the compressed size (at least [`RATIO_FLOOR`]) and at
+    /// most [`MAX_DECOMPRESSED`]. `Some(n)`: `n` bytes, whatever the ratio (to read a file
+    /// the default refuses).
+    pub max_decompressed: Option<u64>,
+}
+
+impl Limits {
+    /// The limit for `compressed` bytes of gzip, and the compressed size when the ratio is
+    /// what sets it (for the error to say so).
+    fn for_gzip(self, compressed: u64) -> (u64, Option<u64>) {
+        match self.max_decompressed {
+            Some(n) => (n, None),
+            None => {
+                let by_ratio = compressed.saturating_mul(MAX_RATIO).max(RATIO_FLOOR);
+                match by_ratio < MAX_DECOMPRESSED {
+                    true => (by_ratio, Some(compressed)),
+                    false => (MAX_DECOMPRESSED, None),
+                }
+            }
+        }
+    }
+
+    /// The limit on bytes read whole (not compressed).
+    fn absolute(self) -> u64 {
+        self.max_decompressed.unwrap_or(MAX_DECOMPRESSED)
+    }
+}
+
+/// How many bytes the readers look at to decide whether data can be a profile at all,
+/// before anything is read whole.
+const SNIFF: usize = 4096;
+
+/// The deepest stack a sample may have. Real profilers cap far below (Go 64 frames, perf
+/// 127, gperftools 255); a deeper one is damage or an attack, refused with an error.
+pub const MAX_STACK_DEPTH: usize = 1 << 16;
+
+/// A profile: profile.proto's `Profile` with strings resolved and ids turned into indices.
+///
+/// Names are interned ([`StrId`], read with [`Profile::str`]); each sample's stack, values and
+/// labels and each location's lines live in shared pools, read with [`Profile::stack`],
+/// [`Profile::values`], [`Profile::labels`] and [`Profile::lines`], and added with the
+/// `push_*` methods. This keeps a large profile in less than twice its decompressed size.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Profile {
+    /// What each sample value measures (`samples`/`count`, `cpu`/`nanoseconds`, ...).
+    pub sample_types: Vec<ValueType>,
+    /// The sample type views use when none is asked for (empty: the last one).
+    pub default_sample_type: String,
+    /// The samples.
+    pub samples: Vec<Sample>,
+    /// Mapped binaries.
+    pub mappings: Vec<Mapping>,
+    /// Program locations.
+    pub locations: Vec<Location>,
+    /// Functions.
+    pub functions: Vec<Function>,
+    /// Free-form comments.
+    pub comments: Vec<String>,
+    /// Regex of frames to drop (with everything above them), as pprof's `drop_frames`.
+    pub drop_frames: String,
+    /// Regex of frames to keep despite `drop_frames`.
+    pub keep_frames: String,
+    /// When the profile was taken, ns since the Unix epoch (0: unknown).
+    pub time_nanos: i64,
+    /// How long it covers, ns (0: unknown).
+    pub duration_nanos: i64,
+    /// What one period measures (empty type and unit when absent).
+    pub period_type: ValueType,
+    /// The sampling period, in `period_type`'s unit.
+    pub period: i64,
+    /// Which reader produced it.
+    pub format: Format,
+    pub(crate) strings: Strings,
+    pub(crate) stacks: Stacks,
+    pub(crate) values: Vec<i64>,
+    pub(crate) labels: Vec<Label>,
+    pub(crate) lines: Vec<Line>,
+}
+
+/// A value's kind and unit, as `cpu`/`nanoseconds`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValueType {
+    /// The kind: `cpu`, `samples`, `alloc_space`, `contentions`, ...
+    pub ty: String,
+    /// The unit: `nanoseconds`, `count`, `bytes`, ...
+    pub unit: String,
+}
+
+impl ValueType {
+    /// A value type.
+    pub fn new(ty: &str, unit: &str) -> ValueType {
+        ValueType {
+            ty: ty.to_string(),
+            unit: unit.to_string(),
+        }
+    }
+}
+
+/// One sample: a stack and one value per sample type, held in the profile's pools
+/// ([`Profile::stack`], [`Profile::values`], [`Profile::labels`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Indices into [`Profile::locations`], leaf first.
+    pub(crate) stack: Span,
+    /// One value per [`Profile::sample_types`].
+    pub(crate) values: Span,
+    /// Labels, in file order.
+    pub(crate) labels: Span,
+}
+
+/// A sample label: a string or a number with an optional unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    /// `key = value`.
+    Str {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// `key = value unit`.
+    Num {
+        /// The key.
+        key: String,
+        /// The value.
+        value: i64,
+        /// The unit (empty: none given).
+        unit: String,
+    },
+}
+
+/// A mapped binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mapping {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub limit: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// The binary's path.
+    pub file: String,
+    /// Its build id.
+    pub build_id: String,
+    /// Locations in it have function names.
+    pub has_functions: bool,
+    /// ... file names.
+    pub has_filenames: bool,
+    /// ... line numbers.
+    pub has_line_numbers: bool,
+    /// ... inline frames.
+    pub has_inline_frames: bool,
+}
+
+/// A program location: an address and the (possibly inlined) lines it stands for
+/// ([`Profile::lines`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// Index into [`Profile::mappings`], if known.
+    pub mapping: Option<u32>,
+    /// The instruction address (0: unknown).
+    pub address: u64,
+    /// Lines, innermost (inlined callee) first; empty when not symbolised.
+    pub(crate) lines: Span,
+    /// Several frames were folded into this one.
+    pub is_folded: bool,
+}
+
+/// One line of a location.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Line {
+    /// Index into [`Profile::functions`].
+    pub function: u32,
+    /// The line number (0: unknown).
+    pub line: i64,
+}
+
+/// A function; its strings are read with [`Profile::str`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Function {
+    /// The id in the file (non-zero).
+    pub id: u64,
+    /// The human name (demangled).
+    pub name: StrId,
+    /// The system (mangled) name.
+    pub system_name: StrId,
+    /// The source file.
+    pub filename: StrId,
+    /// The line where it starts.
+    pub start_line: i64,
+}
+
+/// The format a profile was read from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// profile.proto (gzip or raw).
+    #[default]
+    Pprof,
+    /// gperftools' binary CPU profile.
+    GperftoolsCpu,
+    /// A legacy text format: gperftools heap/growth/contention, Go's thread or goroutine
+    /// counts, Java's cpu/heap/contention.
+    LegacyText,
+    /// Folded stacks, `a;b;c 42` per line.
+    Folded,
+}
+
+impl Profile {
+    /// The text of an interned string.
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    /// Interns a string.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.strings.intern(s)
+    }
+
+    /// A sample's stack: location indices, leaf first.
+    pub fn stack(&self, s: &Sample) -> Stack<'_> {
+        self.stacks.get(s.stack)
+    }
+
+    /// A sample's values, one per sample type.
+    pub fn values(&self, s: &Sample) -> &[i64] {
+        &self.values[s.values.range()]
+    }
+
+    /// A sample's value of sample type `index` (0 if it has none: [`Profile::check`] makes
+    /// that impossible in a loaded profile).
+    pub fn value(&self, s: &Sample, index: usize) -> i64 {
+        self.values(s).get(index).copied().unwrap_or(0)
+    }
+
+    /// A sample's values, to change in place.
+    pub fn values_mut(&mut self, s: &Sample) -> &mut [i64] {
+        &mut self.values[s.values.range()]
+    }
+
+    /// A sample's labels.
+    pub fn labels(&self, s: &Sample) -> &[Label] {
+        &self.labels[s.labels.range()]
+    }
+
+    /// A location's lines, innermost first.
+    pub fn lines(&self, loc: &Location) -> &[Line] {
+        &self.lines[loc.lines.range()]
+    }
+
+    /// Adds a sample (stack leaf first).
+    pub fn push_sample(
+        &mut self,
+        stack: impl IntoIterator<Item = u32> + Clone,
+        values: &[i64],
+        labels: &[Label],
+    ) {
+        let sample = Sample {
+            stack: self.stacks.push(stack),
+            values: push_span(&mut self.values, values),
+            labels: push_span(&mut self.labels, labels),
+        };
+        self.samples.push(sample);
+    }
+
+    /// Adds a location with its lines (innermost first); returns its index.
+    pub fn push_location(
+        &mut self,
+        id: u64,
+        mapping: Option<u32>,
+        address: u64,
+        lines: &[Line],
+        is_folded: bool,
+    ) -> u32 {
+        let lines = push_span(&mut self.lines, lines);
+        self.locations.push(Location {
+            id,
+            mapping,
+            address,
+            lines,
+            is_folded,
+        });
+        self.locations.len() as u32 - 1
+    }
+
+    /// Adds a function; returns its index.
+    pub fn push_function(
+        &mut self,
+        id: u64,
+        name: &str,
+        system_name: &str,
+        filename: &str,
+        start_line: i64,
+    ) -> u32 {
+        let f = Function {
+            id,
+            name: self.intern(name),
+            system_name: self.intern(system_name),
+            filename: self.intern(filename),
+            start_line,
+        };
+        self.functions.push(f);
+        self.functions.len() as u32 - 1
+    }
+
+    /// Replaces the lines of location `i`.
+    pub fn set_lines(&mut self, i: usize, lines: &[Line]) {
+        self.locations[i].lines = push_span(&mut self.lines, lines);
+    }
+
+    /// Lets go of the string lookup table and of spare capacity: readers call it last.
+    pub(crate) fn seal(&mut self) {
+        self.strings.seal();
+        self.stacks.shrink_to_fit();
+        self.values.shrink_to_fit();
+        self.labels.shrink_to_fit();
+        self.lines.shrink_to_fit();
+        self.samples.shrink_to_fit();
+        self.locations.shrink_to_fit();
+        self.functions.shrink_to_fit();
+    }
+
+    /// The index of the sample type views use when none is asked for: `default_sample_type`
+    /// if it names one, else the last (as pprof does).
+    pub fn default_sample_index(&self) -> usize {
+        if !self.default_sample_type.is_empty() {
+            if let Some(i) = self
+                .sample_types
+                .iter()
+                .position(|t| t.ty == self.default_sample_type)
+            {
+                return i;
+            }
+        }
+        self.sample_types.len().saturating_sub(1)
+    }
+
+    /// Resolves a `--sample-index` argument: a number, or a sample type's name
+    /// (`cpu`, `alloc_space`; a `sample_` prefix is ignored, as pprof does).
+    pub fn sample_index(&self, spec: &str) -> Result<usize, String> {
+        if self.sample_types.is_empty() {
+            return Err("the profile has no sample types".into());
+        }
+        if let Ok(i) = spec.parse::<usize>() {
+            if i < self.sample_types.len() {
+                return Ok(i);
+            }
+            return Err(format!(
+                "sample index {i} out of range [0..{}]",
+                self.sample_types.len() - 1
+            ));
+        }
+        let name = spec.strip_prefix("sample_").unwrap_or(spec);
+        for (i, t) in self.sample_types.iter().enumerate() {
+            if t.ty == name || t.ty == spec {
+                return Ok(i);
+            }
+        }
+        let names: Vec<&str> = self.sample_types.iter().map(|t| t.ty.as_str()).collect();
+        Err(format!(
+            "sample index {spec:?} is not one of {}",
+            names.join(", ")
+        ))
+    }
+
+    /// The function of a line.
+    pub fn function(&self, line: &Line) -> &Function {
+        &self.functions[line.function as usize]
+    }
+
+    /// The name of a line's function.
+    pub fn function_name(&self, line: &Line) -> &str {
+        self.str(self.function(line).name)
+    }
+
+    /// The mapping's file of a location ("" if none).
+    pub fn objfile(&self, loc: &Location) -> &str {
+        loc.mapping
+            .map(|m| self.mappings[m as usize].file.as_str())
+            .unwrap_or("")
+    }
+
+    /// Checks the invariants every view relies on: each sample has one value per sample type
+    /// and every index points at something. Readers call it before returning.
+    pub fn check(&self) -> Result<(), ErrorKind> {
+        let invalid = |what: String| Err(ErrorKind::Invalid { what });
+        if self.sample_types.is_empty() && !self.samples.is_empty() {
+            return invalid("samples but no sample types".into());
+        }
+        for (i, s) in self.samples.iter().enumerate() {
+            if s.values.len() != self.sample_types.len() {
+                return invalid(format!(
+                    "sample {i} has {} values but there are {} sample types",
+                    s.values.len(),
+                    self.sample_types.len()
+                ));
+            }
+            if s.stack.len() > MAX_STACK_DEPTH {
+                return invalid(format!(
+                    "sample {i} has a stack {} frames deep, more than the {MAX_STACK_DEPTH} \
+                     this reader accepts (runaway recursion or damage)",
+                    s.stack.len()
+                ));
+            }
+            if let Some(l) = self.stack(s).find(|&l| l as usize >= self.locations.len()) {
+                return invalid(format!("sample {i} refers to location index {l}"));
+            }
+        }
+        for l in &self.locations {
+            if let Some(m) = l.mapping {
+                if m as usize >= self.mappings.len() {
+                    return invalid(format!("location {} refers to mapping index {m}", l.id));
+                }
+            }
+            for line in self.lines(l) {
+                if line.function as usize >= self.functions.len() {
+                    return invalid(format!(
+                        "location {} refers to function index {}",
+                        l.id, line.function
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the profile at `path`, picking the reader by content.
+///
+/// A regular file is streamed: protobuf is decoded straight from the (decompressing) file,
+/// read twice, so neither the compressed nor the decompressed bytes are held. Only when it is
+/// not protobuf are the bytes read whole for the other readers.
+pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
+    load_with(path, Limits::default())
+}
+
+/// [`load`] with other [`Limits`].
+pub fn load_with(path: impl AsRef<Path>, limits: Limits) -> Result<Profile, Error> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let open_file = || std::fs::File::open(path);
+    let file = open_file().map_err(|e| Error::io(&name, ErrorKind::Open, e))?;
+    let meta = file.metadata().ok();
+    let regular = meta.as_ref().is_some_and(|m| m.is_file());
+    let size = meta.map_or(0, |m| m.len());
+    let mut head = [0u8; SNIFF];
+    let got = read_head(&file, &mut head).map_err(|e| Error::io(&name, ErrorKind::Io, e))?;
+    if got == 0 {
+        return Err(Error::new(&name, ErrorKind::Empty));
+    }
+    let gz = head[..got].starts_with(&[0x1f, 0x8b]);
+    // Decided from the first bytes: data no reader could take is refused before anything
+    // is read whole (`top /dev/zero` read 4 GiB into memory to say "not a profile").
+    if !gz && !could_be_profile(&head[..got]) {
+        return Err(Error::new(
+            &name,
+            ErrorKind::Unrecognized {
+                head: head.iter().take(8).copied().collect(),
+            },
+        ));
+    }
+    if regular {
+        let (limit, ratio_of) = match gz {
+            true => limits.for_gzip(size),
+            false => (limits.absolute(), None),
+        };
+        let errors = FileErrors::default();
+        let open = || -> std::io::Result<Box<dyn Read + '_>> {
+            let file = open_file().map_err(|e| errors.record(e))?;
+            let f = std::io::BufReader::with_capacity(
+                1 << 16,
+                Recorded {
+                    inner: file,
+                    errors: &errors,
+                },
+            );
+            Ok(if gz {
+                Box::new(flate2::bufread::MultiGzDecoder::new(f))
+            } else {
+                Box::new(f)
+            })
+        };
+        let whole = || {
+            let mut data = Vec::new();
+            open_file()?
+                .take(limits.absolute() + 1)
+                .read_to_end(&mut data)?;
+            Ok(Cow::Owned(data))
+        };
+        return parse_stream(&open, gz, &name, (limit, ratio_of), &whole, &|| {
+            errors.0.borrow_mut().take()
+        });
+    }
+    // A pipe or device is read once, whole.
+    let mut data = head[..got].to_vec();
+    file.take(limits.absolute() + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| Error::io(&name, ErrorKind::Io, e))?;
+    if data.len() as u64 > limits.absolute() {
+        return Err(Error::new(
+            &name,
+            ErrorKind::TooLarge {
+                limit: limits.absolute(),
+            },
+        ));
+    }
+    parse_with(&data, &name, limits)
+}
+
+/// Returns true if and only if `head`, the first bytes of (decompressed) data, could begin
+/// a profile that one of the readers takes: protobuf, a gperftools or legacy text header,
+/// folded stacks.
+fn could_be_profile(head: &[u8]) -> bool {
+    if pprof::looks_like_proto(head) {
+        return true;
+    }
+    // Text formats are judged on whole lines.
+    let lines = match head.iter().rposition(|&b| b == b'\n') {
+        Some(i) if head.len() == SNIFF => &head[..=i],
+        _ => head,
+    };
+    legacy::parse(head).is_some()
+        || legacy::parse(lines).is_some()
+        || folded::parse(lines).is_some()
+}
+
+/// The first error reading or opening the file itself, as opposed to the decompressor's:
+/// a failing disk is reported as such, with its cause, not as damaged gzip data.
+#[derive(Default)]
+struct FileErrors(std::cell::RefCell<Option<std::io::Error>>);
+
+impl FileErrors {
+    /// Keeps (a copy of) the first error and passes it on.
+    fn record(&self, e: std::io::Error) -> std::io::Error {
+        self.0
+            .borrow_mut()
+            .get_or_insert_with(|| std::io::Error::new(e.kind(), e.to_string()));
+        e
+    }
+}
+
+/// A reader whose errors are recorded in `errors`.
+struct Recorded<'a, R> {
+    inner: R,
+    errors: &'a FileErrors,
+}
+
+impl<R: Read> Read for Recorded<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| self.errors.record(e))
+    }
+}
+
+/// Reads up to `head.len()` bytes from the start of `file` (fewer only at its end).
+/// (Reading a device such as /dev/zero, a full buffer.)
+fn read_head(mut file: &std::fs::File, head: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+/// Parses a profile held in memory; `name` is used in errors.
+pub fn parse(data: &[u8], name: &str) -> Result<Profile, Error> {
+    parse_with(data, name, Limits::default())
+}
+
+/// [`parse`] with a lower decompression cap (fuzzing uses a small one).
+pub fn parse_with_limit(data: &[u8], name: &str, limit: u64) -> Result<Profile, Error> {
+    parse_with(
+        data,
+        name,
+        Limits {
+            max_decompressed: Some(limit),
+        },
+    )
+}
+
+/// [`parse`] with other [`Limits`].
+pub fn parse_with(data: &[u8], name: &str, limits: Limits) -> Result<Profile, Error> {
+    if data.is_empty() {
+        return Err(Error::new(name, ErrorKind::Empty));
+    }
+    let gz = data.starts_with(&[0x1f, 0x8b]);
+    let limit = match gz {
+        true => limits.for_gzip(data.len() as u64),
+        false => (limits.absolute(), None),
+    };
+    let open = || -> std::io::Result<Box<dyn Read + '_>> {
+        Ok(if gz {
+            Box::new(flate2::bufread::MultiGzDecoder::new(data))
+        } else {
+            Box::new(data)
+        })
+    };
+    parse_stream(&open, gz, name, limit, &|| Ok(Cow::Borrowed(data)), &|| {
+        None
+    })
+}
+
+/// Picks the reader: the tickscope capture magic is refused with a pointer to the command
+/// that reads it; protobuf is tried on the stream; when it does not parse, `whole` reads
+/// the (possibly compressed) bytes for the legacy readers, then folded stacks.
+/// `file_error` gives the file's own I/O error, if reading it failed. `limit`: the most the
+/// data may decompress to, and the compressed size when a ratio to it set that limit.
+fn parse_stream<'d>(
+    open: &pprof::Open<'_>,
+    gz: bool,
+    name: &str,
+    (limit, ratio_of): (u64, Option<u64>),
+    whole: &dyn Fn() -> std::io::Result<Cow<'d, [u8]>>,
+    file_error: &dyn Fn() -> Option<std::io::Error>,
+) -> Result<Profile, Error> {
+    // Which limit was met, said as such.
+    let kind = |k: ErrorKind| match (k, ratio_of) {
+        (ErrorKind::TooLarge { limit }, Some(compressed)) => {
+            ErrorKind::TooCompressed { compressed, limit }
+        }
+        (k, _) => k,
+    };
+    let read_failed = |k: ErrorKind| match file_error() {
+        Some(e) => Error::io(name, ErrorKind::Io, e),
+        None => Error::new(name, kind(k)),
+    };
+    let mut head = Vec::new();
+    open()
+        .and_then(|r| r.take(8).read_to_end(&mut head))
+        .map_err(|e| read_failed(pprof::read_error(&e, gz)))?;
+    if head.is_empty() {
+        return Err(Error::new(name, ErrorKind::Empty));
+    }
+    let proto_err = match pprof::decode_stream(open, gz, limit) {
+        Ok(p) => return finish(p, name),
+        Err(k @ (ErrorKind::Decompress { .. } | ErrorKind::TooLarge { .. } | ErrorKind::Io)) => {
+            return Err(read_failed(k))
+        }
+        Err(e) => e,
+    };
+    // Not protobuf. Before the other readers take the data whole, its first bytes must look
+    // like something they read: a gzip bomb of zeros is refused here, not after 4 GiB.
+    let mut head = Vec::new();
+    open()
+        .and_then(|r| r.take(SNIFF as u64).read_to_end(&mut head))
+        .map_err(|e| read_failed(pprof::read_error(&e, gz)))?;
+    if !could_be_profile(&head) {
+        return Err(Error::new(
+            name,
+            ErrorKind::Unrecognized {
+                head: head.iter().take(8).copied().collect(),
+            },
+        ));
+    }
+    let mut data = whole().map_err(|e| Error::io(name, ErrorKind::Io, e))?;
+    if data.len() as u64 > limit && !gz {
+        return Err(Error::new(name, ErrorKind::TooLarge { limit }));
+    }
+    if gz {
+        data = Cow::Owned(gunzip(&data, limit).map_err(|k| Error::new(name, kind(k)))?);
+    }
+    if let Some(result) = legacy::parse(&data) {
+        return result
+            .map_err(|k| Error::new(name, k))
+            .and_then(|p| finish(p, name));
+    }
+    if let Some(result) = folded::parse(&data) {
+        return result
+            .map_err(|k| Error::new(name, k))
+            .and_then(|p| finish(p, name));
+    }
+    // Neither: if the bytes started like a protobuf profile, its error says more than
+    // "unrecognised".
+    if pprof::looks_like_proto(&data) {
+        return Err(Error::new(name, proto_err));
+    }
+    Err(Error::new(
+        name,
+        ErrorKind::Unrecognized {
+            head: data.iter().take(8).copied().collect(),
+        },
+    ))
+}
+
+/// Checks a freshly read profile and lets go of its spare capacity.
+fn finish(mut p: Profile, name: &str) -> Result<Profile, Error> {
+    p.check().map_err(|k| Error::new(name, k))?;
+    p.seal();
+    Ok(p)
+}
+
+/// Parses raw (not gzip) bytes with one reader only, no detection: what each fuzz target
+/// drives. `None` when that reader does not recognise the data.
+pub fn parse_format(data: &[u8], format: Format) -> Option<Result<Profile, ErrorKind>> {
+    let result = match format {
+        Format::Pprof => Some(pprof::decode(data)),
+        Format::GperftoolsCpu | Format::LegacyText => legacy::parse(data),
+        Format::Folded => folded::parse(data),
+    }?;
+    Some(result.and_then(|p| p.check().map(|()| p)))
+}
+
+fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, ErrorKind> {
+    let mut out = Vec::new();
+    // MultiGzDecoder: concatenated gzip members are one stream, as Go's gzip reader reads them.
+    let mut decoder = flate2::read::MultiGzDecoder::new(data).take(limit + 1);
+    decoder
+        .read_to_end(&mut out)
+        .map_err(|e| ErrorKind::Decompress {
+            detail: e.to_string(),
+        })?;
+    if out.len() as u64 > limit {
+        return Err(ErrorKind::TooLarge { limit });
+    }
+    Ok(out)
+}

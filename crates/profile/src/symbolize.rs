@@ -1,0 +1,393 @@
+//! Names for the bare addresses of legacy profiles, from the symbol tables of the binaries
+//! their mappings name: "addresses symbolised when the binaries are present, shown as
+//! addresses otherwise".
+//!
+//! For each mapping whose file can be read and is an ELF object, every location in it that
+//! has no lines yet gets the function whose symbol (static `.symtab` or dynamic `.dynsym`)
+//! covers the address. A runtime address becomes an ELF virtual address through the
+//! mapping's start and file offset and the file's `PT_LOAD` segments, which works for
+//! position-independent executables and shared objects wherever they were loaded; a
+//! fixed-address executable's addresses are its virtual addresses already.
+//!
+//! Only function names: no file names, line numbers or inline frames (those need DWARF), and
+//! names are not demangled.
+
+use std::collections::HashMap;
+
+use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use super::{Line, Mapping, Profile, StrId};
+
+/// Names the unsymbolised locations of `p` from the binaries its mappings name, marking
+/// those mappings `has_functions`. Returns one warning per binary that is needed but cannot
+/// be read or is not ELF.
+pub fn symbolize(p: &mut Profile) -> Vec<String> {
+    let mut warnings = Vec::new();
+    // The mappings with locations still to name.
+    let mut wanted = vec![false; p.mappings.len()];
+    for l in &p.locations {
+        if l.lines.is_empty() && l.address != 0 {
+            if let Some(w) = l.mapping.and_then(|m| wanted.get_mut(m as usize)) {
+                *w = true;
+            }
+        }
+    }
+    // Functions by name, so that every binary's `main` is one function.
+    let mut functions: HashMap<String, u32> = HashMap::new();
+    for (i, f) in p.functions.iter().enumerate() {
+        if f.filename == StrId::EMPTY && f.start_line == 0 {
+            functions
+                .entry(p.str(f.name).to_string())
+                .or_insert(i as u32);
+        }
+    }
+    for (index, wanted) in wanted.into_iter().enumerate() {
+        let Some(mapping) = p.mappings.get(index).filter(|_| wanted) else {
+            continue;
+        };
+        // Catch-all mappings and the kernel's pseudo-files ([vdso], [stack]) name nothing.
+        if mapping.file.is_empty() || mapping.file.starts_with('[') {
+            continue;
+        }
+        let mapping = mapping.clone();
+        let data = match std::fs::read(&mapping.file) {
+            Ok(d) => d,
+            Err(e) => {
+                warnings.push(format!("cannot read binary {}: {e}", mapping.file));
+                continue;
+            }
+        };
+        let binary = match Binary::parse(&data) {
+            Ok(b) => b,
+            Err(e) => {
+                warnings.push(format!(
+                    "cannot read binary {}: not an ELF file we can read ({e})",
+                    mapping.file
+                ));
+                continue;
+            }
+        };
+        for li in 0..p.locations.len() {
+            let l = p.locations[li];
+            if l.mapping != Some(index as u32) || !l.lines.is_empty() || l.address == 0 {
+                continue;
+            }
+            let Some(name) = binary
+                .virtual_address(l.address, &mapping)
+                .and_then(|a| binary.function_at(a))
+            else {
+                continue;
+            };
+            let function = match functions.get(name) {
+                Some(&f) => f,
+                None => {
+                    let id = p.functions.len() as u64 + 1;
+                    let f = p.push_function(id, name, name, "", 0);
+                    functions.insert(name.to_string(), f);
+                    f
+                }
+            };
+            p.set_lines(li, &[Line { function, line: 0 }]);
+        }
+        if let Some(m) = p.mappings.get_mut(index) {
+            m.has_functions = true;
+        }
+    }
+    // Ids must stay unique when the profile already had functions with other ids.
+    let mut next = p.functions.iter().map(|f| f.id).max().unwrap_or(0);
+    let mut seen = std::collections::HashSet::new();
+    for f in &mut p.functions {
+        if f.id == 0 || !seen.insert(f.id) {
+            next += 1;
+            f.id = next;
+            seen.insert(next);
+        }
+    }
+    p.seal();
+    warnings
+}
+
+/// What symbolisation needs of an ELF file.
+struct Binary {
+    /// A fixed-address executable (`ET_EXEC`): runtime addresses are virtual addresses.
+    fixed: bool,
+    /// `PT_LOAD` segments: (virtual address, memory size, file offset, file size).
+    segments: Vec<(u64, u64, u64, u64)>,
+    /// Function symbols by address: (address, size, name); one per address.
+    symbols: Vec<(u64, u64, String)>,
+}
+
+impl Binary {
+    fn parse(data: &[u8]) -> Result<Binary, object::Error> {
+        let file = object::File::parse(data)?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (s.address(), s.size(), offset, size)
+            })
+            .collect();
+        let mut symbols: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string()))
+            })
+            .collect();
+        // Per address, prefer a symbol with a size, then the first name alphabetically.
+        symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
+        symbols.dedup_by_key(|s| s.0);
+        Ok(Binary {
+            fixed: file.kind() == ObjectKind::Executable,
+            segments,
+            symbols,
+        })
+    }
+
+    /// The ELF virtual address of a runtime address in `mapping`.
+    fn virtual_address(&self, address: u64, mapping: &Mapping) -> Option<u64> {
+        if self.fixed
+            && self
+                .segments
+                .iter()
+                .any(|&(vaddr, memsz, _, _)| address >= vaddr && address - vaddr < memsz)
+        {
+            return Some(address);
+        }
+        // The file offset the address was loaded from, then the segment holding it.
+        let offset = address
+            .checked_sub(mapping.start)?
+            .checked_add(mapping.offset)?;
+        self.segments
+            .iter()
+            .find(|&&(_, _, off, filesz)| offset >= off && offset - off < filesz)
+            .and_then(|&(vaddr, _, off, _)| vaddr.checked_add(offset - off))
+    }
+
+    /// The function whose symbol covers `address`: the nearest symbol at or below it, if
+    /// its size reaches the address (a symbol without a size covers up to the next one).
+    fn function_at(&self, address: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.0 <= address);
+        let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
+        (*size == 0 || address - start < *size).then_some(name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// A test whose external tool is missing: skipped with a line on a developer's machine, a
+    /// failure under `CI=true` (CI installs every tool the tests use, so a missing one is a bug).
+    fn skip_unless_ci(why: &str) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and {why}"
+        );
+        eprintln!("skipped: {why}");
+    }
+
+    fn libprofiler() -> Option<PathBuf> {
+        let listed = Command::new("ldconfig")
+            .arg("-p")
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with("libprofiler.so"))
+                    .find_map(|l| l.split("=> ").nth(1).map(|p| PathBuf::from(p.trim())))
+            });
+        listed
+            .or_else(|| Some(PathBuf::from("/usr/lib/x86_64-linux-gnu/libprofiler.so.0")))
+            .filter(|p| p.exists())
+    }
+
+    const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <time.h>
+
+volatile double sink;
+
+__attribute__((noinline)) double tickscope_hot_function(long n) {
+    double x = 0;
+    for (long i = 0; i < n; i++) {
+        x += (double)i * 0.5;
+    }
+    return x;
+}
+
+int main(void) {
+    /* About 0.4 s of CPU time: a few hundred samples at 1000 Hz. */
+    while (clock() < CLOCKS_PER_SEC / 5 * 2) {
+        sink += tickscope_hot_function(100000);
+    }
+    printf("%f\n", sink);
+    return 0;
+}
+"#;
+
+    /// Compiles the program (`extra`: more gcc flags), runs it under gperftools' CPU profiler
+    /// and reads the profile it writes. `None` when gcc or libprofiler is missing.
+    fn profile_program(dir: &Path, name: &str, extra: &[&str]) -> Option<Profile> {
+        let Some(lib) = libprofiler() else {
+            skip_unless_ci("libprofiler.so (google-perftools) not found");
+            return None;
+        };
+        let source = dir.join("prog.c");
+        std::fs::write(&source, PROGRAM).unwrap();
+        let binary = dir.join(name);
+        let compiled = Command::new("gcc")
+            .args(["-O0", "-fno-omit-frame-pointer"])
+            .args(extra)
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .status();
+        match compiled {
+            Ok(s) if s.success() => {}
+            other => {
+                skip_unless_ci(&format!("gcc failed or is missing ({other:?})"));
+                return None;
+            }
+        }
+        let out = dir.join(format!("{name}.prof"));
+        let run = Command::new(&binary)
+            .env("LD_PRELOAD", &lib)
+            .env("CPUPROFILE", &out)
+            .env("CPUPROFILE_FREQUENCY", "1000")
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{run:?}");
+        Some(crate::load(&out).unwrap())
+    }
+
+    /// The share of samples (by count) whose leaf is the hot function, after symbolize().
+    fn hot_share(p: &mut Profile, binary: &Path) -> f64 {
+        assert_eq!(p.format, crate::Format::GperftoolsCpu);
+        let main = p
+            .mappings
+            .iter()
+            .position(|m| Path::new(&m.file) == binary)
+            .unwrap_or_else(|| panic!("no mapping for {}: {:?}", binary.display(), p.mappings));
+        let warnings = symbolize(p);
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.contains(&*binary.to_string_lossy())),
+            "{warnings:?}"
+        );
+        assert!(p.mappings[main].has_functions);
+        p.check().unwrap();
+        let leaf_name = |s: &crate::Sample| {
+            let l = &p.locations[p.stack(s).next()? as usize];
+            Some(p.function_name(p.lines(l).first()?).to_string())
+        };
+        let total: i64 = p.samples.iter().map(|s| p.values(s)[0]).sum();
+        let hot: i64 = p
+            .samples
+            .iter()
+            .filter(|s| leaf_name(s).as_deref() == Some("tickscope_hot_function"))
+            .map(|s| p.values(s)[0])
+            .sum();
+        assert!(total > 20, "too few samples: {total}");
+        hot as f64 / total as f64
+    }
+
+    /// A gperftools profile of a C program names its hot function once symbolised, both for
+    /// a position-independent executable and a fixed-address one.
+    #[test]
+    fn gperftools_profile_of_a_c_program_is_symbolised() {
+        let dir = std::env::temp_dir().join(format!("tickscope-symbolize-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, flags) in [("pie", &["-fPIE", "-pie"][..]), ("fixed", &["-no-pie"][..])] {
+            let Some(mut p) = profile_program(&dir, name, flags) else {
+                break;
+            };
+            let share = hot_share(&mut p, &dir.join(name));
+            assert!(
+                share > 0.5,
+                "{name}: hot function leaf in {share} of samples"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn missing_and_non_elf_binaries_give_warnings() {
+        let dir = std::env::temp_dir().join(format!("tickscope-nonelf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = dir.join("not-elf");
+        std::fs::write(&text, "just text").unwrap();
+        let mut p = Profile::default();
+        for (i, file) in [
+            text.to_string_lossy().into_owned(),
+            "/nonexistent/binary".into(),
+            "[vdso]".into(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            p.mappings.push(Mapping {
+                id: i as u64 + 1,
+                start: 0x1000 * (i as u64 + 1),
+                limit: 0x1000 * (i as u64 + 2),
+                file,
+                ..Mapping::default()
+            });
+            p.locations.push(crate::Location {
+                id: i as u64 + 1,
+                mapping: Some(i as u32),
+                address: 0x1000 * (i as u64 + 1) + 0x10,
+                ..Default::default()
+            });
+        }
+        let warnings = symbolize(&mut p);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("not-elf") && warnings[0].contains("not an ELF"));
+        assert!(warnings[1].contains("/nonexistent/binary"));
+        assert!(p.locations.iter().all(|l| l.lines.is_empty()));
+        assert!(p.mappings.iter().all(|m| !m.has_functions));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A shared object (libprofiler itself) loaded at an arbitrary base: a runtime address in
+    /// an exported function maps back to its name through the segments.
+    #[test]
+    fn symbols_of_a_shared_object_resolve_through_its_segments() {
+        let Some(lib) = libprofiler() else {
+            skip_unless_ci("libprofiler.so not found");
+            return;
+        };
+        let data = std::fs::read(&lib).unwrap();
+        let binary = Binary::parse(&data).unwrap();
+        assert!(!binary.fixed);
+        let (address, _, name) = binary
+            .symbols
+            .iter()
+            .find(|s| s.2 == "ProfilerStart")
+            .expect("libprofiler exports ProfilerStart")
+            .clone();
+        // Loaded at 0x7f0000000000 with the executable segment mapped from its file offset.
+        let &(vaddr, _, offset, _) = binary
+            .segments
+            .iter()
+            .find(|&&(v, m, _, _)| address >= v && address - v < m)
+            .unwrap();
+        let base = 0x7f00_0000_0000;
+        let mapping = Mapping {
+            start: base + offset,
+            limit: base + offset + 0x10_0000,
+            offset,
+            ..Mapping::default()
+        };
+        let runtime = address - vaddr + offset + base;
+        let found = binary.virtual_address(runtime + 1, &mapping);
+        assert_eq!(found, Some(address + 1));
+        assert_eq!(binary.function_at(address + 1), Some(name.as_str()));
+    }
+}

@@ -1,0 +1,472 @@
+//! Exports: Chrome trace JSON (parses, µs units, strictly nested per thread), speedscope
+//! (balanced O/C events), Perfetto protobuf (decoded structurally), folded stacks (exact
+//! self times); all deterministic.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use tickscope_timeline::tscap::Reader;
+use tickscope_timeline::{convert_file, export, Format};
+
+use crate::support::proto::Msg;
+use crate::support::writer::{process_payload, scope, thread, Capture, Entry, Ev, PROCESS};
+use crate::support::{sample, sample_split, T0};
+
+fn convert(bytes: &[u8], format: Format) -> Vec<u8> {
+    let mut r = Reader::new(bytes, "x.tscap").unwrap();
+    let mut out = Vec::new();
+    export(&mut r, format, None, &mut out).unwrap();
+    out
+}
+
+fn ns(v: &Value) -> i64 {
+    (v.as_f64().unwrap() * 1000.0).round() as i64
+}
+
+/// Checks that a thread's intervals nest: no two overlap without one containing the other.
+fn assert_nested(name: &str, mut spans: Vec<Span>) {
+    spans.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut stack: Vec<Span> = Vec::new();
+    for s in spans {
+        assert!(s.1 >= s.0, "{name}: negative duration {s:?}");
+        while stack.last().is_some_and(|top| top.1 <= s.0 && top.0 < s.0) {
+            stack.pop();
+        }
+        if let Some(top) = stack.last() {
+            assert!(
+                s.0 >= top.0 && s.1 <= top.1,
+                "{name}: {s:?} overlaps {top:?} without nesting"
+            );
+        }
+        stack.push(s);
+    }
+}
+
+/// A scope as (start ns, end ns, name).
+type Span = (i64, i64, String);
+
+/// Chrome `X` events per tid, and the document.
+fn chrome(bytes: &[u8]) -> (Value, BTreeMap<i64, Vec<Span>>) {
+    let out = convert(bytes, Format::Chrome);
+    let v: Value = serde_json::from_slice(&out).expect("Chrome output is JSON");
+    let mut per_tid: BTreeMap<i64, Vec<Span>> = BTreeMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "X" {
+            let ts = ns(&e["ts"]);
+            per_tid
+                .entry(e["tid"].as_i64().unwrap())
+                .or_default()
+                .push((
+                    ts,
+                    ts + ns(&e["dur"]),
+                    e["name"].as_str().unwrap().to_owned(),
+                ));
+        }
+    }
+    (v, per_tid)
+}
+
+#[test]
+fn chrome_trace_parses_nests_per_thread_and_uses_microseconds() {
+    let (v, per_tid) = chrome(&sample(false).bytes);
+    assert_eq!(v["displayTimeUnit"], "ns");
+    let events = v["traceEvents"].as_array().unwrap();
+    let find = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == name && e["ph"] == "X")
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let outer = find("outer");
+    // Capture starts at tick 1000; outer begins at tick 10000: 9000 ns = 9.000 µs.
+    assert_eq!((ns(&outer["ts"]), ns(&outer["dur"])), (9000, 1000));
+    assert_eq!(
+        (outer["pid"].as_i64(), outer["tid"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(find("leaked")["args"]["abandoned"], true);
+    assert_eq!(ns(&find("leaked")["dur"]), 400);
+    let open = find("never-ends");
+    assert_eq!(open["args"]["unfinished"], true);
+    assert_eq!(
+        (ns(&open["ts"]), ns(&open["dur"])),
+        (17_000, 100),
+        "closed at the last event"
+    );
+    assert_eq!(
+        ns(&find("backwards")["dur"]),
+        0,
+        "a clock step back is not a negative duration"
+    );
+    let text = String::from_utf8(convert(&sample(false).bytes, Format::Chrome)).unwrap();
+    assert!(
+        text.contains("\"ts\":9.000,\"pid\":1,\"tid\":1,\"dur\":1.000"),
+        "{text}"
+    );
+    for (tid, spans) in per_tid {
+        assert!(tid > 0);
+        assert_nested(&format!("tid {tid}"), spans);
+    }
+    let count = |ph: &str, cat: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && (cat.is_empty() || e["cat"] == cat))
+            .count()
+    };
+    assert_eq!(count("X", ""), 10 + 2);
+    assert_eq!(count("i", "frame"), 3);
+    assert_eq!(count("i", "message"), 2);
+    assert_eq!(count("i", "lost"), 1);
+    assert_eq!(count("C", ""), 3);
+    let lost = events.iter().find(|e| e["cat"] == "lost").unwrap();
+    assert_eq!(lost["args"]["dropped"], 7);
+    let counters: Vec<f64> = events
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| e["args"]["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(counters, [3.0, -1.5, 12.25]);
+    let names: Vec<(i64, &str)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_i64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [(1, "main"), (2, "worker")]);
+    assert!(events
+        .iter()
+        .any(|e| e["name"] == "process_name" && e["args"]["name"] == "test-program"));
+    assert_eq!(v["otherData"]["pid"], 4242);
+    assert_eq!(v["otherData"]["threads"]["1"]["tid"], 4660);
+}
+
+/// A workload on an awkward tick rate whose counter steps back now and then, in many chunks.
+fn rough_capture() -> Capture {
+    let mut c = Capture::header();
+    c.chunk(
+        PROCESS,
+        &process_payload(2.999_999_7e9 / 7.0, 5, 0, 1, "rough"),
+    );
+    c.meta(&[
+        scope(1, "a", "a.rs", 1),
+        scope(2, "b", "b.rs", 2),
+        thread(1, 10, "t"),
+    ]);
+    let mut x = 0x1234_5678_9abc_def1u64;
+    let mut t = 100u64;
+    let mut evs = Vec::new();
+    let mut depth = 0;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t = if x % 23 == 0 {
+            t.saturating_sub(x % 300)
+        } else {
+            t + x % 1000
+        };
+        if depth > 0 && x % 3 == 0 {
+            depth -= 1;
+            evs.push(Ev::End(1 + (x >> 8) % 2, t));
+        } else {
+            depth += 1;
+            evs.push(Ev::Begin(1 + (x >> 8) % 2, t));
+        }
+    }
+    let mut open = Vec::new();
+    for part in evs.chunks(997) {
+        c.events(1, &open, part);
+        open = crate::support::open_after(&open, part);
+    }
+    c
+}
+
+#[test]
+fn chrome_nesting_survives_rounding_and_a_counter_stepping_back() {
+    let (_, per_tid) = chrome(&rough_capture().bytes);
+    assert_eq!(per_tid.len(), 1);
+    for (tid, spans) in per_tid {
+        assert!(spans.len() > 5000);
+        assert_nested(&format!("tid {tid}"), spans);
+    }
+}
+
+/// Checks a speedscope document: every profile's events balance and nest, in order.
+fn check_speedscope(v: &Value) -> Vec<(String, usize)> {
+    assert_eq!(
+        v["$schema"],
+        "https://www.speedscope.app/file-format-schema.json"
+    );
+    let frames = v["shared"]["frames"].as_array().unwrap().len();
+    let mut out = Vec::new();
+    for p in v["profiles"].as_array().unwrap() {
+        assert_eq!(p["type"], "evented");
+        assert_eq!(p["unit"], "nanoseconds");
+        let (start, end) = (
+            p["startValue"].as_u64().unwrap(),
+            p["endValue"].as_u64().unwrap(),
+        );
+        let mut stack = Vec::new();
+        let mut at = start;
+        let events = p["events"].as_array().unwrap();
+        for e in events {
+            let f = e["frame"].as_u64().unwrap() as usize;
+            assert!(f < frames);
+            let t = e["at"].as_u64().unwrap();
+            assert!(
+                t >= at && t <= end,
+                "at {t} after {at}, within {start}..{end}"
+            );
+            at = t;
+            match e["type"].as_str().unwrap() {
+                "O" => stack.push(f),
+                "C" => assert_eq!(stack.pop(), Some(f), "close matches the innermost open"),
+                other => panic!("event type {other}"),
+            }
+        }
+        assert!(stack.is_empty(), "every open closed");
+        out.push((p["name"].as_str().unwrap().to_owned(), events.len()));
+    }
+    out
+}
+
+#[test]
+fn speedscope_profiles_balance_their_open_and_close_events() {
+    let v: Value =
+        serde_json::from_slice(&convert(&sample(true).bytes, Format::Speedscope)).unwrap();
+    assert_eq!(
+        check_speedscope(&v),
+        [("main".to_owned(), 20), ("worker".to_owned(), 4)]
+    );
+    let names: Vec<&str> = v["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "outer",
+            "inner",
+            "rec",
+            "alloc",
+            "leaked",
+            "backwards",
+            "never-ends"
+        ]
+    );
+    assert_eq!(v["shared"]["frames"][0]["file"], "src/app/main.rs");
+    let rough: Value =
+        serde_json::from_slice(&convert(&rough_capture().bytes, Format::Speedscope)).unwrap();
+    assert_eq!(check_speedscope(&rough).len(), 1);
+}
+
+#[test]
+fn folded_stacks_carry_exact_self_times_in_sorted_order() {
+    let out = String::from_utf8(convert(&sample(false).bytes, Format::Folded)).unwrap();
+    assert_eq!(
+        out,
+        "main;alloc 100\n\
+         main;alloc;leaked 400\n\
+         main;never-ends 100\n\
+         main;outer 700\n\
+         main;outer;inner 300\n\
+         main;rec 600\n\
+         main;rec;rec 300\n\
+         main;rec;rec;rec 100\n\
+         worker;outer 50\n\
+         worker;outer;inner 50\n"
+    );
+}
+
+/// (packets, tracks by uuid: (name, kind), events by track: (ts, type, name))
+struct Perfetto {
+    packets: Vec<Msg>,
+    tracks: BTreeMap<u64, Msg>,
+    events: BTreeMap<u64, Vec<(u64, Msg)>>,
+}
+
+fn perfetto(bytes: &[u8]) -> Perfetto {
+    let out = convert(bytes, Format::Perfetto);
+    let trace = Msg::parse(&out).expect("a protobuf message");
+    assert!(
+        trace.0.iter().all(|(f, _)| *f == 1),
+        "a Trace holds packets only"
+    );
+    let packets = trace.msgs(1);
+    let mut tracks = BTreeMap::new();
+    let mut events: BTreeMap<u64, Vec<(u64, Msg)>> = BTreeMap::new();
+    let mut last = 0;
+    for p in &packets {
+        if let Some(ts) = p.uint(8) {
+            assert!(
+                ts >= last,
+                "timestamps in order on the sequence: {ts} after {last}"
+            );
+            last = ts;
+        }
+        assert_eq!(p.uint(10), Some(1), "trusted_packet_sequence_id");
+        if let Some(d) = p.msg(60) {
+            let uuid = d.uint(1).expect("track uuid");
+            assert!(tracks.insert(uuid, d).is_none(), "one descriptor per track");
+        }
+        if let Some(e) = p.msg(11) {
+            let ts = p.uint(8).expect("event timestamp");
+            let track = e.uint(11).expect("event track");
+            assert!(tracks.contains_key(&track), "track described before use");
+            events.entry(track).or_default().push((ts, e));
+        }
+    }
+    Perfetto {
+        packets,
+        tracks,
+        events,
+    }
+}
+
+#[test]
+fn perfetto_trace_decodes_into_tracks_and_balanced_slices() {
+    let p = perfetto(&sample(false).bytes);
+    assert_eq!(
+        p.packets[0].uint(13),
+        Some(1),
+        "incremental state cleared first"
+    );
+    let process = p
+        .tracks
+        .values()
+        .find_map(|d| d.msg(3))
+        .expect("process track");
+    assert_eq!(process.uint(1), Some(4242));
+    assert_eq!(process.string(6).as_deref(), Some("test-program"));
+    let mut threads: Vec<(u64, u64, String)> = p
+        .tracks
+        .values()
+        .filter_map(|d| d.msg(4))
+        .map(|t| (t.uint(1).unwrap(), t.uint(2).unwrap(), t.string(5).unwrap()))
+        .collect();
+    threads.sort();
+    assert_eq!(
+        threads,
+        [
+            (4242, 4660, "main".to_owned()),
+            (4242, 4661, "worker".to_owned())
+        ]
+    );
+    let counter = p
+        .tracks
+        .values()
+        .find(|d| d.bytes(8).is_some())
+        .expect("counter track");
+    assert_eq!(counter.string(2).as_deref(), Some("queue depth"));
+    let process_uuid = p.tracks.iter().find(|(_, d)| d.msg(3).is_some()).unwrap().0;
+    assert_eq!(counter.uint(5), Some(*process_uuid));
+    let counter_uuid = counter.uint(1).unwrap();
+    let values: Vec<(u64, f64)> = p.events[&counter_uuid]
+        .iter()
+        .map(|(ts, e)| {
+            assert_eq!(e.uint(9), Some(4), "TYPE_COUNTER");
+            (*ts, e.double(44).unwrap())
+        })
+        .collect();
+    assert_eq!(values, [(9350, 3.0), (14_200, -1.5), (17_100, 12.25)]);
+    let mut begins = 0;
+    let mut instants = 0;
+    for (track, evs) in &p.events {
+        if *track == counter_uuid {
+            continue;
+        }
+        let mut stack = Vec::new();
+        let mut last = 0;
+        for (ts, e) in evs {
+            assert!(*ts >= last, "timestamps in order on a track");
+            last = *ts;
+            match e.uint(9) {
+                Some(1) => {
+                    begins += 1;
+                    stack.push((e.string(23).expect("slice name"), *ts));
+                }
+                Some(2) => {
+                    let (name, begin) = stack.pop().expect("an end closes an open slice");
+                    if name == "outer" && begin == 9000 {
+                        assert_eq!(*ts, 10_000);
+                    }
+                    let note = e.msgs(4).first().and_then(|a| a.string(10));
+                    match name.as_str() {
+                        "leaked" => assert_eq!(note.as_deref(), Some("abandoned")),
+                        "never-ends" => assert_eq!(note.as_deref(), Some("unfinished")),
+                        _ => assert_eq!(note, None, "{name}"),
+                    }
+                }
+                Some(3) => {
+                    instants += 1;
+                    assert!(e.string(23).is_some() && e.string(22).is_some());
+                }
+                t => panic!("event type {t:?}"),
+            }
+        }
+        assert!(stack.is_empty(), "balanced slices");
+    }
+    assert_eq!(begins, 12);
+    assert_eq!(instants, 6);
+}
+
+#[test]
+fn perfetto_events_of_many_chunks_come_out_in_time_order() {
+    // Thread 2's chunk comes after all of thread 1's but holds earlier events.
+    let p = perfetto(&sample_split(3, true).bytes);
+    assert_eq!(p.events.values().map(Vec::len).sum::<usize>(), 24 + 6 + 3);
+    let rough = perfetto(&rough_capture().bytes);
+    assert!(rough.events.values().map(Vec::len).sum::<usize>() > 10_000);
+}
+
+#[test]
+fn every_export_is_deterministic_and_independent_of_chunking_and_compression() {
+    for format in [
+        Format::Chrome,
+        Format::Perfetto,
+        Format::Speedscope,
+        Format::Folded,
+    ] {
+        let a = convert(&sample(false).bytes, format);
+        assert_eq!(a, convert(&sample(false).bytes, format), "{format}");
+        assert_eq!(a, convert(&sample(true).bytes, format), "{format}");
+        if format != Format::Perfetto && format != Format::Chrome {
+            // Chunking changes only the order of interleaved threads' events in the
+            // streaming formats.
+            assert_eq!(a, convert(&sample_split(4, true).bytes, format), "{format}");
+        }
+    }
+}
+
+#[test]
+fn convert_file_uses_the_last_calibration() {
+    let mut c = sample(false);
+    // Remove the end record, add a later calibration at 2 GHz, then the end record again.
+    let end_at = c.bytes.len()
+        - (16 + crate::support::writer::end_payload(&crate::support::sample_end()).len());
+    c.bytes.truncate(end_at);
+    c.meta(&[Entry::Clock {
+        rate: 2e9,
+        ticks: T0,
+        unix_ns: 0,
+    }]);
+    c.end(&crate::support::sample_end());
+    let path = c.write("calibrated.tscap");
+    let mut out = Vec::new();
+    let warnings = convert_file(&path, Format::Chrome, false, &mut out).unwrap();
+    assert!(warnings.is_empty());
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let outer = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "outer" && e["tid"] == 1)
+        .unwrap();
+    assert_eq!((ns(&outer["ts"]), ns(&outer["dur"])), (4500, 500));
+}

@@ -1,0 +1,83 @@
+//! The version-1 fixture: `tests/data/v1.tscap` and the report it gives,
+//! `tests/data/v1.report.json`, kept forever (a reader that stops reading them has broken the
+//! format). The captures are never rewritten, not even by a bless: a missing one is restored
+//! from git. A report is rewritten only by an explicit `TICKSCOPE_BLESS=1`; a missing one fails.
+
+use std::path::PathBuf;
+
+use tickscope_timeline::tscap::Reader;
+use tickscope_timeline::{report, Options};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// The kept report; a missing one fails (never created by a run that finds it missing).
+fn read_golden(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; restore it from git, or write it with TICKSCOPE_BLESS=1",
+            path.display()
+        )
+    })
+}
+
+/// The version-1 capture written by the test encoder (`support::sample_split(5, true)`, as it
+/// was when the fixture was made) reads to the report kept beside it.
+#[test]
+fn the_version_1_fixture_reads_as_it_always_has() {
+    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
+    let capture = data("v1.tscap");
+    let golden = data("v1.report.json");
+    assert!(
+        capture.exists(),
+        "{} is a kept fixture: restore it from git",
+        capture.display()
+    );
+    let mut r = Reader::open(&capture).unwrap();
+    let mut got = report(&mut r, Options { per_thread: true }).unwrap();
+    got.file = "v1.tscap".into();
+    let json = got.to_json();
+    if bless {
+        std::fs::write(&golden, &json).unwrap();
+    }
+    let want = read_golden(&golden);
+    assert_eq!(
+        json, want,
+        "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
+    );
+}
+
+/// The version-1 fixture from the real writer (`tickscope demo --seconds 0.005 --threads 2
+/// --capture`, tickscope 0.1.0): a collector-written file with LZ4 chunks, two worker threads,
+/// frames, a counter and messages. Its report is kept as `v1-writer.report.json`.
+#[test]
+fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
+    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
+    let capture = data("v1-writer.tscap");
+    let golden = data("v1-writer.report.json");
+    assert!(
+        capture.exists(),
+        "{} is a kept fixture: restore it from git",
+        capture.display()
+    );
+    let mut r = Reader::open(&capture).unwrap();
+    let mut got = report(&mut r, Options { per_thread: true }).unwrap();
+    got.file = "v1-writer.tscap".into();
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    assert!(got
+        .scopes
+        .iter()
+        .any(|s| s.name == "parse_record" && s.calls > 0));
+    let json = got.to_json();
+    if bless {
+        std::fs::write(&golden, &json).unwrap();
+    }
+    let want = read_golden(&golden);
+    assert_eq!(
+        json, want,
+        "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
+    );
+}

@@ -1,0 +1,356 @@
+//! The summary computed from a timeline: exact numbers on hand-built captures (nesting,
+//! recursion, abandoned and unmatched scopes, clock errors, open scopes, chunk boundaries and
+//! gaps), frames, counters, messages, losses, and the text and JSON renderings.
+
+use tickscope_timeline::report::{Losses, ScopeRow};
+use tickscope_timeline::tscap::{Reader, ScopeKind};
+use tickscope_timeline::{report, Options, Report};
+
+use crate::support::writer::{scope, Capture, Ev};
+use crate::support::{sample, sample_meta, sample_split, INNER, OUTER, REC, T0};
+
+fn summarise(bytes: &[u8], per_thread: bool) -> Report {
+    let mut r = Reader::new(bytes, "x.tscap").unwrap();
+    report(&mut r, Options { per_thread }).unwrap()
+}
+
+fn row<'a>(r: &'a Report, name: &str) -> &'a ScopeRow {
+    r.scopes
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no row {name}: {:?}", r.scopes))
+}
+
+/// (calls, outer calls, total, self, min, max, clock errors) in ns.
+fn numbers(r: &ScopeRow) -> (u64, u64, u64, u64, Option<u64>, Option<u64>, u64) {
+    (
+        r.calls,
+        r.outer_calls,
+        r.total_ns,
+        r.self_ns,
+        r.min_ns,
+        r.max_ns,
+        r.clock_errors,
+    )
+}
+
+#[test]
+fn the_sample_gives_exact_calls_total_and_self() {
+    let r = summarise(&sample(false).bytes, false);
+    let names: Vec<&str> = r.scopes.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["outer", "rec", "alloc", "inner", "backwards"],
+        "sorted by total"
+    );
+    // outer: 1000 ns with 300 ns of inner on main, 100 ns with 50 on the worker.
+    assert_eq!(
+        numbers(row(&r, "outer")),
+        (2, 2, 1100, 750, Some(100), Some(1000), 0)
+    );
+    assert_eq!(row(&r, "outer").mean_ns, Some(550));
+    assert_eq!(row(&r, "outer").file, "src/app/main.rs");
+    assert_eq!(row(&r, "outer").line, 10);
+    assert_eq!(
+        numbers(row(&r, "inner")),
+        (3, 3, 350, 350, Some(50), Some(200), 0)
+    );
+    assert_eq!(row(&r, "inner").mean_ns, Some(117));
+    // Recursion: three calls, one outermost; its time counted once, self time split.
+    assert_eq!(
+        numbers(row(&r, "rec")),
+        (3, 1, 1000, 1000, Some(1000), Some(1000), 0)
+    );
+    assert_eq!(row(&r, "rec").p50_ns, Some(1000));
+    // The abandoned scope's time stays in its parent's self time; it is not a row.
+    assert_eq!(
+        numbers(row(&r, "alloc")),
+        (1, 1, 500, 500, Some(500), Some(500), 0)
+    );
+    assert_eq!(row(&r, "alloc").kind, ScopeKind::Group);
+    assert!(r
+        .scopes
+        .iter()
+        .all(|s| s.name != "leaked" && s.name != "never-ends"));
+    // An end before its begin: a clock error, counted as zero.
+    assert_eq!(
+        numbers(row(&r, "backwards")),
+        (1, 1, 0, 0, Some(0), Some(0), 1)
+    );
+    assert_eq!(r.wall_ns, 18_000);
+    assert!((row(&r, "outer").wall_percent - 1100.0 / 180.0).abs() < 1e-9);
+    assert_eq!(
+        r.losses,
+        Losses {
+            dropped: 7,
+            abandoned: 1,
+            unmatched_ends: 1,
+            open_at_end: 1,
+            ..Losses::default()
+        }
+    );
+    assert!(!r.losses.is_empty());
+    assert!(r.complete);
+    assert_eq!(r.events, 32);
+    assert_eq!(r.recorded_events, Some(31));
+    assert_eq!(r.loss_markers, 1);
+    assert_eq!(r.program, "test-program");
+    assert_eq!(r.clock_source, "tsc");
+}
+
+#[test]
+fn frames_counters_messages_and_threads_are_summarised() {
+    let r = summarise(&sample(true).bytes, false);
+    assert_eq!(r.frames.len(), 1);
+    let f = &r.frames[0];
+    assert_eq!(f.name, "frame");
+    assert_eq!((f.marks, f.frames), (3, 2));
+    assert_eq!(
+        (f.min_ns, f.mean_ns, f.p99_ns, f.max_ns),
+        (Some(1600), Some(1800), Some(1999), Some(2000))
+    );
+    assert_eq!(r.counters.len(), 1);
+    let c = &r.counters[0];
+    assert_eq!(c.name, "queue depth");
+    assert_eq!((c.count, c.min, c.max, c.last), (3, -1.5, 12.25, 12.25));
+    assert_eq!(r.messages, 2);
+    let first: Vec<(&str, u64, &str)> = r
+        .first_messages
+        .iter()
+        .map(|m| (m.text.as_str(), m.at_ns, m.thread_name.as_str()))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            ("worker done", 9_700, "worker"),
+            ("hello, wörld", 12_700, "main")
+        ]
+    );
+    type ThreadLine<'a> = (u64, Option<u64>, &'a str, u64, u64, u64);
+    let threads: Vec<ThreadLine> = r
+        .threads
+        .iter()
+        .map(|t| {
+            (
+                t.index,
+                t.tid,
+                t.name.as_str(),
+                t.events,
+                t.dropped,
+                t.open_at_end,
+            )
+        })
+        .collect();
+    assert_eq!(
+        threads,
+        [
+            (1, Some(4660), "main", 27, 7, 1),
+            (2, Some(4661), "worker", 5, 0, 0)
+        ]
+    );
+}
+
+/// The same events cut into chunks of every size, each listing its open scopes, give the
+/// same numbers as one chunk.
+#[test]
+fn chunk_boundaries_with_open_scopes_change_nothing() {
+    let whole = summarise(&sample(false).bytes, true);
+    for n in 1..=28 {
+        for compress in [false, true] {
+            let r = summarise(&sample_split(n, compress).bytes, true);
+            assert_eq!(r.scopes, whole.scopes, "chunks of {n}");
+            assert_eq!(r.losses, whole.losses, "chunks of {n}");
+            assert_eq!(r.frames, whole.frames, "chunks of {n}");
+            assert_eq!(r.counters, whole.counters, "chunks of {n}");
+            assert_eq!(r.threads, whole.threads, "chunks of {n}");
+        }
+    }
+}
+
+#[test]
+fn a_gap_cuts_the_scopes_that_ended_in_it_and_adopts_those_that_began_in_it() {
+    let mut c = Capture::new();
+    c.meta(&sample_meta());
+    c.events(1, &[], &[Ev::Begin(OUTER, T0), Ev::Begin(INNER, T0 + 100)]);
+    // Chunks are missing here: inner ended and rec began in them.
+    c.events(
+        1,
+        &[(OUTER, T0), (REC, T0 + 500)],
+        &[Ev::End(REC, T0 + 700), Ev::End(OUTER, T0 + 1000)],
+    );
+    // A thread whose first chunk (a flight recorder's window) starts inside a scope.
+    c.events(2, &[(OUTER, T0 + 50)], &[Ev::End(OUTER, T0 + 150)]);
+    let r = summarise(&c.bytes, false);
+    assert_eq!(r.losses.cut_at_gaps, 1);
+    assert_eq!(
+        numbers(row(&r, "rec")),
+        (1, 1, 200, 200, Some(200), Some(200), 0)
+    );
+    assert_eq!(
+        numbers(row(&r, "outer")),
+        (2, 2, 1100, 900, Some(100), Some(1000), 0)
+    );
+    assert!(r.scopes.iter().all(|s| s.name != "inner"));
+    assert!(!r.complete);
+    assert_eq!(r.warnings.len(), 1, "no end record");
+}
+
+#[test]
+fn per_thread_rows_split_the_totals() {
+    let r = summarise(&sample(false).bytes, true);
+    let main = &r.threads[0].scopes;
+    let worker = &r.threads[1].scopes;
+    let get = |rows: &[ScopeRow], name: &str| {
+        let s = rows.iter().find(|s| s.name == name).unwrap();
+        (s.calls, s.total_ns, s.self_ns, s.max_ns)
+    };
+    assert_eq!(get(main, "outer"), (1, 1000, 700, Some(1000)));
+    assert_eq!(get(worker, "outer"), (1, 100, 50, Some(100)));
+    assert_eq!(get(worker, "inner"), (1, 50, 50, Some(50)));
+    assert_eq!(worker.len(), 2);
+    assert!(summarise(&sample(false).bytes, false).threads[0]
+        .scopes
+        .is_empty());
+}
+
+#[test]
+fn percentiles_are_within_two_percent() {
+    let mut evs = Vec::new();
+    let mut t = 0u64;
+    let mut durations = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let d = if x % 10 == 0 {
+            2_000_000 + x % 500_000
+        } else {
+            10_000 + x % 40_000
+        };
+        durations.push(d);
+        evs.push(Ev::Begin(1, t));
+        evs.push(Ev::End(1, t + d));
+        t += d + 10;
+    }
+    let mut c = Capture::new();
+    c.meta(&[scope(1, "work", "w.rs", 1)]);
+    for part in evs.chunks(5000) {
+        c.events(1, &[], part);
+    }
+    let r = summarise(&c.bytes, false);
+    durations.sort_unstable();
+    let exact = |q: f64| durations[(q * durations.len() as f64).ceil() as usize - 1] as f64;
+    let w = row(&r, "work");
+    for (q, got) in [(0.5, w.p50_ns), (0.99, w.p99_ns)] {
+        let got = got.unwrap() as f64;
+        assert!(
+            (got - exact(q)).abs() / exact(q) <= 0.02,
+            "p{q}: {got} vs {}",
+            exact(q)
+        );
+    }
+    assert_eq!(w.min_ns, Some(durations[0]));
+    assert_eq!(w.max_ns, Some(*durations.last().unwrap()));
+}
+
+#[test]
+fn scopes_nested_past_the_limit_are_counted_not_kept() {
+    let n = 5000u64;
+    let mut evs: Vec<Ev> = (0..n).map(|i| Ev::Begin(1, i)).collect();
+    evs.extend((0..n).map(|i| Ev::End(1, n + i)));
+    let mut c = Capture::new();
+    c.events(1, &[], &evs);
+    let r = summarise(&c.bytes, false);
+    assert_eq!(r.losses.too_deep, n - 4096);
+    assert_eq!(r.scopes[0].calls, 4096);
+    assert_eq!(r.scopes[0].outer_calls, 1);
+}
+
+#[test]
+fn the_text_table_has_the_summary_columns() {
+    let text = summarise(&sample(false).bytes, true).to_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("tickscope: x.tscap: test-program (pid 4242), 18.0 µs wall time, 2 threads, 5 scopes, 32 events"),
+        "{text}"
+    );
+    let header: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "name", "location", "calls", "total", "self", "mean", "min", "p50", "p99", "max",
+            "%wall", "clk", "err"
+        ]
+    );
+    let outer: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(
+        outer,
+        [
+            "outer",
+            "app/main.rs:10",
+            "2",
+            "1.10",
+            "µs",
+            "750",
+            "ns",
+            "550",
+            "ns",
+            "100",
+            "ns",
+            "100",
+            "ns",
+            "999",
+            "ns",
+            "1.00",
+            "µs",
+            "6.1",
+            "0"
+        ]
+    );
+    // Columns line up: every row of the table is as wide as its header, right-aligned.
+    let end = lines[1].len();
+    for l in &lines[2..7] {
+        assert_eq!(l.chars().count(), lines[1].chars().count(), "{l}");
+    }
+    assert!(end > 0);
+    assert!(text.contains("alloc [group]"));
+    assert!(
+        text.contains("lost: 7 events dropped (ring full)"),
+        "{text}"
+    );
+    assert!(text.contains("dropped per thread: main 7"), "{text}");
+    assert!(
+        text.contains("scopes: 1 abandoned (closed by an enclosing scope's end) · 1 end unmatched · 1 still open at the end"),
+        "{text}"
+    );
+    assert!(text.contains("frames:") && text.contains("counters:") && text.contains("messages: 2"));
+    assert!(
+        text.contains("thread 2 \"worker\", tid 4661: 5 events, 0 dropped"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_json_report_parses_and_carries_the_numbers() {
+    let json = summarise(&sample(false).bytes, true).to_json();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["tickscope"], 1);
+    assert_eq!(v["wall_ns"], 18_000);
+    assert_eq!(v["scopes"][0]["name"], "outer");
+    assert_eq!(v["scopes"][0]["total_ns"], 1100);
+    assert_eq!(v["scopes"][0]["self_ns"], 750);
+    assert_eq!(v["scopes"][0]["calls"], 2);
+    assert_eq!(v["scopes"][4]["clock_errors"], 1);
+    assert_eq!(v["lost"]["abandoned"], 1);
+    assert_eq!(v["lost"]["dropped"], 7);
+    assert_eq!(v["threads"][1]["scopes"][0]["name"], "outer");
+    assert_eq!(v["counters"][0]["last"], 12.25);
+    assert_eq!(v["frames"][0]["frames"], 2);
+    assert_eq!(v["messages"]["count"], 2);
+    assert_eq!(
+        json,
+        summarise(&sample(false).bytes, true).to_json(),
+        "deterministic"
+    );
+}
