@@ -616,7 +616,7 @@ fn threads_started_one_after_another_are_armed_without_reading_the_mappings_each
     let line = profile
         .comments()
         .iter()
-        .find(|c| c.starts_with("threads armed as they started"))
+        .find(|c| c.starts_with("threads that asked to be armed"))
         .unwrap_or_else(|| panic!("no adoption comment: {:?}", profile.comments()))
         .clone();
     let number = |after: &str| -> u64 {
@@ -626,7 +626,7 @@ fn threads_started_one_after_another_are_armed_without_reading_the_mappings_each
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no number after {after:?} in {line:?}"))
     };
-    assert_eq!(number("own request: "), n, "{line}");
+    assert_eq!(number("as they started: "), n, "{line}");
     // The first thread's stack is new; a poll reads them again at most once a second.
     let reads = number("unwinder: ");
     assert!(reads < n / 4, "{line}");

@@ -336,7 +336,8 @@ struct Drained {
     /// Task-clock time left out of `counted`: the hypervisor ran another guest while the
     /// thread was scheduled in (steal).
     steal_ns: u64,
-    /// Threads armed at their own request, and readings of the mappings for the handler.
+    /// Threads that asked to be armed as they started (a poll may have found one first), and
+    /// readings of the mappings for the handler.
     adopted: u64,
     maps_reads: u64,
     /// Threads put on the CPU timer because the perf source ran out of descriptors.
@@ -993,10 +994,10 @@ impl Poller {
     /// A thread that asked to be armed at once ([`adopt_current_thread`]), unless a poll
     /// found it first.
     fn adopt(&mut self, shared: &Shared, tid: i32, me: Adopting) {
+        self.out.adopted += 1;
         if self.armed.contains_key(&tid) {
             return;
         }
-        self.out.adopted += 1;
         let stack = me.stack;
         let len = me.name.iter().position(|&b| b == 0).unwrap_or(16);
         if len > 0 {
