@@ -101,14 +101,14 @@ fn choose_source_and_read() -> Ticks {
             if counter::usable() {
                 SRC_COUNTER
             } else {
-                crate::config::warn(&format!(
+                crate::diag::warn(&format!(
                     "TICKSCOPE_CLOCK={s}: the CPU counter is not usable here; using monotonic"
                 ));
                 SRC_MONOTONIC
             }
         }
         Some(other) => {
-            crate::config::warn_malformed("TICKSCOPE_CLOCK", other, "auto, tsc or monotonic");
+            crate::diag::warn_malformed("TICKSCOPE_CLOCK", other, "auto, tsc or monotonic");
             auto_source()
         }
     };
@@ -176,7 +176,7 @@ fn calibrate() -> f64 {
     if dn == 0 || dt == 0 || dt > (1 << 62) {
         // The counter did not advance or ran backwards across the baseline: it is not usable.
         // Ticks already handed out stay counter ticks, so keep a nominal rate and say so.
-        crate::config::warn("the CPU counter did not advance during calibration");
+        crate::diag::warn("the CPU counter did not advance during calibration");
         return 1e9;
     }
     dt as f64 * 1e9 / dn as f64

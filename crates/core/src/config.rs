@@ -1,4 +1,6 @@
-//! Configuration: defaults, the [`Config`] builder, and `TICKSCOPE_*` environment variables.
+//! Configuration, as data: defaults, the [`Config`] builder, and parsing the `TICKSCOPE_*`
+//! environment variables. Applying settings (first use, `Config::install`) is
+//! [`crate::runtime`]'s.
 //!
 //! Nothing needs configuring: the first scope a program enters reads the environment, registers
 //! the exit summary with `atexit` and, if asked, starts the interval reporter. [`Config`]
@@ -24,6 +26,8 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Once, OnceLock};
+
+use crate::diag::{warn, warn_malformed};
 use std::time::Duration;
 
 /// Where report text goes.
@@ -91,57 +95,29 @@ impl Default for Settings {
 }
 
 static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
-static INIT: Once = Once::new();
 
-/// The settings now (initialising from the environment on first use).
-pub(crate) fn settings() -> Settings {
-    ensure_init();
+/// The settings now, as last set (the defaults before first use: see
+/// [`crate::runtime::settings`], which initialises first).
+pub(crate) fn current() -> Settings {
     lock().clone().unwrap_or_default()
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Option<Settings>> {
+/// The settings store.
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, Option<Settings>> {
     SETTINGS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// First-use initialisation: read the environment, register the exit summary, start the
-/// interval reporter if one is configured. Cheap after the first call (one atomic load).
-pub(crate) fn ensure_init() {
-    INIT.call_once(|| {
-        crate::report::mark_first_use();
-        crate::report::mark_init_pid();
-        let mut s = Settings::default();
-        let env = env();
-        env.apply(&mut s);
-        *lock() = Some(s.clone());
-        if let Some(on) = env.enabled {
-            crate::imp::set_enabled(on);
-        }
-        if !crate::sys::at_exit(crate::report::on_process_exit) {
-            warn("could not register the exit summary with atexit; call tickscope::report()");
-        }
-        crate::report::interval::configure(s.interval, s.line_output);
-        #[cfg(feature = "capture")]
-        if let Some(sink) = &env.capture {
-            crate::capture::start_from_env(sink.clone(), env.capture_full);
-        }
-    });
 }
 
 /// The well-formed `TICKSCOPE_*` values, read once (malformed ones warned about then).
 #[derive(Debug, Default)]
-struct Env {
+pub(crate) struct Env {
     interval: Option<Option<Duration>>,
     summary: Option<(SummaryFormat, Option<PathBuf>)>,
     per_thread: Option<bool>,
-    enabled: Option<bool>,
-    #[cfg(feature = "capture")]
-    capture: Option<crate::capture::Sink>,
-    #[cfg(feature = "capture")]
-    capture_full: Option<crate::capture::Full>,
+    pub enabled: Option<bool>,
 }
 
 /// The process's environment overrides.
-fn env() -> &'static Env {
+pub(crate) fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| Env::read(env_var))
 }
@@ -164,22 +140,23 @@ pub(crate) fn env_var(name: &str) -> Option<String> {
     Some(v)
 }
 
+/// Parses variable `var` with `parse`, warning once if it is set but malformed.
+pub(crate) fn value<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+) -> Option<T> {
+    let v = get(var)?;
+    let parsed = parse(&v);
+    if parsed.is_none() {
+        warn_malformed(var, &v, expected);
+    }
+    parsed
+}
+
 impl Env {
     fn read(get: impl Fn(&str) -> Option<String>) -> Env {
-        /// Parses `var` with `parse`, warning once if it is set but malformed.
-        fn value<T>(
-            get: &impl Fn(&str) -> Option<String>,
-            var: &str,
-            parse: impl Fn(&str) -> Option<T>,
-            expected: &str,
-        ) -> Option<T> {
-            let v = get(var)?;
-            let parsed = parse(&v);
-            if parsed.is_none() {
-                warn_malformed(var, &v, expected);
-            }
-            parsed
-        }
         Env {
             interval: value(
                 &get,
@@ -195,29 +172,11 @@ impl Env {
             ),
             per_thread: value(&get, "TICKSCOPE_PER_THREAD", parse_bool, "0 or 1"),
             enabled: value(&get, "TICKSCOPE_ENABLED", parse_bool, "0 or 1"),
-            #[cfg(feature = "capture")]
-            capture: value(
-                &get,
-                "TICKSCOPE_CAPTURE",
-                crate::capture::Sink::parse,
-                "a file path, tcp://HOST:PORT or flight:DURATION[:PATH]",
-            ),
-            #[cfg(feature = "capture")]
-            capture_full: value(
-                &get,
-                "TICKSCOPE_CAPTURE_FULL",
-                |v| match v {
-                    "drop" => Some(crate::capture::Full::Drop),
-                    "block" => Some(crate::capture::Full::Block),
-                    _ => None,
-                },
-                "drop or block",
-            ),
         }
     }
 
     /// Applies the overrides to `s`.
-    fn apply(&self, s: &mut Settings) {
+    pub(crate) fn apply(&self, s: &mut Settings) {
         if let Some(i) = self.interval {
             s.interval = i;
         }
@@ -287,30 +246,8 @@ fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// Prints one warning line to stderr.
-pub(crate) fn warn(msg: &str) {
-    say(&format!("tickscope: warning: {msg}"));
-}
-
-/// Prints one line of tickscope's own (a warning, a "profile written") to the process's
-/// standard error: the one it had when the preload library was loaded, if that kept it (see
-/// [`crate::sys::write_stderr`]).
-pub(crate) fn say(line: &str) {
-    let mut text = String::with_capacity(line.len() + 1);
-    text.push_str(line);
-    text.push('\n');
-    crate::sys::write_stderr(&text);
-}
-
-/// Warns that `var` holds `value`, which is not one of `expected`.
-pub(crate) fn warn_malformed(var: &str, value: &str, expected: &str) {
-    warn(&format!(
-        "{var}={value:?} is not valid (expected {expected}); using the default"
-    ));
-}
-
-/// Changes tickscope's settings from code. Unset options keep their current value; the
-/// `TICKSCOPE_*` variables are applied on top and win.
+/// Changes tickscope's settings from code ([`Config::install`]). Unset options keep their
+/// current value; the `TICKSCOPE_*` variables are applied on top and win.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -323,11 +260,11 @@ pub(crate) fn warn_malformed(var: &str, value: &str, expected: &str) {
 #[derive(Clone, Debug, Default)]
 #[must_use = "a Config does nothing until install() is called"]
 pub struct Config {
-    interval: Option<Option<Duration>>,
-    summary: Option<SummaryFormat>,
-    summary_output: Option<Output>,
-    line_output: Option<Output>,
-    per_thread: Option<bool>,
+    pub(crate) interval: Option<Option<Duration>>,
+    pub(crate) summary: Option<SummaryFormat>,
+    pub(crate) summary_output: Option<Output>,
+    pub(crate) line_output: Option<Output>,
+    pub(crate) per_thread: Option<bool>,
 }
 
 impl Config {
@@ -372,35 +309,7 @@ impl Config {
         self
     }
 
-    /// Applies the settings (then the environment, which wins).
-    pub fn install(self) {
-        if !crate::COMPILED_IN {
-            return;
-        }
-        ensure_init();
-        let s = {
-            let mut g = lock();
-            let s = g.get_or_insert_with(Settings::default);
-            if let Some(v) = self.interval {
-                s.interval = v;
-            }
-            if let Some(v) = self.summary {
-                s.summary = v;
-            }
-            if let Some(v) = self.summary_output {
-                s.summary_output = v;
-            }
-            if let Some(v) = self.line_output {
-                s.line_output = v;
-            }
-            if let Some(v) = self.per_thread {
-                s.per_thread = v;
-            }
-            env().apply(s);
-            s.clone()
-        };
-        crate::report::interval::configure(s.interval, s.line_output);
-    }
+    // `install`, which applies them, is in `runtime.rs`: the settings are data here.
 }
 
 #[cfg(test)]

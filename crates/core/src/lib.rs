@@ -79,12 +79,15 @@
 pub mod capture;
 pub mod clock;
 mod config;
+mod diag;
 #[cfg(feature = "sampler")]
 mod pprof;
 mod report;
+mod runtime;
 #[cfg(feature = "sampler")]
 pub mod sampler;
 mod scope;
+mod state;
 #[cfg(feature = "sampler")]
 mod symbolize;
 mod sys;
@@ -263,7 +266,7 @@ pub mod __private {
     /// Prints one line of tickscope's own to the standard error the process had when
     /// [`keep_stderr`] ran (if it did), never into a file the program opened later.
     pub fn say(line: &str) {
-        crate::config::say(line)
+        crate::diag::say(line)
     }
 
     /// Keeps a copy of the process's standard error now (above descriptor 2,

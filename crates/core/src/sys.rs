@@ -217,6 +217,39 @@ pub(crate) fn write_stderr(text: &str) {
     }
 }
 
+/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else since the
+/// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
+pub(crate) fn process_wall_ns() -> u64 {
+    let loaded = LOAD_NS.load(std::sync::atomic::Ordering::Relaxed);
+    if loaded != 0 {
+        return monotonic_ns().saturating_sub(loaded);
+    }
+    match process_start_boottime_ns() {
+        Some(start) => boottime_ns().saturating_sub(start),
+        None => monotonic_ns().saturating_sub(first_use_ns()),
+    }
+}
+
+/// When tickscope was first used (the first call), for [`process_wall_ns`]'s fallback.
+pub(crate) fn first_use_ns() -> u64 {
+    static FIRST_USE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *FIRST_USE.get_or_init(monotonic_ns)
+}
+
+/// `CLOCK_MONOTONIC` when the program was loaded: an `.init_array` entry runs after `exec` and
+/// before `main`. The kernel's process start time is the *fork*, which for a program started
+/// by `cargo run` (it `exec`s the program) would include the whole build.
+static LOAD_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
+
+extern "C" fn record_load_time() {
+    // Runs before main: nothing here can panic or allocate.
+    LOAD_NS.store(monotonic_ns(), std::sync::atomic::Ordering::Relaxed);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

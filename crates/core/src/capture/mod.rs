@@ -252,7 +252,7 @@ static STOPPED_BY_FORK: AtomicBool = AtomicBool::new(false);
 /// without a capture. The child says so at its exit (see [`on_process_exit`]).
 extern "C" fn on_fork_child() {
     if RUNNING.swap(false, Relaxed) {
-        crate::imp::set_capture(false);
+        crate::state::set_capture(false);
         STOPPED_BY_FORK.store(true, Relaxed);
     }
 }
@@ -346,7 +346,7 @@ impl Builder {
 
     /// Starts the capture.
     pub fn start(self) -> Result<(), Error> {
-        crate::config::ensure_init();
+        crate::runtime::ensure_init();
         self.start_inner()
     }
 
@@ -394,7 +394,7 @@ impl Builder {
         STOPPED_BY_FORK.store(false, Relaxed);
         let mut c = collector::Collector::new(s, self.flush_every);
         RUNNING.store(true, Relaxed);
-        crate::imp::set_capture(true);
+        crate::state::set_capture(true);
         let spawned = std::thread::Builder::new()
             .name("tickscope-capture".into())
             .spawn(move || run(&mut c));
@@ -404,7 +404,7 @@ impl Builder {
                 Ok(())
             }
             Err(e) => {
-                crate::imp::set_capture(false);
+                crate::state::set_capture(false);
                 RUNNING.store(false, Relaxed);
                 Err(err(ErrorKind::Io, "the collector thread", Some(e)))
             }
@@ -436,7 +436,7 @@ fn run(c: &mut collector::Collector) {
         }
         if stop {
             RUNNING.store(false, Relaxed);
-            crate::imp::set_capture(false);
+            crate::state::set_capture(false);
             c.finish(Instant::now() + Duration::from_secs(2));
             break;
         }
@@ -492,7 +492,7 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
                 while !ctl.done {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        crate::config::warn("capture: the collector did not finish in time");
+                        crate::diag::warn("capture: the collector did not finish in time");
                         break;
                     }
                     ctl = CONTROL_CV
@@ -506,7 +506,7 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
     let s = stats();
     let lost = s.dropped + s.undelivered + s.lost_after_exit;
     if lost > 0 {
-        crate::config::warn(&format!(
+        crate::diag::warn(&format!(
             "capture: {} of {} events lost ({} dropped, ring full; {} undelivered, sink; {} after thread exit)",
             lost,
             s.events + s.dropped + s.lost_after_exit,
@@ -583,11 +583,11 @@ fn install_panic_dump(path: PathBuf) {
         let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let (Some(path), true) = (path, running()) {
             match dump(&path) {
-                Ok(_) => crate::config::say(&format!(
+                Ok(_) => crate::diag::say(&format!(
                     "tickscope: capture: flight recorder dumped to {}",
                     path.display()
                 )),
-                Err(e) => crate::config::say(&format!("tickscope: {e}")),
+                Err(e) => crate::diag::say(&format!("tickscope: {e}")),
             }
         }
         previous(info)
@@ -600,10 +600,10 @@ fn register_exit_hook() {
         return;
     }
     if !crate::sys::at_exit(on_process_exit) {
-        crate::config::warn("capture: could not register the exit hook; call capture::stop()");
+        crate::diag::warn("capture: could not register the exit hook; call capture::stop()");
     }
     if !crate::sys::at_fork_child(on_fork_child) {
-        crate::config::warn(
+        crate::diag::warn(
             "capture: could not register the fork hook; a fork child would record into rings no one reads",
         );
     }
@@ -615,7 +615,7 @@ extern "C" fn on_process_exit() {
     let _ = std::panic::catch_unwind(|| {
         if !owned_here() {
             if STOPPED_BY_FORK.swap(false, Relaxed) {
-                crate::config::say(&format!(
+                crate::diag::say(&format!(
                     "tickscope: capture: process {} is a fork child of the capturing process {}: nothing it did was captured (the capture is the parent's)",
                     std::process::id(),
                     OWNER.load(Relaxed)
@@ -634,7 +634,7 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>) {
         b = b.full(f);
     }
     if let Err(e) = b.start_inner() {
-        crate::config::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
+        crate::diag::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
     }
 }
 
@@ -724,7 +724,7 @@ pub(crate) fn end(id: u32, ticks: u64) {
 #[doc(hidden)]
 #[inline]
 pub fn frame(m: &'static Marker) {
-    if crate::imp::capturing() {
+    if crate::state::capturing() {
         ring::push(
             crate::clock::now(),
             format::event::FRAME as u64 | (m.id() as u64) << 8,

@@ -106,7 +106,7 @@ impl Sink {
                 if let Err(e) = file.write_all(c.bytes) {
                     *failed = true;
                     super::STATS.add_undelivered(c.events);
-                    crate::config::warn(&format!(
+                    crate::diag::warn(&format!(
                         "capture: writing {} failed ({e}); the rest of the capture is lost and counted",
                         path.display()
                     ));
@@ -149,7 +149,7 @@ impl Sink {
                 if left > 0 {
                     let events: u64 = t.queue.iter().map(|q| q.1).sum();
                     super::STATS.add_undelivered(events);
-                    crate::config::warn(&format!(
+                    crate::diag::warn(&format!(
                         "capture: {left} chunks ({events} events) still queued for {} after 2 s were not delivered",
                         t.addr
                     ));
@@ -247,7 +247,7 @@ impl Tcp {
         super::STATS
             .disconnected
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        crate::config::warn(&format!(
+        crate::diag::warn(&format!(
             "capture: the listener at {} went away ({why}); events from now on are counted as undelivered",
             self.addr
         ));

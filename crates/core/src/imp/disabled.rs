@@ -23,10 +23,6 @@ pub fn capturing() -> bool {
     false
 }
 
-/// Does nothing: scopes are compiled out.
-#[cfg(feature = "capture")]
-pub(crate) fn set_capture(_on: bool) {}
-
 /// A guard that records nothing.
 #[must_use = "a scope closes when its guard is dropped; bind it with `let _guard = ...`"]
 pub struct Scope {

@@ -1,17 +1,10 @@
 //! The recording implementation (feature `enabled`). `imp/disabled.rs` has the same API.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use crate::scope::callsite::Callsite;
-
-/// Bit: scopes record.
-const ON: u8 = 1;
-/// Bit: a capture is running; scopes also record their begin and end into it.
-const CAPTURE: u8 = 2;
-
-/// Both switches in one byte, so a scope reads them with one load.
-static STATE: AtomicU8 = AtomicU8::new(ON);
+use crate::state::{CAPTURE, ON, STATE};
 
 /// True when scopes are compiled in (the `enabled` feature).
 pub const COMPILED_IN: bool = true;
@@ -19,32 +12,18 @@ pub const COMPILED_IN: bool = true;
 /// Turns recording on or off at run time. Off, a scope costs one relaxed load and a branch;
 /// scopes already open when it is turned off still close normally.
 pub fn set_enabled(on: bool) {
-    if on {
-        STATE.fetch_or(ON, Relaxed);
-    } else {
-        STATE.fetch_and(!ON, Relaxed);
-    }
+    crate::state::set_enabled(on);
 }
 
 /// True if and only if scopes are recorded now.
 pub fn is_enabled() -> bool {
-    STATE.load(Relaxed) & ON != 0
-}
-
-/// Turns the capture bit on or off (the capture module's start and stop).
-#[cfg(feature = "capture")]
-pub(crate) fn set_capture(on: bool) {
-    if on {
-        STATE.fetch_or(CAPTURE, Relaxed);
-    } else {
-        STATE.fetch_and(!CAPTURE, Relaxed);
-    }
+    crate::state::is_enabled()
 }
 
 /// True if and only if a capture is running and scopes are on.
 #[inline(always)]
 pub fn capturing() -> bool {
-    STATE.load(Relaxed) == ON | CAPTURE
+    crate::state::capturing()
 }
 
 /// An open scope; it closes when dropped. It is `!Send`: a scope belongs to the thread that
@@ -140,12 +119,12 @@ pub fn enter_cached(
 
 /// Prints a summary now to the configured summary output.
 pub fn report() {
-    crate::report::report_now();
+    crate::report::report_now(&crate::runtime::settings());
 }
 
 /// The summary now, as text or JSON.
 pub fn report_string(format: crate::SummaryFormat) -> String {
-    crate::report::report_string(format, crate::config::settings().per_thread)
+    crate::report::report_string(format, crate::runtime::settings().per_thread)
 }
 
 /// Bytes of scope state the calling thread holds (its slots, their pages and its stack).

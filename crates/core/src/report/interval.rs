@@ -51,7 +51,7 @@ pub(crate) fn configure(interval: Option<Duration>, output: Output) {
         if i < MIN_INTERVAL {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
-                crate::config::warn(&format!(
+                crate::diag::warn(&format!(
                     "interval {i:?} is shorter than {MIN_INTERVAL:?}: using {MIN_INTERVAL:?}"
                 ))
             });
@@ -68,7 +68,7 @@ pub(crate) fn configure(interval: Option<Duration>, output: Output) {
             .spawn(run);
         match spawned {
             Ok(_) => s.running = true,
-            Err(e) => crate::config::warn(&format!("could not start the interval reporter: {e}")),
+            Err(e) => crate::diag::warn(&format!("could not start the interval reporter: {e}")),
         }
     }
     WAKE.notify_all();

@@ -67,7 +67,7 @@ impl Meta {
     /// The live context: process wall time, calibrated clock, measured overhead.
     pub(crate) fn now() -> Meta {
         Meta {
-            wall_ns: process_wall_ns(),
+            wall_ns: crate::sys::process_wall_ns(),
             rate: crate::clock::rate(),
             clock: crate::clock::source().name(),
             overhead_ns: overhead_ns(),
@@ -212,7 +212,7 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
                 .truncate(!append)
                 .open(path);
             if let Err(e) = file.and_then(|mut f| f.write_all(text.as_bytes())) {
-                crate::config::warn(&format!(
+                crate::diag::warn(&format!(
                     "could not write the report to {}: {e}",
                     path.display()
                 ));
@@ -222,7 +222,7 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
             let f = f.clone();
             let text = text.to_owned();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&text))).is_err() {
-                crate::config::warn("the report callback panicked");
+                crate::diag::warn("the report callback panicked");
             }
         }
         #[cfg(feature = "log")]
@@ -235,15 +235,14 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
 }
 
 /// Prints a summary now, to the configured output (text if the exit summary is off).
-pub(crate) fn report_now() {
-    let s = crate::config::settings();
+pub(crate) fn report_now(s: &Settings) {
     let format = if s.summary == SummaryFormat::Off {
         SummaryFormat::Text
     } else {
         s.summary
     };
     let text = report_string(format, s.per_thread);
-    emit(&s.summary_output, &text, shares_file_with_lines(&s));
+    emit(&s.summary_output, &text, shares_file_with_lines(s));
 }
 
 /// The summary as a string.
@@ -253,13 +252,6 @@ pub(crate) fn report_string(format: SummaryFormat, per_thread: bool) -> String {
 }
 
 static EXIT_DONE: AtomicBool = AtomicBool::new(false);
-/// The process that registered the exit summary.
-static INIT_PID: OnceLock<u32> = OnceLock::new();
-
-/// Records the process id the exit summary belongs to.
-pub(crate) fn mark_init_pid() {
-    let _ = INIT_PID.set(std::process::id());
-}
 
 /// True if and only if interval lines go to the same file as the summary, which must then be
 /// appended after them rather than replace them.
@@ -268,68 +260,24 @@ fn shares_file_with_lines(s: &Settings) -> bool {
         && matches!((&s.summary_output, &s.line_output), (Output::File(a), Output::File(b)) if a == b)
 }
 
-/// True if and only if the process is exiting (the exit summary has started).
+/// True if and only if the process is exiting (the exit summary has started): the interval
+/// reporter prints nothing more.
 pub(crate) fn exiting() -> bool {
     EXIT_DONE.load(Relaxed)
 }
 
-/// Registered with `atexit` on first use: prints the exit summary once. Catches every panic
-/// (nothing may unwind into libc) and never blocks for long on a lock.
-pub(crate) extern "C" fn on_process_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        if EXIT_DONE.swap(true, Relaxed) {
-            return;
-        }
-        let s: Settings = crate::config::settings();
-        if s.summary == SummaryFormat::Off {
-            return;
-        }
-        // A forked child inherits the handler and its parent's figures: the summary is the
-        // parent's to print.
-        if INIT_PID.get().is_some_and(|&pid| pid != std::process::id()) {
-            return;
-        }
-        let text = match collect(s.per_thread, Some(Duration::from_millis(500))) {
-            Some(snap) => render(&snap, &Meta::now(), s.summary, s.per_thread),
-            None => "tickscope: exit summary skipped: a thread held the registry lock for 500 ms\n"
-                .to_owned(),
-        };
-        emit(&s.summary_output, &text, shares_file_with_lines(&s));
-    });
-}
-
-/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else since the
-/// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
-fn process_wall_ns() -> u64 {
-    static FIRST_USE: OnceLock<u64> = OnceLock::new();
-    let first = *FIRST_USE.get_or_init(crate::sys::monotonic_ns);
-    let loaded = LOAD_NS.load(Relaxed);
-    if loaded != 0 {
-        return crate::sys::monotonic_ns().saturating_sub(loaded);
+/// The exit summary, printed once (the runtime's exit hook calls this, and never blocks for
+/// long on a lock).
+pub(crate) fn exit_summary(s: &Settings) {
+    if EXIT_DONE.swap(true, Relaxed) || s.summary == SummaryFormat::Off {
+        return;
     }
-    match crate::sys::process_start_boottime_ns() {
-        Some(start) => crate::sys::boottime_ns().saturating_sub(start),
-        None => crate::sys::monotonic_ns().saturating_sub(first),
-    }
-}
-
-/// `CLOCK_MONOTONIC` when the program was loaded: an `.init_array` entry runs after `exec` and
-/// before `main`. The kernel's process start time is the *fork*, which for a program started
-/// by `cargo run` (it `exec`s the program) would include the whole build.
-static LOAD_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-#[used]
-#[cfg_attr(target_os = "linux", link_section = ".init_array")]
-static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
-
-extern "C" fn record_load_time() {
-    // Runs before main: nothing here can panic or allocate.
-    LOAD_NS.store(crate::sys::monotonic_ns(), Relaxed);
-}
-
-/// Records the first-use time for [`process_wall_ns`]'s fallback.
-pub(crate) fn mark_first_use() {
-    let _ = process_wall_ns();
+    let text = match collect(s.per_thread, Some(Duration::from_millis(500))) {
+        Some(snap) => render(&snap, &Meta::now(), s.summary, s.per_thread),
+        None => "tickscope: exit summary skipped: a thread held the registry lock for 500 ms\n"
+            .to_owned(),
+    };
+    emit(&s.summary_output, &text, shares_file_with_lines(s));
 }
 
 /// The measured cost of one scope (enter + exit) on this machine, in ns: the same recorder code

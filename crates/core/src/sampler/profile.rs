@@ -79,8 +79,8 @@ pub(crate) struct Parts {
     pub counted: HashMap<u32, u64>,
     /// Perf source: task-clock time that was not the threads' CPU time (hypervisor steal).
     pub steal_ns: u64,
-    /// Threads armed at their own request (`adopt_current_thread`), and readings of the
-    /// mappings for the unwinder.
+    /// Threads that asked to be armed as they started (`adopt_current_thread`), and readings
+    /// of the mappings for the unwinder.
     pub adopted: u64,
     pub maps_reads: u64,
     /// The process's CPU time while sampling (CPU mode).
@@ -333,7 +333,7 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.table_bytes / 1024
         ),
         format!(
-            "threads armed as they started, at their own request: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
+            "threads that asked to be armed as they started: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
             p.adopted, p.maps_reads
         ),
     ];
@@ -417,7 +417,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         ));
     }
     for w in &warnings {
-        crate::config::warn(w);
+        crate::diag::warn(w);
     }
     Profile {
         mode: p.mode,

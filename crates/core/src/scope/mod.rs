@@ -160,7 +160,7 @@ fn register() -> Option<&'static ThreadStats> {
     let stats = registry::register_current();
     STATS.set(Some(stats));
     // Registration read the environment: TICKSCOPE_ENABLED=0 applies to this first scope too.
-    if !crate::imp::is_enabled() {
+    if !crate::state::is_enabled() {
         return None;
     }
     Some(stats)

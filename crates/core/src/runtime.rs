@@ -1,0 +1,119 @@
+//! The process lifecycle: first-use initialisation, the exit hook, and applying settings.
+//!
+//! Nothing needs a setup call: the first scope a thread registers, the first call site, or a
+//! capture's start calls [`ensure_init`], which reads the environment once, registers the exit
+//! summary with `atexit`, starts the interval reporter if one is configured, and starts the
+//! capture `TICKSCOPE_CAPTURE` names.
+//!
+//! **The one upward edge.** This module uses the others (config, report, capture, the
+//! switches); the scopes' registry, call sites and the capture's start call back up into
+//! [`ensure_init`], as tracing-core's call sites call its dispatcher. No other module of the
+//! crate calls into this one, but the public API's implementation (`imp`).
+
+use std::sync::{Once, OnceLock};
+
+use crate::config::{self, Config, Settings};
+
+static INIT: Once = Once::new();
+/// The process that registered the exit summary (a fork child inherits the hook).
+static INIT_PID: OnceLock<u32> = OnceLock::new();
+
+/// First-use initialisation: read the environment, register the exit summary, start the
+/// interval reporter if one is configured. Cheap after the first call (one atomic load).
+pub(crate) fn ensure_init() {
+    INIT.call_once(|| {
+        crate::sys::first_use_ns();
+        let _ = INIT_PID.set(std::process::id());
+        let mut s = Settings::default();
+        let env = config::env();
+        env.apply(&mut s);
+        *config::lock() = Some(s.clone());
+        if let Some(on) = env.enabled {
+            crate::state::set_enabled(on);
+        }
+        if !crate::sys::at_exit(on_process_exit) {
+            crate::diag::warn(
+                "could not register the exit summary with atexit; call tickscope::report()",
+            );
+        }
+        crate::report::interval::configure(s.interval, s.line_output);
+        #[cfg(feature = "capture")]
+        start_capture_from_env();
+    });
+}
+
+/// The settings now, initialising from the environment on first use.
+pub(crate) fn settings() -> Settings {
+    ensure_init();
+    config::current()
+}
+
+/// `TICKSCOPE_CAPTURE` (and `TICKSCOPE_CAPTURE_FULL`): a capture started at first use.
+#[cfg(feature = "capture")]
+fn start_capture_from_env() {
+    let get = config::env_var;
+    let sink = config::value(
+        &get,
+        "TICKSCOPE_CAPTURE",
+        crate::capture::Sink::parse,
+        "a file path, tcp://HOST:PORT or flight:DURATION[:PATH]",
+    );
+    let full = config::value(
+        &get,
+        "TICKSCOPE_CAPTURE_FULL",
+        |v| match v {
+            "drop" => Some(crate::capture::Full::Drop),
+            "block" => Some(crate::capture::Full::Block),
+            _ => None,
+        },
+        "drop or block",
+    );
+    if let Some(sink) = sink {
+        crate::capture::start_from_env(sink, full);
+    }
+}
+
+/// Registered with `atexit` on first use: prints the exit summary once. Catches every panic
+/// (nothing may unwind into libc).
+extern "C" fn on_process_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // A forked child inherits the handler and its parent's figures: the summary is the
+        // parent's to print.
+        if INIT_PID.get().is_some_and(|&pid| pid != std::process::id()) {
+            return;
+        }
+        crate::report::exit_summary(&config::current());
+    });
+}
+
+impl Config {
+    /// Applies the settings (then the environment, which wins).
+    pub fn install(self) {
+        if !crate::COMPILED_IN {
+            return;
+        }
+        ensure_init();
+        let s = {
+            let mut g = config::lock();
+            let s = g.get_or_insert_with(Settings::default);
+            if let Some(v) = self.interval {
+                s.interval = v;
+            }
+            if let Some(v) = self.summary {
+                s.summary = v;
+            }
+            if let Some(v) = self.summary_output {
+                s.summary_output = v;
+            }
+            if let Some(v) = self.line_output {
+                s.line_output = v;
+            }
+            if let Some(v) = self.per_thread {
+                s.per_thread = v;
+            }
+            config::env().apply(s);
+            s.clone()
+        };
+        crate::report::interval::configure(s.interval, s.line_output);
+    }
+}
