@@ -1,5 +1,6 @@
 //! `tickscope`: the command-line tool. Each subcommand is one file in `cmd/`; the logic lives
 //! in the libraries.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

@@ -80,6 +80,17 @@ pub fn now() -> Ticks {
     }
 }
 
+/// [`now`] for signal context (the sampler's handler): no allocation, no lock. Once a
+/// source is chosen it is [`now`]; before that it reads the monotonic clock rather than
+/// choose one, which reads the environment and may print a warning (both allocate).
+#[inline(always)]
+pub(crate) fn now_in_signal() -> Ticks {
+    match SOURCE.load(Relaxed) {
+        SRC_COUNTER => counter::read(),
+        _ => sys::monotonic_ns(),
+    }
+}
+
 /// The source [`now`] reads.
 pub fn source() -> ClockSource {
     if SOURCE.load(Relaxed) == SRC_UNSET {
@@ -416,6 +427,7 @@ mod counter {
 
     pub(super) const SOURCE: ClockSource = ClockSource::Tsc;
 
+    /// Signal context: one instruction (or a vDSO call), no allocation, no lock.
     #[inline(always)]
     pub(super) fn read() -> Ticks {
         // SAFETY: rdtsc is available on every x86_64 CPU and only reads the counter; it is
@@ -447,6 +459,7 @@ mod counter {
 
     pub(super) const SOURCE: ClockSource = ClockSource::Cntvct;
 
+    /// Signal context: one instruction (or a vDSO call), no allocation, no lock.
     #[inline(always)]
     pub(super) fn read() -> Ticks {
         let v: u64;

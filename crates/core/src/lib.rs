@@ -73,10 +73,14 @@
 //! stretches between awaits instead.
 
 #![deny(missing_docs)]
+// `unsafe` lives only where a module allows it below (and in the sampler's items that say
+// so); everywhere else it is an error.
+#![deny(unsafe_code)]
 #![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
 
 #[cfg(feature = "capture")]
 pub mod capture;
+#[allow(unsafe_code)] // the CPU counter (rdtsc, cntvct) and cpuid
 pub mod clock;
 mod config;
 mod diag;
@@ -90,6 +94,7 @@ mod scope;
 mod state;
 #[cfg(feature = "sampler")]
 mod symbolize;
+#[allow(unsafe_code)] // platform glue: libc calls, the .init_array entry
 mod sys;
 
 #[cfg_attr(feature = "enabled", path = "imp/enabled.rs")]

@@ -26,6 +26,8 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the reference clock the CPU counter is calibrated and
 /// checked against.
+///
+/// Signal context (the sampler's handler may call it): the vDSO, no allocation, no lock.
 #[inline]
 pub(crate) fn monotonic_ns() -> u64 {
     // Never fails for this clock on Linux.
@@ -40,6 +42,8 @@ pub(crate) fn boottime_ns() -> u64 {
 }
 
 /// The kernel's id of the calling thread (what `top -H`, `perf` and `gdb` show).
+///
+/// Signal context (the sampler's handler calls it): one system call, no allocation, no lock.
 pub(crate) fn gettid() -> u64 {
     // SAFETY: SYS_gettid takes no arguments, cannot fail and touches no memory.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) };
@@ -248,6 +252,65 @@ static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
 extern "C" fn record_load_time() {
     // Runs before main: nothing here can panic or allocate.
     LOAD_NS.store(monotonic_ns(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The calling thread's stack, `[low, high)`, as its thread library set it up.
+pub(crate) fn own_stack() -> Option<(u64, u64)> {
+    // SAFETY: pthread_attr_t is plain data, filled in by pthread_getattr_np below.
+    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
+    // SAFETY: `attr` is valid for writing; on success it is initialised and destroyed below.
+    if unsafe { libc::pthread_getattr_np(me, &mut attr) } != 0 {
+        return None;
+    }
+    let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: `attr` was initialised above; the outputs are valid locals.
+    let r = unsafe { libc::pthread_attr_getstack(&attr, &mut addr, &mut size) };
+    // SAFETY: destroys the attributes initialised above, once.
+    unsafe { libc::pthread_attr_destroy(&mut attr) };
+    let low = addr as u64;
+    (r == 0 && size > 0).then(|| (low, low + size as u64))
+}
+
+/// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
+pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, timeout: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a valid relative timeout: it returns at
+    // once if the word is no longer 0, else sleeps until woken, timed out or interrupted.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            0u32,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes the thread waiting on `word` in [`futex_wait`].
+pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        )
+    };
+}
+
+/// The calling thread's name as it is now (`PR_GET_NAME`: no file opened), NUL-padded.
+pub(crate) fn own_name() -> [u8; 16] {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    name
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //!
 //! Use it through the `tickscope` crate, which re-exports it. It expands to the same code as
 //! `tickscope::scope!` at the top of the function body — one code path for both.
+#![forbid(unsafe_code)]
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;

@@ -57,7 +57,10 @@
 //!
 //! Every exported function catches panics: nothing unwinds into C. Functions that can fail
 //! return `TICKSCOPE_OK` (0) or a negative code, and `tickscope_last_error()` says why.
+#![deny(unsafe_code)]
 
+// Every FFI function and every `unsafe` block of this crate is in `ffi.rs`.
+#[allow(unsafe_code)]
 mod ffi;
 mod names;
 mod profile;

@@ -43,6 +43,7 @@
 pub mod format;
 
 mod collector;
+#[allow(unsafe_code)] // zeroed rings from calloc
 mod ring;
 mod sink;
 

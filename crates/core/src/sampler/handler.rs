@@ -185,7 +185,7 @@ pub(crate) extern "C" fn on_signal(
 ///
 /// Signal context: see the module docs.
 unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    let t0 = crate::clock::now();
+    let t0 = crate::clock::now_in_signal();
     // SAFETY: `info` is the kernel's siginfo for this signal (caller's contract).
     let info = unsafe { &*info };
     let (tid, count, weight) = match info.si_code {
@@ -261,7 +261,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     });
     s.signals.fetch_add(1, Relaxed);
     s.handler_ticks
-        .fetch_add(crate::clock::now().wrapping_sub(t0), Relaxed);
+        .fetch_add(crate::clock::now_in_signal().wrapping_sub(t0), Relaxed);
 }
 
 /// The installed disposition of `signal` before ours, if any.

@@ -61,17 +61,20 @@
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
 
+#[allow(unsafe_code)] // the signal handler: signal context, raw pointers
 mod handler;
 mod profile;
 mod table;
+#[allow(unsafe_code)] // timer_create, perf_event_open, fcntl, ioctl
 mod timer;
+#[allow(unsafe_code)] // reads of the interrupted stack, each checked first
 mod unwind;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use handler::{Shared, Tids, ACTIVE, SHARED};
@@ -281,7 +284,7 @@ impl Reply {
     fn answer(&self, armed: bool) {
         let v = if armed { 1 } else { 2 };
         if self.0.compare_exchange(0, v, Release, Relaxed).is_ok() {
-            futex_wake(&self.0);
+            crate::sys::futex_wake(&self.0);
         }
     }
 }
@@ -296,7 +299,9 @@ struct Running {
     pid: u32,
     tx: mpsc::Sender<Msg>,
     drain: std::thread::JoinHandle<Drained>,
-    shared: *mut Shared,
+    /// Also the drain thread's, and published to the handler through [`SHARED`] (a raw
+    /// pointer that [`finish`] clears, waiting for the handlers, before the last `Arc` goes).
+    shared: Arc<Shared>,
     meta: Meta,
 }
 
@@ -311,10 +316,6 @@ struct Meta {
     /// [`handler::STRAY`] at `start()`.
     stray_at_start: u64,
 }
-
-// SAFETY: `shared` is a heap allocation owned by the running sampler; every field of Shared is
-// atomic or immutable, so any thread may hold the pointer and free it (once, in `finish`).
-unsafe impl Send for Running {}
 
 /// What the drain thread hands back.
 #[derive(Clone, Default)]
@@ -388,14 +389,10 @@ pub fn adopt_current_thread() -> bool {
     // thread, and this runs before std's own spawn code has set that (for threads this
     // library's std starts), which std aborts on.
     let done = std::sync::Arc::new(AtomicU32::new(0));
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    let mut name = [0u8; 16];
-    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
-    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    let tid = crate::sys::gettid() as i32;
     let me = Adopting {
-        stack: own_stack(),
-        name,
+        stack: crate::sys::own_stack(),
+        name: crate::sys::own_name(),
     };
     if tx.send(Msg::Adopt(tid, me, Reply(done.clone()))).is_err() {
         return false;
@@ -406,61 +403,10 @@ pub fn adopt_current_thread() -> bool {
         if left.is_zero() {
             return false;
         }
-        futex_wait(&done, left);
+        crate::sys::futex_wait(&done, left);
     }
     // 1: armed; 2: the sampler stopped first.
     done.load(Acquire) == 1
-}
-
-/// The calling thread's stack, `[low, high)`, as its thread library set it up.
-fn own_stack() -> Option<(u64, u64)> {
-    // SAFETY: pthread_attr_t is plain data, filled in by pthread_getattr_np below.
-    let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pthread_self has no preconditions.
-    let me = unsafe { libc::pthread_self() };
-    // SAFETY: `attr` is valid for writing; on success it is initialised and destroyed below.
-    if unsafe { libc::pthread_getattr_np(me, &mut attr) } != 0 {
-        return None;
-    }
-    let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
-    // SAFETY: `attr` was initialised above; the outputs are valid locals.
-    let r = unsafe { libc::pthread_attr_getstack(&attr, &mut addr, &mut size) };
-    // SAFETY: destroys the attributes initialised above, once.
-    unsafe { libc::pthread_attr_destroy(&mut attr) };
-    let low = addr as u64;
-    (r == 0 && size > 0).then(|| (low, low + size as u64))
-}
-
-/// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
-fn futex_wait(word: &AtomicU32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a valid relative timeout: it returns at
-    // once if the word is no longer 0, else sleeps until woken, timed out or interrupted.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            0u32,
-            &ts as *const libc::timespec,
-        )
-    };
-}
-
-/// Wakes the thread waiting on `word` in [`futex_wait`].
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
 }
 
 impl Sampler {
@@ -498,11 +444,8 @@ impl Sampler {
             return Profile::empty_after_fork();
         }
         let drained = rx.recv().unwrap_or_default();
-        // SAFETY: `shared` is freed only by `finish`, which takes the Running by value; we
-        // hold a reference to it.
-        let shared = unsafe { &*r.shared };
         let process_cpu_ns = r.meta.process_cpu_ns();
-        profile::build(parts(&r.meta, shared, drained, process_cpu_ns))
+        profile::build(parts(&r.meta, &r.shared, drained, process_cpu_ns))
     }
 
     /// Stops sampling and returns the profile, symbolised.
@@ -629,7 +572,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             ));
         }
     };
-    let shared = Box::into_raw(Box::new(Shared {
+    let shared = Arc::new(Shared {
         store: Store::new(b.table_entries, b.log_entries),
         ranges: Ranges::new(16_384),
         known: Tids::new(16_384),
@@ -644,16 +587,15 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         max_overrun: AtomicU64::new(0),
         overrun_periods: AtomicU64::new(0),
         overrun_periods_sq: AtomicU64::new(0),
-    }));
-    SHARED.store(shared, SeqCst);
+    });
+    SHARED.store(Arc::as_ptr(&shared).cast_mut(), SeqCst);
     if source == Source::ProcessTimer {
         if let Err(e) = timer::process_timer(period_ns) {
             SHARED.store(std::ptr::null_mut(), SeqCst);
             handler::uninstall(signal);
+            // No timer was armed; no handler holds the state once this returns.
             wait_handlers();
-            // SAFETY: no timer was armed, SHARED is null again and no handler holds it
-            // (waited for just above); this is the only owner.
-            drop(unsafe { Box::from_raw(shared) });
+            drop(shared);
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 "cannot start setitimer(ITIMER_PROF)".into(),
@@ -667,18 +609,13 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         false => timer::process_cpu_ns(),
     };
     let mut poller = Poller::new(source, b.mode, period_ns, signal, n, b.whole_process);
-    // SAFETY: `shared` was just allocated and is only freed by `finish`.
-    poller.poll(unsafe { &*shared });
+    poller.poll(&shared);
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
-    let shared_addr = shared as usize;
+    let drains = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("tickscope-sampler".into())
-        .spawn(move || {
-            // SAFETY: the Shared outlives the drain thread: `finish` joins it before freeing.
-            let shared = unsafe { &*(shared_addr as *const Shared) };
-            drain_loop(shared, poller, every, rx)
-        });
+        .spawn(move || drain_loop(&drains, poller, every, rx));
     let drain = match spawned {
         Ok(d) => d,
         Err(e) => {
@@ -687,11 +624,10 @@ fn start(b: Builder) -> Result<Sampler, Error> {
                 let _ = timer::process_timer(0);
             }
             SHARED.store(std::ptr::null_mut(), SeqCst);
+            // No timer is armed; no handler holds the state once this returns.
             wait_handlers();
             handler::uninstall(signal);
-            // SAFETY: no timer is armed, SHARED is null and no handler holds it (waited for
-            // just above); this is the only owner.
-            drop(unsafe { Box::from_raw(shared) });
+            drop(shared);
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 "cannot start the sampler's drain thread".into(),
@@ -765,8 +701,8 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     let _ = r.tx.send(Msg::Stop);
     let mut drained = r.drain.join().unwrap_or_default();
     let process_cpu_ns = r.meta.process_cpu_ns();
-    let r = (r.shared, r.meta);
-    let meta = &r.1;
+    let (shared, meta) = (r.shared, r.meta);
+    let meta = &meta;
     // A program that took the signal over may run its own ITIMER_PROF now: leave it.
     if meta.source == Source::ProcessTimer && drained.handler_replaced_at.is_none() {
         let _ = timer::process_timer(0);
@@ -777,9 +713,8 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     // Held only here, not across the join above: a fork during `stop()` must not leave the
     // child with this lock taken.
     *lock_running() = None;
-    // SAFETY: SHARED is null and no handler holds it (ACTIVE was zero after the store); the
-    // drain thread has been joined. This is the only owner left.
-    let shared = unsafe { Box::from_raw(r.0) };
+    // SHARED is null and no handler holds it (ACTIVE was zero after the store); the drain
+    // thread has been joined: `shared` is the last owner, and freed at the end.
     shared.store.drain(&mut drained.stacks, 0, true);
     if !build {
         return None;

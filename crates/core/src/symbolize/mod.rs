@@ -363,6 +363,7 @@ fn demangle(raw: &str, language: Option<gimli::DwLang>) -> String {
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // reads the program counter with asm, for a test
 mod tests {
     use super::*;
 
