@@ -1,6 +1,8 @@
 //! What tickscope's in-process exit summary (crate `tickscope`) and the summary
 //! `tickscope report` computes from a capture (crate `tickscope-timeline`) must print alike:
-//! numbers, locations, the table layout, and the histogram buckets percentiles come from.
+//! numbers, locations, the table layout, and the histogram buckets percentiles come from; and
+//! pprof's units ([`units`]), which the profile views, the profile filters and the sampler's
+//! own text print alike.
 //!
 //! One definition, so the two cannot drift apart. `tickscope-timeline` does not depend on
 //! `tickscope` (it reads files; DESIGN.md), so this small crate, with no dependencies of its
@@ -9,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod hist;
+pub mod units;
 
 /// A duration in ns with three significant digits and a unit chosen for it: `812 ns`,
 /// `12.3 µs`, `1.50 ms`, `2.04 s`; `-` for a value that is not one.

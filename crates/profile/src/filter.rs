@@ -678,119 +678,7 @@ pub fn num_label_units(p: &Profile) -> NumLabelUnits {
     NumLabelUnits { units, warnings }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Units (pprof's internal/measurement).
-
-/// A unit: its canonical name, the names it is known by, and its size in the base unit.
-struct Unit {
-    name: &'static str,
-    aliases: &'static [&'static str],
-    factor: f64,
-}
-
-/// Units of one kind (memory, time, GCU) and the one used when a target unit is unknown.
-struct UnitType {
-    units: &'static [Unit],
-    default: (&'static str, f64),
-}
-
-const fn unit(name: &'static str, aliases: &'static [&'static str], factor: f64) -> Unit {
-    Unit {
-        name,
-        aliases,
-        factor,
-    }
-}
-
-static UNIT_TYPES: [UnitType; 3] = [
-    UnitType {
-        units: &[
-            unit("B", &["b", "byte"], 1.0),
-            unit("kB", &["kb", "kbyte", "kilobyte"], (1u64 << 10) as f64),
-            unit("MB", &["mb", "mbyte", "megabyte"], (1u64 << 20) as f64),
-            unit("GB", &["gb", "gbyte", "gigabyte"], (1u64 << 30) as f64),
-            unit("TB", &["tb", "tbyte", "terabyte"], (1u64 << 40) as f64),
-            unit("PB", &["pb", "pbyte", "petabyte"], (1u64 << 50) as f64),
-        ],
-        default: ("B", 1.0),
-    },
-    UnitType {
-        units: &[
-            unit("ns", &["ns", "nanosecond"], 1.0),
-            unit("us", &["μs", "us", "microsecond"], 1e3),
-            unit("ms", &["ms", "millisecond"], 1e6),
-            unit("s", &["s", "sec", "second"], 1e9),
-            unit("hrs", &["hour", "hr"], 3600e9),
-        ],
-        default: ("s", 1e9),
-    },
-    UnitType {
-        units: &[
-            unit("n*GCU", &["nanogcu"], 1e-9),
-            unit("u*GCU", &["microgcu"], 1e-6),
-            unit("m*GCU", &["milligcu"], 1e-3),
-            unit("GCU", &["gcu"], 1.0),
-            unit("k*GCU", &["kilogcu"], 1e3),
-            unit("M*GCU", &["megagcu"], 1e6),
-            unit("G*GCU", &["gigagcu"], 1e9),
-            unit("T*GCU", &["teragcu"], 1e12),
-            unit("P*GCU", &["petagcu"], 1e15),
-        ],
-        default: ("GCU", 1.0),
-    },
-];
-
-impl UnitType {
-    /// pprof's `sniffUnit`: lower case, one plural `s` dropped from names over two bytes.
-    fn sniff(&self, unit: &str) -> Option<&'static Unit> {
-        let lower = unit.to_lowercase();
-        let name = if lower.len() > 2 {
-            lower.strip_suffix('s').unwrap_or(&lower)
-        } else {
-            &lower
-        };
-        self.units.iter().find(|u| u.aliases.contains(&name))
-    }
-
-    /// pprof's `convertUnit`; `None` when `from` is not of this kind.
-    fn convert<'a>(&self, value: i64, from: &str, to: &'a str) -> Option<(f64, &'a str)> {
-        let from = self.sniff(from)?;
-        let v = value as f64 * from.factor;
-        if to == "minimum" || to == "auto" {
-            // pprof's autoScale: the largest unit the value is at least one of.
-            let mut best: Option<&Unit> = None;
-            for u in self.units {
-                if u.factor >= best.map_or(0.0, |b| b.factor) && v / u.factor >= 1.0 {
-                    best = Some(u);
-                }
-            }
-            return Some(match best {
-                Some(u) => (v / u.factor, u.name),
-                None => (v / self.default.1, self.default.0),
-            });
-        }
-        Some(match self.sniff(to) {
-            Some(u) => (v / u.factor, u.name),
-            None => (v / self.default.1, self.default.0),
-        })
-    }
-}
-
-/// pprof's `measurement.Scale`: `value` in `from` converted to `to`, and the unit it is then
-/// in (empty for the uninteresting `count`, `sample`, ...; `to` when `from` is unknown).
-fn scale<'a>(value: i64, from: &str, to: &'a str) -> (f64, &'a str) {
-    // pprof scales the magnitude of a negative value and negates the result, which is what
-    // IEEE arithmetic gives directly.
-    for t in &UNIT_TYPES {
-        if let Some(r) = t.convert(value, from, to) {
-            return r;
-        }
-    }
-    match to {
-        "count" | "sample" | "unit" | "minimum" | "auto" => (value as f64, ""),
-        _ => (value as f64, to),
-    }
-}
+use tickscope_fmt::units::scale;
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -1209,11 +1097,7 @@ pub(crate) mod tests {
         assert_eq!(r("1:2:3"), None);
         assert_eq!(r("main"), None);
         assert!(NumRange::parse("99999999999999999999").is_err());
-        assert_eq!(scale(1536, "bytes", "kB"), (1.5, "kB"));
-        assert_eq!(scale(-3, "seconds", "ms"), (-3000.0, "ms"));
-        assert_eq!(scale(7, "count", "count"), (7.0, ""));
-        assert_eq!(scale(7, "widgets", "kB"), (7.0, "kB"));
-        assert_eq!(scale(1536, "bytes", "auto"), (1.5, "kB"));
+        // The unit conversions themselves are tested with them, in tickscope_fmt::units.
     }
 
     #[test]

@@ -453,18 +453,10 @@ fn effective_samples(p: &Parts) -> f64 {
     }
 }
 
-/// Formats nanoseconds the way pprof's tables do.
+/// Nanoseconds as pprof's tables print them (`1.50ms`, `7.12s`): `tickscope_fmt::units`,
+/// the copy the profile views use.
 fn fmt_ns(ns: u64) -> String {
-    let s = ns as f64 / 1e9;
-    if ns == 0 {
-        "0".into()
-    } else if s >= 1.0 {
-        format!("{s:.2}s")
-    } else if s >= 1e-3 {
-        format!("{:.0}ms", s * 1e3)
-    } else {
-        format!("{:.0}us", s * 1e6)
-    }
+    tickscope_fmt::units::label(ns.min(i64::MAX as u64) as i64, "nanoseconds")
 }
 
 impl Profile {

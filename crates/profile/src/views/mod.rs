@@ -333,7 +333,11 @@ impl Report {
         if min == 0 {
             min = max;
         }
-        let unit_of = |v: i64| measure::scale(v, &self.sample_type.unit, "minimum").1;
+        let unit_of = |v: i64| {
+            measure::scale(v, &self.sample_type.unit, "minimum")
+                .1
+                .to_string()
+        };
         let (min_unit, max_unit) = (unit_of(min), unit_of(max));
         let mut unit = min_unit.clone();
         if min_unit != max_unit && min.saturating_mul(100) < max {
