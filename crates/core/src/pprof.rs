@@ -11,6 +11,12 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+// profile.proto's field numbers, named once for the writer here and the reader in
+// tickscope-profile.
+use tickscope_fmt::pprof_fields::{
+    function, label, line, location, mapping, profile, sample, value_type,
+};
+
 /// A sample or period type: `("cpu", "nanoseconds")`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ValueType {
@@ -194,8 +200,8 @@ impl Enc {
 
     fn value_type(&mut self, field: u64, vt: &ValueType) {
         self.message(field, |e| {
-            e.str(1, &vt.ty);
-            e.str(2, &vt.unit);
+            e.str(value_type::TYPE, &vt.ty);
+            e.str(value_type::UNIT, &vt.unit);
         });
     }
 }
@@ -209,20 +215,20 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
     };
     e.string("");
     for vt in &p.sample_types {
-        e.value_type(1, vt);
+        e.value_type(profile::SAMPLE_TYPE, vt);
     }
     for s in &p.samples {
-        e.message(2, |e| {
-            e.packed(1, s.location_ids.iter().copied());
-            e.packed(2, s.values.iter().map(|&v| v as u64));
+        e.message(profile::SAMPLE, |e| {
+            e.packed(sample::LOCATION_ID, s.location_ids.iter().copied());
+            e.packed(sample::VALUE, s.values.iter().map(|&v| v as u64));
             for l in &s.labels {
-                e.message(3, |e| {
-                    e.str(1, &l.key);
+                e.message(sample::LABEL, |e| {
+                    e.str(label::KEY, &l.key);
                     match &l.value {
-                        LabelValue::Str(v) => e.str(2, v),
+                        LabelValue::Str(v) => e.str(label::STR, v),
                         LabelValue::Num(n, unit) => {
-                            e.i64(3, *n);
-                            e.str(4, unit);
+                            e.i64(label::NUM, *n);
+                            e.str(label::NUM_UNIT, unit);
                         }
                     }
                 });
@@ -230,54 +236,54 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
         });
     }
     for m in &p.mappings {
-        e.message(3, |e| {
-            e.u64(1, m.id);
-            e.u64(2, m.start);
-            e.u64(3, m.limit);
-            e.u64(4, m.offset);
-            e.str(5, &m.file);
-            e.str(6, &m.build_id);
-            e.bool(7, m.has_functions);
-            e.bool(8, m.has_filenames);
-            e.bool(9, m.has_line_numbers);
-            e.bool(10, m.has_inline_frames);
+        e.message(profile::MAPPING, |e| {
+            e.u64(mapping::ID, m.id);
+            e.u64(mapping::MEMORY_START, m.start);
+            e.u64(mapping::MEMORY_LIMIT, m.limit);
+            e.u64(mapping::FILE_OFFSET, m.offset);
+            e.str(mapping::FILENAME, &m.file);
+            e.str(mapping::BUILD_ID, &m.build_id);
+            e.bool(mapping::HAS_FUNCTIONS, m.has_functions);
+            e.bool(mapping::HAS_FILENAMES, m.has_filenames);
+            e.bool(mapping::HAS_LINE_NUMBERS, m.has_line_numbers);
+            e.bool(mapping::HAS_INLINE_FRAMES, m.has_inline_frames);
         });
     }
     for l in &p.locations {
-        e.message(4, |e| {
-            e.u64(1, l.id);
-            e.u64(2, l.mapping_id);
-            e.u64(3, l.address);
+        e.message(profile::LOCATION, |e| {
+            e.u64(location::ID, l.id);
+            e.u64(location::MAPPING_ID, l.mapping_id);
+            e.u64(location::ADDRESS, l.address);
             for line in &l.lines {
-                e.message(4, |e| {
-                    e.u64(1, line.function_id);
-                    e.i64(2, line.line);
+                e.message(location::LINE, |e| {
+                    e.u64(line::FUNCTION_ID, line.function_id);
+                    e.i64(line::LINE, line.line);
                 });
             }
         });
     }
     for f in &p.functions {
-        e.message(5, |e| {
-            e.u64(1, f.id);
-            e.str(2, &f.name);
-            e.str(3, &f.system_name);
-            e.str(4, &f.filename);
-            e.i64(5, f.start_line);
+        e.message(profile::FUNCTION, |e| {
+            e.u64(function::ID, f.id);
+            e.str(function::NAME, &f.name);
+            e.str(function::SYSTEM_NAME, &f.system_name);
+            e.str(function::FILENAME, &f.filename);
+            e.i64(function::START_LINE, f.start_line);
         });
     }
     if let Some(pt) = &p.period_type {
-        e.value_type(11, pt);
+        e.value_type(profile::PERIOD_TYPE, pt);
     }
-    e.i64(9, p.time_nanos);
-    e.i64(10, p.duration_nanos);
-    e.i64(12, p.period);
+    e.i64(profile::TIME_NANOS, p.time_nanos);
+    e.i64(profile::DURATION_NANOS, p.duration_nanos);
+    e.i64(profile::PERIOD, p.period);
     let comments: Vec<i64> = p.comments.iter().map(|c| e.string(c)).collect();
-    e.packed(13, comments.into_iter().map(|i| i as u64));
-    e.str(14, &p.default_sample_type);
+    e.packed(profile::COMMENT, comments.into_iter().map(|i| i as u64));
+    e.str(profile::DEFAULT_SAMPLE_TYPE, &p.default_sample_type);
     // The string table goes last: every index above has been assigned by now.
     let strings = std::mem::take(&mut e.strings);
     for s in &strings {
-        e.key(6, BYTES);
+        e.key(profile::STRING_TABLE, BYTES);
         e.varint(s.len() as u64);
         e.buf.extend_from_slice(s.as_bytes());
     }

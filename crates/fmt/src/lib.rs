@@ -11,6 +11,8 @@
 #![forbid(unsafe_code)]
 
 pub mod hist;
+#[allow(missing_docs)]
+pub mod pprof_fields;
 pub mod units;
 
 /// A duration in ns with three significant digits and a unit chosen for it: `812 ns`,

@@ -15,6 +15,11 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 
+// profile.proto's field numbers, named once for this reader and the sampler's writer.
+use tickscope_fmt::pprof_fields::{
+    function, label, line, location, mapping, profile, sample, value_type,
+};
+
 use super::store::Stacks;
 use super::{
     ErrorKind, Format, Function, Label, Line, Location, Mapping, Profile, Sample, Span, StrId,
@@ -210,8 +215,13 @@ struct RawFunction {
 /// value running past the end counts: that is a cut-off profile). Text rarely passes:
 /// "Hello" starts with field 9 (a varint, 'e'), then 'l', which is no key of profile.proto.
 pub(super) fn looks_like_proto(data: &[u8]) -> bool {
+    use profile::*;
+    // Messages, strings and packed lists are length-delimited (2); scalars are varints (0);
+    // the comments are packed or not.
     let wire_type = |key: u64| match (key >> 3, key & 7) {
-        (1..=6 | 11, 2) | (7..=10 | 12 | 14, 0) | (13, 0 | 2) => Some(key & 7),
+        (SAMPLE_TYPE..=STRING_TABLE | PERIOD_TYPE, 2)
+        | (DROP_FRAMES..=DURATION_NANOS | PERIOD | DEFAULT_SAMPLE_TYPE, 0)
+        | (COMMENT, 0 | 2) => Some(key & 7),
         _ => None,
     };
     let mut c = Cursor::new(data, 0);
@@ -423,12 +433,12 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
             break;
         };
         match number {
-            1 => sample_types.push(value_type(bytes_of(v, number, at)?)?),
+            profile::SAMPLE_TYPE => sample_types.push(value_type(bytes_of(v, number, at)?)?),
             // Samples are only counted here and decoded in the second pass, once the
             // locations they point at are known (Go writes samples before locations).
-            2 => count_sample(bytes_of(v, number, at)?, &mut counts)?,
-            3 => raw_mappings.push(mapping(bytes_of(v, number, at)?)?),
-            4 => {
+            profile::SAMPLE => count_sample(bytes_of(v, number, at)?, &mut counts)?,
+            profile::MAPPING => raw_mappings.push(mapping(bytes_of(v, number, at)?)?),
+            profile::LOCATION => {
                 let (id, mapping, address, lines, is_folded) =
                     location(bytes_of(v, number, at)?, &mut raw_lines)?;
                 p.locations.push(Location {
@@ -440,8 +450,8 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
                 });
                 loc_mappings.push(mapping);
             }
-            5 => raw_functions.push(function(bytes_of(v, number, at)?)?),
-            6 => {
+            profile::FUNCTION => raw_functions.push(function(bytes_of(v, number, at)?)?),
+            profile::STRING_TABLE => {
                 let (b, off) = bytes_of(v, number, at)?;
                 if str_map.is_empty() && !b.is_empty() {
                     return Err(ErrorKind::Invalid {
@@ -453,14 +463,14 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
                 }
                 str_map.push(p.strings.intern(&String::from_utf8_lossy(b)));
             }
-            7 => drop_frames = varint_of(v, number, at)?,
-            8 => keep_frames = varint_of(v, number, at)?,
-            9 => p.time_nanos = varint_of(v, number, at)? as i64,
-            10 => p.duration_nanos = varint_of(v, number, at)? as i64,
-            11 => period_type = value_type(bytes_of(v, number, at)?)?,
-            12 => p.period = varint_of(v, number, at)? as i64,
-            13 => push_repeated(v, number, at, &mut comments)?,
-            14 => default_sample_type = varint_of(v, number, at)?,
+            profile::DROP_FRAMES => drop_frames = varint_of(v, number, at)?,
+            profile::KEEP_FRAMES => keep_frames = varint_of(v, number, at)?,
+            profile::TIME_NANOS => p.time_nanos = varint_of(v, number, at)? as i64,
+            profile::DURATION_NANOS => p.duration_nanos = varint_of(v, number, at)? as i64,
+            profile::PERIOD_TYPE => period_type = value_type(bytes_of(v, number, at)?)?,
+            profile::PERIOD => p.period = varint_of(v, number, at)? as i64,
+            profile::COMMENT => push_repeated(v, number, at, &mut comments)?,
+            profile::DEFAULT_SAMPLE_TYPE => default_sample_type = varint_of(v, number, at)?,
             _ => {} // unknown fields are skipped, as protobuf requires
         }
     }
@@ -576,9 +586,9 @@ fn count_sample((b, off): (&[u8], usize), counts: &mut Counts) -> Result<()> {
         let (n, v) = c.field()?;
         let k = packed_len(&v);
         match n {
-            1 => counts.stack += k,
-            2 => counts.values += k,
-            3 => counts.labels += 1,
+            sample::LOCATION_ID => counts.stack += k,
+            sample::VALUE => counts.values += k,
+            sample::LABEL => counts.labels += 1,
             _ => {}
         }
     }
@@ -676,9 +686,9 @@ fn sample(
     while !c.done() {
         let at = c.at();
         match c.field()? {
-            (1, v) => {
+            (sample::LOCATION_ID, v) => {
                 ids.clear();
-                push_repeated(v, 1, at, ids)?;
+                push_repeated(v, sample::LOCATION_ID, at, ids)?;
                 for &id in ids.iter() {
                     match location_ids.get(id) {
                         Some(l) => locs.push(l),
@@ -693,22 +703,22 @@ fn sample(
                     }
                 }
             }
-            (2, v) => {
+            (sample::VALUE, v) => {
                 ids.clear();
-                push_repeated(v, 2, at, ids)?;
+                push_repeated(v, sample::VALUE, at, ids)?;
                 p.values.extend(ids.iter().map(|&x| x as i64));
             }
-            (3, v) => {
-                let (lb, loff) = bytes_of(v, 3, at)?;
+            (sample::LABEL, v) => {
+                let (lb, loff) = bytes_of(v, sample::LABEL, at)?;
                 let mut lc = Cursor::new(lb, loff);
                 let mut l = RawLabel::default();
                 while !lc.done() {
                     let at = lc.at();
                     match lc.field()? {
-                        (1, v) => l.key = varint_of(v, 1, at)?,
-                        (2, v) => l.str = varint_of(v, 2, at)?,
-                        (3, v) => l.num = varint_of(v, 3, at)? as i64,
-                        (4, v) => l.unit = varint_of(v, 4, at)?,
+                        (label::KEY, v) => l.key = varint_of(v, label::KEY, at)?,
+                        (label::STR, v) => l.str = varint_of(v, label::STR, at)?,
+                        (label::NUM, v) => l.num = varint_of(v, label::NUM, at)? as i64,
+                        (label::NUM_UNIT, v) => l.unit = varint_of(v, label::NUM_UNIT, at)?,
                         _ => {}
                     }
                 }
@@ -763,8 +773,8 @@ fn value_type((b, off): (&[u8], usize)) -> Result<RawValueType> {
     while !c.done() {
         let at = c.at();
         match c.field()? {
-            (1, v) => t.ty = varint_of(v, 1, at)?,
-            (2, v) => t.unit = varint_of(v, 2, at)?,
+            (value_type::TYPE, v) => t.ty = varint_of(v, value_type::TYPE, at)?,
+            (value_type::UNIT, v) => t.unit = varint_of(v, value_type::UNIT, at)?,
             _ => {}
         }
     }
@@ -781,20 +791,20 @@ fn mapping((b, off): (&[u8], usize)) -> Result<RawMapping> {
     while !c.done() {
         let at = c.at();
         let (n, v) = c.field()?;
-        if !(1..=10).contains(&n) {
+        if !(mapping::ID..=mapping::HAS_INLINE_FRAMES).contains(&n) {
             continue;
         }
         let x = varint_of(v, n, at)?;
         match n {
-            1 => m.m.id = x,
-            2 => m.m.start = x,
-            3 => m.m.limit = x,
-            4 => m.m.offset = x,
-            5 => m.file = x,
-            6 => m.build_id = x,
-            7 => m.m.has_functions = x != 0,
-            8 => m.m.has_filenames = x != 0,
-            9 => m.m.has_line_numbers = x != 0,
+            mapping::ID => m.m.id = x,
+            mapping::MEMORY_START => m.m.start = x,
+            mapping::MEMORY_LIMIT => m.m.limit = x,
+            mapping::FILE_OFFSET => m.m.offset = x,
+            mapping::FILENAME => m.file = x,
+            mapping::BUILD_ID => m.build_id = x,
+            mapping::HAS_FUNCTIONS => m.m.has_functions = x != 0,
+            mapping::HAS_FILENAMES => m.m.has_filenames = x != 0,
+            mapping::HAS_LINE_NUMBERS => m.m.has_line_numbers = x != 0,
             _ => m.m.has_inline_frames = x != 0,
         }
     }
@@ -812,24 +822,24 @@ fn location(
     while !c.done() {
         let at = c.at();
         match c.field()? {
-            (1, v) => id = varint_of(v, 1, at)?,
-            (2, v) => mapping = varint_of(v, 2, at)?,
-            (3, v) => address = varint_of(v, 3, at)?,
-            (4, v) => {
-                let (lb, loff) = bytes_of(v, 4, at)?;
+            (location::ID, v) => id = varint_of(v, location::ID, at)?,
+            (location::MAPPING_ID, v) => mapping = varint_of(v, location::MAPPING_ID, at)?,
+            (location::ADDRESS, v) => address = varint_of(v, location::ADDRESS, at)?,
+            (location::LINE, v) => {
+                let (lb, loff) = bytes_of(v, location::LINE, at)?;
                 let mut lc = Cursor::new(lb, loff);
                 let (mut f, mut line) = (0u64, 0i64);
                 while !lc.done() {
                     let at = lc.at();
                     match lc.field()? {
-                        (1, v) => f = varint_of(v, 1, at)?,
-                        (2, v) => line = varint_of(v, 2, at)? as i64,
+                        (line::FUNCTION_ID, v) => f = varint_of(v, line::FUNCTION_ID, at)?,
+                        (line::LINE, v) => line = varint_of(v, line::LINE, at)? as i64,
                         _ => {}
                     }
                 }
                 lines.push((f, line));
             }
-            (5, v) => is_folded = varint_of(v, 5, at)? != 0,
+            (location::IS_FOLDED, v) => is_folded = varint_of(v, location::IS_FOLDED, at)? != 0,
             _ => {}
         }
     }
@@ -852,15 +862,15 @@ fn function((b, off): (&[u8], usize)) -> Result<RawFunction> {
     while !c.done() {
         let at = c.at();
         let (n, v) = c.field()?;
-        if !(1..=5).contains(&n) {
+        if !(function::ID..=function::START_LINE).contains(&n) {
             continue;
         }
         let x = varint_of(v, n, at)?;
         match n {
-            1 => f.id = x,
-            2 => f.name = x,
-            3 => f.system_name = x,
-            4 => f.filename = x,
+            function::ID => f.id = x,
+            function::NAME => f.name = x,
+            function::SYSTEM_NAME => f.system_name = x,
+            function::FILENAME => f.filename = x,
             _ => f.start_line = x as i64,
         }
     }
