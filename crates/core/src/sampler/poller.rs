@@ -1,0 +1,578 @@
+//! The drain thread and what it exchanges: the [`Poller`] finds threads, arms their timers
+//! and disarms those of threads that exited; [`drain_loop`] runs it every 10 ms, empties the
+//! sample table, and answers [`Msg`]s (stop, snapshot, a new thread asking to be armed).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering::*};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::handler::{self, Shared};
+use super::table::{Counts, Key};
+use super::{procfs, timer, Mode, Source};
+
+/// What `stop()` and `snapshot()` ask of the drain thread.
+pub(super) enum Msg {
+    /// Disarm every timer and hand back everything.
+    Stop,
+    /// Drain the table and send a copy of everything so far; keep sampling.
+    Snapshot(mpsc::Sender<Drained>),
+    /// Arm this new thread's timer now, and answer. With the thread's stack `[low, high)`
+    /// where it could be read.
+    Adopt(i32, Adopting, Reply),
+}
+
+/// What a new thread tells the drain thread about itself: its stack `[low, high)` where it
+/// could be read, and its name as it starts (its creator's, until it names itself; the
+/// next poll reads it again), read without opening a file.
+pub(super) struct Adopting {
+    pub stack: Option<(u64, u64)>,
+    pub name: [u8; 16],
+}
+
+/// A new thread's wait for its timer ([`adopt_current_thread`]): a flag it waits on with a
+/// futex, set to 1 (armed) or 2 (not) and woken. A request dropped unanswered (the sampler
+/// stopped with it still in the channel, whose pending messages go with the receiver)
+/// answers 2 as it goes, so no thread waits out its deadline for a sampler that has gone.
+pub(super) struct Reply(pub std::sync::Arc<AtomicU32>);
+
+impl Reply {
+    pub fn answer(&self, armed: bool) {
+        let v = if armed { 1 } else { 2 };
+        if self.0.compare_exchange(0, v, Release, Relaxed).is_ok() {
+            crate::sys::futex_wake(&self.0);
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        self.answer(false);
+    }
+}
+
+/// What the drain thread hands back.
+#[derive(Clone, Default)]
+pub(super) struct Drained {
+    pub stacks: HashMap<Key, Counts>,
+    pub names: HashMap<u32, String>,
+    /// CPU time threads used before their timer was armed.
+    pub unsampled: HashMap<u32, u64>,
+    /// With [`Builder::whole_process`]: CPU time the threads alive at `start()` used before
+    /// it (the program's loading and constructors).
+    pub before_start: HashMap<u32, u64>,
+    /// Threads whose timer could not be armed, and the last error.
+    pub unarmed: u64,
+    pub arm_error: Option<String>,
+    pub threads_seen: u64,
+    /// Per thread, the CPU time it used while armed (its perf event's count, in the CPU
+    /// clock's terms: see [`Poller::task_clock_to_cpu`]).
+    pub counted: HashMap<u32, u64>,
+    /// Task-clock time left out of `counted`: the hypervisor ran another guest while the
+    /// thread was scheduled in (steal).
+    pub steal_ns: u64,
+    /// Threads that asked to be armed as they started (a poll may have found one first), and
+    /// readings of the mappings for the handler.
+    pub adopted: u64,
+    pub maps_reads: u64,
+    /// Threads put on the CPU timer because the perf source ran out of descriptors.
+    pub on_cpu_timer: u64,
+    /// perf events whose descriptor the program closed.
+    pub closed_by_program: u64,
+    /// The process's CPU time (absolute) when the drain thread found that the program had
+    /// replaced the signal handler; 0 in wall mode.
+    pub handler_replaced_at: Option<u64>,
+}
+
+/// Finds threads, arms their timers, and disarms those of threads that exited. The first
+/// poll runs in `start()` itself, so threads alive then are sampled from the start; later
+/// polls run on the drain thread.
+pub(super) struct Poller {
+    source: Source,
+    mode: Mode,
+    period_ns: u64,
+    signal: libc::c_int,
+    armed: HashMap<i32, Option<timer::Armed>>,
+    /// Threads alive at `start()` and the CPU time they had used by then.
+    baseline: HashMap<i32, u64>,
+    /// With `whole_process`: the threads alive at `start()` (no baseline then).
+    initial: std::collections::HashSet<i32>,
+    /// CPU mode: each armed thread's CPU time when its timer was armed.
+    armed_at: HashMap<i32, u64>,
+    /// CPU mode, perf source: each thread's CPU time since it was armed and its event's
+    /// count, read together at the last reading, and the sums of all readings (their ratio is
+    /// the share of the task clock that was the thread's CPU time).
+    perf_seen: HashMap<i32, (u64, u64)>,
+    perf_seen_sum: (u64, u64),
+    polls: u64,
+    /// When the mappings were last read for the handler.
+    maps_read_at: Instant,
+    /// Threads armed at their own request whose names are still to be read.
+    unnamed: Vec<i32>,
+    tids: Vec<i32>,
+    rng: u64,
+    tombstones: usize,
+    /// perf events armed now, and how many the sampler may hold (a quarter of the
+    /// process's descriptor limit: the program's own files come first).
+    perf_armed: usize,
+    perf_cap: usize,
+    out: Drained,
+}
+
+impl Poller {
+    /// `whole_process`: no baseline, so a thread's CPU time before its timer is armed counts
+    /// from the thread's start, not from `start()`.
+    pub fn new(
+        source: Source,
+        mode: Mode,
+        period_ns: u64,
+        signal: libc::c_int,
+        seed: u64,
+        whole_process: bool,
+    ) -> Poller {
+        let mut p = Poller {
+            source,
+            mode,
+            period_ns,
+            signal,
+            armed: HashMap::new(),
+            baseline: HashMap::new(),
+            initial: Default::default(),
+            armed_at: HashMap::new(),
+            perf_seen: HashMap::new(),
+            perf_seen_sum: (0, 0),
+            polls: 0,
+            maps_read_at: Instant::now(),
+            unnamed: Vec::new(),
+            tids: Vec::new(),
+            rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            tombstones: 0,
+            perf_armed: 0,
+            perf_cap: procfs::open_files_limit() / 4,
+            out: Drained::default(),
+        };
+        if mode == Mode::Cpu && whole_process && procfs::list_threads(&mut p.tids).is_ok() {
+            p.initial = p.tids.iter().copied().collect();
+        }
+        if mode == Mode::Cpu && !whole_process && procfs::list_threads(&mut p.tids).is_ok() {
+            for &tid in &p.tids {
+                if let Some(ns) = timer::thread_cpu_ns(tid) {
+                    p.baseline.insert(tid, ns);
+                }
+            }
+        }
+        p
+    }
+
+    pub fn poll(&mut self, shared: &Shared) {
+        self.check_handler();
+        if self.out.handler_replaced_at.is_some() {
+            // Nothing more to arm: the signal is the program's now.
+            return;
+        }
+        if procfs::list_threads(&mut self.tids).is_err() {
+            return;
+        }
+        let new: Vec<i32> = self
+            .tids
+            .iter()
+            .copied()
+            .filter(|t| !self.armed.contains_key(t))
+            .collect();
+        // The handler may walk a new thread's stack only once its mapping is known; and code
+        // loaded since the last reading (dlopen) is found within a second.
+        if !new.is_empty() || self.maps_read_at.elapsed() >= MAPS_EVERY {
+            self.refresh_maps(shared);
+        }
+        for tid in new {
+            self.arm(shared, tid);
+        }
+        for tid in std::mem::take(&mut self.unnamed) {
+            if let Some(name) = procfs::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
+        }
+        // Missing from the listing is not gone: a live thread skipped by one listing and
+        // armed again by the next would count its CPU time twice (its first event's count,
+        // then all its time so far as "before discovery"): 1.49 × the real CPU time was seen
+        // while other threads came and went.
+        let gone: Vec<i32> = self
+            .armed
+            .keys()
+            .copied()
+            .filter(|&t| self.tids.binary_search(&t).is_err() && !procfs::thread_alive(t))
+            .collect();
+        for tid in gone {
+            if let Some(Some(a)) = self.armed.remove(&tid) {
+                self.disarm(tid, a);
+            }
+            shared.known.remove(tid as u32);
+            self.tombstones += 1;
+        }
+        self.polls += 1;
+        if self.polls % READ_TASK_CLOCK_EVERY == 0 {
+            self.read_task_clocks();
+        }
+        if self.tombstones > 4096 {
+            let live: Vec<i32> = self.armed.keys().copied().collect();
+            shared.known.rebuild(&live);
+            self.tombstones = 0;
+        }
+    }
+
+    /// A thread that asked to be armed at once ([`adopt_current_thread`]), unless a poll
+    /// found it first.
+    fn adopt(&mut self, shared: &Shared, tid: i32, me: Adopting) {
+        self.out.adopted += 1;
+        if self.armed.contains_key(&tid) {
+            return;
+        }
+        let stack = me.stack;
+        let len = me.name.iter().position(|&b| b == 0).unwrap_or(16);
+        if len > 0 {
+            let name = String::from_utf8_lossy(&me.name[..len]).into_owned();
+            self.out.names.insert(tid as u32, name);
+        }
+        // The handler may walk the thread's stack only once its mapping is known. A program
+        // that starts thread after thread mostly gets stacks its thread library kept from
+        // threads that ended, already known: reading the mappings again for each cost more
+        // than 100 µs a thread.
+        let known = stack.is_some_and(|(low, high)| shared.ranges.covers(low, high));
+        if !known {
+            self.refresh_maps(shared);
+        }
+        // Its name is read at the next poll, off the new thread's path (and after the thread
+        // has had a moment to name itself: until then it has its creator's).
+        self.unnamed.push(tid);
+        self.arm(shared, tid);
+    }
+
+    /// Reads the process's mappings again for the handler.
+    fn refresh_maps(&mut self, shared: &Shared) {
+        if let Ok(maps) = crate::symbolize::read_self_maps() {
+            shared.ranges.publish(&maps);
+        }
+        self.out.maps_reads += 1;
+        self.maps_read_at = Instant::now();
+    }
+
+    fn arm(&mut self, shared: &Shared, tid: i32) {
+        self.out.threads_seen += 1;
+        shared.known.insert(tid as u32);
+        if self.unnamed.last() != Some(&tid) {
+            if let Some(name) = procfs::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
+        }
+        if self.source == Source::ProcessTimer {
+            self.armed.insert(tid, None);
+            return;
+        }
+        // Randomise the first expiry so threads started together do not sample in
+        // lockstep (xorshift64).
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let first = 1 + self.rng % self.period_ns;
+        // CPU time the thread used since `start()` (or since it began, if it began later)
+        // before its timer runs: reported, so the total stays exact.
+        let before = match self.mode {
+            Mode::Cpu => timer::thread_cpu_ns(tid),
+            Mode::Wall => None,
+        };
+        let mut armed = match self.source {
+            Source::PerfTaskClock if self.perf_armed >= self.perf_cap => {
+                Err(std::io::Error::from_raw_os_error(libc::EMFILE))
+            }
+            s => timer::arm(s, tid, self.signal, self.period_ns, first),
+        };
+        if let (Source::PerfTaskClock, Err(_)) = (self.source, &armed) {
+            // Out of descriptors (ours or the process's): this thread gets the CPU timer.
+            armed = timer::arm(
+                Source::ThreadCpuTimer,
+                tid,
+                self.signal,
+                self.period_ns,
+                first,
+            );
+            if armed.is_ok() {
+                self.out.on_cpu_timer += 1;
+            }
+        }
+        match armed {
+            Ok(a) => {
+                // A new event counts from zero (its descriptor number may be reused).
+                if let timer::Armed::Perf { fd, .. } = &a {
+                    self.perf_armed += 1;
+                    if let Some(c) = shared.perf_tid.get(*fd as usize) {
+                        c.store(tid as u32, Relaxed);
+                    }
+                }
+                if let Some(at) = before {
+                    self.armed_at.insert(tid, at);
+                }
+                let base = self.baseline.get(&tid).copied().unwrap_or(0);
+                if let Some(ns) = before.map(|b| b.saturating_sub(base)).filter(|&ns| ns > 0) {
+                    let into = match self.initial.contains(&tid) {
+                        true => &mut self.out.before_start,
+                        false => &mut self.out.unsampled,
+                    };
+                    *into.entry(tid as u32).or_default() += ns;
+                }
+                self.armed.insert(tid, Some(a));
+            }
+            Err(e) => {
+                // Exited already (not counted), or out of timers: counted and reported.
+                if procfs::thread_name(tid).is_some() {
+                    self.out.unarmed += 1;
+                    self.out.arm_error = Some(e.to_string());
+                }
+                self.armed.insert(tid, None);
+            }
+        }
+    }
+
+    /// Whether the program replaced the signal handler (its own `sigaction`, say for its own
+    /// `SIGPROF` profiler). The first time: its signals are the program's now, so every
+    /// timer is stopped (a perf event's count up to now kept), and the moment is recorded,
+    /// so that the CPU time from then on is reported as not sampled rather than put on the
+    /// stacks sampled before.
+    fn check_handler(&mut self) {
+        if self.out.handler_replaced_at.is_some()
+            || handler::current(self.signal) == handler::on_signal as *const () as usize
+        {
+            return;
+        }
+        self.out.handler_replaced_at = Some(match self.mode {
+            Mode::Cpu => timer::process_cpu_ns().unwrap_or(0),
+            Mode::Wall => 0,
+        });
+        let armed: Vec<_> = self.armed.drain().collect();
+        for (tid, a) in armed {
+            if let Some(a) = a {
+                self.disarm(tid, a);
+            }
+            // Still known: the thread is not armed again.
+            self.armed.insert(tid, None);
+        }
+    }
+
+    /// Reads, for every thread on a perf event, its CPU clock and its event's count
+    /// together, so that a thread that has exited by the time it is disarmed still has its
+    /// task clock put in CPU-clock terms by its own ratio ([`Self::task_clock_to_cpu`]).
+    fn read_task_clocks(&mut self) {
+        for (&tid, a) in &self.armed {
+            let (Some(a @ timer::Armed::Perf { .. }), Some(&at)) = (a, self.armed_at.get(&tid))
+            else {
+                continue;
+            };
+            let (Some(now), Some(count)) = (timer::thread_cpu_ns(tid), timer::perf_count(a)) else {
+                continue;
+            };
+            let cpu = now.saturating_sub(at);
+            let prev = self.perf_seen.insert(tid, (cpu, count)).unwrap_or((0, 0));
+            self.perf_seen_sum.0 += cpu.saturating_sub(prev.0);
+            self.perf_seen_sum.1 += count.saturating_sub(prev.1);
+        }
+    }
+
+    /// A thread's perf task-clock count, in its CPU clock's terms. The task clock runs
+    /// whenever the thread is scheduled in, including the time a hypervisor gave the virtual
+    /// CPU to another guest (steal time); the thread's CPU clock, getrusage, `time` and every
+    /// other profiler leave that out (the kernel's CONFIG_PARAVIRT_TIME_ACCOUNTING). On a busy
+    /// host the two differed by a quarter. A live thread's CPU clock is read directly; an
+    /// exited one's count is scaled by the ratio of its last reading, or, without one, of all
+    /// readings.
+    fn task_clock_to_cpu(&self, tid: i32, count: u64) -> u64 {
+        if let (Some(&at), Some(now)) = (self.armed_at.get(&tid), timer::thread_cpu_ns(tid)) {
+            return now.saturating_sub(at).min(count);
+        }
+        task_clock_to_cpu(count, self.perf_seen.get(&tid).copied(), self.perf_seen_sum)
+    }
+
+    /// Disarms one thread's timer, keeping what its thread used while sampled: for a perf
+    /// event its final count, in CPU-clock terms; for a CPU timer the thread's CPU clock.
+    fn disarm(&mut self, tid: i32, a: timer::Armed) {
+        if let timer::Armed::Perf { .. } = a {
+            self.perf_armed -= 1;
+        }
+        if !timer::still_ours(&a) {
+            self.out.closed_by_program += 1;
+            self.armed_at.remove(&tid);
+            self.perf_seen.remove(&tid);
+            return;
+        }
+        let cpu_timer = matches!(a, timer::Armed::Timer(_));
+        let counted = timer::disarm(a);
+        // A CPU timer's signals come when a kernel tick lands on the thread: on a busy machine
+        // the last one may come tens of milliseconds before the thread's end, and that stretch
+        // would be no thread's. The thread's CPU clock says what it used while armed.
+        let counted = match (cpu_timer, counted) {
+            (true, _) => self
+                .armed_at
+                .get(&tid)
+                .and_then(|&at| Some(timer::thread_cpu_ns(tid)?.saturating_sub(at))),
+            (false, Some(count)) => {
+                let cpu = self.task_clock_to_cpu(tid, count);
+                self.out.steal_ns += count - cpu;
+                Some(cpu)
+            }
+            (false, None) => None,
+        };
+        self.armed_at.remove(&tid);
+        self.perf_seen.remove(&tid);
+        if let Some(ns) = counted {
+            *self.out.counted.entry(tid as u32).or_default() += ns;
+        }
+    }
+
+    /// Disarms every timer and returns what was gathered.
+    fn finish(mut self) -> Drained {
+        self.check_handler();
+        let armed: Vec<_> = self.armed.drain().collect();
+        for (tid, a) in armed {
+            if let Some(name) = procfs::thread_name(tid) {
+                self.out.names.insert(tid as u32, name);
+            }
+            if let Some(a) = a {
+                self.disarm(tid, a);
+            }
+        }
+        // The table's last counts are taken by `finish`, once no handler can run.
+        std::mem::take(&mut self.out)
+    }
+}
+
+impl Drop for Poller {
+    /// Disarms whatever is still armed (a poller dropped without `finish`, when the drain
+    /// thread could not start).
+    fn drop(&mut self) {
+        for (_, a) in self.armed.drain() {
+            if let Some(a) = a {
+                timer::disarm(a);
+            }
+        }
+    }
+}
+
+/// How often the poller reads the process's mappings again when no new thread asks for it.
+const MAPS_EVERY: Duration = Duration::from_secs(1);
+
+/// Every how many polls (of 10 ms) the perf source reads its threads' CPU clocks and counts.
+const READ_TASK_CLOCK_EVERY: u64 = 10;
+
+/// `count` of a perf task clock in CPU-clock terms, given the thread's last reading (CPU time
+/// since armed, count) and the sums of all threads' readings: steal time is taken out at the
+/// rate it was seen, the thread's own where it was read, and never more than was counted.
+fn task_clock_to_cpu(count: u64, seen: Option<(u64, u64)>, all: (u64, u64)) -> u64 {
+    let ratio = |(cpu, n): (u64, u64)| (n > 0).then(|| (cpu as f64 / n as f64).min(1.0));
+    let cpu = match seen {
+        // What it used up to its reading is known; what came after, at its own ratio.
+        Some((cpu, n)) if n > 0 && n <= count => {
+            cpu as f64 + (count - n) as f64 * ratio((cpu, n)).unwrap_or(1.0)
+        }
+        _ => count as f64 * ratio(all).unwrap_or(1.0),
+    };
+    (cpu.round() as u64).min(count)
+}
+
+/// The drain thread: polls for threads and empties the table until told to stop.
+pub(super) fn drain_loop(
+    shared: &Shared,
+    mut poller: Poller,
+    every: Duration,
+    rx: mpsc::Receiver<Msg>,
+) -> Drained {
+    let mut next = Instant::now() + every;
+    loop {
+        let reply = match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Ok(Msg::Snapshot(reply)) => Some(reply),
+            Ok(Msg::Adopt(tid, me, reply)) => {
+                poller.adopt(shared, tid, me);
+                reply.answer(true);
+                // Polls stay on their schedule however many threads start.
+                if Instant::now() < next {
+                    continue;
+                }
+                None
+            }
+            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // A thread that asked to be armed as the sampler stopped runs unsampled now,
+                // rather than wait out its 2 s for an answer that will not come: its request,
+                // here or still to come, is answered "not armed" when dropped with `rx`.
+                return poller.finish();
+            }
+        };
+        next = Instant::now() + every;
+        poller.poll(shared);
+        shared.store.drain(&mut poller.out.stacks, 3, false);
+        if let Some(reply) = reply {
+            let _ = reply.send(poller.out.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mpsc, task_clock_to_cpu, Adopting, AtomicU32, Msg, Relaxed, Reply};
+    use std::sync::Arc;
+
+    fn me() -> Adopting {
+        Adopting {
+            stack: None,
+            name: [0; 16],
+        }
+    }
+
+    #[test]
+    fn a_request_to_be_armed_is_answered_even_when_nobody_reads_it() {
+        let (answered, dropped, refused) = (
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicU32::new(0)),
+        );
+        let (tx, rx) = mpsc::channel();
+        tx.send(Msg::Adopt(1, me(), Reply(answered.clone())))
+            .unwrap();
+        tx.send(Msg::Adopt(2, me(), Reply(dropped.clone())))
+            .unwrap();
+        if let Ok(Msg::Adopt(_, _, r)) = rx.recv() {
+            r.answer(true);
+        }
+        // The drain thread stops with a request still queued, then one more comes.
+        drop(rx);
+        assert!(tx
+            .send(Msg::Adopt(3, me(), Reply(refused.clone())))
+            .is_err());
+        assert_eq!(
+            answered.load(Relaxed),
+            1,
+            "armed, and the drop does not undo it"
+        );
+        assert_eq!(dropped.load(Relaxed), 2, "queued when the receiver went");
+        assert_eq!(refused.load(Relaxed), 2, "sent after");
+    }
+
+    #[test]
+    fn task_clock_steal_is_taken_out_at_the_threads_own_rate() {
+        // Read at 100 ms of CPU for 125 ms of task clock (a fifth of it stolen); exited at
+        // 165 ms of task clock: 100 + 40 × 0.8.
+        assert_eq!(
+            task_clock_to_cpu(165_000_000, Some((100_000_000, 125_000_000)), (1, 1)),
+            132_000_000
+        );
+        // Never read (it lived between two readings): the rate of every reading.
+        assert_eq!(
+            task_clock_to_cpu(50_000_000, None, (300_000_000, 400_000_000)),
+            37_500_000
+        );
+        // No steal seen, or nothing read at all: the count stands.
+        assert_eq!(task_clock_to_cpu(7, Some((5, 5)), (0, 0)), 7);
+        assert_eq!(task_clock_to_cpu(7, None, (0, 0)), 7);
+        // Clocks read a moment apart never make more CPU time than the task clock counted.
+        assert_eq!(task_clock_to_cpu(100, Some((90, 80)), (90, 80)), 100);
+        // A reading later than the final count (cannot be: a descriptor reused) is ignored.
+        assert_eq!(task_clock_to_cpu(100, Some((40, 200)), (1, 2)), 50);
+    }
+}

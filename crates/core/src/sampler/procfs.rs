@@ -1,0 +1,75 @@
+//! The process's threads as the kernel lists them (`/proc/self/task`, `tgkill`), their
+//! names, and the descriptor limit the perf source budgets against: what the poller asks the
+//! system about threads, apart from arming their timers (`timer.rs`).
+
+use std::io;
+
+/// The process's soft limit on open files (`RLIMIT_NOFILE`); 1024, the usual default, if it
+/// cannot be read.
+pub(crate) fn open_files_limit() -> usize {
+    // SAFETY: rlimit is plain data; all-zero is a valid value to fill in.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes into `lim`, valid for the call.
+    match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } {
+        0 => usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX),
+        _ => 1024,
+    }
+}
+
+/// The kernel ids of the process's threads (`/proc/self/task`).
+/// Its descriptor is never 0-2 (the program's, even while they are closed: the drain thread
+/// reads this every poll, while the program may be opening its standard streams).
+pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    into.clear();
+    let fd = crate::sys::open_read("/proc/self/task".as_ref())?.into_raw_fd();
+    // SAFETY: `fd` is an open directory descriptor we own; fdopendir takes it over (closed
+    // by closedir below), or fails and leaves it to us.
+    let dir = unsafe { libc::fdopendir(fd) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so the descriptor is still ours to close.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    loop {
+        // SAFETY: `dir` is a live DIR stream only this thread uses.
+        let ent = unsafe { libc::readdir64(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: readdir64 returned an entry valid until the next call on `dir`.
+        let raw = unsafe { (*ent).d_name.as_ptr() };
+        // SAFETY: the entry's name is NUL-terminated and lives as long as the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr(raw) };
+        if let Some(tid) = name.to_str().ok().and_then(|s| s.parse().ok()) {
+            into.push(tid);
+        }
+    }
+    // SAFETY: closes the stream (and its descriptor) once.
+    unsafe { libc::closedir(dir) };
+    into.sort_unstable();
+    Ok(())
+}
+
+/// Returns true if and only if thread `tid` of this process still exists. A listing of
+/// `/proc/self/task` can skip live threads while others start and exit around it (it is read
+/// in several `getdents` calls, positioned by index); this asks the kernel about one thread.
+pub(crate) fn thread_alive(tid: i32) -> bool {
+    let pid = std::process::id() as libc::pid_t;
+    // SAFETY: tgkill with signal 0 sends nothing; it only checks that the thread exists in
+    // this thread group.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
+pub(crate) fn thread_name(tid: i32) -> Option<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    crate::sys::open_read(format!("/proc/self/task/{tid}/comm").as_ref())
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    Some(s.trim_end_matches('\n').to_string())
+}
