@@ -30,7 +30,7 @@ pub(super) struct Adopting {
     pub name: [u8; 16],
 }
 
-/// A new thread's wait for its timer ([`adopt_current_thread`]): a flag it waits on with a
+/// A new thread's wait for its timer ([`adopt_current_thread`](super::adopt_current_thread)): a flag it waits on with a
 /// futex, set to 1 (armed) or 2 (not) and woken. A request dropped unanswered (the sampler
 /// stopped with it still in the channel, whose pending messages go with the receiver)
 /// answers 2 as it goes, so no thread waits out its deadline for a sampler that has gone.
@@ -58,7 +58,7 @@ pub(super) struct Drained {
     pub names: HashMap<u32, String>,
     /// CPU time threads used before their timer was armed.
     pub unsampled: HashMap<u32, u64>,
-    /// With [`Builder::whole_process`]: CPU time the threads alive at `start()` used before
+    /// With [`Builder::whole_process`](super::Builder::whole_process): CPU time the threads alive at `start()` used before
     /// it (the program's loading and constructors).
     pub before_start: HashMap<u32, u64>,
     /// Threads whose timer could not be armed, and the last error.
@@ -220,7 +220,7 @@ impl Poller {
         }
     }
 
-    /// A thread that asked to be armed at once ([`adopt_current_thread`]), unless a poll
+    /// A thread that asked to be armed at once ([`adopt_current_thread`](super::adopt_current_thread)), unless a poll
     /// found it first.
     fn adopt(&mut self, shared: &Shared, tid: i32, me: Adopting) {
         self.out.adopted += 1;

@@ -1,10 +1,12 @@
 //! Scopes in aggregate mode: call sites, per-thread slots, the registry of threads.
 //!
-//! The path a `scope!` takes: [`Callsite::id`](callsite::Callsite::id) (one relaxed load), the
-//! thread-local [`Recorder`](thread::Recorder) (registered once per thread), then
-//! [`Recorder::enter`](thread::Recorder::enter) and, when the guard drops,
-//! [`Recorder::exit`](thread::Recorder::exit). No lock, no shared write, no allocation after a
-//! thread's first entry of each call site.
+//! The path a `scope!` takes: the call site's per-thread slot cache (one thread-local load;
+//! [`Callsite::id`](callsite::Callsite::id), one relaxed load, on a miss), the thread's
+//! statistics in a destructor-free thread-local ([`ThreadStats`], registered once per
+//! thread), then [`thread::enter_slot`] over the thread-local stack ([`TlsStack`]) and, when
+//! the guard drops, [`thread::exit`]. No lock, no shared write, no allocation after a
+//! thread's first entry of each call site. (Tests drive the same functions over a plain
+//! [`thread::Stack`] with a fake clock.)
 
 pub(crate) mod callsite;
 pub(crate) mod hist;
@@ -18,9 +20,7 @@ use std::thread::LocalKey;
 
 use crate::clock::{SystemCounter, Ticks};
 use callsite::Callsite;
-use thread::{DeepStack, Open, Slot, StackStore, ThreadStats};
-
-const INLINE_DEPTH: usize = 64;
+use thread::{DeepStack, Open, Slot, StackStore, ThreadStats, INLINE_DEPTH};
 
 // The calling thread's hot-path state, in thread-locals without destructors: `thread_local!`
 // compiles each access to a plain `%fs`-relative address, with no "initialised / destroyed"

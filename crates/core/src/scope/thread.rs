@@ -32,7 +32,7 @@ pub(crate) const DIR_LEN: usize = 256;
 
 /// Open scopes whose child time is kept inline in the thread-local (8 bytes each); deeper
 /// nesting uses a pooled extension, up to [`MAX_DEPTH`].
-const INLINE_DEPTH: usize = 64;
+pub(crate) const INLINE_DEPTH: usize = 64;
 /// Scopes nested deeper than this are not recorded; they are counted (`lost_too_deep`) and
 /// shown in every report. 4096 covers deep recursive descent while bounding memory.
 pub(crate) const MAX_DEPTH: usize = 4096;
