@@ -39,6 +39,8 @@ mod pprof;
 mod prune;
 mod store;
 pub mod symbolize;
+#[cfg(test)]
+mod testutil;
 pub mod views;
 
 use std::borrow::Cow;

@@ -193,7 +193,7 @@ pub fn prune_from(p: &mut Profile, pattern: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::tests::{build, stacks};
+    use crate::testutil::{build, stacks};
 
     fn owned(v: &[(&str, i64)]) -> Vec<(String, i64)> {
         v.iter().map(|&(s, n)| (s.to_string(), n)).collect()

@@ -188,7 +188,7 @@ pub fn diff_json(rpt: &mut Report) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::tests::build;
+    use crate::testutil::build;
 
     fn profile(scale: i64) -> Profile {
         let ms = 1_000_000;

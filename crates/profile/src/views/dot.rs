@@ -730,7 +730,7 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::tests::build;
+    use crate::testutil::build;
     use crate::views::{Options, View};
     use crate::ValueType;
 
@@ -831,7 +831,7 @@ mod tests {
 
     #[test]
     fn numeric_tags_become_nodelets_and_count_against_the_node_limit() {
-        use crate::filter::tests::build_labeled;
+        use crate::testutil::build_labeled;
         let bytes = |v: i64| {
             vec![Label::Num {
                 key: "bytes".into(),
