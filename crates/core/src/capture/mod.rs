@@ -43,6 +43,9 @@
 pub mod format;
 
 mod collector;
+mod marker;
+use marker::markers;
+pub use marker::{frame, message, plot, Marker};
 #[allow(unsafe_code)] // zeroed rings from calloc
 mod ring;
 mod sink;
@@ -639,76 +642,6 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>) {
     }
 }
 
-// ---- frame marks, counters, messages -------------------------------------------------------
-
-/// Frame and counter names, indexed by marker id - 1.
-static MARKERS: Mutex<Vec<(&'static str, u8)>> = Mutex::new(Vec::new());
-
-fn markers() -> Vec<(&'static str, u8)> {
-    MARKERS.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// The static state of one `frame!` or `plot!` call site. Not a stable API.
-#[doc(hidden)]
-pub struct Marker {
-    name: &'static str,
-    kind: u8,
-    id: AtomicU32,
-}
-
-impl Marker {
-    /// A frame marker.
-    pub const fn frame(name: &'static str) -> Marker {
-        Marker {
-            name,
-            kind: 0,
-            id: AtomicU32::new(0),
-        }
-    }
-
-    /// A counter.
-    pub const fn counter(name: &'static str) -> Marker {
-        Marker {
-            name,
-            kind: 1,
-            id: AtomicU32::new(0),
-        }
-    }
-
-    #[inline]
-    fn id(&'static self) -> u32 {
-        let id = self.id.load(Relaxed);
-        if id != 0 {
-            id
-        } else {
-            self.register()
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn register(&'static self) -> u32 {
-        let mut m = MARKERS.lock().unwrap_or_else(|p| p.into_inner());
-        let id = self.id.load(Relaxed);
-        if id != 0 {
-            return id;
-        }
-        // Markers with the same name and kind share an id: one counter track, one frame kind.
-        let id = match m
-            .iter()
-            .position(|&(n, k)| n == self.name && k == self.kind)
-        {
-            Some(i) => i as u32 + 1,
-            None => {
-                m.push((self.name, self.kind));
-                m.len() as u32
-            }
-        };
-        self.id.store(id, Relaxed);
-        id
-    }
-}
-
 /// Records the scope begin of call site `id` at `ticks` on the calling thread.
 #[inline]
 pub(crate) fn begin(id: u32, ticks: u64) {
@@ -719,70 +652,4 @@ pub(crate) fn begin(id: u32, ticks: u64) {
 #[inline]
 pub(crate) fn end(id: u32, ticks: u64) {
     ring::push(ticks, format::event::END as u64 | (id as u64) << 8);
-}
-
-/// `frame!`: a frame mark. Not a stable API.
-#[doc(hidden)]
-#[inline]
-pub fn frame(m: &'static Marker) {
-    if crate::state::capturing() {
-        ring::push(
-            crate::clock::now(),
-            format::event::FRAME as u64 | (m.id() as u64) << 8,
-        );
-    }
-}
-
-/// `plot!`: a counter value. The macro has checked `capturing()` (so that the value is only
-/// evaluated while a capture runs). Not a stable API.
-#[doc(hidden)]
-#[inline]
-pub fn plot(m: &'static Marker, value: f64) {
-    let t = crate::clock::now();
-    ring::push_group(&[
-        (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
-        (value.to_bits(), 0),
-    ]);
-}
-
-/// The longest message kept; longer ones are cut (at a character boundary).
-pub const MAX_MESSAGE: usize = 1024;
-
-/// `message!`: formats into a stack buffer (no allocation) and records it. The macro has
-/// checked `capturing()`. Not a stable API.
-#[doc(hidden)]
-pub fn message(args: std::fmt::Arguments<'_>) {
-    struct Buf {
-        bytes: [u8; MAX_MESSAGE],
-        len: usize,
-    }
-    impl std::fmt::Write for Buf {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            let room = MAX_MESSAGE - self.len;
-            let mut n = s.len().min(room);
-            while !s.is_char_boundary(n) {
-                n -= 1;
-            }
-            self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-            self.len += n;
-            Ok(())
-        }
-    }
-    let t = crate::clock::now();
-    let mut b = Buf {
-        bytes: [0; MAX_MESSAGE],
-        len: 0,
-    };
-    let _ = std::fmt::write(&mut b, args);
-    let mut recs = [(0u64, 0u64); 1 + MAX_MESSAGE / 16];
-    recs[0] = (t, format::event::MESSAGE as u64 | (b.len as u64) << 8);
-    for (k, chunk) in b.bytes[..b.len].chunks(16).enumerate() {
-        let mut pad = [0u8; 16];
-        pad[..chunk.len()].copy_from_slice(chunk);
-        recs[1 + k] = (
-            u64::from_le_bytes(pad[..8].try_into().expect("8 bytes")),
-            u64::from_le_bytes(pad[8..].try_into().expect("8 bytes")),
-        );
-    }
-    ring::push_group(&recs[..1 + b.len.div_ceil(16)]);
 }
