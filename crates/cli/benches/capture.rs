@@ -86,12 +86,12 @@ fn main() {
     for r in 0..ROUNDS {
         floor.push(time(floor_loop));
         plain.push(time(scope_loop));
-        capture::Builder::new(Sink::File(dir.join(format!("cost{r}.tscap"))))
+        let c = capture::Builder::new(Sink::File(dir.join(format!("cost{r}.tscap"))))
             .ring_capacity(1 << 19)
             .start()
             .unwrap();
         captured.push(time(scope_loop));
-        dropped += capture::stop().unwrap().dropped;
+        dropped += c.stop().unwrap().dropped;
     }
     println!("tickscope capture, best of {ROUNDS} interleaved rounds");
     println!(
@@ -135,7 +135,7 @@ fn run_producers(path: &Path, per_thread: Option<f64>) -> (u64, Duration, captur
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1 << 19);
-    capture::Builder::new(Sink::File(path.to_owned()))
+    let c = capture::Builder::new(Sink::File(path.to_owned()))
         .ring_capacity(ring)
         .start()
         .unwrap();
@@ -164,7 +164,7 @@ fn run_producers(path: &Path, per_thread: Option<f64>) -> (u64, Duration, captur
         hs.into_iter().map(|h| h.join().unwrap()).sum()
     });
     let wall = t.elapsed();
-    let stats = capture::stop().unwrap();
+    let stats = c.stop().unwrap();
     let size = std::fs::metadata(path).unwrap().len();
     (scopes, wall, stats, size)
 }

@@ -36,8 +36,10 @@
 //! - [`Timer`], [`now`], [`ticks_per_second`], [`system_time_ms`]: the clock.
 //! - [`sampler::Sampler`]: the sampling CPU profiler; its samples carry the open scopes as
 //!   pprof labels.
-//! - [`capture::start`]: the timeline (every scope begin and end, frame marks, counters,
+//! - [`capture::Capture`]: the timeline (every scope begin and end, frame marks, counters,
 //!   messages) to a file, a TCP listener or a flight recorder; also `TICKSCOPE_CAPTURE=FILE`.
+//!   The same shape as the sampler: a builder whose `start()` returns a handle, whose
+//!   `stop()` returns what was collected; dropping the handle stops it.
 //!
 //! # Semantics
 //! - **total** is inclusive time; **self** excludes time in child scopes.

@@ -79,12 +79,12 @@ fn crc32(data: &[u8]) -> u32 {
 fn a_file_capture_is_framed_process_first_end_last() {
     let _t = turn();
     let path = temp("framed.tscap");
-    capture::start(Sink::File(path.clone())).unwrap();
+    let c = capture::start(Sink::File(path.clone())).unwrap();
     scopes(10_000);
     tickscope::frame!();
     tickscope::plot!("queue", 3);
     tickscope::message!("hello {}", 42);
-    let stats = capture::stop().unwrap();
+    let stats = c.stop().unwrap();
     assert!(stats.events >= 20_003, "{stats:?}");
     let kinds = chunk_kinds(&std::fs::read(&path).unwrap());
     assert_eq!(kinds.first(), Some(&format::chunk::PROCESS));
@@ -93,13 +93,40 @@ fn a_file_capture_is_framed_process_first_end_last() {
     assert!(capture::stop().is_none(), "stopping twice: nothing to stop");
 }
 
+/// The handle has the sampler's shape: dropping it stops the capture as stop() does (the
+/// file finished with its end record), and a handle never stops a later capture.
+#[test]
+fn dropping_the_handle_finishes_the_capture_and_an_old_handle_stops_nothing_new() {
+    let _t = turn();
+    let path = temp("dropped.tscap");
+    let c = capture::Capture::builder(Sink::File(path.clone()))
+        .start()
+        .unwrap();
+    scopes(1_000);
+    drop(c);
+    assert!(
+        !capture::running(),
+        "dropping the handle stopped the capture"
+    );
+    let kinds = chunk_kinds(&std::fs::read(&path).unwrap());
+    assert_eq!(kinds.last(), Some(&format::chunk::END), "{kinds:?}");
+    // A capture stopped by the process-wide stop(), then another started: the first handle
+    // is spent and leaves the second running.
+    let old = capture::start(Sink::File(temp("old.tscap"))).unwrap();
+    assert!(capture::stop().is_some());
+    let new = capture::start(Sink::File(temp("new.tscap"))).unwrap();
+    assert!(old.stop().is_none(), "the old handle's capture had stopped");
+    assert!(capture::running(), "the new capture still runs");
+    assert!(new.stop().is_some());
+}
+
 #[test]
 fn a_second_capture_is_refused_while_one_runs() {
     let _t = turn();
-    capture::start(Sink::File(temp("first.tscap"))).unwrap();
+    let c = capture::start(Sink::File(temp("first.tscap"))).unwrap();
     let e = capture::start(Sink::File(temp("second.tscap"))).unwrap_err();
     assert_eq!(e.kind(), capture::ErrorKind::AlreadyRunning);
-    capture::stop().unwrap();
+    c.stop().unwrap();
     let e = capture::start(Sink::File("/nonexistent-dir/x.tscap".into())).unwrap_err();
     assert_eq!(e.kind(), capture::ErrorKind::Io);
     assert!(e.to_string().contains("/nonexistent-dir/x.tscap"), "{e}");
@@ -112,14 +139,14 @@ fn a_second_capture_is_refused_while_one_runs() {
 fn a_full_ring_drops_and_every_event_is_accounted_for() {
     let _t = turn();
     let path = temp("drops.tscap");
-    Builder::new(Sink::File(path))
+    let c = Builder::new(Sink::File(path))
         .ring_capacity(64)
         .start()
         .unwrap();
     // A fresh thread: its ring is registered now, with the small capacity.
     let n = 200_000;
     std::thread::spawn(move || scopes(n)).join().unwrap();
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert!(
         s.dropped > 0,
         "a 64-record ring cannot hold 400,000 events: {s:?}"
@@ -141,7 +168,7 @@ fn a_full_ring_drops_and_every_event_is_accounted_for() {
 #[test]
 fn a_fork_child_does_not_record_into_the_parents_capture() {
     let _t = turn();
-    capture::start(Sink::File(temp("fork.tscap"))).unwrap();
+    let c = capture::start(Sink::File(temp("fork.tscap"))).unwrap();
     scopes(1000);
     // SAFETY: the child only reads atomics, enters scopes (no lock: the thread's own state)
     // and leaves with _exit; the capture tests take turns, so no other thread of this
@@ -166,7 +193,7 @@ fn a_fork_child_does_not_record_into_the_parents_capture() {
     let mut status = 0;
     // SAFETY: waits for the child just forked; `status` is a valid out pointer.
     unsafe { libc::waitpid(pid, &mut status, 0) };
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child recorded (status {status:#x})"
@@ -177,14 +204,14 @@ fn a_fork_child_does_not_record_into_the_parents_capture() {
 #[test]
 fn the_block_policy_loses_nothing() {
     let _t = turn();
-    Builder::new(Sink::File(temp("block.tscap")))
+    let c = Builder::new(Sink::File(temp("block.tscap")))
         .ring_capacity(64)
         .full(Full::Block)
         .start()
         .unwrap();
     let n = 100_000;
     std::thread::spawn(move || scopes(n)).join().unwrap();
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert_eq!((s.dropped, s.events), (0, 2 * n), "{s:?}");
 }
 
@@ -202,7 +229,7 @@ fn a_listener_that_vanishes_never_blocks_the_program_and_the_loss_is_counted() {
         first
         // dropped here: the connection closes
     });
-    capture::start(Sink::Tcp(addr)).unwrap();
+    let c = capture::start(Sink::Tcp(addr)).unwrap();
     let first = reader.join().unwrap();
     assert_eq!(&first[..8], &format::MAGIC);
     let t = Instant::now();
@@ -210,7 +237,7 @@ fn a_listener_that_vanishes_never_blocks_the_program_and_the_loss_is_counted() {
         scopes(10_000);
     }
     let stop = Instant::now();
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert!(
         stop.elapsed() < Duration::from_secs(3),
         "stop waits at most 2 s"
@@ -231,7 +258,7 @@ fn a_listener_that_never_reads_costs_undelivered_chunks_not_time() {
         std::thread::sleep(Duration::from_secs(20));
         drop(s);
     });
-    capture::start(Sink::Tcp(addr)).unwrap();
+    let c = capture::start(Sink::Tcp(addr)).unwrap();
     // Messages of pseudo-random text compress poorly: the socket's buffers and the sink's
     // 8 MiB queue fill in a few seconds.
     //
@@ -256,7 +283,7 @@ fn a_listener_that_never_reads_costs_undelivered_chunks_not_time() {
         messages += 1000;
     }
     let waits = voluntary_switches() - switches;
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert!(s.undelivered > 0, "{s:?}");
     assert!(
         waits <= 3,
@@ -293,7 +320,7 @@ fn a_tcp_capture_with_no_listener_fails_to_start_with_the_address() {
 #[test]
 fn the_flight_recorder_keeps_its_window_and_dumps_a_complete_capture() {
     let _t = turn();
-    Builder::new(Sink::FlightRecorder {
+    let c = Builder::new(Sink::FlightRecorder {
         window: Duration::from_millis(50),
         max_bytes: 1 << 20,
         dump_on_panic: None,
@@ -308,7 +335,7 @@ fn the_flight_recorder_keeps_its_window_and_dumps_a_complete_capture() {
     }
     let path = temp("flight.tscap");
     let size = capture::dump(&path).unwrap();
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     assert!(s.evicted > 0, "400 ms of events, a 50 ms window: {s:?}");
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len() as u64, size);
@@ -322,9 +349,9 @@ fn the_flight_recorder_keeps_its_window_and_dumps_a_complete_capture() {
 #[test]
 fn dump_needs_a_flight_recorder() {
     let _t = turn();
-    capture::start(Sink::File(temp("not-flight.tscap"))).unwrap();
+    let c = capture::start(Sink::File(temp("not-flight.tscap"))).unwrap();
     let e = capture::dump(temp("x.tscap")).unwrap_err();
-    capture::stop();
+    c.stop();
     assert_eq!(e.kind(), capture::ErrorKind::NotFlightRecorder);
 }
 
@@ -397,9 +424,9 @@ fn many_threads_recording_few_events_cost_little_memory() {
     let _t = turn();
     const THREADS: usize = 1000;
     let path = temp("threads.tscap");
-    capture::start(Sink::File(path.clone())).unwrap();
+    let c = capture::start(Sink::File(path.clone())).unwrap();
     let grown_kib = growth_with_threads(THREADS, 10);
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     // Each thread: its stack's touched pages, its scope statistics (~64 KiB without a
     // capture), its ring's first page; 256 KiB each is far above that and far below the
     // 2 MiB ring each took before.
@@ -419,13 +446,13 @@ fn rings_stay_within_their_budget_however_many_threads_fill_them() {
     let _t = turn();
     const THREADS: usize = 64;
     let path = temp("budget.tscap");
-    Builder::new(Sink::File(path.clone()))
+    let c = Builder::new(Sink::File(path.clone()))
         .ring_budget(8 << 20)
         .start()
         .unwrap();
     // 2 records a scope: each ring wraps at least once, so every page of it has been written.
     let grown_kib = growth_with_threads(THREADS, 80_000);
-    let s = capture::stop().unwrap();
+    let s = c.stop().unwrap();
     // 8 MiB of rings, 64 KiB of stack and statistics per thread, and the collector's
     // buffers: 40 MiB is far below the 128 MiB of unbudgeted rings.
     assert!(

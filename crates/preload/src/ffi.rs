@@ -477,7 +477,7 @@ pub unsafe extern "C" fn tickscope_capture_start(sink: *const c_char) -> c_int {
                 ),
             )
         })?;
-        ts::capture::start(sink).map_err(|e| {
+        let capture = ts::capture::start(sink).map_err(|e| {
             let code = match e.kind() {
                 ErrorKind::AlreadyRunning => Code::State,
                 ErrorKind::Io => Code::Io,
@@ -485,7 +485,11 @@ pub unsafe extern "C" fn tickscope_capture_start(sink: *const c_char) -> c_int {
                 _ => Code::Invalid,
             };
             Failure::new(code, e.to_string())
-        })
+        })?;
+        // C has no handle to drop: the capture runs until tickscope_capture_stop (the
+        // process's capture, whoever started it) or the process's exit.
+        std::mem::forget(capture);
+        Ok(())
     })
 }
 

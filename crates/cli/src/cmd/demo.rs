@@ -85,15 +85,21 @@ pub fn run(args: Args) -> Result<()> {
         ),
         None => None,
     };
-    if let Some(path) = &args.capture {
-        // 8 MiB rings: the demo's scopes are fine-grained (tens of millions of events a second
-        // across its threads) and a 2-core machine has no core to spare for the collector.
-        tickscope::capture::Builder::new(tickscope::capture::Sink::File(path.clone()))
-            .ring_capacity(1 << 19)
-            .start()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        tickscope::message!("demo: {} workers for {} s", args.threads, args.seconds);
-    }
+    let capture = match &args.capture {
+        Some(path) => {
+            // 8 MiB rings: the demo's scopes are fine-grained (tens of millions of events a
+            // second across its threads) and a 2-core machine has no core to spare for the
+            // collector.
+            let c =
+                tickscope::capture::Capture::builder(tickscope::capture::Sink::File(path.clone()))
+                    .ring_capacity(1 << 19)
+                    .start()
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            tickscope::message!("demo: {} workers for {} s", args.threads, args.seconds);
+            Some((path, c))
+        }
+        None => None,
+    };
     let checksum = {
         tickscope::scope!("demo");
         let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
@@ -113,9 +119,9 @@ pub fn run(args: Args) -> Result<()> {
         checksum
     };
     println!("demo checksum: {checksum:016x}");
-    if let Some(path) = &args.capture {
+    if let Some((path, capture)) = capture {
         tickscope::message!("demo: done, checksum {checksum:016x}");
-        let stats = tickscope::capture::stop().expect("the capture started above");
+        let stats = capture.stop().expect("the capture started above");
         eprintln!(
             "tickscope demo: timeline written to {} ({} events, {} dropped, {:.1} MB, {:.2} bytes per event); see it with `tickscope report {}`",
             path.display(),

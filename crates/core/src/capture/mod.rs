@@ -11,14 +11,15 @@
 //! timeline; `tickscope convert run.tscap --to chrome|perfetto|speedscope|folded` exports it.
 //!
 //! ```no_run
-//! tickscope::capture::start(tickscope::capture::Sink::File("run.tscap".into()))?;
+//! let capture = tickscope::capture::start(tickscope::capture::Sink::File("run.tscap".into()))?;
 //! for frame in 0..100 {
 //!     tickscope::scope!("update");
 //!     tickscope::plot!("entities", frame as f64 * 1.5);
 //!     tickscope::frame!();
 //! }
 //! tickscope::message!("done after {} frames", 100);
-//! let stats = tickscope::capture::stop().expect("capture was running");
+//! // As the sampler's: stop() returns the figures; dropping the handle stops it too.
+//! let stats = capture.stop().expect("capture was running");
 //! assert_eq!(stats.dropped, 0);
 //! # Ok::<(), tickscope::capture::Error>(())
 //! ```
@@ -348,15 +349,16 @@ impl Builder {
         self
     }
 
-    /// Starts the capture.
-    pub fn start(self) -> Result<(), Error> {
+    /// Starts the capture; the handle stops it ([`Capture::stop`], or when dropped).
+    pub fn start(self) -> Result<Capture, Error> {
         crate::runtime::ensure_init();
-        self.start_inner()
+        let generation = self.start_inner()?;
+        Ok(Capture { generation })
     }
 
     /// [`Builder::start`] without first-use initialisation (which calls this for
     /// `TICKSCOPE_CAPTURE`, from inside itself).
-    fn start_inner(self) -> Result<(), Error> {
+    fn start_inner(self) -> Result<u64, Error> {
         if !crate::COMPILED_IN {
             return Err(err(ErrorKind::Unsupported, "", None));
         }
@@ -405,7 +407,7 @@ impl Builder {
         match spawned {
             Ok(h) => {
                 *handle = Some(h);
-                Ok(())
+                Ok(GENERATION.fetch_add(1, Relaxed) + 1)
             }
             Err(e) => {
                 crate::state::set_capture(false);
@@ -417,8 +419,59 @@ impl Builder {
 }
 
 /// Starts capturing to `sink` with the default settings ([`Builder`] for others).
-pub fn start(sink: Sink) -> Result<(), Error> {
+pub fn start(sink: Sink) -> Result<Capture, Error> {
     Builder::new(sink).start()
+}
+
+/// A running capture, from [`Builder::start`] or [`start`]: the same shape as the sampler's
+/// ([`Sampler`](crate::sampler::Sampler)). [`Capture::stop`] ends it and returns its figures;
+/// dropping the handle stops it the same way (every ring drained, the end record written,
+/// the sink closed) and discards the figures. A capture is process-wide: one at a time.
+#[must_use = "dropping the handle stops the capture"]
+#[derive(Debug)]
+pub struct Capture {
+    /// Which capture of the process this is: a handle never stops a later one (after
+    /// [`stop`] ended its own).
+    generation: u64,
+}
+
+/// Captures started so far in this process.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+impl Capture {
+    /// Settings for a capture to `sink` ([`Builder::new`]).
+    pub fn builder(sink: Sink) -> Builder {
+        Builder::new(sink)
+    }
+
+    /// Stops the capture: drains every ring, writes the end record, closes the sink (waiting
+    /// up to 2 s for a TCP listener to take what is queued). Returns the capture's figures;
+    /// `None` in a fork child (the capture is the parent's, stopped in the child at the fork)
+    /// or when [`stop`] already stopped it. Losses, if any, are also printed to stderr.
+    pub fn stop(self) -> Option<Stats> {
+        let generation = self.generation;
+        std::mem::forget(self);
+        stop_generation(generation)
+    }
+
+    /// The capture's figures so far.
+    pub fn stats(&self) -> Stats {
+        stats()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = stop_generation(self.generation);
+    }
+}
+
+/// Stops the capture if it is still capture `generation`.
+fn stop_generation(generation: u64) -> Option<Stats> {
+    if GENERATION.load(Relaxed) != generation || !running() {
+        return None;
+    }
+    stop_within(None)
 }
 
 /// The collector thread's loop: a pass every millisecond while events flow, every 5 ms when
@@ -468,9 +521,9 @@ fn run(c: &mut collector::Collector) {
     CONTROL_CV.notify_all();
 }
 
-/// Stops the capture: drains every ring, writes the end record, closes the sink (waiting up
-/// to 2 s for a TCP listener to take what is queued). Returns the capture's figures, or
-/// `None` if none was running. Losses, if any, are also printed to stderr.
+/// Stops the process's capture, whoever started it: for the one `TICKSCOPE_CAPTURE` starts
+/// (which has no [`Capture`] handle, and otherwise runs until the process exits) and for the
+/// C API. As [`Capture::stop`]; `None` if none was running.
 pub fn stop() -> Option<Stats> {
     stop_within(None)
 }
