@@ -88,12 +88,12 @@ mod config;
 mod diag;
 #[cfg(feature = "sampler")]
 mod pprof;
-mod report;
 mod runtime;
 #[cfg(feature = "sampler")]
 pub mod sampler;
 mod scope;
 mod state;
+mod summary;
 #[cfg(feature = "sampler")]
 mod symbolize;
 #[allow(unsafe_code)] // platform glue: libc calls, the .init_array entry

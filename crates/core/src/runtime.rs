@@ -36,7 +36,7 @@ pub(crate) fn ensure_init() {
                 "could not register the exit summary with atexit; call tickscope::report()",
             );
         }
-        crate::report::interval::configure(s.interval, s.line_output);
+        crate::summary::interval::configure(s.interval, s.line_output);
         #[cfg(feature = "capture")]
         start_capture_from_env();
     });
@@ -82,7 +82,7 @@ extern "C" fn on_process_exit() {
         if INIT_PID.get().is_some_and(|&pid| pid != std::process::id()) {
             return;
         }
-        crate::report::exit_summary(&config::current());
+        crate::summary::exit_summary(&config::current());
     });
 }
 
@@ -114,6 +114,6 @@ impl Config {
             config::env().apply(s);
             s.clone()
         };
-        crate::report::interval::configure(s.interval, s.line_output);
+        crate::summary::interval::configure(s.interval, s.line_output);
     }
 }

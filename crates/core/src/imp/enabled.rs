@@ -119,12 +119,12 @@ pub fn enter_cached(
 
 /// Prints a summary now to the configured summary output.
 pub fn report() {
-    crate::report::report_now(&crate::runtime::settings());
+    crate::summary::report_now(&crate::runtime::settings());
 }
 
 /// The summary now, as text or JSON.
 pub fn report_string(format: crate::SummaryFormat) -> String {
-    crate::report::report_string(format, crate::runtime::settings().per_thread)
+    crate::summary::report_string(format, crate::runtime::settings().per_thread)
 }
 
 /// Bytes of scope state the calling thread holds (its slots, their pages and its stack).

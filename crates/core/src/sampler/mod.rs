@@ -265,11 +265,11 @@ struct Running {
     /// Also the drain thread's, and published to the handler through [`SHARED`] (a raw
     /// pointer that [`finish`] clears, waiting for the handlers, before the last `Arc` goes).
     shared: Arc<Shared>,
-    meta: Meta,
+    meta: StartInfo,
 }
 
 /// What a profile says of the sampler that took it.
-struct Meta {
+struct StartInfo {
     settings: Builder,
     source: Source,
     started: Instant,
@@ -574,7 +574,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             tx,
             drain,
             shared,
-            meta: Meta {
+            meta: StartInfo {
                 settings: b,
                 source,
                 started: Instant::now(),
@@ -657,7 +657,7 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     )))
 }
 
-impl Meta {
+impl StartInfo {
     /// The process's CPU time since `start()` (CPU mode).
     fn process_cpu_ns(&self) -> Option<u64> {
         match (
@@ -672,7 +672,12 @@ impl Meta {
 }
 
 /// What `profile::build` needs, from the sampler and what the drain thread gathered.
-fn parts(r: &Meta, shared: &Shared, d: Drained, process_cpu_ns: Option<u64>) -> profile::Parts {
+fn parts(
+    r: &StartInfo,
+    shared: &Shared,
+    d: Drained,
+    process_cpu_ns: Option<u64>,
+) -> profile::Parts {
     profile::Parts {
         mode: r.settings.mode,
         source: r.source,

@@ -16,11 +16,11 @@
 
 use std::fmt::Write;
 
-use super::{Entry, Meta, Snapshot};
+use super::{Context, Entry, Snapshot};
 use crate::scope::callsite::Kind;
 
 /// Renders the summary.
-pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
+pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -82,7 +82,7 @@ pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
     o
 }
 
-fn entry(o: &mut String, e: &Entry, meta: &Meta, full: bool) {
+fn entry(o: &mut String, e: &Entry, meta: &Context, full: bool) {
     let r = &e.row;
     let ns = |t: u64| meta.ns(t).round() as u64;
     let kind = match e.info.kind {

@@ -4,7 +4,7 @@
 //! Everything here runs off the measured threads: at exit (from `atexit`), on demand, or on
 //! the reporter thread. A [`Snapshot`] reads every live thread's slots (relaxed loads) and the
 //! retired totals under the registry lock; rendering is a pure function of the snapshot and a
-//! [`Meta`] (wall time, clock rate, overhead), which is what the golden tests feed.
+//! [`Context`] (wall time, clock rate, overhead), which is what the golden tests feed.
 
 pub(crate) mod format;
 pub(crate) mod interval;
@@ -51,7 +51,7 @@ pub(crate) struct Snapshot {
 
 /// The context a snapshot is rendered in.
 #[derive(Clone, Debug)]
-pub(crate) struct Meta {
+pub(crate) struct Context {
     /// The process's wall time so far, ns.
     pub wall_ns: u64,
     /// Ticks per second.
@@ -63,10 +63,10 @@ pub(crate) struct Meta {
     pub timer_clock_errors: u64,
 }
 
-impl Meta {
+impl Context {
     /// The live context: process wall time, calibrated clock, measured overhead.
-    pub(crate) fn now() -> Meta {
-        Meta {
+    pub(crate) fn now() -> Context {
+        Context {
             wall_ns: crate::sys::process_wall_ns(),
             rate: crate::clock::rate(),
             clock: crate::clock::source().name(),
@@ -187,7 +187,7 @@ pub(crate) fn sort_entries(v: &mut [Entry]) {
 /// Renders a snapshot in `format` (`Off` renders nothing).
 pub(crate) fn render(
     snap: &Snapshot,
-    meta: &Meta,
+    meta: &Context,
     format: SummaryFormat,
     per_thread: bool,
 ) -> String {
@@ -248,7 +248,7 @@ pub(crate) fn report_now(s: &Settings) {
 /// The summary as a string.
 pub(crate) fn report_string(format: SummaryFormat, per_thread: bool) -> String {
     let snap = collect(per_thread, None).expect("collect without a deadline always returns");
-    render(&snap, &Meta::now(), format, per_thread)
+    render(&snap, &Context::now(), format, per_thread)
 }
 
 static EXIT_DONE: AtomicBool = AtomicBool::new(false);
@@ -273,7 +273,7 @@ pub(crate) fn exit_summary(s: &Settings) {
         return;
     }
     let text = match collect(s.per_thread, Some(Duration::from_millis(500))) {
-        Some(snap) => render(&snap, &Meta::now(), s.summary, s.per_thread),
+        Some(snap) => render(&snap, &Context::now(), s.summary, s.per_thread),
         None => "tickscope: exit summary skipped: a thread held the registry lock for 500 ms\n"
             .to_owned(),
     };

@@ -106,8 +106,8 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
     }
 }
 
-fn meta() -> Meta {
-    Meta {
+fn meta() -> Context {
+    Context {
         wall_ns: 50_000_000,
         rate: 1e9,
         clock: "tsc",

@@ -14,11 +14,11 @@
 use std::fmt::Write;
 
 use super::format::{count, duration, hertz, location};
-use super::{Entry, Meta, Snapshot};
+use super::{Context, Entry, Snapshot};
 use crate::scope::callsite::Kind;
 
 /// Renders the summary.
-pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
+pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> String {
     let mut out = String::new();
     let threads = snap.live_threads + snap.exited_threads;
     let _ = writeln!(
@@ -53,7 +53,7 @@ pub(crate) fn render(snap: &Snapshot, meta: &Meta, per_thread: bool) -> String {
     out
 }
 
-fn footer(out: &mut String, snap: &Snapshot, meta: &Meta) {
+fn footer(out: &mut String, snap: &Snapshot, meta: &Context) {
     let threads = snap.live_threads + snap.exited_threads;
     let _ = writeln!(
         out,
@@ -118,7 +118,7 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Meta) {
 }
 
 /// The table of rows; `full` adds location, percentiles, %wall and clock errors.
-fn table(entries: &[Entry], meta: &Meta, full: bool) -> String {
+fn table(entries: &[Entry], meta: &Context, full: bool) -> String {
     let header: Vec<&str> = if full {
         vec![
             "name", "location", "calls", "total", "self", "mean", "min", "p50", "p99", "max",
