@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use libfuzzer_sys::fuzz_target;
 use tickscope_timeline::live::{record, Live};
-use tickscope_timeline::{export, report, Format, Options};
+use tickscope_timeline::{export, summarize, Format, Options};
 use tickscope_timeline::tscap::{ChunkKind, Events, Reader};
 
 /// Reads every chunk and event; returns the events read, or `None` on an error.
@@ -87,7 +87,7 @@ fn check(data: &[u8]) {
         let _ = read_all(data, salvage);
         if let Ok(r) = Reader::new(data, "fuzz") {
             let mut r = r.salvage(salvage);
-            if let Ok(rep) = report(&mut r, Options { per_thread: true }) {
+            if let Ok(rep) = summarize(&mut r, Options { per_thread: true }) {
                 let _ = (rep.to_text(), rep.to_json());
             }
         }

@@ -213,13 +213,13 @@ fn sustained(dir: &Path) -> PathBuf {
 /// writer wrote: the sustained run's, and a short one (peak heap should not grow with length).
 fn reading(long: &Path, short: &Path) {
     use tickscope_timeline::tscap::Reader;
-    use tickscope_timeline::{report, Options};
+    use tickscope_timeline::{summarize, Options};
     let read = |path: &Path| {
         let base = LIVE.load(Relaxed);
         PEAK.store(base, Relaxed);
         let t = Instant::now();
         let mut reader = Reader::open(path).unwrap();
-        let r = report(&mut reader, Options { per_thread: false }).unwrap();
+        let r = summarize(&mut reader, Options { per_thread: false }).unwrap();
         let secs = t.elapsed().as_secs_f64();
         (r.events, secs, PEAK.load(Relaxed) - base)
     };

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use tickscope_timeline::tscap::{ChunkKind, Events, Reader};
-use tickscope_timeline::{export, report, Format, Options};
+use tickscope_timeline::{export, summarize, Format, Options};
 
 #[path = "../tests/support/writer.rs"]
 mod writer;
@@ -128,13 +128,13 @@ fn main() {
     println!("read + decode:        {}", rate(n, secs));
     let (rep, secs) = best(|| {
         let mut r = Reader::new(&bytes[..], "bench").unwrap();
-        report(&mut r, Options::default()).unwrap()
+        summarize(&mut r, Options::default()).unwrap()
     });
     assert_eq!(rep.events as usize, n);
     println!("report (summary):     {}", rate(n, secs));
     let (_, secs) = best(|| {
         let mut r = Reader::new(&bytes[..], "bench").unwrap();
-        report(&mut r, Options { per_thread: true }).unwrap()
+        summarize(&mut r, Options { per_thread: true }).unwrap()
     });
     println!("report --per-thread:  {}", rate(n, secs));
     let (len, secs) = best(|| {

@@ -18,7 +18,7 @@ use std::io;
 
 use serde_json::{json, Map, Value};
 
-use super::report::{Report, ScopeRow};
+use super::collect::{ScopeRow, Summary};
 use crate::tscap::ScopeKind;
 
 fn scope(r: &ScopeRow, full: bool) -> Value {
@@ -108,7 +108,7 @@ fn write_array<T>(
     w.write_all(b"]")
 }
 
-impl Report {
+impl Summary {
     /// The report as JSON (one line, and a newline).
     pub fn to_json(&self) -> String {
         let mut v = Vec::new();

@@ -7,7 +7,7 @@
 //!   the reusable buffer events are decoded into; [`tscap::Meta`] holds the scope, marker and
 //!   thread definitions; [`tscap::Error`] says in one line which byte of which file is wrong.
 //!   Salvage mode keeps everything before a damaged chunk.
-//! - The crate root: analyses over a reader. [`report()`] computes the [`Report`] (the
+//! - The crate root: analyses over a reader. [`summarize()`] computes the [`Summary`] (the
 //!   in-process exit summary's table from the timeline, with frame, counter, message and loss
 //!   statistics; text or JSON), [`convert_file`] exports to Chrome trace JSON, Perfetto
 //!   protobuf, speedscope or folded stacks, and [`live`] records a capture arriving over a
@@ -16,11 +16,11 @@
 //! # Example
 //! ```no_run
 //! use tickscope_timeline::tscap::Reader;
-//! use tickscope_timeline::{report, Options};
+//! use tickscope_timeline::{summarize, Options};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut reader = Reader::open("run.tscap")?.salvage(true);
-//! let summary = report(&mut reader, Options { per_thread: false })?;
+//! let summary = summarize(&mut reader, Options { per_thread: false })?;
 //! print!("{}", summary.to_text());
 //! # Ok(()) }
 //! ```
@@ -33,7 +33,7 @@
 //! This crate reads files; it does not depend on `tickscope` (the library programs link),
 //! knows nothing of profiles (the `tickscope-profile` crate) and has no `unsafe` code.
 //!
-//! Analyses of a timeline capture, each streaming over a [`Reader`]: the [`report()`] summary
+//! Analyses of a timeline capture, each streaming over a [`Reader`]: the [`summarize()`] summary
 //! table and the exports to other tools' formats ([`chrome`], [`perfetto`], [`speedscope`],
 //! [`folded`]), plus [`live`], which records a capture arriving over a connection while
 //! summarising it.
@@ -50,6 +50,7 @@
 #![forbid(unsafe_code)]
 
 pub mod chrome;
+pub mod collect;
 pub mod folded;
 mod format;
 mod hist;
@@ -58,7 +59,6 @@ pub mod live;
 pub mod perfetto;
 mod protobuf;
 mod replay;
-pub mod report;
 pub mod speedscope;
 mod spill;
 mod summary;
@@ -72,7 +72,7 @@ use std::str::FromStr;
 
 use tscap::{Clock, Process, Reader};
 
-pub use report::{report, Collector, Options, Report};
+pub use collect::{summarize, Collector, Options, Summary};
 
 /// An analysis that failed: reading the capture, or writing the output.
 #[derive(Debug)]

@@ -6,8 +6,8 @@
 use std::io::{Read, Write};
 use std::sync::Mutex;
 
+use super::collect::{Collector, Options};
 use super::format::{count_si, duration};
-use super::report::{Collector, Options};
 use super::Error;
 use crate::tscap::{ChunkKind, Events, MetaEntry, Reader};
 

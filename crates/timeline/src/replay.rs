@@ -135,7 +135,7 @@ pub(crate) fn replay<R: Read, S: Sink>(
         }
         let th = &mut threads[t];
         let meta = reader.meta();
-        // Reconcile the open scopes with the chunk's list (see `report::Collector::chunk`).
+        // Reconcile the open scopes with the chunk's list (see `collect::Collector::chunk`).
         let common = stack
             .iter()
             .zip(&info.open)

@@ -1,11 +1,11 @@
-//! The summary's data: what [`report`](super::report()) computes and the text and JSON
+//! The summary's data: what [`summarize`](super::summarize()) computes and the text and JSON
 //! renderings show.
 
 use crate::tscap::ScopeKind;
 
 /// The summary of a capture. Times are in ns, converted at the latest calibration.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub struct Summary {
     /// The capture's name.
     pub file: String,
     /// The program that wrote it.

@@ -9,8 +9,8 @@
 use std::fmt::Write;
 use std::io;
 
+use super::collect::{ScopeRow, Summary};
 use super::format::{count, count_si, duration, hertz, location};
-use super::report::{Report, ScopeRow};
 use crate::tscap::ScopeKind;
 
 /// Text on its way to a writer: lines gather in a buffer that goes out whenever it holds a
@@ -64,7 +64,7 @@ fn align_to(
     Ok(())
 }
 
-impl Report {
+impl Summary {
     /// The report as text for people.
     pub fn to_text(&self) -> String {
         let mut v = Vec::new();
@@ -198,7 +198,7 @@ impl Report {
     }
 }
 
-fn losses(out: &mut String, r: &Report) {
+fn losses(out: &mut String, r: &Summary) {
     let l = &r.losses;
     let _ = writeln!(
         out,

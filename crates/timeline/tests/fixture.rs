@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use tickscope_timeline::tscap::Reader;
-use tickscope_timeline::{report, Options};
+use tickscope_timeline::{summarize, Options};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -37,7 +37,7 @@ fn the_version_1_fixture_reads_as_it_always_has() {
         capture.display()
     );
     let mut r = Reader::open(&capture).unwrap();
-    let mut got = report(&mut r, Options { per_thread: true }).unwrap();
+    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
     got.file = "v1.tscap".into();
     let json = got.to_json();
     if bless {
@@ -64,7 +64,7 @@ fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
         capture.display()
     );
     let mut r = Reader::open(&capture).unwrap();
-    let mut got = report(&mut r, Options { per_thread: true }).unwrap();
+    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
     got.file = "v1-writer.tscap".into();
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
     assert!(got

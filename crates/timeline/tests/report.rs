@@ -2,19 +2,19 @@
 //! recursion, abandoned and unmatched scopes, clock errors, open scopes, chunk boundaries and
 //! gaps), frames, counters, messages, losses, and the text and JSON renderings.
 
-use tickscope_timeline::report::{Losses, ScopeRow};
+use tickscope_timeline::collect::{Losses, ScopeRow};
 use tickscope_timeline::tscap::{Reader, ScopeKind};
-use tickscope_timeline::{report, Options, Report};
+use tickscope_timeline::{summarize, Options, Summary};
 
 use crate::support::writer::{scope, Capture, Ev};
 use crate::support::{sample, sample_meta, sample_split, INNER, OUTER, REC, T0};
 
-fn summarise(bytes: &[u8], per_thread: bool) -> Report {
+fn summarise(bytes: &[u8], per_thread: bool) -> Summary {
     let mut r = Reader::new(bytes, "x.tscap").unwrap();
-    report(&mut r, Options { per_thread }).unwrap()
+    summarize(&mut r, Options { per_thread }).unwrap()
 }
 
-fn row<'a>(r: &'a Report, name: &str) -> &'a ScopeRow {
+fn row<'a>(r: &'a Summary, name: &str) -> &'a ScopeRow {
     r.scopes
         .iter()
         .find(|s| s.name == name)

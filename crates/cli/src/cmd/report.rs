@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use tickscope_timeline::tscap::Reader;
-use tickscope_timeline::{report, Options};
+use tickscope_timeline::{summarize, Options};
 
 /// Options of `tickscope report`.
 #[derive(clap::Args)]
@@ -28,7 +28,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let mut reader = Reader::open(&args.file)?.salvage(args.salvage);
-    let summary = report(
+    let summary = summarize(
         &mut reader,
         Options {
             per_thread: args.per_thread,

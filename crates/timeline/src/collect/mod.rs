@@ -3,7 +3,7 @@
 //! counter and message statistics; and every loss, counted.
 //!
 //! [`Collector`] is fed one events batch at a time (it is also what `capture listen` keeps
-//! live); [`report`] drives it over a whole [`Reader`]. The hot loop does no allocation and
+//! live); [`summarize`] drives it over a whole [`Reader`]. The hot loop does no allocation and
 //! no hashing once a scope is warm: scope ids and thread indexes map to dense rows through
 //! flat arrays, each thread's open scopes are a stack, and a scope's open count (for
 //! re-entry) lives in its row.
@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::hist::Dist;
-pub use super::summary::{CounterRow, FrameRow, Losses, Message, Report, ScopeRow, ThreadRow};
+pub use super::summary::{CounterRow, FrameRow, Losses, Message, ScopeRow, Summary, ThreadRow};
 use crate::tscap::{
     ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
     ScopeKind, MAX_OPEN,
@@ -555,7 +555,7 @@ fn sort_rows(rows: &mut [ScopeRow]) {
 }
 
 /// Reads every chunk of `reader` and summarises it.
-pub fn report<R: Read>(reader: &mut Reader<R>, opts: Options) -> Result<Report, Error> {
+pub fn summarize<R: Read>(reader: &mut Reader<R>, opts: Options) -> Result<Summary, Error> {
     let mut c = Collector::new(opts);
     let mut events = Events::new();
     while let Some(kind) = reader.next_chunk()? {

@@ -11,7 +11,7 @@ impl Collector {
         process: &Process,
         meta: &Meta,
         end: Option<&End>,
-    ) -> Report {
+    ) -> Summary {
         let clock = meta.clock();
         let ns_per_tick = 1e9 / clock.ticks_per_second;
         let ns = |t: u64| (t as f64 * ns_per_tick).round() as u64;
@@ -195,7 +195,7 @@ impl Collector {
             cut_at_gaps: self.cut,
             too_deep: self.too_deep,
         };
-        Report {
+        Summary {
             file: name.to_owned(),
             program: process.program.clone(),
             pid: process.pid,
