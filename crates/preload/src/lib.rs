@@ -59,7 +59,7 @@
 //! return `TICKSCOPE_OK` (0) or a negative code, and `tickscope_last_error()` says why.
 #![deny(unsafe_code)]
 
-// Every FFI function and every `unsafe` block of this crate is in `ffi.rs`.
+// Every FFI function and every `unsafe` block of this crate is in `ffi/`.
 #[allow(unsafe_code)]
 mod ffi;
 mod names;

@@ -1,0 +1,259 @@
+//! What runs without being called: the load-time constructor, the exit and signal hooks, and
+//! `pthread_create`, which arms each new thread's timer before its start routine runs.
+
+use super::*;
+
+// ---- Load, exit, signals -----------------------------------------------------------------
+
+/// Runs when the library is loaded (LD_PRELOAD or linked): starts the profile that
+/// `TICKSCOPE_CPUPROFILE` asks for.
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+extern "C" fn on_load() {
+    let _ = catch_unwind(start_from_env);
+}
+
+fn start_from_env() {
+    // The library's messages go to the standard error the program starts with, never into
+    // a file the program opens later as descriptor 2.
+    ts::__private::keep_stderr();
+    let pid = std::process::id();
+    let mut warn = |w: String| ts::__private::say(&format!("tickscope: {w}"));
+    let Some((mut settings, extras)) =
+        profile::settings_from_env(ts::__private::env_var, pid, &mut warn)
+    else {
+        return;
+    };
+    if extras.root {
+        // Programs this one execs profile into files of their own (see the crate docs).
+        std::env::set_var("TICKSCOPE_CPUPROFILE_PID", pid.to_string());
+    }
+    let mut started = profile::start(&settings);
+    if let Err(f) = &started {
+        // No per-thread timer here: setitimer, which can only deliver SIGPROF.
+        if f.code == Code::Unsupported && settings.signal != Some(libc::SIGPROF) {
+            settings.signal = Some(libc::SIGPROF);
+            started = profile::start(&settings);
+        }
+    }
+    if let Err(f) = started {
+        ts::__private::say(&format!(
+            "tickscope: TICKSCOPE_CPUPROFILE={}: not profiling: {}",
+            settings.path.display(),
+            f.message
+        ));
+        return;
+    }
+    write_at_exit();
+    if extras.on_signals {
+        if let Err(e) = write_on_signals() {
+            ts::__private::say(&format!(
+                "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
+            ));
+        }
+    }
+}
+
+/// Registers the exit hook once: a running sampler's profile is written when the program
+/// exits (`exit()` or a return from `main`).
+pub(super) fn write_at_exit() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long as the process (this
+        // library is never unloaded while a sampler runs: it holds the signal handler).
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            ts::__private::say(
+                "tickscope: cannot register the exit hook; call tickscope_sampler_stop()",
+            );
+        }
+    });
+}
+
+extern "C" fn at_exit() {
+    let _ = catch_unwind(|| profile::finish("at exit"));
+}
+
+/// The pipe's write end: the signal handler's only way to the writer thread.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// The process that installed the handlers (a fork child dies of the signal directly).
+static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// SIGINT/SIGTERM: hands the signal to the writer thread. Async-signal-safe: `getpid`,
+/// `write`, `signal`, `raise` only, and errno preserved.
+extern "C" fn on_terminate(sig: c_int) {
+    // SAFETY: no preconditions: the calling thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid and aligned; saving errno is what a handler must do.
+    let errno = unsafe { *slot };
+    let fd = SIGNAL_PIPE.load(Relaxed);
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
+    let byte = sig as u8;
+    // SAFETY: `write` of one byte from a local to the pipe (async-signal-safe); a full pipe
+    // (signals already queued) or a bad descriptor only makes it fail.
+    let handed = here && fd >= 0 && unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) } == 1;
+    if !handed {
+        // A fork child (no writer thread) or no pipe: die of the signal as without us.
+        // SAFETY: `signal` is async-signal-safe; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        // SAFETY: `raise` is async-signal-safe.
+        unsafe { libc::raise(sig) };
+    }
+    // SAFETY: as above: restores the interrupted code's errno.
+    unsafe { *slot = errno };
+}
+
+/// With `TICKSCOPE_CPUPROFILE_SIGNALS=1`: SIGINT and SIGTERM write the profile, then the
+/// process dies of the signal as it would have. Dispositions the program inherited as
+/// ignored stay ignored; handlers the program installs later replace ours.
+fn write_on_signals() -> std::io::Result<()> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Never descriptors 0-2, which a program started with them closed will open as its own
+    // standard streams.
+    let read_fd = ts::__private::above_stdio(fds[0]);
+    let write_fd = ts::__private::above_stdio(fds[1]);
+    let (read_fd, write_fd) = match (read_fd, write_fd) {
+        (Ok(r), Ok(w)) => (r, w),
+        (r, w) => {
+            for fd in [&r, &w].into_iter().flatten() {
+                // SAFETY: closes a pipe end this function opened and nothing else holds.
+                unsafe { libc::close(*fd) };
+            }
+            return Err(r.and(w).expect_err("one of them failed"));
+        }
+    };
+    std::thread::Builder::new()
+        .name("tickscope-signals".into())
+        .spawn(move || loop {
+            let mut byte = 0u8;
+            // SAFETY: reads one byte into a local from the pipe this thread owns.
+            let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            if n != 1 {
+                return;
+            }
+            let sig = byte as c_int;
+            // Only the handler writes here, and only these two; anything else is not ours to
+            // act on (the program closed our descriptor and reused its number).
+            if sig != libc::SIGINT && sig != libc::SIGTERM {
+                continue;
+            }
+            let _ = catch_unwind(|| profile::finish(&format!("on signal {sig}")));
+            // SAFETY: restores the default action (a valid disposition) ...
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+            // ... and sends the signal again: the process ends as it would have without
+            // the profiler.
+            // SAFETY: kill to our own pid; no memory is involved.
+            unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
+        })?;
+    SIGNAL_OWNER.store(std::process::id(), Relaxed);
+    SIGNAL_PIPE.store(write_fd, Relaxed);
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only
+        // reads the current one.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+        if old.sa_sigaction != libc::SIG_DFL {
+            continue;
+        }
+        // SAFETY: as above.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_terminate as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        // SAFETY: `sa.sa_mask` is a valid sigset_t to clear.
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+        // SAFETY: installs a handler that is async-signal-safe (see `on_terminate`).
+        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+    }
+    Ok(())
+}
+
+// ---- Threads: sampled from their first instruction ---------------------------------------
+
+/// A thread's start routine and its argument, carried to [`thread_start`].
+struct Start {
+    routine: unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+}
+
+/// The `pthread_create` this one stands in front of (libc's), found once.
+static REAL_PTHREAD_CREATE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// libc's `pthread_create`, its start routine spelt with the unwinding ABI of the same
+/// calling convention (see [`pthread_create`]).
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void,
+    *mut c_void,
+) -> c_int;
+
+/// Interposes libc's `pthread_create` (this library is preloaded, or linked before libc): a
+/// new thread arms its sampling timer before its start routine runs, so its whole CPU time is
+/// sampled, where the sampler's 10 ms poll of `/proc/self/task` would find it late (and
+/// later still on a busy machine). With no sampler running, the call goes straight to libc's.
+///
+/// # Safety
+/// As `pthread_create(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    routine: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+) -> c_int {
+    let mut real = REAL_PTHREAD_CREATE.load(Relaxed);
+    if real.is_null() {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: the next object's symbol,
+        // libc's pthread_create (its default version), or null.
+        real = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
+        if real.is_null() {
+            return libc::ENOSYS;
+        }
+        REAL_PTHREAD_CREATE.store(real, Relaxed);
+    }
+    // SAFETY: `real` is libc's pthread_create, whose signature PthreadCreate spells.
+    let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
+    // SAFETY: the same function pointer with the unwinding ABI of the same calling
+    // convention: a forced unwind (pthread_exit, cancellation) may pass through
+    // `thread_start` into libc's frame, as it would without us.
+    let routine = unsafe {
+        std::mem::transmute::<
+            extern "C" fn(*mut c_void) -> *mut c_void,
+            unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void,
+        >(routine)
+    };
+    if !ts::sampler::running_here() {
+        // SAFETY: the caller's arguments, as given.
+        return unsafe { real(thread, attr, routine, arg) };
+    }
+    let start = Box::into_raw(Box::new(Start { routine, arg }));
+    // SAFETY: the caller's thread and attributes; `thread_start` takes ownership of `start`.
+    let rc = unsafe { real(thread, attr, thread_start, start.cast()) };
+    if rc != 0 {
+        // No thread was made: the box is still ours.
+        // SAFETY: allocated just above by Box::into_raw and not handed to any thread.
+        drop(unsafe { Box::from_raw(start) });
+    }
+    rc
+}
+
+/// The new thread's first code: asks the sampler to arm its timer (and waits for it), then
+/// runs the program's start routine. Holds nothing across that call (no destructor runs on
+/// the way out), so pthread_exit and cancellation unwind through it as through libc's frame.
+extern "C-unwind" fn thread_start(start: *mut c_void) -> *mut c_void {
+    // SAFETY: `start` is the Box that pthread_create handed to this thread alone.
+    let Start { routine, arg } = *unsafe { Box::from_raw(start.cast::<Start>()) };
+    let _ = catch_unwind(ts::sampler::adopt_current_thread);
+    // SAFETY: the program's start routine with its own argument, as libc would call it.
+    unsafe { routine(arg) }
+}
