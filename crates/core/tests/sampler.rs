@@ -594,7 +594,14 @@ fn wall_mode_samples_a_sleeping_thread_for_its_whole_sleep() {
 #[test]
 fn threads_started_one_after_another_are_armed_without_reading_the_mappings_each_time() {
     let _g = lock();
-    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    // Polls every 100 s (none during the test): every thread is armed at its own request,
+    // and no poll reads the mappings for a thread it happens to list before its request is
+    // answered (which, on a busy machine, it did for a third of them).
+    let sampler = Sampler::builder()
+        .frequency(1000)
+        .poll_interval(Duration::from_secs(100))
+        .start()
+        .unwrap();
     // A program that starts thread after thread (as libtickscope's pthread_create asks for
     // each): the thread library hands each the stack of one that ended, already known to
     // the unwinder, so the mappings are not read again for it (that cost more than 100 µs a
@@ -627,9 +634,10 @@ fn threads_started_one_after_another_are_armed_without_reading_the_mappings_each
             .unwrap_or_else(|| panic!("no number after {after:?} in {line:?}"))
     };
     assert_eq!(number("as they started: "), n, "{line}");
-    // The first thread's stack is new; a poll reads them again at most once a second.
+    // At start, then for the first thread's stack (new); glibc may map a second stack when
+    // a thread starts before the last one's stack is back in its cache.
     let reads = number("unwinder: ");
-    assert!(reads < n / 4, "{line}");
+    assert!(reads <= 4, "{line}");
     let threads = profile.threads();
     for (i, tid) in tids.iter().enumerate() {
         let row = threads.iter().find(|t| t.tid == *tid);
