@@ -4,13 +4,9 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tickscope::capture::{self, format, Builder, Full, Sink};
-
-/// One capture per process at a time: the tests take turns.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A capture test's turn. These tests keep both cores busy (producers and the collector), so
 /// they also hold [`crate::CPU_HEAVY`] for reading: the sampler's CPU-share tests wait for them.
@@ -19,7 +15,8 @@ fn turn() -> (
     std::sync::MutexGuard<'static, ()>,
 ) {
     let cpu = crate::CPU_HEAVY.read().unwrap_or_else(|p| p.into_inner());
-    (cpu, ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
+    // One capture per process at a time, and no other test's scopes in it.
+    (cpu, crate::scopes_turn())
 }
 
 fn temp(name: &str) -> PathBuf {

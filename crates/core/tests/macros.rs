@@ -54,6 +54,7 @@ fn calls(json: &str, name: &str) -> Option<u64> {
 
 #[test]
 fn profile_attribute_measures_functions_methods_groups_and_recursion() {
+    let _scopes = crate::scopes_turn();
     tickscope::Config::new()
         .summary(SummaryFormat::Off)
         .install();
@@ -107,6 +108,7 @@ fn profile_attribute_measures_functions_methods_groups_and_recursion() {
 
 #[test]
 fn scope_guard_is_inert_when_disabled_at_run_time() {
+    let _scopes = crate::scopes_turn();
     tickscope::Config::new()
         .summary(SummaryFormat::Off)
         .install();

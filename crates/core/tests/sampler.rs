@@ -237,6 +237,7 @@ pub(crate) static ALLOCS_IN_HANDLER: std::sync::atomic::AtomicU64 =
 #[test]
 fn signal_handler_never_allocates_at_1000_hz() {
     let _g = lock();
+    let _scopes = crate::scopes_turn();
     let before = ALLOCS_IN_HANDLER.load(Relaxed);
     // A table of 8 stacks and a log of 4: samples take every path of the store (table,
     // overflow log, lost), and a scope is open, so the handler reads the thread's scopes.
@@ -692,6 +693,7 @@ fn go_pprof(args: &[&str], file: &PathBuf) -> String {
 #[test]
 fn go_tool_pprof_reads_names_totals_lines_source_and_scope_labels() {
     let _g = lock();
+    let _scopes = crate::scopes_turn();
     let sampler = Sampler::builder().frequency(250).start().unwrap();
     black_box(pprof_hot_a());
     black_box(pprof_hot_b());
