@@ -237,9 +237,15 @@ pub(crate) fn perf_count(armed: &Armed) -> Option<u64> {
     if id == 0 || perf_id(fd) != Some(id) {
         return None;
     }
+    read_count(fd)
+}
+
+/// The count of the perf event open as `fd` (one u64: the event has no read_format).
+/// The caller knows `fd` is the sampler's perf event.
+fn read_count(fd: libc::c_int) -> Option<u64> {
     let mut count: u64 = 0;
-    // SAFETY: reads 8 bytes into `count`, valid for the call, from our perf event (its id was
-    // checked just above).
+    // SAFETY: reads 8 bytes into `count`, valid for the call, from a perf event descriptor
+    // (the caller's contract). The count stays readable after the thread exits.
     let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
     (n == 8).then_some(count)
 }
@@ -254,17 +260,14 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
             None
         }
         Armed::Perf { fd, .. } => {
-            let mut count: u64 = 0;
             // Disable first: a fork child may hold a copy of the descriptor, and closing ours
             // alone would leave the event signalling.
             // SAFETY: an ioctl on the descriptor we own.
             unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
-            // SAFETY: reads 8 bytes into `count` from the descriptor we own. The count stays
-            // readable after the thread exits.
-            let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+            let count = read_count(fd);
             // SAFETY: closes the descriptor once (moved in).
             unsafe { libc::close(fd) };
-            (n == 8).then_some(count)
+            count
         }
     }
 }
