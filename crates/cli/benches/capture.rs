@@ -87,7 +87,6 @@ fn main() {
         floor.push(time(floor_loop));
         plain.push(time(scope_loop));
         let c = capture::Builder::new(Sink::File(dir.join(format!("cost{r}.tscap"))))
-            .ring_capacity(1 << 19)
             .start()
             .unwrap();
         captured.push(time(scope_loop));
@@ -128,17 +127,12 @@ fn main() {
 /// Two producer threads into a file capture for two seconds, each at a set rate (a batch of
 /// scopes every millisecond, sleeping when ahead of schedule; `None`: flat out).
 fn run_producers(path: &Path, per_thread: Option<f64>) -> (u64, Duration, capture::Stats, u64) {
-    // 8 MiB rings (26 ms at 20 M events/s per thread): on a 2-core VM the collector sometimes
-    // waits over 13 ms for a CPU (time slices, the host's steal), which 4 MiB rings did not
-    // cover in half the runs measured.
-    let ring: u64 = std::env::var("RING")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 19);
-    let c = capture::Builder::new(Sink::File(path.to_owned()))
-        .ring_capacity(ring)
-        .start()
-        .unwrap();
+    // The default memory budget (256 MiB), unless MEMORY (bytes) says otherwise.
+    let mut b = capture::Builder::new(Sink::File(path.to_owned()));
+    if let Some(m) = std::env::var("MEMORY").ok().and_then(|v| v.parse().ok()) {
+        b = b.memory(m);
+    }
+    let c = b.start().unwrap();
     let t = Instant::now();
     let run = Duration::from_secs(2);
     let scopes: u64 = std::thread::scope(|s| {
@@ -170,8 +164,7 @@ fn run_producers(path: &Path, per_thread: Option<f64>) -> (u64, Duration, captur
 }
 
 fn sustained(dir: &Path) -> PathBuf {
-    let ring = std::env::var("RING").unwrap_or_else(|_| (1u64 << 19).to_string());
-    println!("sustained capture to a file: two producer threads, a nested workload (1 outer + 4 inner scopes), 2 s, rings of {ring} records");
+    println!("sustained capture to a file: two producer threads, a nested workload (1 outer + 4 inner scopes), 2 s, default memory budget (256 MiB)");
     let path = dir.join("sustained.tscap");
     for (label, rate) in [
         ("paced, 2 x 10.5 M scopes/s", Some(10.5e6)),
@@ -181,13 +174,14 @@ fn sustained(dir: &Path) -> PathBuf {
         let (scopes, wall, stats, size) = run_producers(&path, rate);
         let total = scopes as f64 / wall.as_secs_f64();
         println!(
-            "  {label}: {:.1} M scopes/s in total, {} events, {} dropped, {} undelivered; collector {:.2} of a core; {:.2} bytes per scope on disk",
+            "  {label}: {:.1} M scopes/s in total, {} events, {} dropped, {} undelivered; collector {:.2} of a core; {:.2} bytes per scope on disk; buffers peaked at {:.1} MiB",
             total / 1e6,
             stats.events,
             stats.dropped,
             stats.undelivered,
             stats.collector_cpu.as_secs_f64() / stats.wall.as_secs_f64(),
             size as f64 / scopes as f64,
+            stats.memory_peak as f64 / (1 << 20) as f64,
         );
         if rate == Some(10.5e6) {
             println!(

@@ -70,21 +70,117 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
             .find(|r| r["name"] == name)
             .and_then(|r| r["calls"].as_u64())
     };
-    let dropped = report["lost"]["dropped"].as_u64();
     for name in ["parse_record", "tokenize", "fib", "alloc"] {
         let in_process = calls(&summary, name).unwrap_or_else(|| panic!("{name} in {summary}"));
-        let from_timeline = calls(&report, name).unwrap_or_else(|| panic!("{name} in {report}"));
-        if dropped == Some(0) {
-            assert_eq!(in_process, from_timeline, "{name}");
-        } else {
-            assert!(from_timeline <= in_process && from_timeline > 0, "{name}");
-        }
+        let row = scope_row(&report, name);
+        // Whatever the machine's load: calls dropped whole are counted by scope.
+        assert_eq!(
+            in_process,
+            row["calls"].as_u64().unwrap() + row["dropped"].as_u64().unwrap(),
+            "{name}: {row}"
+        );
     }
     let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
     assert!(
         text.contains("parse_record") && text.contains("batch"),
         "{text}"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A report's row for scope `name`.
+fn scope_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["scopes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == name))
+        .unwrap_or_else(|| panic!("{name} in {v}"))
+}
+
+/// A capture whose memory budget is far too small for its threads (the test for
+/// whole scopes): every scope the report times is a whole call, so its figures never pass
+/// the in-process summary's for the same run, and with the scopes dropped whole it makes
+/// every call the program counted.
+#[test]
+fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figure() {
+    let d = dir("budget");
+    let cap = d.join("budget.tscap");
+    let out = tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.5",
+            "--threads",
+            "4",
+            "--interval",
+            "off",
+        ])
+        .env("TICKSCOPE_CAPTURE", &cap)
+        // Eight blocks for five threads: most events cannot be held.
+        .env("TICKSCOPE_CAPTURE_MEMORY", "256K")
+        .env(
+            "TICKSCOPE_SUMMARY",
+            format!("json:{}", d.join("summary.json").display()),
+        )
+        .output()
+        .unwrap();
+    ok(&out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
+        .arg("report")
+        .arg(&cap)
+        .arg("--json")
+        .output()
+        .unwrap()))
+    .unwrap();
+    let lost = &report["lost"];
+    assert!(lost["dropped_scopes"].as_u64().unwrap() > 0, "{lost}");
+    for k in [
+        "unmatched_ends",
+        "abandoned",
+        "cut_at_gaps",
+        "cut_at_losses",
+    ] {
+        assert_eq!(lost[k], 0, "{k}: {lost}");
+    }
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let mut compared = 0;
+    for inp in summary["scopes"].as_array().unwrap() {
+        let name = inp["name"].as_str().unwrap();
+        let row = scope_row(&report, name);
+        assert_eq!(
+            n(inp, "calls"),
+            n(row, "calls") + n(row, "dropped"),
+            "{name}: in-process {inp}, timeline {row}"
+        );
+        assert!(n(row, "self_ns") <= n(row, "total_ns"), "{name}: {row}");
+        if n(row, "calls") == 0 {
+            continue;
+        }
+        compared += 1;
+        // The same readings timed both: a subset of the calls cannot take longer in total
+        // or at most. The clock's conversion may round each figure by a nanosecond.
+        assert!(
+            n(row, "total_ns") <= n(inp, "total_ns") + 1,
+            "{name}: {inp} {row}"
+        );
+        assert!(
+            n(row, "max_ns") <= n(inp, "max_ns") + 1,
+            "{name}: {inp} {row}"
+        );
+        // p99 of a subset: not above the whole's p99 by more than the histograms' bucket
+        // (2%) and the subset's sampling error (checked against the whole's maximum too).
+        let (p99, whole) = (n(row, "p99_ns") as f64, n(inp, "p99_ns") as f64);
+        assert!(
+            p99 <= n(inp, "max_ns") as f64 + 1.0,
+            "{name}: p99 {p99} past the max: {inp} {row}"
+        );
+        assert!(
+            p99 <= whole * 1.05 + 1.0,
+            "{name}: p99 {p99} against {whole}: {inp} {row}"
+        );
+    }
+    assert!(compared >= 4, "{report}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -203,6 +203,24 @@ pub fn parse_interval(v: &str) -> Option<Option<Duration>> {
     parse_duration(v).map(Some)
 }
 
+/// Parses a size: `4096`, `64K`, `256M`, `1G` (also `KiB`/`MiB`/`GiB`; powers of 1024).
+pub(crate) fn parse_size(v: &str) -> Option<u64> {
+    let t = v.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return None,
+    };
+    num.parse::<u64>()
+        .ok()?
+        .checked_mul(1 << shift)
+        .filter(|&n| n > 0)
+}
+
 /// Parses `1s`, `250ms`, `1.5s`, `2m`, `500us`/`500µs`, `100ns`. A unit is required.
 pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
     let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;

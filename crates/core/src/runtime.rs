@@ -48,7 +48,8 @@ pub(crate) fn settings() -> Settings {
     config::current()
 }
 
-/// `TICKSCOPE_CAPTURE` (and `TICKSCOPE_CAPTURE_FULL`): a capture started at first use.
+/// `TICKSCOPE_CAPTURE` (with `TICKSCOPE_CAPTURE_FULL` and `TICKSCOPE_CAPTURE_MEMORY`): a
+/// capture started at first use.
 #[cfg(feature = "capture")]
 fn start_capture_from_env() {
     let get = config::env_var;
@@ -68,8 +69,14 @@ fn start_capture_from_env() {
         },
         "drop or block",
     );
+    let memory = config::value(
+        &get,
+        "TICKSCOPE_CAPTURE_MEMORY",
+        config::parse_size,
+        "a size: bytes, or with a K, M or G suffix (powers of 1024)",
+    );
     if let Some(sink) = sink {
-        crate::capture::start_from_env(sink, full);
+        crate::capture::start_from_env(sink, full, memory);
     }
 }
 

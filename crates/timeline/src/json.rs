@@ -54,6 +54,8 @@ fn scope(r: &ScopeRow, full: bool) -> Value {
             json!((r.wall_percent * 100.0).round() / 100.0),
         );
         o.insert("clock_errors".into(), json!(r.clock_errors));
+        o.insert("dropped".into(), json!(r.dropped));
+        o.insert("in_flight_at_start".into(), json!(r.in_flight_at_start));
     }
     Value::Object(o)
 }
@@ -147,6 +149,9 @@ impl Summary {
                 "open_at_end": l.open_at_end,
                 "cut_at_gaps": l.cut_at_gaps,
                 "too_deep": l.too_deep,
+                "dropped_scopes": l.dropped_scopes,
+                "in_flight_at_start": l.in_flight_at_start,
+                "cut_at_losses": l.cut_at_losses,
             },
             // Written by `write_object`'s `stream`, below.
             "scopes": Value::Null,

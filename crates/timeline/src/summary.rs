@@ -86,6 +86,11 @@ pub struct ScopeRow {
     pub wall_percent: f64,
     /// Negative durations (counted as zero).
     pub clock_errors: u64,
+    /// Calls dropped whole (the program's memory budget for the capture was spent): not in
+    /// `calls`. `calls + dropped + in_flight_at_start` is what the program counted.
+    pub dropped: u64,
+    /// Calls already open when the capture started (begun before it): not in `calls`.
+    pub in_flight_at_start: u64,
 }
 
 /// One thread.
@@ -183,6 +188,14 @@ pub struct Losses {
     pub cut_at_gaps: u64,
     /// Scopes nested deeper than the format's limit: not counted.
     pub too_deep: u64,
+    /// Scopes dropped whole by the program (memory budget spent): neither begin nor end
+    /// recorded, counted per scope.
+    pub dropped_scopes: u64,
+    /// Scopes open on threads when the capture started: not in it, counted per scope.
+    pub in_flight_at_start: u64,
+    /// Scopes open across a loss after which ends could not be trusted to pair (a
+    /// version 1 capture with drops): discarded, not counted.
+    pub cut_at_losses: u64,
 }
 
 impl Losses {

@@ -202,7 +202,7 @@ fn losses(out: &mut String, r: &Summary) {
     let l = &r.losses;
     let _ = writeln!(
         out,
-        "lost: {} dropped (ring full) · {} undelivered (sink could not take them) · {} evicted (flight-recorder window, by design)",
+        "lost: {} dropped (memory budget spent) · {} undelivered (sink could not take them) · {} evicted (flight-recorder window, by design)",
         count(l.dropped, "event"),
         count(l.undelivered, "event"),
         count(l.evicted, "event"),
@@ -215,6 +215,45 @@ fn losses(out: &mut String, r: &Summary) {
         .collect();
     if !dropped.is_empty() {
         let _ = writeln!(out, "dropped per thread: {}", dropped.join(", "));
+    }
+    for (what, total, of) in [
+        (
+            "dropped whole (memory budget spent)",
+            l.dropped_scopes,
+            (|r: &ScopeRow| r.dropped) as fn(&ScopeRow) -> u64,
+        ),
+        (
+            "already open when the capture started",
+            l.in_flight_at_start,
+            |r: &ScopeRow| r.in_flight_at_start,
+        ),
+    ] {
+        if total == 0 {
+            continue;
+        }
+        let mut by: Vec<&ScopeRow> = r.scopes.iter().filter(|s| of(s) > 0).collect();
+        by.sort_by(|a, b| of(b).cmp(&of(a)).then(a.name.cmp(&b.name)));
+        let mut list: Vec<String> = by
+            .iter()
+            .take(5)
+            .map(|s| format!("{} {}", s.name, of(s)))
+            .collect();
+        if by.len() > 5 {
+            list.push(format!("{} more scopes", by.len() - 5));
+        }
+        let _ = writeln!(
+            out,
+            "calls {what}, not in the table: {} ({}); calls + these = the program's calls",
+            total,
+            list.join(", ")
+        );
+    }
+    if l.cut_at_losses > 0 {
+        let _ = writeln!(
+            out,
+            "scopes: {} open across a loss in a version 1 capture were discarded (their ends could belong to other calls)",
+            l.cut_at_losses
+        );
     }
     let _ = writeln!(
         out,

@@ -316,7 +316,7 @@ fn the_text_table_has_the_summary_columns() {
     assert!(end > 0);
     assert!(text.contains("alloc [group]"));
     assert!(
-        text.contains("lost: 7 events dropped (ring full)"),
+        text.contains("lost: 7 events dropped (memory budget spent)"),
         "{text}"
     );
     assert!(text.contains("dropped per thread: main 7"), "{text}");

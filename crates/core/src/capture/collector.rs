@@ -78,12 +78,37 @@ impl ThreadEnc {
     }
 
     /// Takes one ring record.
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, ticks: u64, word: u64) {
         if !matches!(self.partial, Partial::None) {
             return self.record_payload(ticks, word);
         }
-        self.record_event(ticks, word);
+        let kind = word as u8;
+        if kind > event::END || self.n == 0 {
+            return self.record_event(ticks, word);
+        }
+        // Begins and ends inside a chunk (nearly every record): the same as `record_event`
+        // and `event`, inlined.
+        let id = (word >> 8) as u32;
+        self.max_scope = self.max_scope.max(id);
+        let tag = kind as u64 | (id as u64) << 3;
+        put_varint(&mut self.tags, tag);
+        let delta = ticks.wrapping_sub(self.prev) as i64;
+        let ctx = (tag & 255) as usize;
+        put_svarint(&mut self.deltas, delta.wrapping_sub(self.pred[ctx]));
+        self.pred[ctx] = delta;
+        self.prev = ticks;
+        self.n += 1;
+        self.events += 1;
+        if kind == event::BEGIN {
+            if self.open.len() < format::MAX_OPEN {
+                self.open.push((id, ticks));
+            }
+        } else if self.open.last().is_some_and(|o| o.0 == id) {
+            self.open.pop();
+        } else if let Some(i) = self.open.iter().rposition(|&(o, _)| o == id) {
+            self.open.truncate(i);
+        }
     }
 
     /// A payload record (a counter's value, a message's bytes) of the pending event.
@@ -163,7 +188,9 @@ impl ThreadEnc {
             }
             event::LOST => {
                 self.event(ticks, kind, 0);
-                put_varint(&mut self.payload, x);
+                let end_lost = x & (ring::LOST_END_BIT) != 0;
+                put_varint(&mut self.payload, x & !ring::LOST_END_BIT);
+                put_varint(&mut self.payload, u64::from(end_lost));
             }
             _ => {}
         }
@@ -226,6 +253,14 @@ pub(crate) struct Collector {
     sealed: Vec<u8>,
     /// Per exited thread: (index, events dropped).
     exited_drops: Vec<(u64, u64)>,
+    /// Blocks drained in this pass, for the pool.
+    freed: Vec<ring::Free>,
+    /// Scopes dropped whole, in total.
+    dropped_scopes: u64,
+    /// The threads' blocks hold more than an eighth of the memory budget: the collector is
+    /// behind, and seals chunks uncompressed (LZ4 is a quarter of its time) until it has
+    /// caught up. A busy machine then costs file size for a while, not events.
+    behind: bool,
     last_flush: Instant,
     flush_every: Duration,
 }
@@ -237,6 +272,10 @@ impl Collector {
             r.skip();
             r.index.store(0, Relaxed);
             r.drop_base.store(r.dropped(), Relaxed);
+            r.dropped_scopes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
         }
         let mut c = Collector {
             sink,
@@ -248,6 +287,9 @@ impl Collector {
             payload: Vec::new(),
             sealed: Vec::new(),
             exited_drops: Vec::new(),
+            freed: Vec::new(),
+            dropped_scopes: 0,
+            behind: false,
             last_flush: Instant::now(),
             flush_every,
         };
@@ -271,7 +313,7 @@ impl Collector {
     }
 
     fn put(&mut self, kind: u8, payload: &[u8], events: u64) {
-        format::seal(kind, payload, &mut self.sealed);
+        format::seal_with(kind, payload, &mut self.sealed, !self.behind);
         super::STATS.chunks.fetch_add(1, Relaxed);
         self.sink.put(Chunk {
             bytes: &self.sealed,
@@ -285,6 +327,7 @@ impl Collector {
     pub(crate) fn pass(&mut self, flush_all: bool) -> (u64, bool) {
         let mut drained = 0;
         let mut behind = false;
+        self.behind = ring::backlog() > ring::BUDGET.load(Relaxed) / 8;
         for r in ring::live() {
             let i = match self.encs.iter().position(|e| std::ptr::eq(e.ring, r)) {
                 Some(i) => i,
@@ -306,10 +349,15 @@ impl Collector {
             let retired = r.retired.load(Acquire);
             let enc = &mut self.encs[i];
             let before = enc.events;
-            let n = r.drain(|t, w| enc.record(t, w));
+            let n = r.drain(|t, w| enc.record(t, w), &mut self.freed);
             drained += enc.events - before;
-            behind |= n > r.capacity() / 8;
-            if enc.raw_len() >= CHUNK_TARGET || (retired && enc.n > 0) {
+            behind |= n > 4 * ring::BLOCK;
+            let (index, seal) = (
+                enc.index,
+                enc.raw_len() >= CHUNK_TARGET || (retired && enc.n > 0),
+            );
+            self.note_dropped_scopes(r, index);
+            if seal {
                 self.seal(i);
             }
             if retired {
@@ -319,6 +367,7 @@ impl Collector {
                 ring::recycle(r);
             }
         }
+        ring::give_back(&mut self.freed, !self.behind);
         super::STATS.events.fetch_add(drained, Relaxed);
         if flush_all || self.last_flush.elapsed() >= self.flush_every {
             self.flush();
@@ -326,6 +375,30 @@ impl Collector {
         self.sink.poll();
         super::STATS.evicted.store(self.sink.evicted(), Relaxed);
         (drained, behind)
+    }
+
+    /// Announces the scopes thread `index` dropped whole since the last look.
+    fn note_dropped_scopes(&mut self, r: &Ring, index: u64) {
+        let mut d = r.dropped_scopes.lock().unwrap_or_else(|p| p.into_inner());
+        for (id, n) in d.drain(..) {
+            self.dropped_scopes += n;
+            self.meta.push(meta::DROPPED_SCOPES);
+            put_varint(&mut self.meta, index);
+            put_varint(&mut self.meta, id as u64);
+            put_varint(&mut self.meta, n);
+        }
+        super::STATS
+            .dropped_scopes
+            .store(self.dropped_scopes, Relaxed);
+    }
+
+    /// Announces the scopes open on threads when the capture started (by call site).
+    pub(crate) fn in_flight_at_start(&mut self, open: &[(u32, u64)]) {
+        for &(id, n) in open {
+            self.meta.push(meta::IN_FLIGHT);
+            put_varint(&mut self.meta, id as u64);
+            put_varint(&mut self.meta, n);
+        }
     }
 
     /// Seals every non-empty encoder (and pending metadata).
@@ -382,6 +455,8 @@ impl Collector {
         if !self.meta.is_empty() {
             let m = std::mem::take(&mut self.meta);
             self.put(chunk::META, &m, 0);
+            self.meta = m;
+            self.meta.clear();
         }
     }
 
@@ -390,6 +465,7 @@ impl Collector {
         self.pass(true);
         let end = self.end_chunk();
         self.sink.finish(&end, deadline);
+        ring::trim_pool();
     }
 
     /// The end chunk as it would be now.

@@ -1,4 +1,4 @@
-//! The `.tscap` format, version 1: what the collector writes to a file, a TCP connection or a
+//! The `.tscap` format, version 2: what the collector writes to a file, a TCP connection or a
 //! flight-recorder dump. The bytes are the same on every sink. `tickscope-timeline` reads them.
 //!
 //! # Layout
@@ -9,7 +9,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `54 53 43 41 50 0D 0A 1A` (`"TSCAP\r\n\x1a"`) |
-//! | 8 | 2 | format version, `u16` = 1 |
+//! | 8 | 2 | format version, `u16` = 2 (readers also read 1) |
 //! | 10 | 2 | reserved, 0 |
 //!
 //! ## Chunk
@@ -50,7 +50,14 @@
 //!   readers use the last one seen;
 //! - `5` sink loss: `varint events`, `varint chunks`: this sink could not take that many
 //!   chunks holding that many events since its previous sink-loss entry (a slow or vanished
-//!   TCP reader).
+//!   TCP reader);
+//! - `6` dropped scopes (version 2): `varint thread index`, `varint scope id`,
+//!   `varint scopes`: that many more scopes of that call site were dropped whole on that
+//!   thread (the memory budget was spent): neither their begin nor their end is in the
+//!   stream. Readers add the entries up;
+//! - `7` in flight at start (version 2): `varint scope id`, `varint calls`: entries of that
+//!   call site already open on some thread when the capture started. Their ends are not
+//!   recorded (their begins preceded the capture).
 //!
 //! Ids and thread indexes are defined in a metadata chunk before the first events chunk that
 //! uses them. A reader shows an id it was never told about as `<scope #id>`, not as an error.
@@ -80,15 +87,21 @@
 //! | 2 | frame mark | marker id | — |
 //! | 3 | counter value | marker id | f64 |
 //! | 4 | message | 0 | string |
-//! | 5 | lost | 0 | varint: events this thread dropped just before this point (ring full) |
+//! | 5 | lost | 0 | varint: events this thread dropped just before this point (memory budget spent); version 2 adds a varint of flags: bit 0, an end whose begin is in the stream was among them |
 //! | 6, 7 | reserved: an error | | |
 //!
 //! An end closes the innermost open scope with its id; scopes opened above it and never ended
 //! were abandoned (a leaked guard). Scopes still open when the capture ends have no end.
 //!
+//! Version 2 writes scopes whole: when events are dropped, a scope's begin and end are
+//! dropped together (the `lost` count includes both), so an end always closes the call it
+//! belongs to. The one exception is flagged in the `lost` event (bit 0): readers then discard
+//! the scopes open across it rather than pair them. Version 1 made no such promise: a reader
+//! discards the scopes open across any `lost` event of a version 1 capture.
+//!
 //! ## End chunk (kind 4)
 //! The last chunk of a complete capture: `varint events` (recorded into rings),
-//! `varint dropped` (events dropped because a ring was full), `varint undelivered` (events in
+//! `varint dropped` (events dropped because the memory budget was spent), `varint undelivered` (events in
 //! chunks this sink could not take), `varint evicted` (events a flight recorder let go of
 //! past its window: not a loss, the window's purpose), `varint end_ticks`,
 //! `varint end_unix_ns`, `varint T`, then T × (`varint thread index`, `varint dropped`).
@@ -102,7 +115,7 @@
 /// The first 8 bytes of every capture.
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
 /// The format version this module writes.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Bytes in the file header.
 pub const HEADER_LEN: usize = 12;
 /// Bytes in a chunk header.
@@ -140,6 +153,10 @@ pub mod meta {
     pub const CLOCK: u8 = 4;
     /// Chunks the sink could not take.
     pub const SINK_LOSS: u8 = 5;
+    /// Scopes a thread dropped whole (version 2).
+    pub const DROPPED_SCOPES: u8 = 6;
+    /// Scopes open when the capture started (version 2).
+    pub const IN_FLIGHT: u8 = 7;
 }
 
 /// Event kinds, the low 3 bits of a tag.
@@ -195,11 +212,16 @@ pub(crate) fn file_header() -> [u8; HEADER_LEN] {
 /// A whole chunk (header and payload) of `kind`, LZ4-compressed when that makes it smaller.
 /// `payload` must be at most [`MAX_CHUNK`] bytes (the collector seals chunks well below it).
 pub(crate) fn seal(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
+    seal_with(kind, payload, out, true)
+}
+
+/// [`seal`], compressing only if `compress` (the collector skips it while it is behind).
+pub(crate) fn seal_with(kind: u8, payload: &[u8], out: &mut Vec<u8>, compress: bool) {
     debug_assert!(payload.len() <= MAX_CHUNK);
     out.clear();
     out.resize(CHUNK_HEADER_LEN, 0);
     let mut flags = 0;
-    if payload.len() >= 64 {
+    if compress && payload.len() >= 64 {
         let bound = lz4_flex::block::get_maximum_output_size(payload.len());
         out.resize(CHUNK_HEADER_LEN + bound, 0);
         match lz4_flex::block::compress_into(payload, &mut out[CHUNK_HEADER_LEN..]) {

@@ -76,9 +76,12 @@ impl Marker {
 #[inline]
 pub fn frame(m: &'static Marker) {
     if crate::state::capturing() {
-        ring::push(
-            crate::clock::now(),
-            format::event::FRAME as u64 | (m.id() as u64) << 8,
+        ring::push_group(
+            &[(
+                crate::clock::now(),
+                format::event::FRAME as u64 | (m.id() as u64) << 8,
+            )],
+            crate::scope::open_depth(),
         );
     }
 }
@@ -89,10 +92,13 @@ pub fn frame(m: &'static Marker) {
 #[inline]
 pub fn plot(m: &'static Marker, value: f64) {
     let t = crate::clock::now();
-    ring::push_group(&[
-        (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
-        (value.to_bits(), 0),
-    ]);
+    ring::push_group(
+        &[
+            (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
+            (value.to_bits(), 0),
+        ],
+        crate::scope::open_depth(),
+    );
 }
 
 /// The longest message kept; longer ones are cut (at a character boundary).
@@ -134,5 +140,5 @@ pub fn message(args: std::fmt::Arguments<'_>) {
             u64::from_le_bytes(pad[8..].try_into().expect("8 bytes")),
         );
     }
-    ring::push_group(&recs[..1 + b.len.div_ceil(16)]);
+    ring::push_group(&recs[..1 + b.len.div_ceil(16)], crate::scope::open_depth());
 }

@@ -25,11 +25,17 @@
 //! ```
 //!
 //! # How
-//! Each thread writes fixed 16-byte records into its own bounded ring ([`ring`]: two relaxed
-//! stores and a release store per event, no lock, no shared write). One collector thread
-//! drains the rings every millisecond, delta-encodes the timestamps, compresses chunks with
-//! LZ4 and hands them to the sink. A full ring drops the event and counts it ([`Full::Drop`],
-//! the default) or makes the thread wait ([`Full::Block`]); memory never grows without bound.
+//! Each thread writes fixed 16-byte records into its own chain of blocks ([`ring`]: two
+//! relaxed stores and a release store per event, no lock, no shared write; a new block every
+//! 2,048 records). One collector thread drains them every millisecond, delta-encodes the
+//! timestamps, compresses chunks with LZ4 and hands them to the sink. A thread never waits
+//! for the collector: when the collector falls behind (a machine with no core to spare),
+//! the blocks grow, up to the capture's memory budget ([`Builder::memory`],
+//! `TICKSCOPE_CAPTURE_MEMORY`, 256 MiB by default). Past the budget an event is dropped and
+//! counted ([`Full::Drop`], the default) or the thread waits ([`Full::Block`]). A scope is
+//! dropped whole, its begin and its end, never half: the timeline never pairs a begin with
+//! another call's end. Scopes already open when the capture starts are counted by call site
+//! (their calls are not in the timeline).
 //! A sink that cannot keep up (a slow or vanished TCP listener) never blocks the collector:
 //! what it cannot take is counted as undelivered and announced in the stream. Every loss is
 //! in the file's end record, in [`stats`], and printed to stderr at the end.
@@ -178,8 +184,15 @@ fn err(kind: ErrorKind, target: impl Into<String>, source: Option<std::io::Error
 pub struct Stats {
     /// Events the collector took from the rings.
     pub events: u64,
-    /// Events dropped because a thread's ring was full.
+    /// Events dropped because the memory budget was spent (a dropped scope counts its begin
+    /// and its end).
     pub dropped: u64,
+    /// Scopes dropped whole (their begins and ends are among `dropped`).
+    pub dropped_scopes: u64,
+    /// Scopes already open on threads when the capture started: their calls are not in it.
+    pub in_flight_at_start: u64,
+    /// The most memory the threads' event blocks took at once during the capture.
+    pub memory_peak: u64,
     /// Events in chunks the sink could not take (a slow or vanished listener, a failed write).
     pub undelivered: u64,
     /// Events a flight recorder let go of past its window (its purpose, not a loss).
@@ -202,6 +215,8 @@ pub struct Stats {
 struct Counters {
     events: AtomicU64,
     dropped: AtomicU64,
+    dropped_scopes: AtomicU64,
+    in_flight_at_start: AtomicU64,
     undelivered: AtomicU64,
     evicted: AtomicU64,
     bytes: AtomicU64,
@@ -221,6 +236,8 @@ impl Counters {
         for a in [
             &self.events,
             &self.dropped,
+            &self.dropped_scopes,
+            &self.in_flight_at_start,
             &self.undelivered,
             &self.evicted,
             &self.bytes,
@@ -236,6 +253,8 @@ impl Counters {
 static STATS: Counters = Counters {
     events: AtomicU64::new(0),
     dropped: AtomicU64::new(0),
+    dropped_scopes: AtomicU64::new(0),
+    in_flight_at_start: AtomicU64::new(0),
     undelivered: AtomicU64::new(0),
     evicted: AtomicU64::new(0),
     bytes: AtomicU64::new(0),
@@ -302,8 +321,7 @@ fn control() -> std::sync::MutexGuard<'static, Control> {
 #[derive(Clone, Debug)]
 pub struct Builder {
     sink: Sink,
-    ring_capacity: u64,
-    ring_budget: u64,
+    memory: u64,
     full: Full,
     flush_every: Duration,
 }
@@ -313,30 +331,23 @@ impl Builder {
     pub fn new(sink: Sink) -> Builder {
         Builder {
             sink,
-            ring_capacity: ring::DEFAULT_CAPACITY,
-            ring_budget: ring::DEFAULT_BUDGET,
+            memory: ring::DEFAULT_BUDGET,
             full: Full::Drop,
             flush_every: Duration::from_millis(100),
         }
     }
 
-    /// Records per thread ring (rounded up to a power of two; 16 bytes each; default 131,072,
-    /// 2 MiB). Applies to threads that record their first event after the capture starts.
-    pub fn ring_capacity(mut self, records: u64) -> Builder {
-        self.ring_capacity = records.clamp(64, 1 << 26);
+    /// The most memory the threads' event buffers may take together (default 256 MiB; at
+    /// least one 32 KiB block). Buffers grow while the collector is behind, so a busy
+    /// machine costs memory, not events; past the budget, events are dropped and counted
+    /// (or threads wait: [`Builder::full`]). `TICKSCOPE_CAPTURE_MEMORY=SIZE` sets it for a
+    /// capture started by `TICKSCOPE_CAPTURE`.
+    pub fn memory(mut self, bytes: u64) -> Builder {
+        self.memory = bytes;
         self
     }
 
-    /// The most memory the rings of all threads together may take (default 512 MiB, 256
-    /// default rings). Past it, threads that record their first event get smaller rings,
-    /// down to 4,096 records (64 KiB); what they cannot hold is dropped and counted. A ring
-    /// costs memory only as far as its thread's events have reached into it.
-    pub fn ring_budget(mut self, bytes: u64) -> Builder {
-        self.ring_budget = bytes;
-        self
-    }
-
-    /// What a thread does when its ring is full (default [`Full::Drop`]).
+    /// What a thread does when the memory budget is spent (default [`Full::Drop`]).
     pub fn full(mut self, policy: Full) -> Builder {
         self.full = policy;
         self
@@ -388,8 +399,8 @@ impl Builder {
             }
         };
         STATS.reset();
-        ring::CAPACITY.store(self.ring_capacity, Relaxed);
-        ring::BUDGET.store(self.ring_budget, Relaxed);
+        ring::BUDGET.store(self.memory, Relaxed);
+        ring::reset_peak();
         ring::POLICY.store(u8::from(self.full == Full::Block), Relaxed);
         *control() = Control {
             started: Some(Instant::now()),
@@ -401,6 +412,14 @@ impl Builder {
         let mut c = collector::Collector::new(s, self.flush_every);
         RUNNING.store(true, Relaxed);
         crate::state::set_capture(true);
+        // Scopes open now began before the capture: their calls cannot be in it, so they are
+        // counted, by call site. (Counted once the switch is on: a scope entered in the
+        // moment the count takes is both recorded and counted, never neither.)
+        let in_flight = crate::scope::open_everywhere();
+        STATS
+            .in_flight_at_start
+            .store(in_flight.iter().map(|x| x.1).sum(), Relaxed);
+        c.in_flight_at_start(&in_flight);
         let spawned = std::thread::Builder::new()
             .name("tickscope-capture".into())
             .spawn(move || run(&mut c));
@@ -564,7 +583,7 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
     let lost = s.dropped + s.undelivered + s.lost_after_exit;
     if lost > 0 {
         crate::diag::warn(&format!(
-            "capture: {} of {} events lost ({} dropped, ring full; {} undelivered, sink; {} after thread exit)",
+            "capture: {} of {} events lost ({} dropped, memory budget spent; {} undelivered, sink; {} after thread exit)",
             lost,
             s.events + s.dropped + s.lost_after_exit,
             s.dropped,
@@ -581,6 +600,9 @@ pub fn stats() -> Stats {
     Stats {
         events: STATS.events.load(Relaxed),
         dropped: STATS.dropped.load(Relaxed),
+        dropped_scopes: STATS.dropped_scopes.load(Relaxed),
+        in_flight_at_start: STATS.in_flight_at_start.load(Relaxed),
+        memory_peak: ring::memory().1,
         undelivered: STATS.undelivered.load(Relaxed),
         evicted: STATS.evicted.load(Relaxed),
         lost_after_exit: ring::LOST_AFTER_EXIT.load(Relaxed),
@@ -685,20 +707,24 @@ extern "C" fn on_process_exit() {
 }
 
 /// Starts the capture `TICKSCOPE_CAPTURE` asks for (called once, at first use).
-pub(crate) fn start_from_env(sink: Sink, full: Option<Full>) {
+pub(crate) fn start_from_env(sink: Sink, full: Option<Full>, memory: Option<u64>) {
     let mut b = Builder::new(sink.clone());
     if let Some(f) = full {
         b = b.full(f);
+    }
+    if let Some(m) = memory {
+        b = b.memory(m);
     }
     if let Err(e) = b.start_inner() {
         crate::diag::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
     }
 }
 
-/// Records the scope begin of call site `id` at `ticks` on the calling thread.
+/// Records the scope begin of call site `id` at `ticks` on the calling thread, at stack
+/// depth `depth`; false if it was dropped (then its end must not be recorded).
 #[inline]
-pub(crate) fn begin(id: u32, ticks: u64) {
-    ring::push(ticks, format::event::BEGIN as u64 | (id as u64) << 8);
+pub(crate) fn begin(id: u32, ticks: u64, depth: u32) -> bool {
+    ring::push_begin(ticks, format::event::BEGIN as u64 | (id as u64) << 8, depth)
 }
 
 /// Records the scope end of call site `id` at `ticks` on the calling thread.

@@ -1,89 +1,228 @@
-//! Per-thread event rings: the capture's hot path.
+//! Per-thread event buffers: the capture's hot path.
 //!
-//! Each thread that records an event gets a single-producer, single-consumer ring of 16-byte
-//! records (a timestamp and a word), registered once (the only lock) and then reached through a
+//! Each thread that records an event gets a [`Ring`]: a chain of fixed [`Block`]s of 16-byte
+//! records (a timestamp and a word), single producer (the thread), single consumer (the
+//! collector). The ring is registered once (a lock) and then reached through a
 //! destructor-free thread-local. The producer writes a record with two relaxed stores and
-//! publishes it with one release store of its head; the collector thread reads up to the head
-//! and publishes its tail. The producer re-reads the tail only when its cached limit runs out,
-//! so the two sides share a cache line once per drain, not once per event. The slots are
-//! `AtomicU64`s, whose relaxed stores compile to plain moves.
+//! publishes it with one release store of its head; the collector reads up to the head.
 //!
-//! Memory: a ring's slots are allocated zeroed (calloc, so fresh pages from the kernel, not
-//! written), and a page costs memory only once the thread's events reach it: a thread that
-//! records a few events costs a page or two, not its ring's 2 MiB. Rings are also held to a
-//! process-wide budget ([`DEFAULT_BUDGET`]): past it, new threads get smaller rings (down to
-//! [`MIN_CAPACITY`]), so thousands of threads cannot take gigabytes (5,000 threads took
-//! 7.6 GB before). What a small ring cannot hold is dropped and counted, as always.
+//! **Growing instead of dropping.** When the producer reaches the end of its block it links
+//! a new one (the slow path, once per [`BLOCK`] records: a block from the shared pool, or a
+//! fresh allocation) and goes on; the collector frees each block it has read past into the
+//! pool. So a thread never waits for the collector, and a machine too busy to run the
+//! collector costs memory, not events: the collector catches up when it gets a core. All
+//! blocks of all threads together are held to the capture's memory budget ([`BUDGET`],
+//! `TICKSCOPE_CAPTURE_MEMORY`, 256 MiB by default); a thread that has recorded nothing for a
+//! while holds its one current block (32 KiB).
 //!
-//! When the ring is full the record is dropped and counted (policy [`Full::Drop`]), and the
-//! count is recorded as a `lost` event as soon as there is room again, so the timeline shows
-//! where the gap is; with [`Full::Block`] the thread waits for the collector instead.
+//! **Whole scopes.** Past the budget, a scope's begin is dropped (and counted, with its scope
+//! id) and its guard then records no end; a begin is written only with room left in its
+//! block for the ends of every scope open on the thread (the begin's depth + 1, up to
+//! [`MAX_RESERVE`]), so an end never needs a new block. Should one still find its block full
+//! (scopes deeper than the reserve, guards dropped out of order), it takes a block past the
+//! budget rather than be dropped: a reader never sees a begin without its end, nor an end
+//! paired with another call's begin. Frame marks, counters and messages are dropped and
+//! counted past the budget ([`Full::Drop`]), or the thread waits for the collector to free
+//! a block ([`Full::Block`]). A dropped run is recorded as a `lost` event as soon as there is
+//! room again, so the timeline shows where the gap is.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*,
+};
 use std::sync::Mutex;
 
 use super::format::event;
 
-/// What a thread does when its ring is full.
+/// What a thread does when the capture's memory budget is spent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Full {
-    /// Drop the event and count it (the default): the program is never slowed.
+    /// Drop the event and count it (the default): the program is never slowed. A scope is
+    /// dropped whole (its begin and its end).
     #[default]
     Drop,
-    /// Wait until the collector makes room: nothing is dropped, but the thread may stall.
+    /// Wait until the collector frees memory: nothing is dropped, but the thread may stall.
     Block,
 }
 
 /// The policy now (0 drop, 1 block), read on the slow path only.
 pub(crate) static POLICY: AtomicU8 = AtomicU8::new(0);
-/// Ring capacity, in records, for rings registered from now on.
-pub(crate) static CAPACITY: AtomicU64 = AtomicU64::new(DEFAULT_CAPACITY);
-/// 131,072 records: 2 MiB per thread that records events. At 20 million events a second on
-/// one thread the ring holds 6.5 ms: several of the collector's 1 ms passes, and a few
-/// scheduler time slices when the machine has no idle core for the collector.
-pub(crate) const DEFAULT_CAPACITY: u64 = 1 << 17;
 
-/// The most memory the rings of live threads may take together, unless one ring of
-/// [`MIN_CAPACITY`] alone would exceed it: 256 threads' default rings. (Pooled rings, of
-/// exited threads, give their pages back to the system.)
-pub(crate) const DEFAULT_BUDGET: u64 = 512 << 20;
-/// The budget now (`Builder::ring_budget`).
+/// Records per block: 2,048, 32 KiB. The slow path runs once per block.
+pub(crate) const BLOCK: u64 = 2048;
+/// The most records a begin keeps free behind it for ends (see the module docs).
+pub(crate) const MAX_RESERVE: u64 = BLOCK / 4;
+/// The budget by default: 256 MiB, 8,192 blocks (16.7 million records): about half a second
+/// of backlog at 35 million events a second.
+pub(crate) const DEFAULT_BUDGET: u64 = 256 << 20;
+/// The memory budget now (`Builder::memory`, `TICKSCOPE_CAPTURE_MEMORY`).
 pub(crate) static BUDGET: AtomicU64 = AtomicU64::new(DEFAULT_BUDGET);
-/// The smallest ring a thread gets when the budget is spent: 4,096 records, 64 KiB.
-pub(crate) const MIN_CAPACITY: u64 = 1 << 12;
-/// Bytes of ring slots held by live threads' rings (and exited threads' not yet drained).
-static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes of blocks allocated (in threads' rings and in the pool).
+static BYTES: AtomicU64 = AtomicU64::new(0);
+/// The most [`BYTES`] reached since the last [`reset_peak`].
+static PEAK: AtomicU64 = AtomicU64::new(0);
+/// Blocks of the pool kept for reuse (8 MiB); beyond this they are freed, a few per pass.
+const POOL_KEEP: usize = 256;
+/// Blocks freed per collector pass at most: 2 MiB, so a backlog's memory goes back to the
+/// system within a fraction of a second once the collector has caught up.
+const TRIM_PER_PASS: usize = 64;
 
 /// Events threads could not record because they had already exited (from thread-local
 /// destructors that ran after the capture's own).
 pub(crate) static LOST_AFTER_EXIT: AtomicU64 = AtomicU64::new(0);
 
-/// The producer's cache line.
+/// The word of a record that pads the rest of a block (a begin or a group that did not fit
+/// moved to the next block). Never a real event: no kind is 0xff, and message bytes (UTF-8)
+/// are never 0xff. Internal to the rings, never in a file.
+const PAD: u64 = u64::MAX;
+/// Bit of a `lost` record's count: an end whose begin was recorded was dropped (only when
+/// memory for it could not be allocated at all).
+pub(crate) const LOST_END_BIT: u64 = 1 << 55;
+
+/// A block of records. Allocated zeroed (every field is valid as zeros).
+#[repr(C, align(64))]
+pub(crate) struct Block {
+    slots: [AtomicU64; 2 * BLOCK as usize],
+    /// The block the producer went on to (null until then).
+    next: AtomicPtr<Block>,
+}
+
+const BLOCK_BYTES: u64 = std::mem::size_of::<Block>() as u64;
+
+/// A block owned by the pool or on its way there.
+pub(crate) struct Free(NonNull<Block>);
+// SAFETY: a `Free` block is reachable from nowhere else (no thread writes or reads it): it
+// is plain memory moved between threads.
+unsafe impl Send for Free {}
+
+static POOL: Mutex<Vec<Free>> = Mutex::new(Vec::new());
+/// The pool's length, read without its lock.
+static POOLED: AtomicUsize = AtomicUsize::new(0);
+
+fn pool() -> std::sync::MutexGuard<'static, Vec<Free>> {
+    POOL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A block for a producer: from the pool, else newly allocated if the budget allows (or
+/// always, for an end: `over_budget`). `None` when the budget is spent.
+fn take_block(over_budget: bool) -> Option<NonNull<Block>> {
+    if POOLED.load(Relaxed) > 0 {
+        let mut p = pool();
+        if let Some(Free(b)) = p.pop() {
+            POOLED.store(p.len(), Relaxed);
+            // SAFETY: a pooled block is owned by the pool alone; it becomes this producer's.
+            unsafe { b.as_ref() }.next.store(ptr::null_mut(), Relaxed);
+            return Some(b);
+        }
+    }
+    let now = BYTES.fetch_add(BLOCK_BYTES, Relaxed) + BLOCK_BYTES;
+    if now > BUDGET.load(Relaxed) && !over_budget {
+        BYTES.fetch_sub(BLOCK_BYTES, Relaxed);
+        return None;
+    }
+    PEAK.fetch_max(now, Relaxed);
+    // SAFETY: the layout is the block's own, non-zero in size; zeroed memory is a valid
+    // `Block` (zero atomics, a null pointer).
+    let b = unsafe { std::alloc::alloc_zeroed(std::alloc::Layout::new::<Block>()) };
+    match NonNull::new(b.cast::<Block>()) {
+        Some(b) => Some(b),
+        None => {
+            BYTES.fetch_sub(BLOCK_BYTES, Relaxed);
+            None
+        }
+    }
+}
+
+/// Gives drained blocks back to the pool. With `trim`, frees a few of what the pool holds
+/// beyond [`POOL_KEEP`] (the collector trims only when it is not behind: freeing and
+/// reallocating blocks while a backlog drains would cost it and the threads page faults).
+pub(crate) fn give_back(blocks: &mut Vec<Free>, trim: bool) {
+    if blocks.is_empty() && !(trim && POOLED.load(Relaxed) > POOL_KEEP) {
+        return;
+    }
+    let mut p = pool();
+    p.append(blocks);
+    let keep = if trim {
+        POOL_KEEP.max(p.len().saturating_sub(TRIM_PER_PASS))
+    } else {
+        usize::MAX
+    };
+    while p.len() > keep {
+        let Free(b) = p.pop().expect("longer than POOL_KEEP");
+        // SAFETY: the pool owned the block alone; it was allocated by `take_block` with this
+        // layout.
+        unsafe { std::alloc::dealloc(b.as_ptr().cast(), std::alloc::Layout::new::<Block>()) };
+        BYTES.fetch_sub(BLOCK_BYTES, Relaxed);
+    }
+    POOLED.store(p.len(), Relaxed);
+}
+
+/// Frees every pooled block (when a capture stops).
+pub(crate) fn trim_pool() {
+    let mut p = pool();
+    for Free(b) in p.drain(..) {
+        // SAFETY: as in `give_back`.
+        unsafe { std::alloc::dealloc(b.as_ptr().cast(), std::alloc::Layout::new::<Block>()) };
+        BYTES.fetch_sub(BLOCK_BYTES, Relaxed);
+    }
+    POOLED.store(0, Relaxed);
+}
+
+/// Bytes the capture's blocks take now, and the most they took since [`reset_peak`].
+pub(crate) fn memory() -> (u64, u64) {
+    (BYTES.load(Relaxed), PEAK.load(Relaxed))
+}
+
+/// Bytes of blocks in threads' rings (not in the pool): the collector's backlog, and the
+/// threads' current blocks.
+pub(crate) fn backlog() -> u64 {
+    BYTES
+        .load(Relaxed)
+        .saturating_sub(POOLED.load(Relaxed) as u64 * BLOCK_BYTES)
+}
+
+/// Starts measuring the peak afresh (a capture's start).
+pub(crate) fn reset_peak() {
+    PEAK.store(BYTES.load(Relaxed), Relaxed);
+}
+
+/// The producer's cache line. Every field is written by the owner thread only.
 #[repr(align(64))]
 struct Producer {
-    /// Records published.
+    /// Records published (an index over the ring's whole life; block `k` of the chain holds
+    /// records `k * BLOCK .. (k + 1) * BLOCK`).
     head: AtomicU64,
-    /// The producer may write while `head < limit` without looking at the tail.
+    /// The fast path writes while `head < limit` (begins: with their reserve below it): the
+    /// end of the current block, or the head itself to force the slow path (a `lost` record
+    /// to write).
     limit: AtomicU64,
-    /// Records dropped, not yet reported by a `lost` event.
+    /// The end of the current block (0 with no block).
+    block_end: AtomicU64,
+    /// The current block (null before the first, and when the budget gave none).
+    cur: AtomicPtr<Block>,
+    /// Events dropped, not yet reported by a `lost` record (with [`LOST_END_BIT`]).
     pending_lost: AtomicU64,
-    /// Records dropped in total.
+    /// Events dropped in total.
     dropped: AtomicU64,
 }
 
 /// The collector's cache line.
 #[repr(align(64))]
 struct Consumer {
+    /// Records read.
     tail: AtomicU64,
+    /// The block holding record `tail` (or ending at it); set by the producer with its first
+    /// block.
+    block: AtomicPtr<Block>,
+    /// The index of that block's first record.
+    start: AtomicU64,
 }
 
 /// One thread's ring.
 pub(crate) struct Ring {
     prod: Producer,
     cons: Consumer,
-    mask: u64,
-    slots: Box<[AtomicU64]>,
     /// The OS thread id of the thread that owns it now.
     pub(crate) tid: AtomicU64,
     /// That thread's name (written at registration, read by the collector).
@@ -94,102 +233,133 @@ pub(crate) struct Ring {
     pub(crate) index: AtomicU32,
     /// Drops from before the current capture began (a ring registered earlier).
     pub(crate) drop_base: AtomicU64,
+    /// Scopes whose begin was dropped, by call-site id, not yet announced by the collector.
+    pub(crate) dropped_scopes: Mutex<Vec<(u32, u64)>>,
 }
 
 impl Ring {
-    fn new(capacity: u64) -> Ring {
-        let capacity = capacity.next_power_of_two().max(64);
+    fn new() -> Ring {
         Ring {
             prod: Producer {
                 head: AtomicU64::new(0),
-                limit: AtomicU64::new(capacity),
+                limit: AtomicU64::new(0),
+                block_end: AtomicU64::new(0),
+                cur: AtomicPtr::new(ptr::null_mut()),
                 pending_lost: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
             },
             cons: Consumer {
                 tail: AtomicU64::new(0),
+                block: AtomicPtr::new(ptr::null_mut()),
+                start: AtomicU64::new(0),
             },
-            mask: capacity - 1,
-            slots: zeroed_slots(capacity as usize * 2),
             tid: AtomicU64::new(0),
             name: Mutex::new(String::new()),
             retired: AtomicBool::new(false),
             index: AtomicU32::new(0),
             drop_base: AtomicU64::new(0),
+            dropped_scopes: Mutex::new(Vec::new()),
         }
     }
 
-    pub(crate) fn capacity(&self) -> u64 {
-        self.mask + 1
+    /// Writes a record at `h`, inside the current block. Producer only.
+    #[inline(always)]
+    fn put(&self, h: u64, ticks: u64, word: u64) {
+        let b = self.prod.cur.load(Relaxed);
+        let i = ((h % BLOCK) * 2) as usize;
+        // SAFETY: callers write only below `block_end`, and `h < block_end` implies a current
+        // block covering `block_end - BLOCK .. block_end` (`limit` and `block_end` are 0
+        // while `cur` is null). The collector frees a block only once the head has moved
+        // past it into a later one, so `cur` is live; slot `i` is in bounds (`h % BLOCK`).
+        let slots = unsafe { &(*b).slots };
+        slots[i].store(ticks, Relaxed);
+        slots[i + 1].store(word, Relaxed);
     }
 
-    /// The bytes its slots take.
-    fn bytes(capacity: u64) -> u64 {
-        capacity * 16
-    }
-
-    /// Appends one record. Producer only.
+    /// Appends an end (or any lone record). Producer only.
     #[inline(always)]
     pub(crate) fn push(&self, ticks: u64, word: u64) {
         let h = self.prod.head.load(Relaxed);
         if h >= self.prod.limit.load(Relaxed) {
-            return self.push_slow(&[(ticks, word)]);
+            self.push_slow(&[(ticks, word)], 0);
+            return;
         }
-        let i = ((h & self.mask) as usize) * 2;
-        self.slots[i].store(ticks, Relaxed);
-        self.slots[i + 1].store(word, Relaxed);
+        self.put(h, ticks, word);
         self.prod.head.store(h + 1, Release);
     }
 
-    /// Appends records that belong together (an event and its payload): all or none. Producer
-    /// only; not the scope hot path.
-    pub(crate) fn push_group(&self, recs: &[(u64, u64)]) {
+    /// Appends a scope begin at stack depth `depth` (0 outermost) if it fits with room for
+    /// the ends of the scopes open above it; false if it was dropped (its end must not be
+    /// recorded). Producer only.
+    #[inline(always)]
+    pub(crate) fn push_begin(&self, ticks: u64, word: u64, depth: u32) -> bool {
         let h = self.prod.head.load(Relaxed);
-        if h + recs.len() as u64 > self.prod.limit.load(Relaxed) {
-            return self.push_slow(recs);
+        let reserve = (depth as u64 + 1).min(MAX_RESERVE);
+        if h + reserve >= self.prod.limit.load(Relaxed) {
+            return self.push_slow(&[(ticks, word)], reserve);
+        }
+        self.put(h, ticks, word);
+        self.prod.head.store(h + 1, Release);
+        true
+    }
+
+    /// Appends records that belong together (an event and its payload): all or none, with
+    /// room left for `reserve` ends. Producer only; not the scope hot path.
+    pub(crate) fn push_group(&self, recs: &[(u64, u64)], reserve: u64) -> bool {
+        let h = self.prod.head.load(Relaxed);
+        if h + recs.len() as u64 + reserve > self.prod.limit.load(Relaxed) {
+            return self.push_slow(recs, reserve);
         }
         self.write(h, recs);
+        true
     }
 
     fn write(&self, h: u64, recs: &[(u64, u64)]) {
         for (k, &(t, w)) in recs.iter().enumerate() {
-            let i = (((h + k as u64) & self.mask) as usize) * 2;
-            self.slots[i].store(t, Relaxed);
-            self.slots[i + 1].store(w, Relaxed);
+            self.put(h + k as u64, t, w);
         }
         self.prod.head.store(h + recs.len() as u64, Release);
     }
 
     #[cold]
     #[inline(never)]
-    fn push_slow(&self, recs: &[(u64, u64)]) {
+    fn push_slow(&self, recs: &[(u64, u64)], reserve: u64) -> bool {
         let n = recs.len() as u64;
-        if n > self.capacity() / 2 {
-            self.drop_records(n);
-            return;
-        }
+        let kind = (recs[0].1 & 0xff) as u8;
+        // An end (the only lone record pushed with no reserve that must never be lost once
+        // its begin is in): written whatever the budget.
+        let is_end = kind == event::END && n == 1;
         let mut spins = 0u32;
         loop {
             let h = self.prod.head.load(Relaxed);
-            let limit = self.cons.tail.load(Acquire) + self.capacity();
+            let end = self.prod.block_end.load(Relaxed);
             let pending = self.prod.pending_lost.load(Relaxed);
-            let need = n + u64::from(pending > 0);
-            if h + need <= limit {
+            // The `lost` record goes first if it fits; an end does not wait for it.
+            let with_lost = pending > 0 && h + 1 + n + reserve <= end;
+            if h + n + reserve <= end && (pending == 0 || with_lost || is_end) {
                 let mut h = h;
-                if pending > 0 {
-                    // Say where the gap is before the first event after it.
-                    let word = event::LOST as u64 | pending.min(u64::MAX >> 8) << 8;
+                if with_lost {
+                    let word = event::LOST as u64 | (pending & ((1 << 56) - 1)) << 8;
                     self.write(h, &[(recs[0].0, word)]);
                     self.prod.pending_lost.store(0, Relaxed);
                     h += 1;
                 }
                 self.write(h, recs);
-                self.prod.limit.store(limit, Relaxed);
-                return;
+                let still = self.prod.pending_lost.load(Relaxed) > 0;
+                self.prod.limit.store(if still { 0 } else { end }, Relaxed);
+                return true;
             }
-            if POLICY.load(Relaxed) == 0 || !super::running() || spins > 2_000_000 {
-                self.drop_records(n);
-                return;
+            if n + reserve + 1 > BLOCK {
+                self.drop_records(recs);
+                return false;
+            }
+            if let Some(b) = take_block(is_end) {
+                self.link(h, end, b);
+                continue;
+            }
+            if is_end || POLICY.load(Relaxed) == 0 || !super::running() || spins > 2_000_000 {
+                self.drop_records(recs);
+                return false;
             }
             spins += 1;
             if spins % 64 == 0 {
@@ -200,49 +370,131 @@ impl Ring {
         }
     }
 
-    fn drop_records(&self, n: u64) {
+    /// Moves the producer to block `b`, padding the rest of the current one. Producer only.
+    fn link(&self, h: u64, end: u64, b: NonNull<Block>) {
+        let cur = self.prod.cur.load(Relaxed);
+        let base = if cur.is_null() {
+            // The first block: it holds records from `h` (0, or the head of a ring whose
+            // budget gave it no block so far, always a multiple of BLOCK).
+            self.cons.start.store(h, Relaxed);
+            self.cons.block.store(b.as_ptr(), Release);
+            h
+        } else {
+            if h < end {
+                self.put(h, 0, PAD);
+            }
+            // SAFETY: `cur` is the producer's live block (see `put`).
+            unsafe { &*cur }.next.store(b.as_ptr(), Release);
+            end
+        };
+        self.prod.cur.store(b.as_ptr(), Relaxed);
+        self.prod.block_end.store(base + BLOCK, Relaxed);
+        // A `lost` record still to write keeps the fast path closed.
+        let forced = self.prod.pending_lost.load(Relaxed) > 0;
+        self.prod
+            .limit
+            .store(if forced { 0 } else { base + BLOCK }, Relaxed);
+        // Publishes the padding (and the link before it).
+        self.prod.head.store(base, Release);
+    }
+
+    fn drop_records(&self, recs: &[(u64, u64)]) {
+        let kind = (recs[0].1 & 0xff) as u8;
+        let (events, flag) = match kind {
+            // A begin takes its end with it.
+            event::BEGIN => {
+                let id = (recs[0].1 >> 8) as u32;
+                let mut d = self
+                    .dropped_scopes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                match d.iter_mut().find(|x| x.0 == id) {
+                    Some(x) => x.1 += 1,
+                    None => d.push((id, 1)),
+                }
+                (2, 0)
+            }
+            event::END => (1, LOST_END_BIT),
+            _ => (recs.len() as u64, 0),
+        };
+        let pending = self.prod.pending_lost.load(Relaxed);
+        let count = (pending & !LOST_END_BIT) + events;
         self.prod
             .pending_lost
-            .store(self.prod.pending_lost.load(Relaxed) + n, Relaxed);
+            .store(count | (pending & LOST_END_BIT) | flag, Relaxed);
         self.prod
             .dropped
-            .store(self.prod.dropped.load(Relaxed) + n, Relaxed);
-        // Force the slow path until the `lost` event is written.
+            .store(self.prod.dropped.load(Relaxed) + events, Relaxed);
+        // Force the slow path until the `lost` record is written.
         self.prod.limit.store(0, Relaxed);
     }
 
-    /// Records dropped so far (any thread may read it).
+    /// Events dropped so far (any thread may read it).
     pub(crate) fn dropped(&self) -> u64 {
         self.prod.dropped.load(Relaxed)
     }
 
-    /// Reads every published record, in order, then frees their slots. Collector only.
-    pub(crate) fn drain(&self, mut f: impl FnMut(u64, u64)) -> u64 {
+    /// Reads every published record, in order; the blocks read past go to `freed`.
+    /// Collector only. Returns the records read.
+    pub(crate) fn drain(&self, mut f: impl FnMut(u64, u64), freed: &mut Vec<Free>) -> u64 {
         let head = self.prod.head.load(Acquire);
-        let tail = self.cons.tail.load(Relaxed);
-        for k in tail..head {
-            let i = ((k & self.mask) as usize) * 2;
-            f(self.slots[i].load(Relaxed), self.slots[i + 1].load(Relaxed));
+        let mut tail = self.cons.tail.load(Relaxed);
+        if tail >= head {
+            return 0;
         }
-        self.cons.tail.store(head, Release);
-        head - tail
+        let mut start = self.cons.start.load(Relaxed);
+        let mut b = self.cons.block.load(Acquire);
+        let mut n = 0;
+        while tail < head {
+            if tail == start + BLOCK {
+                // SAFETY: the producer linked the next block before publishing a record in
+                // it (release store of the head, acquired above); `b` is the block the
+                // collector holds, which no one frees but the collector.
+                let next = unsafe { &*b }.next.load(Acquire);
+                if let Some(old) = NonNull::new(b) {
+                    freed.push(Free(old));
+                }
+                b = next;
+                start += BLOCK;
+            }
+            let i = ((tail - start) * 2) as usize;
+            // SAFETY: `tail < head`, so the record is published and its block linked; `b`
+            // holds records `start .. start + BLOCK`.
+            let slots = unsafe { &(*b).slots };
+            let (t, w) = (slots[i].load(Relaxed), slots[i + 1].load(Relaxed));
+            if w == PAD {
+                tail = start + BLOCK;
+                continue;
+            }
+            f(t, w);
+            tail += 1;
+            n += 1;
+        }
+        self.cons.block.store(b, Relaxed);
+        self.cons.start.store(start, Relaxed);
+        self.cons.tail.store(tail, Relaxed);
+        n
     }
 
     /// Forgets what is in the ring (records left over from an earlier capture). Collector only.
     pub(crate) fn skip(&self) {
-        self.cons.tail.store(self.prod.head.load(Acquire), Release);
+        let mut freed = Vec::new();
+        self.drain(|_, _| {}, &mut freed);
+        give_back(&mut freed, false);
     }
-}
 
-/// `n` slots of zero, allocated zeroed: large allocations come straight from the kernel's
-/// zero pages, which cost no memory until written (writing zeros one by one, as collecting
-/// `AtomicU64::new(0)`s does, commits every page at once).
-fn zeroed_slots(n: usize) -> Box<[AtomicU64]> {
-    let zeros: Box<[u64]> = vec![0u64; n].into_boxed_slice();
-    // SAFETY: AtomicU64 has the same size, alignment and bit validity as u64 (its docs
-    // guarantee the layout); the allocation is moved, not copied, so it is freed with the
-    // layout it was allocated with.
-    unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU64]) }
+    /// Frees every block of a drained ring whose owner exited. Collector only.
+    fn release_blocks(&self) {
+        let mut freed = Vec::new();
+        let mut b = self.cons.block.swap(ptr::null_mut(), Relaxed);
+        while let Some(nb) = NonNull::new(b) {
+            // SAFETY: the owner exited and the ring is drained: its chain is the collector's.
+            b = unsafe { nb.as_ref() }.next.load(Acquire);
+            freed.push(Free(nb));
+        }
+        self.prod.cur.store(ptr::null_mut(), Relaxed);
+        give_back(&mut freed, false);
+    }
 }
 
 /// Live and pooled rings.
@@ -265,34 +517,13 @@ pub(crate) fn live() -> Vec<&'static Ring> {
     rings().live.clone()
 }
 
-/// Puts a drained ring of an exited thread back in the pool, its pages given back to the
-/// system (they come back zeroed when a thread writes to them again). Collector only.
+/// Puts a drained ring of an exited thread back in the pool, its blocks freed. Collector
+/// only.
 pub(crate) fn recycle(ring: &'static Ring) {
-    release_pages(&ring.slots);
+    ring.release_blocks();
     let mut r = rings();
     r.live.retain(|x| !std::ptr::eq(*x, ring));
-    LIVE_BYTES.fetch_sub(Ring::bytes(ring.capacity()), Relaxed);
     r.pool.push(ring);
-}
-
-/// Gives the whole pages of `slots` back to the system (`MADV_DONTNEED`).
-fn release_pages(slots: &[AtomicU64]) {
-    const PAGE: usize = 4096;
-    let start = slots.as_ptr() as usize;
-    let end = start + std::mem::size_of_val(slots);
-    let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
-    if last > first {
-        // SAFETY: the range is whole pages inside the slots' own allocation, which no thread
-        // writes now (the ring is drained and its owner exited); MADV_DONTNEED only makes
-        // them read as zero again, which is a valid AtomicU64, and keeps the mapping.
-        unsafe {
-            libc::madvise(
-                first as *mut libc::c_void,
-                last - first,
-                libc::MADV_DONTNEED,
-            )
-        };
-    }
 }
 
 thread_local! {
@@ -317,23 +548,37 @@ thread_local! {
     static EXIT_HOOK: ExitHook = const { ExitHook };
 }
 
-/// Appends one record to the calling thread's ring.
+/// The calling thread's ring, registering it on first use.
 #[inline(always)]
-pub(crate) fn push(ticks: u64, word: u64) {
+fn ring() -> Option<&'static Ring> {
     match RING.get() {
-        Some(r) => r.push(ticks, word),
-        None => {
-            if let Some(r) = register() {
-                r.push(ticks, word)
-            }
-        }
+        Some(r) => Some(r),
+        None => register(),
     }
 }
 
-/// Appends records that belong together to the calling thread's ring.
-pub(crate) fn push_group(recs: &[(u64, u64)]) {
-    if let Some(r) = RING.get().or_else(register) {
-        r.push_group(recs)
+/// Appends one record (an end, a frame mark) to the calling thread's ring.
+#[inline(always)]
+pub(crate) fn push(ticks: u64, word: u64) {
+    if let Some(r) = ring() {
+        r.push(ticks, word)
+    }
+}
+
+/// Appends a scope begin at stack depth `depth`; false if it was dropped.
+#[inline(always)]
+pub(crate) fn push_begin(ticks: u64, word: u64, depth: u32) -> bool {
+    match ring() {
+        Some(r) => r.push_begin(ticks, word, depth),
+        None => false,
+    }
+}
+
+/// Appends records that belong together, with room left for the ends of the `open` scopes
+/// open on the thread.
+pub(crate) fn push_group(recs: &[(u64, u64)], open: u32) {
+    if let Some(r) = ring() {
+        r.push_group(recs, (open as u64).min(MAX_RESERVE));
     }
 }
 
@@ -345,35 +590,43 @@ fn register() -> Option<&'static Ring> {
         LOST_AFTER_EXIT.fetch_add(1, Relaxed);
         return None;
     }
-    let wanted = CAPACITY.load(Relaxed).next_power_of_two().max(64);
     let ring = {
         let mut r = rings();
-        // As large as wanted, or as the budget allows; a pooled ring of that size if there
-        // is one.
-        let fits = |c: u64| LIVE_BYTES.load(Relaxed) + Ring::bytes(c) <= BUDGET.load(Relaxed);
-        let mut capacity = wanted;
-        while capacity > MIN_CAPACITY.min(wanted) && !fits(capacity) {
-            capacity /= 2;
-        }
-        let ring = match r.pool.iter().position(|x| x.capacity() == capacity) {
-            Some(i) => r.pool.swap_remove(i),
-            None => Box::leak(Box::new(Ring::new(capacity))),
+        let ring = match r.pool.pop() {
+            Some(ring) => ring,
+            None => Box::leak(Box::new(Ring::new())),
         };
-        LIVE_BYTES.fetch_add(Ring::bytes(capacity), Relaxed);
-        // A pooled ring is empty (drained before recycling); start it afresh.
+        // A pooled ring is drained and holds no block; start it afresh. The collector does
+        // not look at it until it is in the live list again.
         ring.retired.store(false, Relaxed);
         ring.index.store(0, Relaxed);
         ring.prod.pending_lost.store(0, Relaxed);
         ring.prod.dropped.store(0, Relaxed);
         ring.drop_base.store(0, Relaxed);
-        let head = ring.prod.head.load(Relaxed);
-        ring.cons.tail.store(head, Relaxed);
-        ring.prod.limit.store(head + capacity, Relaxed);
+        ring.dropped_scopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        for a in [
+            &ring.prod.head,
+            &ring.prod.limit,
+            &ring.prod.block_end,
+            &ring.cons.tail,
+            &ring.cons.start,
+        ] {
+            a.store(0, Relaxed);
+        }
+        ring.prod.cur.store(ptr::null_mut(), Relaxed);
+        ring.cons.block.store(ptr::null_mut(), Relaxed);
         ring.tid.store(crate::sys::gettid(), Relaxed);
         *ring.name.lock().unwrap_or_else(|p| p.into_inner()) = thread_name();
         r.live.push(ring);
         ring
     };
+    // The first block (else the first push tries again, on its slow path).
+    if let Some(b) = take_block(false) {
+        ring.link(0, 0, b);
+    }
     RING.set(Some(ring));
     Some(ring)
 }
@@ -392,55 +645,108 @@ fn thread_name() -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_full_ring_drops_counts_and_then_says_where() {
-        let ring = Ring::new(64);
-        for t in 0..64 {
-            ring.push(t, 7);
-        }
-        ring.push(100, 7);
-        ring.push(101, 7);
-        assert_eq!(ring.dropped(), 2);
+    fn ring() -> Ring {
+        let r = Ring::new();
+        r.link(0, 0, take_block(true).expect("memory"));
+        r
+    }
+
+    fn drain_all(r: &Ring) -> Vec<(u64, u64)> {
         let mut seen = Vec::new();
-        ring.drain(|t, w| seen.push((t, w)));
-        assert_eq!(seen.len(), 64);
-        ring.push(200, 9);
-        seen.clear();
-        ring.drain(|t, w| seen.push((t, w)));
-        assert_eq!(
-            seen,
-            vec![(200, event::LOST as u64 | 2 << 8), (200, 9)],
-            "the lost count comes first, stamped at the next event"
-        );
+        let mut freed = Vec::new();
+        r.drain(|t, w| seen.push((t, w)), &mut freed);
+        give_back(&mut freed, false);
+        seen
     }
 
-    #[test]
-    fn groups_are_written_whole_or_not_at_all() {
-        let ring = Ring::new(64);
-        for t in 0..63 {
-            ring.push(t, 1);
-        }
-        ring.push_group(&[(1, 2), (3, 4)]);
-        assert_eq!(ring.dropped(), 2);
-        let mut n = 0;
-        ring.drain(|_, _| n += 1);
-        assert_eq!(n, 63);
-    }
+    const BEGIN: u64 = event::BEGIN as u64 | 7 << 8;
+    const END: u64 = event::END as u64 | 7 << 8;
 
     #[test]
-    fn records_wrap_around_in_order() {
-        let ring = Ring::new(64);
+    fn records_cross_blocks_in_order_and_drained_blocks_are_freed() {
+        let r = ring();
         let mut next = 0u64;
         for round in 0..10u64 {
-            for k in 0..50 {
-                ring.push(round * 100 + k, k);
+            for k in 0..3 * BLOCK / 2 {
+                r.push(round * BLOCK * 2 + k, k);
             }
-            ring.drain(|t, w| {
-                assert_eq!((t % 100, w), (next % 50, next % 50));
-                next += 1;
-            });
+            let mut freed = Vec::new();
+            r.drain(
+                |t, w| {
+                    assert_eq!(w, next % (3 * BLOCK / 2), "record {next}");
+                    assert_eq!(t % (BLOCK * 2), w);
+                    next += 1;
+                },
+                &mut freed,
+            );
+            assert!(freed.len() <= 2, "only blocks read past are freed");
+            give_back(&mut freed, false);
         }
-        assert_eq!(next, 500);
-        assert_eq!(ring.dropped(), 0);
+        assert_eq!(next, 10 * 3 * BLOCK / 2);
+        assert_eq!(r.dropped(), 0);
+        r.release_blocks();
+    }
+
+    /// A begin near the end of its block moves to the next one when the ends of the scopes
+    /// open above it might not fit: ends then never need a block of their own.
+    #[test]
+    fn a_begin_keeps_room_for_the_ends_of_the_scopes_open_under_it() {
+        let r = ring();
+        for t in 0..BLOCK - 4 {
+            r.push(t, 1);
+        }
+        // Depth 5: this begin and the five scopes under it need 1 + 6 records; 4 are left.
+        assert!(r.push_begin(10_000, BEGIN, 5));
+        assert_eq!(
+            r.prod.block_end.load(Relaxed),
+            2 * BLOCK,
+            "the begin went to a new block"
+        );
+        let seen = drain_all(&r);
+        assert_eq!(
+            seen.len() as u64,
+            BLOCK - 4 + 1,
+            "the padding is not an event"
+        );
+        assert_eq!(seen.last(), Some(&(10_000, BEGIN)));
+        // Ends fill the reserve without a new block.
+        for k in 0..6 {
+            r.push(20_000 + k, END);
+        }
+        assert_eq!(r.prod.block_end.load(Relaxed), 2 * BLOCK);
+        assert_eq!(drain_all(&r).len(), 6);
+        r.release_blocks();
+    }
+
+    #[test]
+    fn groups_are_written_whole_in_one_block() {
+        let r = ring();
+        for t in 0..BLOCK - 1 {
+            r.push(t, 1);
+        }
+        assert!(r.push_group(&[(1, 3), (2, 4), (3, 5)], 0));
+        let seen = drain_all(&r);
+        assert_eq!(&seen[seen.len() - 3..], &[(1, 3), (2, 4), (3, 5)]);
+        assert_eq!(seen.len() as u64, BLOCK - 1 + 3);
+        r.release_blocks();
+    }
+
+    /// A dropped begin counts its end too, by call site, and the next record says where.
+    #[test]
+    fn a_dropped_begin_is_counted_with_its_end_and_marked_in_the_stream() {
+        let r = Ring::new();
+        // As a spent budget does (the budget is process-wide: not changed by a unit test).
+        r.drop_records(&[(5, BEGIN)]);
+        assert_eq!(r.dropped(), 2);
+        assert_eq!(*r.dropped_scopes.lock().unwrap(), vec![(7, 1)]);
+        r.link(0, 0, take_block(true).expect("memory"));
+        assert!(r.push_begin(6, BEGIN, 0));
+        let seen = drain_all(&r);
+        assert_eq!(
+            seen,
+            vec![(6, event::LOST as u64 | 2 << 8), (6, BEGIN)],
+            "the lost count comes first, stamped at the next event"
+        );
+        r.release_blocks();
     }
 }

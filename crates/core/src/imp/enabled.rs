@@ -72,8 +72,11 @@ fn capture_begin(cs: &'static Callsite, open: &mut Option<crate::scope::thread::
     #[cfg(feature = "capture")]
     if let Some(o) = open {
         let id = cs.id();
-        o.captured = id;
-        crate::capture::begin(id, o.t0());
+        // A begin dropped (memory budget spent) takes its end with it: the guard records
+        // no end.
+        if crate::capture::begin(id, o.t0(), o.depth()) {
+            o.captured = id;
+        }
     }
     #[cfg(not(feature = "capture"))]
     let _ = (cs, open);

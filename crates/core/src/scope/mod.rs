@@ -198,6 +198,29 @@ pub(crate) fn lock_within<T>(
     }
 }
 
+/// How many scopes are open on the calling thread.
+#[cfg(feature = "capture")]
+pub(crate) fn open_depth() -> u32 {
+    DEPTH.get()
+}
+
+/// Per call-site id, how many entries are open now on all live threads (the scopes in
+/// flight when a capture starts).
+#[cfg(feature = "capture")]
+pub(crate) fn open_everywhere() -> Vec<(u32, u64)> {
+    let reg = registry::lock();
+    let mut open = std::collections::BTreeMap::new();
+    for t in &reg.live {
+        t.for_each_slot(|id, slot| {
+            let d = slot.depth.load(Relaxed);
+            if d > 0 {
+                *open.entry(id).or_insert(0u64) += u64::from(d);
+            }
+        });
+    }
+    open.into_iter().collect()
+}
+
 /// Bytes of scope state the calling thread holds (0 if it never entered a scope).
 pub(crate) fn current_thread_bytes() -> usize {
     STATS.get().map_or(0, |s| s.bytes())

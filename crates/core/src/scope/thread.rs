@@ -341,6 +341,12 @@ impl Open {
     pub(crate) fn t0(&self) -> Ticks {
         self.t0
     }
+
+    /// Its depth on the thread's stack (0: outermost).
+    #[inline(always)]
+    pub(crate) fn depth(&self) -> u32 {
+        self.index
+    }
 }
 
 /// Child time of open scopes past the inline ones; pooled like `ThreadStats`.

@@ -44,7 +44,7 @@ pub(crate) struct Snapshot {
     /// Scopes abandoned because an enclosing scope's guard was dropped first.
     pub unbalanced: u64,
     pub lost_after_thread_exit: u64,
-    /// Events the timeline capture lost (ring full, sink, after thread exit), this one or
+    /// Events the timeline capture lost (memory budget spent, sink, after thread exit), this one or
     /// the last: the footer speaks of everything tickscope lost.
     pub capture_lost: u64,
 }

@@ -94,7 +94,7 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Context) {
     }
     if snap.capture_lost > 0 {
         notes.push(format!(
-            "{} lost by the timeline capture (ring full, sink, or after thread exit)",
+            "{} lost by the timeline capture (memory budget spent, sink, or after thread exit)",
             count(snap.capture_lost, "capture event")
         ));
     }

@@ -59,6 +59,8 @@ impl Collector {
                 max_ns: (outer > 0).then(|| ns(max)),
                 wall_percent: 0.0,
                 clock_errors: 0,
+                dropped: 0,
+                in_flight_at_start: 0,
             }
         };
         // Sized first: rows are most of a report of many scopes.
@@ -84,6 +86,28 @@ impl Collector {
                 ..base_row(r.id, r.calls, r.outer, r.incl, r.self_ticks, r.max)
             }
         }));
+        // What the program dropped whole or had open at the start, by scope: on its row,
+        // or on a row of its own if none of its calls is in the capture.
+        for (by_id, dropped) in [
+            (meta.dropped_scopes(), true),
+            (meta.in_flight_at_start(), false),
+        ] {
+            for (&id, &n) in by_id {
+                let i = match scopes.iter().position(|r| r.id == id) {
+                    Some(i) => i,
+                    None => {
+                        scopes.push(base_row(id, 0, 0, 0, 0, 0));
+                        scopes.len() - 1
+                    }
+                };
+                let r = &mut scopes[i];
+                if dropped {
+                    r.dropped = r.dropped.saturating_add(n);
+                } else {
+                    r.in_flight_at_start = r.in_flight_at_start.saturating_add(n);
+                }
+            }
+        }
         sort_rows(&mut scopes);
 
         // The end record's count per thread (its first entry for an index), looked up by
@@ -194,6 +218,15 @@ impl Collector {
             open_at_end: threads.iter().map(|t| t.open_at_end).sum(),
             cut_at_gaps: self.cut,
             too_deep: self.too_deep,
+            dropped_scopes: meta
+                .dropped_scopes()
+                .values()
+                .fold(0, |a, n| a.saturating_add(*n)),
+            in_flight_at_start: meta
+                .in_flight_at_start()
+                .values()
+                .fold(0, |a, n| a.saturating_add(*n)),
+            cut_at_losses: self.cut_at_losses,
         };
         Summary {
             file: name.to_owned(),

@@ -175,6 +175,8 @@ pub struct Collector {
     abandoned: u64,
     unmatched: u64,
     cut: u64,
+    /// Scopes open across a loss that breaks pairs (see [`Event::lost_breaks_pairs`]).
+    cut_at_losses: u64,
     too_deep: u64,
 }
 
@@ -198,6 +200,7 @@ impl Collector {
             abandoned: 0,
             unmatched: 0,
             cut: 0,
+            cut_at_losses: 0,
             too_deep: 0,
         }
     }
@@ -500,6 +503,15 @@ impl Collector {
                 self.loss_markers += 1;
                 let th = &mut self.threads[t];
                 th.lost = th.lost.saturating_add(n);
+                if e.lost_breaks_pairs() {
+                    // An end after this point may belong to a call whose begin was lost:
+                    // the scopes open across it are discarded, never paired.
+                    while let Some(f) = th.stack.pop() {
+                        self.rows[f.row as usize].open -= 1;
+                        self.cut_at_losses += 1;
+                    }
+                    th.overflow = 0;
+                }
             }
             EventKind::Begin | EventKind::End => {}
         }

@@ -259,6 +259,15 @@ pub(crate) fn meta(p: &[u8], mut f: impl FnMut(MetaEntry)) -> PResult<()> {
                 events: c.varint("sink-loss events")?,
                 chunks: c.varint("sink-loss chunks")?,
             },
+            tag::DROPPED_SCOPES => MetaEntry::DroppedScopes {
+                thread: c.varint("dropped-scopes thread")?,
+                scope: c.varint("dropped-scopes scope id")?,
+                scopes: c.varint("dropped-scopes count")?,
+            },
+            tag::IN_FLIGHT => MetaEntry::InFlight {
+                scope: c.varint("in-flight scope id")?,
+                calls: c.varint("in-flight count")?,
+            },
             t => return Err((at, Problem::UnknownMetaTag(t))),
         };
         f(entry);
@@ -345,13 +354,15 @@ pub struct EventsInfo {
 /// Where an events chunk's streams lie in its payload.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Layout {
+    /// Version 2 or later (a `lost` event carries flags).
+    v2: bool,
     tags: Range<usize>,
     deltas: Range<usize>,
     payload: Range<usize>,
 }
 
 /// Parses an events chunk's header into `info` and checks its streams, every event included.
-pub(crate) fn events(p: &[u8], info: &mut EventsInfo) -> PResult<Layout> {
+pub(crate) fn events(p: &[u8], info: &mut EventsInfo, version: u16) -> PResult<Layout> {
     let mut c = Cur::new(p);
     info.thread = c.varint("thread")?;
     let n_at = c.pos;
@@ -399,6 +410,7 @@ pub(crate) fn events(p: &[u8], info: &mut EventsInfo) -> PResult<Layout> {
     }
     let t0 = c.pos;
     let layout = Layout {
+        v2: version >= 2,
         tags: t0..t0 + tags as usize,
         deltas: t0 + tags as usize..t0 + (tags + deltas) as usize,
         payload: t0 + (tags + deltas) as usize..p.len(),
@@ -447,6 +459,10 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
             5 => {
                 let at = pp;
                 varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "lost count"))?;
+                if l.v2 {
+                    let at = pp;
+                    varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "lost flags"))?;
+                }
             }
             kind => return Err((tag_at, Problem::ReservedEventKind { kind, index })),
         }
@@ -541,14 +557,24 @@ pub(crate) fn decode_batch(p: &[u8], c: &mut Cursor, out: &mut Events) -> bool {
         pred[ctx] = delta;
         prev = prev.wrapping_add(delta as u64);
         let kind = EventKind::from_low_bits(tag);
+        let mut id = tag >> 3;
         let data = if (kind as u8) < EventKind::Counter as u8 {
             0
+        } else if kind == EventKind::Lost {
+            let n = fast_varint(payload, &mut c.pp);
+            // Version 1 never promised whole scopes: any loss breaks the pairs across it.
+            id = if l.v2 {
+                fast_varint(payload, &mut c.pp) & 1
+            } else {
+                1
+            };
+            n
         } else {
             event_payload(kind, payload, &mut c.pp, &mut out.text)
         };
         out.list.push(Event {
             ticks: prev,
-            id: tag >> 3,
+            id,
             kind,
             data,
         });
@@ -578,7 +604,6 @@ fn event_payload(kind: EventKind, payload: &[u8], pp: &mut usize, text: &mut Str
             text.push_str(&String::from_utf8_lossy(bytes));
             ((start as u64) << 32) | (text.len() - start) as u64
         }
-        EventKind::Lost => fast_varint(payload, pp),
         _ => 0,
     }
 }
@@ -621,7 +646,7 @@ impl EventKind {
 pub struct Event {
     /// The counter reading.
     pub ticks: u64,
-    /// The scope or marker id (0 for messages and losses).
+    /// The scope or marker id (0 for messages; for losses, 1 if it breaks pairs).
     pub id: u64,
     /// What it is.
     pub kind: EventKind,
@@ -638,6 +663,13 @@ impl Event {
     /// A loss event's count of dropped events.
     pub fn lost_count(&self) -> Option<u64> {
         (self.kind == EventKind::Lost).then_some(self.data)
+    }
+
+    /// A loss event after which an end may belong to a call other than the open scope it
+    /// names (a version 1 capture, or a version 2 one that lost an end): the scopes open
+    /// across it must not be paired.
+    pub fn lost_breaks_pairs(&self) -> bool {
+        self.kind == EventKind::Lost && self.id != 0
     }
 }
 

@@ -279,6 +279,22 @@ pub enum MetaEntry {
         /// Chunks.
         chunks: u64,
     },
+    /// Scopes a thread dropped whole since its previous such entry (version 2).
+    DroppedScopes {
+        /// The thread's index.
+        thread: u64,
+        /// The scope id.
+        scope: u64,
+        /// How many.
+        scopes: u64,
+    },
+    /// Entries of a scope open on some thread when the capture started (version 2).
+    InFlight {
+        /// The scope id.
+        scope: u64,
+        /// How many.
+        calls: u64,
+    },
 }
 
 /// Everything the metadata chunks read so far define.
@@ -292,6 +308,10 @@ pub struct Meta {
     clock_updates: u64,
     sink_lost_events: u64,
     sink_lost_chunks: u64,
+    /// Scopes dropped whole, by scope id.
+    dropped_scopes: std::collections::BTreeMap<u64, u64>,
+    /// Scopes in flight when the capture started, by scope id.
+    in_flight: std::collections::BTreeMap<u64, u64>,
 }
 
 impl Meta {
@@ -305,6 +325,8 @@ impl Meta {
             clock_updates: 0,
             sink_lost_events: 0,
             sink_lost_chunks: 0,
+            dropped_scopes: Default::default(),
+            in_flight: Default::default(),
         }
     }
 
@@ -338,6 +360,14 @@ impl Meta {
             MetaEntry::SinkLoss { events, chunks } => {
                 self.sink_lost_events = self.sink_lost_events.saturating_add(*events);
                 self.sink_lost_chunks = self.sink_lost_chunks.saturating_add(*chunks);
+            }
+            MetaEntry::DroppedScopes { scope, scopes, .. } => {
+                let n = self.dropped_scopes.entry(*scope).or_insert(0);
+                *n = n.saturating_add(*scopes);
+            }
+            MetaEntry::InFlight { scope, calls } => {
+                let n = self.in_flight.entry(*scope).or_insert(0);
+                *n = n.saturating_add(*calls);
             }
         }
     }
@@ -445,6 +475,17 @@ impl Meta {
     /// How many clock entries were read (0: the process record's calibration is in use).
     pub fn clock_updates(&self) -> u64 {
         self.clock_updates
+    }
+
+    /// Scopes dropped whole (the memory budget was spent), by scope id.
+    pub fn dropped_scopes(&self) -> &std::collections::BTreeMap<u64, u64> {
+        &self.dropped_scopes
+    }
+
+    /// Entries open on threads when the capture started (their calls are not in it), by
+    /// scope id.
+    pub fn in_flight_at_start(&self) -> &std::collections::BTreeMap<u64, u64> {
+        &self.in_flight
     }
 
     /// Events and chunks the sink reported it could not take (sink-loss entries, summed).

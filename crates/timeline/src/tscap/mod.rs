@@ -1,4 +1,4 @@
-//! Reading `.tscap` timeline captures, format version 1.
+//! Reading `.tscap` timeline captures, format versions 1 and 2.
 //!
 //! The bytes are specified in `tickscope`'s `capture::format` module docs (the writer's side);
 //! this crate does not depend on `tickscope`, so the few constants it needs are copied here.
@@ -49,8 +49,10 @@ pub(crate) use meta::IdIndex;
 /// The first 8 bytes of every capture: `"TSCAP\r\n\x1a"` (the line ending and the DOS EOF
 /// byte catch text-mode transfers, as PNG's signature does).
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
-/// The format version this reader understands.
-pub const VERSION: u16 = 1;
+/// The newest format version this reader understands.
+pub const VERSION: u16 = 2;
+/// The oldest one.
+pub const MIN_VERSION: u16 = 1;
 /// Bytes in the file header: magic, version, reserved.
 pub const HEADER_LEN: usize = 12;
 /// Bytes in a chunk header: kind, flags, reserved, stored length, raw length, CRC.
@@ -79,4 +81,6 @@ pub(crate) mod tag {
     pub const THREAD: u8 = 3;
     pub const CLOCK: u8 = 4;
     pub const SINK_LOSS: u8 = 5;
+    pub const DROPPED_SCOPES: u8 = 6;
+    pub const IN_FLIGHT: u8 = 7;
 }

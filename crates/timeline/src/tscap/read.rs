@@ -8,7 +8,7 @@ use std::path::Path;
 use super::decode::{self, Cursor, End, Events, EventsInfo, PResult, Process};
 use super::error::{Error, ErrorKind};
 use super::meta::{Meta, MetaEntry};
-use super::{chunk, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, VERSION};
+use super::{chunk, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, MIN_VERSION, VERSION};
 
 /// What [`Reader::next_chunk`] read. (The process record, always first, is read by
 /// [`Reader::new`].)
@@ -52,6 +52,8 @@ pub struct Reader<R> {
     eof: bool,
     /// Pass over events chunks unchecked (for [`last_clock`]'s metadata-only pass).
     skip_events: bool,
+    /// The file's format version.
+    version: u16,
 }
 
 impl Reader<BufReader<File>> {
@@ -118,7 +120,7 @@ impl<R: Read> Reader<R> {
             ));
         }
         let version = u16::from_le_bytes([header[8], header[9]]);
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(Error::new(&name, 8, ErrorKind::UnsupportedVersion(version)));
         }
         let reserved = u16::from_le_bytes([header[10], header[11]]);
@@ -164,6 +166,7 @@ impl<R: Read> Reader<R> {
             done: false,
             eof: false,
             skip_events: false,
+            version,
         };
         match r.read_frame()? {
             None => return Err(r.error(HEADER_LEN as u64, ErrorKind::NoProcess)),
@@ -391,7 +394,7 @@ impl<R: Read> Reader<R> {
                 self.info = EventsInfo::default();
                 Ok(ChunkKind::Events)
             }
-            chunk::EVENTS => decode::events(p, &mut self.info).map(|layout| {
+            chunk::EVENTS => decode::events(p, &mut self.info, self.version).map(|layout| {
                 self.cursor.start(layout, &self.info);
                 ChunkKind::Events
             }),
