@@ -1,5 +1,6 @@
-//! The version-1 fixture: `tests/data/v1.tscap` and the report it gives,
-//! `tests/data/v1.report.json`, kept forever (a reader that stops reading them has broken the
+//! The kept fixtures, one set per format version: `tests/data/v1.tscap` and the report it
+//! gives, `tests/data/v1.report.json`, and the real writer's captures of each version, kept
+//! forever (a reader that stops reading them has broken the
 //! format). The captures are never rewritten, not even by a bless: a missing one is restored
 //! from git. A report is rewritten only by an explicit `TICKSCOPE_BLESS=1`; a missing one fails.
 
@@ -71,6 +72,46 @@ fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
         .scopes
         .iter()
         .any(|s| s.name == "parse_record" && s.calls > 0));
+    let json = got.to_json();
+    if bless {
+        std::fs::write(&golden, &json).unwrap();
+    }
+    let want = read_golden(&golden);
+    assert_eq!(
+        json, want,
+        "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
+    );
+}
+
+/// The version-2 fixture from the real writer (`TICKSCOPE_CAPTURE=v2-writer.tscap
+/// TICKSCOPE_CAPTURE_MEMORY=100K tickscope demo --seconds 0.003 --threads 2`): a memory budget
+/// far too small, so most scopes were dropped whole and announced by call site. Its report
+/// is kept as `v2-writer.report.json`.
+#[test]
+fn the_version_2_fixture_from_the_writer_reads_as_it_always_has() {
+    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
+    let capture = data("v2-writer.tscap");
+    let golden = data("v2-writer.report.json");
+    assert!(
+        capture.exists(),
+        "{} is a kept fixture: restore it from git",
+        capture.display()
+    );
+    let mut r = Reader::open(&capture).unwrap();
+    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
+    got.file = "v2-writer.tscap".into();
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let l = &got.losses;
+    // Two events per scope dropped, and the frame marks and counter values dropped.
+    assert!(
+        l.dropped_scopes > 0 && l.dropped >= 2 * l.dropped_scopes,
+        "{l:?}"
+    );
+    assert_eq!(
+        (l.unmatched_ends, l.abandoned, l.cut_at_losses),
+        (0, 0, 0),
+        "{l:?}"
+    );
     let json = got.to_json();
     if bless {
         std::fs::write(&golden, &json).unwrap();

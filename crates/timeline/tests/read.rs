@@ -87,7 +87,18 @@ fn same(e: &Event, text: &Option<String>, w: &Ev) -> bool {
         Ev::Message(t, s) => {
             e.kind == EventKind::Message && e.ticks == *t && text.as_deref() == Some(s.as_str())
         }
-        Ev::Lost(t, n) => e.kind == EventKind::Lost && e.ticks == *t && e.lost_count() == Some(*n),
+        Ev::Lost(t, n) => {
+            e.kind == EventKind::Lost
+                && e.ticks == *t
+                && e.lost_count() == Some(*n)
+                && e.lost_breaks_pairs()
+        }
+        Ev::Lost2(t, n, flags) => {
+            e.kind == EventKind::Lost
+                && e.ticks == *t
+                && e.lost_count() == Some(*n)
+                && e.lost_breaks_pairs() == (flags & 1 != 0)
+        }
     }
 }
 
@@ -279,7 +290,7 @@ fn cases() -> Vec<Case> {
         "unknown version",
         Capture::with_version(7).bytes,
         8,
-        "unsupported format version 7 (this tickscope reads 1)",
+        "unsupported format version 7 (this tickscope reads 1 to 2)",
     );
     add(
         "truncated file header",

@@ -354,3 +354,120 @@ fn the_json_report_parses_and_carries_the_numbers() {
         "deterministic"
     );
 }
+
+/// Version 1 made no promise that a dropped run took whole scopes: an end after a loss may
+/// be another call's, so the scopes open across the loss are discarded, not paired.
+#[test]
+fn a_version_1_loss_discards_the_scopes_open_across_it() {
+    let mut c = Capture::new();
+    c.meta(&sample_meta());
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(OUTER, T0),
+            Ev::Begin(INNER, T0 + 100),
+            // Dropped here: inner's end and another inner's begin, say.
+            Ev::Lost(T0 + 200, 2),
+            Ev::End(INNER, T0 + 900),
+            Ev::End(OUTER, T0 + 1000),
+            Ev::Begin(INNER, T0 + 1100),
+            Ev::End(INNER, T0 + 1150),
+        ],
+    );
+    let r = summarise(&c.bytes, false);
+    assert_eq!(r.losses.cut_at_losses, 2, "{:?}", r.losses);
+    assert_eq!(r.losses.unmatched_ends, 2, "{:?}", r.losses);
+    assert_eq!(
+        numbers(row(&r, "inner")),
+        (1, 1, 50, 50, Some(50), Some(50), 0)
+    );
+    assert!(r.scopes.iter().all(|s| s.name != "outer"));
+}
+
+/// Version 2 drops scopes whole: a loss leaves the pairs intact, and the scopes dropped and
+/// those open when the capture started are counted on their rows, so that calls + dropped +
+/// in flight is what the program counted. A loss flagged as having taken an end is treated
+/// as version 1's.
+#[test]
+fn a_version_2_capture_pairs_across_losses_and_counts_dropped_scopes_by_row() {
+    let mut c = Capture::with_version(2);
+    c.chunk(
+        crate::support::writer::PROCESS,
+        &crate::support::writer::process_payload(1e9, 1000, 1, 1, "p"),
+    );
+    let mut meta = sample_meta();
+    meta.push(crate::support::writer::Entry::DroppedScopes {
+        thread: 1,
+        scope: INNER,
+        scopes: 3,
+    });
+    meta.push(crate::support::writer::Entry::DroppedScopes {
+        thread: 2,
+        scope: INNER,
+        scopes: 2,
+    });
+    meta.push(crate::support::writer::Entry::InFlight {
+        scope: REC,
+        calls: 4,
+    });
+    c.meta(&meta);
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(OUTER, T0),
+            Ev::Begin(INNER, T0 + 100),
+            Ev::Lost2(T0 + 200, 6, 0),
+            Ev::End(INNER, T0 + 900),
+            Ev::End(OUTER, T0 + 1000),
+        ],
+    );
+    c.events(
+        2,
+        &[],
+        &[
+            Ev::Begin(OUTER, T0),
+            Ev::Begin(INNER, T0 + 10),
+            Ev::Lost2(T0 + 20, 1, 1),
+            Ev::End(INNER, T0 + 30),
+            Ev::End(OUTER, T0 + 40),
+        ],
+    );
+    let r = summarise(&c.bytes, false);
+    let l = &r.losses;
+    assert_eq!(
+        (
+            l.cut_at_losses,
+            l.unmatched_ends,
+            l.dropped_scopes,
+            l.in_flight_at_start
+        ),
+        (2, 2, 5, 4),
+        "{l:?}"
+    );
+    let inner = row(&r, "inner");
+    assert_eq!(numbers(inner), (1, 1, 800, 800, Some(800), Some(800), 0));
+    assert_eq!((inner.dropped, inner.in_flight_at_start), (5, 0));
+    let outer = row(&r, "outer");
+    assert_eq!(numbers(outer), (1, 1, 1000, 200, Some(1000), Some(1000), 0));
+    // A scope none of whose calls is in the capture still has its row, with its count.
+    let rec = row(&r, "rec");
+    assert_eq!((rec.calls, rec.in_flight_at_start), (0, 4));
+    let text = r.to_text();
+    assert!(
+        text.contains("calls dropped whole (memory budget spent), not in the table: 5 (inner 5)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("calls already open when the capture started, not in the table: 4 (rec 4)"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(v["lost"]["dropped_scopes"], 5);
+    assert!(v["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "inner" && s["dropped"] == 5));
+}

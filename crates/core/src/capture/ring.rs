@@ -415,7 +415,8 @@ impl Ring {
                 (2, 0)
             }
             event::END => (1, LOST_END_BIT),
-            _ => (recs.len() as u64, 0),
+            // One event, whatever its payload records (a counter's value, a message's text).
+            _ => (1, 0),
         };
         let pending = self.prod.pending_lost.load(Relaxed);
         let count = (pending & !LOST_END_BIT) + events;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CHUNK_HEADER_LEN, HEADER_LEN, MAX_CHUNK, MAX_OPEN, MAX_STRING, VERSION};
+use super::{CHUNK_HEADER_LEN, HEADER_LEN, MAX_CHUNK, MAX_OPEN, MAX_STRING, MIN_VERSION, VERSION};
 
 /// A capture that cannot be read (or, under salvage, the place where reading stopped).
 ///
@@ -313,7 +313,7 @@ impl fmt::Display for ErrorKind {
             }
             ErrorKind::UnsupportedVersion(v) => write!(
                 f,
-                "unsupported format version {v} (this tickscope reads {VERSION})"
+                "unsupported format version {v} (this tickscope reads {MIN_VERSION} to {VERSION})"
             ),
             ErrorKind::TruncatedHeader { have } => write!(
                 f,

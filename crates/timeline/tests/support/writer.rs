@@ -1,4 +1,4 @@
-//! A small `.tscap` version 1 encoder for tests, written from the format's specification
+//! A small `.tscap` encoder for tests (version 1, and version 2's additions), written from the format's specification
 //! (`crates/core/src/capture/format.rs`) and independent of the reader under test: it builds
 //! good captures and, through [`Capture::raw_chunk`] and friends, every kind of damaged one.
 #![allow(dead_code)]
@@ -19,6 +19,8 @@ pub enum Ev {
     Counter(u64, u64, f64),
     Message(u64, String),
     Lost(u64, u64),
+    /// A version 2 loss: (ticks, events, flags).
+    Lost2(u64, u64, u64),
 }
 
 impl Ev {
@@ -29,7 +31,8 @@ impl Ev {
             | Ev::Frame(_, t)
             | Ev::Counter(_, t, _)
             | Ev::Message(t, _)
-            | Ev::Lost(t, _) => t,
+            | Ev::Lost(t, _)
+            | Ev::Lost2(t, _, _) => t,
         }
     }
 }
@@ -62,6 +65,17 @@ pub enum Entry {
     SinkLoss {
         events: u64,
         chunks: u64,
+    },
+    /// Version 2.
+    DroppedScopes {
+        thread: u64,
+        scope: u64,
+        scopes: u64,
+    },
+    /// Version 2.
+    InFlight {
+        scope: u64,
+        calls: u64,
     },
 }
 
@@ -161,6 +175,21 @@ pub fn meta_payload(entries: &[Entry]) -> Vec<u8> {
                 varint(&mut p, *events);
                 varint(&mut p, *chunks);
             }
+            Entry::DroppedScopes {
+                thread,
+                scope,
+                scopes,
+            } => {
+                p.push(6);
+                varint(&mut p, *thread);
+                varint(&mut p, *scope);
+                varint(&mut p, *scopes);
+            }
+            Entry::InFlight { scope, calls } => {
+                p.push(7);
+                varint(&mut p, *scope);
+                varint(&mut p, *calls);
+            }
         }
     }
     p
@@ -186,6 +215,11 @@ pub fn streams(base: u64, evs: &[Ev]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
             }
             Ev::Lost(_, n) => {
                 varint(&mut payload, *n);
+                (5, 0)
+            }
+            Ev::Lost2(_, n, flags) => {
+                varint(&mut payload, *n);
+                varint(&mut payload, *flags);
                 (5, 0)
             }
         };
