@@ -14,7 +14,8 @@ Prints one JSON object on stdout (see README.md for the shape) and exits
   2  it could not be read or decoded at all, or bad usage.
 
 Checks:
-  * decoding as perfetto.protos.Trace succeeds (a gzip-compressed file is unpacked first);
+  * decoding as perfetto.protos.Trace succeeds (a gzip-compressed file is unpacked first,
+    and packets in TracePacket.compressed_packets are inflated and checked as if in place);
   * no decoded message anywhere carries unknown fields: an unknown field means the writer
     used a field number (or wire type) that the proto does not define;
   * every TrackEvent names a track (track_uuid, or track_event_defaults on its sequence)
@@ -23,14 +24,18 @@ Checks:
   * COUNTER events only on counter tracks (TrackDescriptor.counter set) and carrying a
     value; slices and instants only on non-counter tracks;
   * per track: SLICE_BEGIN/SLICE_END balanced, no SLICE_END without an open slice, no
-    SLICE_END before its SLICE_BEGIN; per sequence (trusted_packet_sequence_id) and per
-    track: timestamps never decrease; every TrackEvent packet has a timestamp;
+    SLICE_END before its SLICE_BEGIN; per sequence (trusted_packet_sequence_id), and per
+    track within a sequence: timestamps never decrease (trace_processor sorts across
+    sequences); every TrackEvent packet has a timestamp; timestamps on
+    a sequence-scoped clock (TracePacketDefaults.timestamp_clock_id 64..127) are converted
+    through that sequence's ClockSnapshot, adding up the deltas of an incremental clock;
   * interned names (name_iid / category_iids) resolve on their sequence, and packets with
     SEQ_NEEDS_INCREMENTAL_STATE come after a SEQ_INCREMENTAL_STATE_CLEARED on their
     sequence (trace processor drops them otherwise).
 """
 
 import gzip
+import zlib
 import json
 import sys
 import warnings
@@ -86,6 +91,23 @@ def main(argv):
         fail_early(path, f"decode error: {type(e).__name__}: {e}")
 
     errors = []
+    # Packets deflated into TracePacket.compressed_packets (zlib, as Perfetto's tracing
+    # service writes them with compression_type DEFLATE) are unpacked in place.
+    packets = []
+    inflated = []
+    compressed = 0
+    for pkt in trace.packet:
+        if pkt.HasField("compressed_packets"):
+            compressed += 1
+            inner = pb.Trace()
+            try:
+                inner.ParseFromString(zlib.decompress(pkt.compressed_packets))
+            except Exception as e:  # noqa: BLE001
+                fail_early(path, f"compressed_packets #{compressed}: cannot inflate or decode: {e}")
+            packets.extend(inner.packet)
+            inflated.extend(inner.packet)
+        else:
+            packets.append(pkt)
 
     def err(msg):
         if len(errors) < 200:
@@ -120,9 +142,11 @@ def main(argv):
             else:
                 walk(value, f"{where}.{fd.name}")
 
-    if not trace.packet:
+    if not packets:
         err("trace has no packets")
     walk(trace, "trace")
+    for i, pkt in enumerate(inflated):
+        walk(pkt, f"compressed packet[{i}]")
     for u in unknown[:200]:
         err(f"unknown field: {u}")
 
@@ -138,7 +162,7 @@ def main(argv):
                 return getattr(td, field)
         return None
 
-    for i, pkt in enumerate(trace.packet):
+    for i, pkt in enumerate(packets):
         if not pkt.HasField("track_descriptor"):
             continue
         td = pkt.track_descriptor
@@ -198,14 +222,29 @@ def main(argv):
     clock_ids = set()
     event_count = 0
 
-    for i, pkt in enumerate(trace.packet):
+    for i, pkt in enumerate(packets):
         sid = pkt.trusted_packet_sequence_id
         s = seqs.setdefault(sid, {"valid": False, "names": {}, "cats": {}, "default_track": None,
-                                  "last_ts": None, "packets": 0})
+                                  "default_clock": None, "clocks": {}, "last_ts": None,
+                                  "packets": 0})
         s["packets"] += 1
         if pkt.incremental_state_cleared or (pkt.sequence_flags & SEQ_CLEARED):
             s["valid"] = True
             s["names"], s["cats"], s["default_track"] = {}, {}, None
+            s["default_clock"], s["clocks"] = None, {}
+        if pkt.HasField("clock_snapshot"):
+            # Sequence-scoped clocks (ids 64..127) against BOOTTIME (6), the default clock;
+            # an incremental one's packets carry the ns since the previous packet on it.
+            cs = pkt.clock_snapshot.clocks
+            boot = [c.timestamp for c in cs if c.clock_id == 6]
+            for c in cs:
+                if 64 <= c.clock_id <= 127:
+                    if not boot:
+                        err(f"packet[{i}]: clock snapshot of clock {c.clock_id} without BOOTTIME")
+                        continue
+                    s["clocks"][c.clock_id] = {"base": c.timestamp, "boot": boot[0],
+                                               "value": c.timestamp,
+                                               "incremental": c.is_incremental}
         if (pkt.sequence_flags & SEQ_NEEDS) and not s["valid"]:
             err(f"packet[{i}]: SEQ_NEEDS_INCREMENTAL_STATE on sequence {sid} before any "
                 f"SEQ_INCREMENTAL_STATE_CLEARED (trace processor drops such packets)")
@@ -214,17 +253,34 @@ def main(argv):
                 s["names"][en.iid] = en.name
             for ec in pkt.interned_data.event_categories:
                 s["cats"][ec.iid] = ec.name
+        clock = None
+        if pkt.HasField("timestamp_clock_id"):
+            clock = pkt.timestamp_clock_id
+        elif s["default_clock"] is not None:
+            clock = s["default_clock"]
         if pkt.HasField("trace_packet_defaults"):
             d = pkt.trace_packet_defaults
             if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
                 s["default_track"] = d.track_event_defaults.track_uuid
-        if pkt.HasField("timestamp_clock_id"):
-            clock_ids.add(pkt.timestamp_clock_id)
+            if d.HasField("timestamp_clock_id"):
+                s["default_clock"] = d.timestamp_clock_id
+        if clock is not None:
+            clock_ids.add(clock)
+        ts = pkt.timestamp
+        if pkt.HasField("timestamp") and clock is not None and 64 <= clock <= 127:
+            c = s["clocks"].get(clock)
+            if c is None:
+                err(f"packet[{i}]: timestamp on clock {clock}, which no snapshot on "
+                    f"sequence {sid} defines")
+            else:
+                value = c["value"] + pkt.timestamp if c["incremental"] else pkt.timestamp
+                c["value"] = value
+                ts = value - c["base"] + c["boot"]
         if pkt.HasField("timestamp"):
-            if s["last_ts"] is not None and pkt.timestamp < s["last_ts"]:
-                err(f"packet[{i}]: timestamp {pkt.timestamp} < previous {s['last_ts']} "
+            if s["last_ts"] is not None and ts < s["last_ts"]:
+                err(f"packet[{i}]: timestamp {ts} < previous {s['last_ts']} "
                     f"on sequence {sid}")
-            s["last_ts"] = pkt.timestamp
+            s["last_ts"] = ts
 
         if not pkt.HasField("track_event"):
             continue
@@ -233,7 +289,6 @@ def main(argv):
         where = f"packet[{i}] track_event"
         if not pkt.HasField("timestamp"):
             err(f"{where}: packet has no timestamp")
-        ts = pkt.timestamp
         if ev.HasField("track_uuid"):
             uuid = ev.track_uuid
         elif s["default_track"] is not None:
@@ -262,10 +317,11 @@ def main(argv):
             if ci not in s["cats"]:
                 err(f"{where}: category iid {ci} not interned on sequence {sid}")
 
-        prev = last_ts_track.get(uuid)
+        # trace_processor sorts packets across sequences; within one, file order is time order.
+        prev = last_ts_track.get((uuid, sid))
         if prev is not None and ts < prev:
-            err(f"{where}: timestamp {ts} < previous {prev} on track {uuid}")
-        last_ts_track[uuid] = ts
+            err(f"{where}: timestamp {ts} < previous {prev} on track {uuid}, sequence {sid}")
+        last_ts_track[(uuid, sid)] = ts
 
         if etype == "COUNTER":
             if not t["counter"]:
@@ -322,7 +378,8 @@ def main(argv):
         "error": "; ".join(errors[:5]) + (f" (+{len(errors) - 5} more)" if len(errors) > 5 else "")
         if errors else None,
         "errors": errors,
-        "packets": len(trace.packet),
+        "packets": len(packets),
+        "compressed_packets": compressed,
         "track_events": event_count,
         "sequences": sorted(seqs),
         "clock_ids": sorted(clock_ids),

@@ -12,6 +12,7 @@
 
 use std::io::{self, Read, Write};
 
+use super::filter::{Filter, LeftOut};
 use super::format::{json_str, micros};
 use super::replay::{replay, Close, Instant, Sink};
 use super::{Error, TimeMap};
@@ -135,15 +136,22 @@ impl<W: Write> Sink for Chrome<W> {
     }
 }
 
-/// Writes the capture at `reader` as Chrome trace JSON, converting ticks at `clock`.
-pub fn write<R: Read, W: Write>(reader: &mut Reader<R>, clock: Clock, out: W) -> Result<(), Error> {
+/// Writes the capture at `reader` as Chrome trace JSON, converting ticks at `clock`, keeping
+/// what `filter` keeps (what it left out is in `otherData.left_out`).
+pub fn write<R: Read, W: Write>(
+    reader: &mut Reader<R>,
+    clock: Clock,
+    filter: &Filter,
+    out: W,
+) -> Result<LeftOut, Error> {
     let map = TimeMap::new(reader.process(), clock);
     let mut c = Chrome {
         out,
         buf: String::from("{\"traceEvents\":["),
         first: true,
     };
-    let threads = replay(reader, &map, &mut c)?;
+    let replayed = replay(reader, &map, filter, &mut c)?;
+    let threads = replayed.spans;
     let meta = reader.meta();
     let p = reader.process();
     c.event();
@@ -192,8 +200,29 @@ pub fn write<R: Read, W: Write>(reader: &mut Reader<R>, clock: Clock, out: W) ->
         }
         c.buf.push('}');
     }
-    c.buf.push_str("}}}\n");
+    c.buf.push('}');
+    if !filter.is_empty() {
+        c.buf.push_str(",\"filter\":{\"from_ns\":");
+        c.buf.push_str(&filter.from_ns.to_string());
+        if filter.until_ns != u64::MAX {
+            c.buf.push_str(",\"until_ns\":");
+            c.buf.push_str(&filter.until_ns.to_string());
+        }
+        c.buf.push_str(",\"min_duration_ns\":");
+        c.buf.push_str(&filter.min_duration_ns.to_string());
+        c.buf.push_str(",\"threads\":[");
+        for (i, t) in filter.threads.iter().enumerate() {
+            if i > 0 {
+                c.buf.push(',');
+            }
+            json_str(&mut c.buf, t);
+        }
+        c.buf.push_str("]},\"left_out\":{\"short_scopes\":");
+        c.buf.push_str(&replayed.left_out.short_scopes.to_string());
+        c.buf.push('}');
+    }
+    c.buf.push_str("}}\n");
     c.out.write_all(c.buf.as_bytes())?;
     c.out.flush()?;
-    Ok(())
+    Ok(replayed.left_out)
 }

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
+use super::filter::{Filter, LeftOut};
 use super::format::folded_name;
 use super::replay::{replay, Close, Sink};
 use super::{Error, TimeMap};
@@ -108,11 +109,12 @@ impl Sink for Folded {
 pub fn write<R: Read, W: Write>(
     reader: &mut Reader<R>,
     clock: Clock,
+    filter: &Filter,
     mut out: W,
-) -> Result<(), Error> {
+) -> Result<LeftOut, Error> {
     let map = TimeMap::new(reader.process(), clock);
     let mut f = Folded::default();
-    replay(reader, &map, &mut f)?;
+    let replayed = replay(reader, &map, filter, &mut f)?;
     let meta = reader.meta();
     // Every line's text in one buffer, then sorted and merged: a `String` and a map node
     // per line would cost several times the text.
@@ -165,5 +167,5 @@ pub fn write<R: Read, W: Write>(
     }
     out.write_all(buf.as_bytes())?;
     out.flush()?;
-    Ok(())
+    Ok(replayed.left_out)
 }

@@ -51,6 +51,7 @@
 
 pub mod chrome;
 pub mod collect;
+mod filter;
 pub mod folded;
 mod format;
 mod hist;
@@ -73,6 +74,7 @@ use std::str::FromStr;
 use tscap::{Clock, Process, Reader};
 
 pub use collect::{summarize, Collector, Options, Summary};
+pub use filter::{Filter, LeftOut};
 
 /// An analysis that failed: reading the capture, or writing the output.
 #[derive(Debug)]
@@ -171,7 +173,8 @@ impl TimeMap {
         if d <= 0 {
             0
         } else {
-            (d as f64 * self.ns_per_tick).round() as u64
+            // Rounded half up (the value is positive): as `round()`, without its libm call.
+            (d as f64 * self.ns_per_tick + 0.5) as u64
         }
     }
 }
@@ -184,14 +187,83 @@ pub fn export<R: Read, W: Write>(
     clock: Option<Clock>,
     out: W,
 ) -> Result<Vec<String>, Error> {
+    export_with(reader, format, clock, &Filter::default(), out).map(|e| e.warnings)
+}
+
+/// What an export did besides writing.
+#[derive(Clone, Debug, Default)]
+pub struct Exported {
+    /// The reader's warnings.
+    pub warnings: Vec<String>,
+    /// What the filter left out (also said in the file, where the format has a place).
+    pub left_out: LeftOut,
+}
+
+/// [`export`], keeping what `filter` keeps.
+pub fn export_with<R: Read, W: Write>(
+    reader: &mut Reader<R>,
+    format: Format,
+    clock: Option<Clock>,
+    filter: &Filter,
+    out: W,
+) -> Result<Exported, Error> {
     let clock = clock.unwrap_or_else(|| reader.meta().clock());
+    let left_out = match format {
+        Format::Chrome => chrome::write(reader, clock, filter, out)?,
+        Format::Perfetto => perfetto::write(reader, clock, filter, out)?,
+        Format::Speedscope => speedscope::write(reader, clock, filter, out)?,
+        Format::Folded => folded::write(reader, clock, filter, out)?,
+    };
+    Ok(Exported {
+        warnings: reader.warnings(),
+        left_out,
+    })
+}
+
+/// Bytes per event an export takes, about (measured on the demo's captures), for
+/// [`Prepass::estimate`].
+fn bytes_per_event(format: Format) -> f64 {
     match format {
-        Format::Chrome => chrome::write(reader, clock, out)?,
-        Format::Perfetto => perfetto::write(reader, clock, out)?,
-        Format::Speedscope => speedscope::write(reader, clock, out)?,
-        Format::Folded => folded::write(reader, clock, out)?,
+        Format::Chrome => 40.0,
+        Format::Speedscope => 36.0,
+        Format::Perfetto => 3.0,
+        Format::Folded => 0.0,
     }
-    Ok(reader.warnings())
+}
+
+/// What a quick first pass over a capture file learns (metadata chunks and the end record
+/// only): the calibration to convert with, and how many events the capture holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepass {
+    /// The capture's last calibration.
+    pub clock: Option<Clock>,
+    /// The events the end record counts (none without one).
+    pub events: Option<u64>,
+    /// The file's size.
+    pub file_bytes: u64,
+}
+
+impl Prepass {
+    /// Reads `path`'s metadata (a damaged file is read up to the damage).
+    pub fn of(path: &Path) -> Prepass {
+        let (clock, events) = match tscap::last_clock_and_end(path) {
+            Some((c, e)) => (Some(c), e.map(|e| e.events)),
+            None => (None, None),
+        };
+        Prepass {
+            clock,
+            events,
+            file_bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// About how many bytes a whole export to `format` takes: the end record's events (or,
+    /// without one, the file's size at the writer's usual 0.6 bytes an event) at the format's
+    /// usual size per event.
+    pub fn estimate(&self, format: Format) -> u64 {
+        let events = self.events.unwrap_or((self.file_bytes as f64 / 0.6) as u64);
+        (events as f64 * bytes_per_event(format)) as u64
+    }
 }
 
 /// Exports the capture file at `path` to `out`: a quick first pass finds the capture's last
@@ -203,7 +275,23 @@ pub fn convert_file<W: Write>(
     salvage: bool,
     out: W,
 ) -> Result<Vec<String>, Error> {
-    let clock = tscap::last_clock(path);
+    convert_file_with(path, format, salvage, &Filter::default(), None, out).map(|e| e.warnings)
+}
+
+/// [`convert_file`], keeping what `filter` keeps, with the first pass already made (`None`:
+/// made here).
+pub fn convert_file_with<W: Write>(
+    path: &Path,
+    format: Format,
+    salvage: bool,
+    filter: &Filter,
+    prepass: Option<Prepass>,
+    out: W,
+) -> Result<Exported, Error> {
+    let clock = match prepass {
+        Some(p) => p.clock,
+        None => tscap::last_clock(path),
+    };
     let mut reader = Reader::open(path)?.salvage(salvage);
-    export(&mut reader, format, clock, out)
+    export_with(&mut reader, format, clock, filter, out)
 }

@@ -1,32 +1,49 @@
 //! Perfetto's native protobuf trace: a `Trace` of `TracePacket`s, read by the Perfetto UI and
-//! `trace_processor`.
+//! `trace_processor`, written as Perfetto's own SDK and tracing service write it.
 //!
-//! The packets, all on trusted sequence 1: a `TrackDescriptor` for the process (its pid and
-//! program name), one per thread (`ThreadDescriptor` with pid, OS tid and name) and one per
-//! counter (a `CounterDescriptor` track under the process); then `TrackEvent`s in timestamp
-//! order (ns since the start of capture; each thread's events are gathered apart, spilling to
-//! a temporary file past 32 MiB, and merged at the end): `TYPE_SLICE_BEGIN` (name
-//! inline) and `TYPE_SLICE_END` per scope on its thread's track, `TYPE_INSTANT` for frame marks
-//! (category `frame`), messages (`message`) and losses (`lost`, with a `dropped` debug
-//! annotation), and `TYPE_COUNTER` with `double_counter_value` on counter tracks. A scope closed
-//! other than by its own end gets a debug annotation (`unfinished`, `abandoned` or `cut` =
-//! true) on its end event.
+//! - **A sequence per thread.** Sequence 1 carries the process's `TrackDescriptor` (pid,
+//!   program name) and the counters' (`CounterDescriptor` tracks under the process). Each
+//!   thread gets its own sequence (`trusted_packet_sequence_id` 2, 3, ... by first
+//!   appearance), which opens with `SEQ_INCREMENTAL_STATE_CLEARED`, the thread's
+//!   `TrackDescriptor` (`ThreadDescriptor`: pid, OS tid, name) and `TracePacketDefaults` whose
+//!   `TrackEventDefaults.track_uuid` is the thread's track: its events name no track.
+//! - **Interned names.** A scope's name is written once per sequence, in
+//!   `InternedData.event_names`, and its slices refer to it by `name_iid`; those packets carry
+//!   `SEQ_NEEDS_INCREMENTAL_STATE`.
+//! - **Events in the replay's order.** `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` per scope,
+//!   `TYPE_INSTANT` for frame marks (category `frame`), messages (`message`) and losses
+//!   (`lost`, with a `dropped` debug annotation), `TYPE_COUNTER` with `double_counter_value` on
+//!   counter tracks; timestamps in ns since the start of capture. Each sequence's timestamps
+//!   never decrease; trace_processor sorts across sequences itself, so nothing is gathered or
+//!   merged here: the export streams, in memory bounded by one batch.
+//! - **Compressed.** Packets are gathered in batches of about 1 MiB, each deflated (zlib) into
+//!   one `TracePacket.compressed_packets`, as Perfetto's tracing service does with
+//!   `compression_type: DEFLATE`: about 1 to 2 bytes an event.
+//!
+//! A scope closed other than by its own end gets a debug annotation (`unfinished`,
+//! `abandoned`, `cut` or `clipped` = true) on its end event. With a filter, the number of
+//! scopes left out for being short is an instant on the process track at the end.
 //!
 //! Field numbers, from Perfetto's `protos/perfetto/trace/`: `Trace.packet` 1; `TracePacket`:
-//! `timestamp` 8, `trusted_packet_sequence_id` 10, `track_event` 11, `sequence_flags` 13,
-//! `track_descriptor` 60; `TrackDescriptor`: `uuid` 1, `name` 2, `process` 3, `thread` 4,
+//! `timestamp` 8, `trusted_packet_sequence_id` 10, `track_event` 11, `interned_data` 12,
+//! `sequence_flags` 13, `compressed_packets` 50, `trace_packet_defaults` 59,
+//! `track_descriptor` 60; `TracePacketDefaults`: `track_event_defaults` 11;
+//! `TrackEventDefaults`: `track_uuid` 11; `InternedData`: `event_names` 2; `EventName`:
+//! `iid` 1, `name` 2; `TrackDescriptor`: `uuid` 1, `name` 2, `process` 3, `thread` 4,
 //! `parent_uuid` 5, `counter` 8; `ProcessDescriptor`: `pid` 1, `process_name` 6;
 //! `ThreadDescriptor`: `pid` 1, `tid` 2, `thread_name` 5; `TrackEvent`: `debug_annotations` 4,
-//! `type` 9, `track_uuid` 11, `categories` 22, `name` 23, `double_counter_value` 44;
-//! `DebugAnnotation`: `bool_value` 2, `uint_value` 3, `name` 10.
+//! `type` 9, `name_iid` 10, `track_uuid` 11, `categories` 22, `name` 23,
+//! `double_counter_value` 44; `DebugAnnotation`: `bool_value` 2, `uint_value` 3, `name` 10.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
 
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+
+use super::filter::{Filter, LeftOut};
 use super::protobuf::{varint, Message};
 use super::replay::{replay, Close, Instant, Sink};
-use super::spill::Spill;
 use super::{Error, TimeMap};
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
 
@@ -34,11 +51,29 @@ use crate::tscap::{Clock, IdIndex, Meta, Reader};
 pub(crate) mod field {
     pub const TRACE_PACKET: u32 = 1;
 
+    pub const PACKET_CLOCK_SNAPSHOT: u32 = 6;
     pub const PACKET_TIMESTAMP: u32 = 8;
     pub const PACKET_SEQUENCE_ID: u32 = 10;
     pub const PACKET_TRACK_EVENT: u32 = 11;
+    pub const PACKET_INTERNED_DATA: u32 = 12;
     pub const PACKET_SEQUENCE_FLAGS: u32 = 13;
+    pub const PACKET_COMPRESSED: u32 = 50;
+    pub const PACKET_TIMESTAMP_CLOCK_ID: u32 = 58;
+    pub const PACKET_DEFAULTS: u32 = 59;
     pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+
+    pub const DEFAULTS_TRACK_EVENT: u32 = 11;
+    pub const DEFAULTS_TIMESTAMP_CLOCK_ID: u32 = 58;
+
+    pub const SNAPSHOT_CLOCKS: u32 = 1;
+    pub const CLOCK_ID: u32 = 1;
+    pub const CLOCK_TIMESTAMP: u32 = 2;
+    pub const CLOCK_IS_INCREMENTAL: u32 = 3;
+    pub const TRACK_EVENT_DEFAULTS_TRACK_UUID: u32 = 11;
+
+    pub const INTERNED_EVENT_NAMES: u32 = 2;
+    pub const EVENT_NAME_IID: u32 = 1;
+    pub const EVENT_NAME_NAME: u32 = 2;
 
     pub const TRACK_UUID: u32 = 1;
     pub const TRACK_NAME: u32 = 2;
@@ -56,6 +91,7 @@ pub(crate) mod field {
 
     pub const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
     pub const EVENT_TYPE: u32 = 9;
+    pub const EVENT_NAME_IID_FIELD: u32 = 10;
     pub const EVENT_TRACK_UUID: u32 = 11;
     pub const EVENT_CATEGORIES: u32 = 22;
     pub const EVENT_NAME: u32 = 23;
@@ -74,10 +110,11 @@ pub(crate) mod kind {
     pub const COUNTER: u64 = 4;
 }
 
-/// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
+/// `TracePacket.SequenceFlags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
-/// The trusted sequence every packet is on.
-const SEQUENCE: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// The sequence of the process and counter descriptors; threads' sequences follow.
+const PROCESS_SEQUENCE: u64 = 1;
 /// Track uuids: the process, then threads and counters in their own ranges, numbered in order
 /// of first appearance (deterministic).
 const PROCESS_TRACK: u64 = 1;
@@ -86,6 +123,13 @@ const COUNTER_TRACKS: u64 = 2 << 32;
 /// Threads without a usable OS tid (unknown, or one an earlier thread of the capture already
 /// used) get a synthetic one from here.
 const SYNTHETIC_TID: u64 = 0x4000_0000;
+/// `ClockSnapshot.Clock.BuiltinClocks.BOOTTIME`: the trace's default clock.
+const BOOTTIME: u64 = 6;
+/// The sequence-scoped clock each thread's timestamps use: incremental (each packet's
+/// timestamp is the ns since the previous one on its sequence), as Perfetto's SDK does.
+const INCREMENTAL_CLOCK: u64 = 64;
+/// Raw bytes of packets deflated into one `compressed_packets`.
+const BATCH: usize = 1 << 20;
 
 /// Appends a packet to a `Trace`: field 1, length-delimited.
 fn frame(out: &mut Vec<u8>, packet: &[u8]) {
@@ -94,85 +138,141 @@ fn frame(out: &mut Vec<u8>, packet: &[u8]) {
     out.extend_from_slice(packet);
 }
 
-struct Perfetto {
-    /// Descriptor packets, framed: written first.
-    descriptors: Vec<u8>,
-    /// Per thread (by first appearance): event records `[ts u64 LE][len u32 LE][packet]`.
-    events: Spill,
-    record: Vec<u8>,
+/// A field key byte (every field number used on the hot path is below 16).
+const fn key(field: u32, wire: u8) -> u8 {
+    ((field as u8) << 3) | wire
+}
+
+/// One thread's sequence.
+struct Seq {
+    id: u64,
+    /// The last timestamp written on it (its incremental clock's value).
+    last: u64,
+    /// Scope ids whose names this sequence has interned (by id; iid = id + 1).
+    interned: Vec<bool>,
+}
+
+struct Perfetto<W: Write> {
+    out: W,
+    /// Framed packets not yet deflated.
+    batch: Vec<u8>,
+    /// Scratch for a track event.
+    event: Vec<u8>,
     pid: i64,
     threads: IdIndex,
-    thread_count: usize,
+    seqs: Vec<Seq>,
     counters: IdIndex,
     tids: BTreeSet<u64>,
+    /// The latest timestamp written (for the closing note).
+    last_ns: u64,
+    compressed: Vec<u8>,
 }
 
-impl Perfetto {
-    fn descriptor(&mut self, p: &Message) {
-        frame(&mut self.descriptors, &p.0);
+impl<W: Write> Perfetto<W> {
+    /// Appends a whole packet (its fields in `p`) to the batch.
+    fn put(&mut self, p: &[u8]) -> io::Result<()> {
+        frame(&mut self.batch, p);
+        if self.batch.len() >= BATCH {
+            self.deflate()?;
+        }
+        Ok(())
     }
 
-    fn event(&mut self, thread: u64, ns: u64, f: impl FnOnce(&mut Message)) -> io::Result<()> {
-        let mut p = Message::new();
-        p.uint(field::PACKET_TIMESTAMP, ns)
-            .uint(field::PACKET_SEQUENCE_ID, SEQUENCE)
-            .message(field::PACKET_TRACK_EVENT, f);
-        self.record.clear();
-        self.record.extend_from_slice(&ns.to_le_bytes());
-        self.record
-            .extend_from_slice(&(p.0.len() as u32).to_le_bytes());
-        self.record.extend_from_slice(&p.0);
-        let k = self.threads.get(thread).unwrap_or(0) as usize;
-        self.events.push(k, &self.record)
+    /// Writes the batch as one `compressed_packets` packet.
+    fn deflate(&mut self) -> io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        self.compressed.clear();
+        let mut z = ZlibEncoder::new(std::mem::take(&mut self.compressed), Compression::fast());
+        z.write_all(&self.batch)?;
+        let body = z.finish()?;
+        let mut head = Vec::with_capacity(16);
+        varint(&mut head, (field::TRACE_PACKET as u64) << 3 | 2);
+        let mut inner_key = Vec::with_capacity(8);
+        varint(&mut inner_key, (field::PACKET_COMPRESSED as u64) << 3 | 2);
+        varint(&mut inner_key, body.len() as u64);
+        varint(&mut head, (inner_key.len() + body.len()) as u64);
+        self.out.write_all(&head)?;
+        self.out.write_all(&inner_key)?;
+        self.out.write_all(&body)?;
+        self.compressed = body;
+        self.batch.clear();
+        Ok(())
     }
 
-    fn track(&self, thread: u64) -> u64 {
-        THREAD_TRACKS + self.threads.get(thread).unwrap_or(0) as u64
+    fn seq(&self, thread: u64) -> usize {
+        self.threads.get(thread).unwrap_or(0) as usize
     }
 
-    /// Writes the descriptors, then every thread's events merged in timestamp order (ties:
-    /// thread order of first appearance, then each thread's own order).
-    fn finish(mut self, out: &mut impl Write) -> io::Result<()> {
-        out.write_all(&self.descriptors)?;
-        let n = self.thread_count;
-        let mut cursors: Vec<_> = (0..n).map(|k| self.events.cursor(k)).collect();
-        let mut heap = BinaryHeap::new();
-        for (k, c) in cursors.iter_mut().enumerate() {
-            if let Some(ts) = self.peek(c)? {
-                heap.push(Reverse((ts, k)));
+    /// A track event on thread `thread`'s sequence at `ns` (never before the sequence's
+    /// previous one): the packet's fields around the event's (in `self.event`), with its
+    /// name interned first when `name` is new there. Written straight into the batch.
+    fn track_event(&mut self, thread: u64, ns: u64, name: Option<(u64, &str)>) -> io::Result<()> {
+        let k = self.seq(thread);
+        let seq = &mut self.seqs[k];
+        let delta = ns.saturating_sub(seq.last);
+        seq.last = seq.last.max(ns);
+        let b = &mut self.batch;
+        b.push(key(field::TRACE_PACKET, 2));
+        // The packet's length, patched below (one byte unless the packet is long).
+        let at = b.len();
+        b.push(0);
+        b.push(key(field::PACKET_TIMESTAMP, 0));
+        varint(b, delta);
+        b.push(key(field::PACKET_SEQUENCE_ID, 0));
+        varint(b, seq.id);
+        b.push(key(field::PACKET_SEQUENCE_FLAGS, 0));
+        b.push(SEQ_NEEDS_INCREMENTAL_STATE as u8);
+        if let Some((id, text)) = name {
+            let i = id as usize;
+            if seq.interned.len() <= i {
+                seq.interned.resize(i + 1, false);
+            }
+            if !seq.interned[i] {
+                seq.interned[i] = true;
+                let mut m = Message::new();
+                m.message(field::INTERNED_EVENT_NAMES, |n| {
+                    n.uint(field::EVENT_NAME_IID, id + 1)
+                        .string(field::EVENT_NAME_NAME, text);
+                });
+                b.push(key(field::PACKET_INTERNED_DATA, 2));
+                varint(b, m.0.len() as u64);
+                b.extend_from_slice(&m.0);
             }
         }
-        let mut buf = Vec::new();
-        while let Some(Reverse((_, k))) = heap.pop() {
-            let c = &mut cursors[k];
-            let len = u32::from_le_bytes(self.events.bytes(c)[8..12].try_into().expect("4 bytes"))
-                as usize;
-            self.events.fill(c, 12 + len)?;
-            frame(&mut buf, &self.events.bytes(c)[12..12 + len]);
-            c.consume(12 + len);
-            if buf.len() >= FLUSH {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-            if let Some(ts) = self.peek(c)? {
-                heap.push(Reverse((ts, k)));
+        b.push(key(field::PACKET_TRACK_EVENT, 2));
+        match self.event.as_slice() {
+            // A slice's begin or end, written without a copy call.
+            &[t, k] => b.extend_from_slice(&[2, t, k]),
+            &[t, k, n, i] => b.extend_from_slice(&[4, t, k, n, i]),
+            e => {
+                varint(b, e.len() as u64);
+                b.extend_from_slice(e);
             }
         }
-        out.write_all(&buf)
+        let len = b.len() - at - 1;
+        if len < 0x80 {
+            b[at] = len as u8;
+        } else {
+            // A long packet (a long message): its length takes more bytes.
+            let body = b.split_off(at + 1);
+            b.truncate(at);
+            varint(b, body.len() as u64);
+            b.extend_from_slice(&body);
+        }
+        self.last_ns = self.last_ns.max(ns);
+        if self.batch.len() >= BATCH {
+            self.deflate()?;
+        }
+        Ok(())
     }
 
-    /// The timestamp of the cursor's next record, its header buffered.
-    fn peek(&mut self, c: &mut super::spill::Cursor) -> io::Result<Option<u64>> {
-        if !self.events.fill(c, 12)? {
-            return Ok(None);
-        }
-        Ok(Some(u64::from_le_bytes(
-            self.events.bytes(c)[..8].try_into().expect("8 bytes"),
-        )))
+    /// A packet on the process's sequence.
+    fn process_packet(&mut self, p: &Message) -> io::Result<()> {
+        self.put(&p.0)
     }
 }
-
-const FLUSH: usize = 1 << 16;
 
 fn annotation(e: &mut Message, name: &str, f: impl FnOnce(&mut Message)) {
     e.message(field::EVENT_DEBUG_ANNOTATIONS, |a| {
@@ -181,41 +281,79 @@ fn annotation(e: &mut Message, name: &str, f: impl FnOnce(&mut Message)) {
     });
 }
 
-impl Sink for Perfetto {
+impl<W: Write> Sink for Perfetto<W> {
     fn thread(&mut self, meta: &Meta, thread: u64) -> io::Result<()> {
         let (ord, new) = self.threads.get_or_insert(thread);
         if !new {
             return Ok(());
         }
-        self.thread_count += 1;
         let def = meta.thread(thread);
         let mut tid = def.map_or(0, |d| d.tid);
         if tid == 0 || tid > i32::MAX as u64 || !self.tids.insert(tid) {
             tid = SYNTHETIC_TID + thread % SYNTHETIC_TID;
         }
         let name = meta.thread_name(thread);
+        let track = THREAD_TRACKS + ord as u64;
+        let seq = PROCESS_SEQUENCE + 1 + ord as u64;
+        self.seqs.push(Seq {
+            id: seq,
+            last: 0,
+            interned: Vec::new(),
+        });
         let pid = self.pid;
+        // The sequence's incremental clock starts at 0, which is BOOTTIME 0 (the start of
+        // capture): a packet's timestamp is then the ns since the previous packet's.
         let mut p = Message::new();
-        p.uint(field::PACKET_SEQUENCE_ID, SEQUENCE)
+        p.uint(field::PACKET_TIMESTAMP, 0)
+            .uint(field::PACKET_TIMESTAMP_CLOCK_ID, BOOTTIME)
+            .uint(field::PACKET_SEQUENCE_ID, seq)
+            .uint(field::PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED)
+            .message(field::PACKET_CLOCK_SNAPSHOT, |c| {
+                c.message(field::SNAPSHOT_CLOCKS, |k| {
+                    k.uint(field::CLOCK_ID, BOOTTIME)
+                        .uint(field::CLOCK_TIMESTAMP, 0);
+                })
+                .message(field::SNAPSHOT_CLOCKS, |k| {
+                    k.uint(field::CLOCK_ID, INCREMENTAL_CLOCK)
+                        .uint(field::CLOCK_TIMESTAMP, 0)
+                        .uint(field::CLOCK_IS_INCREMENTAL, 1);
+                });
+            });
+        self.process_packet(&p)?;
+        let mut p = Message::new();
+        p.uint(field::PACKET_SEQUENCE_ID, seq)
+            .message(field::PACKET_DEFAULTS, |d| {
+                d.uint(field::DEFAULTS_TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK)
+                    .message(field::DEFAULTS_TRACK_EVENT, |t| {
+                        t.uint(field::TRACK_EVENT_DEFAULTS_TRACK_UUID, track);
+                    });
+            })
             .message(field::PACKET_TRACK_DESCRIPTOR, |d| {
-                d.uint(field::TRACK_UUID, THREAD_TRACKS + ord as u64)
+                d.uint(field::TRACK_UUID, track)
                     .message(field::TRACK_THREAD, |t| {
                         t.int(field::THREAD_PID, pid)
                             .int(field::THREAD_TID, tid as i64)
                             .string(field::THREAD_NAME, &name);
                     });
             });
-        self.descriptor(&p);
-        Ok(())
+        self.process_packet(&p)
     }
 
     fn begin(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()> {
-        let track = self.track(thread);
-        self.event(thread, ns, |e| {
-            e.uint(field::EVENT_TYPE, kind::SLICE_BEGIN)
-                .uint(field::EVENT_TRACK_UUID, track)
-                .string(field::EVENT_NAME, &meta.scope_name(id));
-        })
+        let e = &mut self.event;
+        e.clear();
+        e.push(key(field::EVENT_TYPE, 0));
+        e.push(kind::SLICE_BEGIN as u8);
+        e.push(key(field::EVENT_NAME_IID_FIELD, 0));
+        varint(e, id + 1);
+        let k = self.seq(thread);
+        let known = self.seqs[k].interned.get(id as usize) == Some(&true);
+        if known {
+            self.track_event(thread, ns, None)
+        } else {
+            let name = meta.scope_name(id);
+            self.track_event(thread, ns, Some((id, &name)))
+        }
     }
 
     fn end(
@@ -227,41 +365,43 @@ impl Sink for Perfetto {
         end: u64,
         how: Close,
     ) -> io::Result<()> {
-        let track = self.track(thread);
-        self.event(thread, end, |e| {
-            e.uint(field::EVENT_TYPE, kind::SLICE_END)
-                .uint(field::EVENT_TRACK_UUID, track);
-            if let Some(label) = how.label() {
-                annotation(e, label, |a| {
-                    a.uint(field::ANNOTATION_BOOL, 1);
-                });
-            }
-        })
+        let e = &mut self.event;
+        e.clear();
+        e.push(key(field::EVENT_TYPE, 0));
+        e.push(kind::SLICE_END as u8);
+        if let Some(label) = how.label() {
+            let mut m = Message(std::mem::take(e));
+            annotation(&mut m, label, |a| {
+                a.uint(field::ANNOTATION_BOOL, 1);
+            });
+            *e = m.0;
+        }
+        self.track_event(thread, end, None)
     }
 
     fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()> {
-        let track = self.track(thread);
-        self.event(thread, ns, |e| {
-            e.uint(field::EVENT_TYPE, kind::INSTANT)
-                .uint(field::EVENT_TRACK_UUID, track);
-            match what {
-                Instant::Frame(id) => {
-                    e.string(field::EVENT_CATEGORIES, "frame")
-                        .string(field::EVENT_NAME, &meta.marker_name(id));
-                }
-                Instant::Message(text) => {
-                    e.string(field::EVENT_CATEGORIES, "message")
-                        .string(field::EVENT_NAME, text);
-                }
-                Instant::Lost(n) => {
-                    e.string(field::EVENT_CATEGORIES, "lost")
-                        .string(field::EVENT_NAME, &format!("lost {n} events"));
-                    annotation(e, "dropped", |a| {
-                        a.uint(field::ANNOTATION_UINT, n);
-                    });
-                }
+        let mut e = Message(std::mem::take(&mut self.event));
+        e.0.clear();
+        e.uint(field::EVENT_TYPE, kind::INSTANT);
+        match what {
+            Instant::Frame(id) => {
+                e.string(field::EVENT_CATEGORIES, "frame")
+                    .string(field::EVENT_NAME, &meta.marker_name(id));
             }
-        })
+            Instant::Message(text) => {
+                e.string(field::EVENT_CATEGORIES, "message")
+                    .string(field::EVENT_NAME, text);
+            }
+            Instant::Lost(n) => {
+                e.string(field::EVENT_CATEGORIES, "lost")
+                    .string(field::EVENT_NAME, &format!("lost {n} events"));
+                annotation(&mut e, "dropped", |a| {
+                    a.uint(field::ANNOTATION_UINT, n);
+                });
+            }
+        }
+        self.event = e.0;
+        self.track_event(thread, ns, None)
     }
 
     fn counter(
@@ -276,7 +416,7 @@ impl Sink for Perfetto {
         let track = COUNTER_TRACKS + ord as u64;
         if new {
             let mut p = Message::new();
-            p.uint(field::PACKET_SEQUENCE_ID, SEQUENCE).message(
+            p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE).message(
                 field::PACKET_TRACK_DESCRIPTOR,
                 |d| {
                     d.uint(field::TRACK_UUID, track)
@@ -285,37 +425,43 @@ impl Sink for Perfetto {
                         .message(field::TRACK_COUNTER, |_| {});
                 },
             );
-            self.descriptor(&p);
+            self.process_packet(&p)?;
         }
-        self.event(thread, ns, |e| {
-            e.uint(field::EVENT_TYPE, kind::COUNTER)
-                .uint(field::EVENT_TRACK_UUID, track)
-                .double(field::EVENT_DOUBLE_COUNTER_VALUE, value);
-        })
+        let mut e = Message(std::mem::take(&mut self.event));
+        e.0.clear();
+        e.uint(field::EVENT_TYPE, kind::COUNTER)
+            .uint(field::EVENT_TRACK_UUID, track)
+            .double(field::EVENT_DOUBLE_COUNTER_VALUE, value);
+        self.event = e.0;
+        self.track_event(thread, ns, None)
     }
 }
 
-/// Writes the capture at `reader` as a Perfetto protobuf trace, converting ticks at `clock`.
+/// Writes the capture at `reader` as a Perfetto protobuf trace, converting ticks at `clock`,
+/// keeping what `filter` keeps.
 pub fn write<R: Read, W: Write>(
     reader: &mut Reader<R>,
     clock: Clock,
-    mut out: W,
-) -> Result<(), Error> {
+    filter: &Filter,
+    out: W,
+) -> Result<LeftOut, Error> {
     let map = TimeMap::new(reader.process(), clock);
     let process = reader.process().clone();
     let pid = (process.pid as i64).clamp(0, i32::MAX as i64);
     let mut s = Perfetto {
-        descriptors: Vec::new(),
-        events: Spill::new(),
-        record: Vec::new(),
+        out,
+        batch: Vec::with_capacity(BATCH + (64 << 10)),
+        event: Vec::new(),
         pid,
         threads: IdIndex::default(),
-        thread_count: 0,
+        seqs: Vec::new(),
         counters: IdIndex::default(),
         tids: BTreeSet::new(),
+        last_ns: 0,
+        compressed: Vec::new(),
     };
     let mut p = Message::new();
-    p.uint(field::PACKET_SEQUENCE_ID, SEQUENCE)
+    p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE)
         .uint(field::PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED)
         .message(field::PACKET_TRACK_DESCRIPTOR, |d| {
             d.uint(field::TRACK_UUID, PROCESS_TRACK)
@@ -324,9 +470,31 @@ pub fn write<R: Read, W: Write>(
                         .string(field::PROCESS_NAME, &process.program);
                 });
         });
-    s.descriptor(&p);
-    replay(reader, &map, &mut s)?;
-    s.finish(&mut out)?;
-    out.flush()?;
-    Ok(())
+    s.process_packet(&p)?;
+    let replayed = replay(reader, &map, filter, &mut s)?;
+    if replayed.left_out.short_scopes > 0 {
+        let note = format!(
+            "tickscope: {} scopes shorter than {} ns left out",
+            replayed.left_out.short_scopes, filter.min_duration_ns
+        );
+        let mut p = Message::new();
+        p.uint(field::PACKET_TIMESTAMP, s.last_ns)
+            .uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE)
+            .message(field::PACKET_TRACK_EVENT, |e| {
+                e.uint(field::EVENT_TYPE, kind::INSTANT)
+                    .uint(field::EVENT_TRACK_UUID, PROCESS_TRACK)
+                    .string(field::EVENT_CATEGORIES, "tickscope")
+                    .string(field::EVENT_NAME, &note);
+                annotation(e, "short_scopes_left_out", |a| {
+                    a.uint(field::ANNOTATION_UINT, replayed.left_out.short_scopes);
+                });
+                annotation(e, "min_duration_ns", |a| {
+                    a.uint(field::ANNOTATION_UINT, filter.min_duration_ns);
+                });
+            });
+        s.process_packet(&p)?;
+    }
+    s.deflate()?;
+    s.out.flush()?;
+    Ok(replayed.left_out)
 }

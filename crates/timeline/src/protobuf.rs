@@ -10,6 +10,7 @@ const LEN: u64 = 2;
 #[derive(Default)]
 pub(crate) struct Message(pub Vec<u8>);
 
+#[inline]
 pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read};
 
+use super::filter::{Filter, Filtered, LeftOut};
 use super::{Error, TimeMap};
 use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN};
 
@@ -17,8 +18,11 @@ pub(crate) enum Close {
     /// Still open when the capture ends: closed at its thread's last timestamp.
     Unfinished,
     /// Its thread's next chunk no longer lists it: it ended in chunks missing from the
-    /// capture; closed at the thread's last timestamp before the gap.
+    /// capture (or after a loss its end cannot be told from another call's); closed at the
+    /// thread's last timestamp before the gap.
     Cut,
+    /// Still open at the end of the window an export was asked for: closed there.
+    Clipped,
 }
 
 impl Close {
@@ -29,6 +33,7 @@ impl Close {
             Close::Abandoned => Some("abandoned"),
             Close::Unfinished => Some("unfinished"),
             Close::Cut => Some("cut"),
+            Close::Clipped => Some("clipped"),
         }
     }
 }
@@ -100,12 +105,45 @@ pub(crate) struct Span {
     overflow: u64,
 }
 
-/// Replays every chunk of `reader` into `sink`; returns the threads seen, by index.
+/// What a replay went through.
+pub(crate) struct Replayed {
+    /// The threads kept, by index (their first and last timestamps cut to the window).
+    pub spans: Vec<Span>,
+    /// What the filter left out.
+    pub left_out: LeftOut,
+}
+
+/// Replays every chunk of `reader` into `sink`, keeping what `filter` keeps.
 pub(crate) fn replay<R: Read, S: Sink>(
     reader: &mut Reader<R>,
     map: &TimeMap,
+    filter: &Filter,
+    sink: &mut S,
+) -> Result<Replayed, Error> {
+    let (mut spans, left_out) = if filter.cuts_events() {
+        let mut f = Filtered::new(sink, filter);
+        let spans = replay_all(reader, map, filter, &mut f)?;
+        (spans, f.left_out)
+    } else {
+        (replay_all(reader, map, filter, sink)?, LeftOut::default())
+    };
+    for s in &mut spans {
+        s.first = s.first.clamp(filter.from_ns, filter.until_ns);
+        s.last = s.last.clamp(s.first, filter.until_ns);
+    }
+    Ok(Replayed { spans, left_out })
+}
+
+/// [`replay`] into the sink given, whatever it is; threads the filter does not keep are
+/// skipped (their chunks not decoded).
+fn replay_all<R: Read, S: Sink>(
+    reader: &mut Reader<R>,
+    map: &TimeMap,
+    filter: &Filter,
     sink: &mut S,
 ) -> Result<Vec<Span>, Error> {
+    // Thread indexes the filter leaves out.
+    let mut skipped = IdIndex::default();
     let mut index = IdIndex::default();
     let mut threads: Vec<Span> = Vec::new();
     // The open scopes of the thread being replayed; those of the others that have any are
@@ -118,6 +156,13 @@ pub(crate) fn replay<R: Read, S: Sink>(
             continue;
         }
         let info = reader.events_info();
+        if skipped.get(info.thread).is_some() {
+            continue;
+        }
+        if index.get(info.thread).is_none() && !filter.keeps_thread(reader.meta(), info.thread) {
+            skipped.get_or_insert(info.thread);
+            continue;
+        }
         let (t, new) = index.get_or_insert(info.thread);
         let t = t as usize;
         if new {
@@ -208,6 +253,14 @@ pub(crate) fn replay<R: Read, S: Sink>(
                     }
                     EventKind::Lost => {
                         let n = e.lost_count().unwrap_or(0);
+                        if e.lost_breaks_pairs() {
+                            // An end after this may be another call's: the scopes open
+                            // across it end here (see `collect`).
+                            while let Some(s) = stack.pop() {
+                                sink.end(meta, th.index, s.id, s.ns, ns, Close::Cut)?;
+                            }
+                            th.overflow = 0;
+                        }
                         sink.instant(meta, th.index, ns, Instant::Lost(n))?;
                     }
                 }

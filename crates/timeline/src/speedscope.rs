@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
+use super::filter::{Filter, LeftOut};
 use super::format::json_str;
 use super::replay::{replay, Close, Sink};
 use super::spill::Spill;
@@ -75,8 +76,9 @@ impl Sink for Speedscope {
 pub fn write<R: Read, W: Write>(
     reader: &mut Reader<R>,
     clock: Clock,
+    filter: &Filter,
     mut out: W,
-) -> Result<(), Error> {
+) -> Result<LeftOut, Error> {
     let map = TimeMap::new(reader.process(), clock);
     let mut s = Speedscope {
         spill: Spill::new(),
@@ -86,7 +88,8 @@ pub fn write<R: Read, W: Write>(
         frame_ids: Vec::new(),
         line: String::new(),
     };
-    let spans = replay(reader, &map, &mut s)?;
+    let replayed = replay(reader, &map, filter, &mut s)?;
+    let spans = replayed.spans;
     let meta = reader.meta();
     let mut head = String::new();
     head.push_str("{\"$schema\":");
@@ -97,7 +100,16 @@ pub fn write<R: Read, W: Write>(
         concat!("tickscope-timeline ", env!("CARGO_PKG_VERSION")),
     );
     head.push_str(",\"name\":");
-    json_str(&mut head, &reader.process().program);
+    let mut name = reader.process().program.clone();
+    if replayed.left_out.short_scopes > 0 {
+        // The format has no other place for it.
+        let _ = write!(
+            name,
+            " ({} scopes shorter than {} ns left out)",
+            replayed.left_out.short_scopes, filter.min_duration_ns
+        );
+    }
+    json_str(&mut head, &name);
     head.push_str(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
     for (i, &id) in s.frame_ids.iter().enumerate() {
         if i > 0 {
@@ -142,5 +154,5 @@ pub fn write<R: Read, W: Write>(
     }
     out.write_all(b"\n]}\n")?;
     out.flush()?;
-    Ok(())
+    Ok(replayed.left_out)
 }

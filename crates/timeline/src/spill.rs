@@ -1,10 +1,8 @@
 //! Per-key byte streams whose total can outgrow memory: kept in memory up to a limit, then
 //! moved in blocks to an unnamed temporary file, and read back key by key.
 //!
-//! speedscope wants each thread's events together, and Perfetto's packets sorted by time
-//! (a merge of the threads' streams, each already in time order), while a capture interleaves
-//! threads chunk by chunk; this keeps those exports' memory bounded whatever the capture's
-//! length.
+//! speedscope wants each thread's events together while a capture interleaves threads chunk
+//! by chunk; this keeps that export's memory bounded whatever the capture's length.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -94,104 +92,6 @@ impl Spill {
     }
 }
 
-/// A sequential reading position in one key's stream, with its own buffer.
-pub(crate) struct Cursor {
-    key: usize,
-    block: usize,
-    /// Bytes of the current block already read.
-    at: u64,
-    /// Bytes of the in-memory tail already read.
-    mem: usize,
-    buf: Vec<u8>,
-    /// Bytes of `buf` already consumed.
-    start: usize,
-    /// Past the file's blocks with nothing left in `buf`: the bytes are read in place from the
-    /// in-memory tail, never copied (a copy would hold the streams twice).
-    direct: bool,
-}
-
-/// Bytes read from the file per refill.
-const READ: u64 = 1 << 16;
-
-impl Cursor {
-    /// Marks `n` bytes as consumed.
-    pub(crate) fn consume(&mut self, n: usize) {
-        match self.direct {
-            true => self.mem += n,
-            false => self.start += n,
-        }
-    }
-}
-
-impl Spill {
-    /// A cursor at the start of key `k`'s stream.
-    pub(crate) fn cursor(&self, k: usize) -> Cursor {
-        Cursor {
-            key: k,
-            block: 0,
-            at: 0,
-            mem: 0,
-            buf: Vec::new(),
-            start: 0,
-            direct: false,
-        }
-    }
-
-    /// The cursor's unconsumed bytes read so far.
-    pub(crate) fn bytes<'a>(&'a self, c: &'a Cursor) -> &'a [u8] {
-        match c.direct {
-            true => self.bufs.get(c.key).map_or(&[][..], |t| &t[c.mem..]),
-            false => &c.buf[c.start..],
-        }
-    }
-
-    /// Reads more of the cursor's stream into its buffer until it holds at least `want`
-    /// unconsumed bytes; false when the stream ends first.
-    pub(crate) fn fill(&mut self, c: &mut Cursor, want: usize) -> io::Result<bool> {
-        if c.direct {
-            return Ok(self.bytes(c).len() >= want);
-        }
-        while c.buf.len() - c.start < want {
-            if c.start > 0 {
-                c.buf.drain(..c.start);
-                c.start = 0;
-            }
-            let blocks = self.blocks.get(c.key).map_or(&[][..], Vec::as_slice);
-            if let Some(&(offset, len)) = blocks.get(c.block) {
-                let n = (len - c.at).min(READ);
-                let file = self.file.as_mut().expect("blocks live in the file");
-                file.seek(SeekFrom::Start(offset + c.at))?;
-                let old = c.buf.len();
-                c.buf.resize(old + n as usize, 0);
-                file.read_exact(&mut c.buf[old..])?;
-                c.at += n;
-                if c.at == len {
-                    c.block += 1;
-                    c.at = 0;
-                }
-                continue;
-            }
-            let tail = self.bufs.get(c.key).map_or(&[][..], Vec::as_slice);
-            if c.start == c.buf.len() {
-                c.direct = true;
-                c.buf = Vec::new();
-                c.start = 0;
-                return Ok(tail.len() - c.mem >= want);
-            }
-            if c.mem < tail.len() {
-                // A piece at a time, as from the file: copying the whole tail would hold the
-                // in-memory streams twice.
-                let n = (tail.len() - c.mem).min(READ as usize);
-                c.buf.extend_from_slice(&tail[c.mem..c.mem + n]);
-                c.mem += n;
-                continue;
-            }
-            return Ok(false);
-        }
-        Ok(true)
-    }
-}
-
 /// A new temporary file, unlinked at once where the system allows it (so nothing is left
 /// behind, even if the process dies).
 fn temp_file() -> io::Result<File> {
@@ -238,14 +138,5 @@ mod tests {
         }
         assert!(s.is_empty(7));
         assert!(!s.is_empty(1));
-        let mut c = s.cursor(2);
-        let mut got = Vec::new();
-        while s.fill(&mut c, 1).unwrap() {
-            got.extend_from_slice(s.bytes(&c));
-            let n = s.bytes(&c).len();
-            c.consume(n);
-        }
-        let want: Vec<u8> = (0..100u8).filter(|i| i % 3 == 2).collect();
-        assert_eq!(got, want);
     }
 }

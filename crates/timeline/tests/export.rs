@@ -3,6 +3,7 @@
 //! self times); all deterministic.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use serde_json::Value;
 use tickscope_timeline::tscap::Reader;
@@ -284,13 +285,17 @@ fn folded_stacks_carry_exact_self_times_in_sorted_order() {
     );
 }
 
-/// (packets, tracks by uuid: (name, kind), events by track: (ts, type, name))
+/// (packets, inflated; tracks by uuid; events by track: (ts, event, resolved name))
 struct Perfetto {
     packets: Vec<Msg>,
     tracks: BTreeMap<u64, Msg>,
-    events: BTreeMap<u64, Vec<(u64, Msg)>>,
+    events: BTreeMap<u64, Vec<(u64, Msg, Option<String>)>>,
 }
 
+/// Decodes the export as trace_processor reads it, with a decoder of our own: packets in
+/// `compressed_packets` (zlib) in place; per sequence, incremental state cleared first,
+/// timestamps on the sequence's incremental clock (from its clock snapshot) added up, the
+/// default track of `TrackEventDefaults`, and names interned in `InternedData`.
 fn perfetto(bytes: &[u8]) -> Perfetto {
     let out = convert(bytes, Format::Perfetto);
     let trace = Msg::parse(&out).expect("a protobuf message");
@@ -298,28 +303,91 @@ fn perfetto(bytes: &[u8]) -> Perfetto {
         trace.0.iter().all(|(f, _)| *f == 1),
         "a Trace holds packets only"
     );
-    let packets = trace.msgs(1);
-    let mut tracks = BTreeMap::new();
-    let mut events: BTreeMap<u64, Vec<(u64, Msg)>> = BTreeMap::new();
-    let mut last = 0;
-    for p in &packets {
-        if let Some(ts) = p.uint(8) {
-            assert!(
-                ts >= last,
-                "timestamps in order on the sequence: {ts} after {last}"
-            );
-            last = ts;
+    let mut packets = Vec::new();
+    for p in trace.msgs(1) {
+        match p.bytes(50) {
+            Some(z) => {
+                let mut raw = Vec::new();
+                flate2::read::ZlibDecoder::new(z)
+                    .read_to_end(&mut raw)
+                    .expect("zlib");
+                packets.extend(Msg::parse(&raw).expect("inner trace").msgs(1));
+            }
+            None => packets.push(p),
         }
-        assert_eq!(p.uint(10), Some(1), "trusted_packet_sequence_id");
+    }
+    #[derive(Default)]
+    struct Seq {
+        cleared: bool,
+        clock: Option<u64>,
+        value: u64,
+        default_clock: Option<u64>,
+        default_track: Option<u64>,
+        names: BTreeMap<u64, String>,
+        last: u64,
+    }
+    let mut seqs: BTreeMap<u64, Seq> = BTreeMap::new();
+    let mut tracks = BTreeMap::new();
+    let mut events: BTreeMap<u64, Vec<(u64, Msg, Option<String>)>> = BTreeMap::new();
+    for p in &packets {
+        let sid = p.uint(10).expect("trusted_packet_sequence_id");
+        let s = seqs.entry(sid).or_default();
+        if p.uint(13).is_some_and(|f| f & 1 != 0) {
+            *s = Seq {
+                cleared: true,
+                ..Seq::default()
+            };
+        }
+        assert!(
+            s.cleared,
+            "incremental state cleared first on sequence {sid}"
+        );
+        if let Some(snapshot) = p.msg(6) {
+            for c in snapshot.msgs(1) {
+                if c.uint(3) == Some(1) {
+                    s.clock = c.uint(1);
+                    s.value = c.uint(2).unwrap_or(0);
+                }
+            }
+        }
+        let clock = p.uint(58).or(s.default_clock);
+        if let Some(d) = p.msg(59) {
+            s.default_clock = d.uint(58).or(s.default_clock);
+            s.default_track = d.msg(11).and_then(|t| t.uint(11)).or(s.default_track);
+        }
+        if let Some(i) = p.msg(12) {
+            for n in i.msgs(2) {
+                s.names.insert(n.uint(1).unwrap(), n.string(2).unwrap());
+            }
+        }
+        let ts = p.uint(8).map(|t| {
+            if clock.is_some() && clock == s.clock {
+                s.value += t;
+                s.value
+            } else {
+                t
+            }
+        });
+        if let Some(ts) = ts {
+            assert!(
+                ts >= s.last,
+                "timestamps in order on sequence {sid}: {ts} after {}",
+                s.last
+            );
+            s.last = ts;
+        }
         if let Some(d) = p.msg(60) {
             let uuid = d.uint(1).expect("track uuid");
             assert!(tracks.insert(uuid, d).is_none(), "one descriptor per track");
         }
         if let Some(e) = p.msg(11) {
-            let ts = p.uint(8).expect("event timestamp");
-            let track = e.uint(11).expect("event track");
+            let ts = ts.expect("event timestamp");
+            let track = e.uint(11).or(s.default_track).expect("event track");
             assert!(tracks.contains_key(&track), "track described before use");
-            events.entry(track).or_default().push((ts, e));
+            let name = e
+                .string(23)
+                .or_else(|| e.uint(10).map(|iid| s.names[&iid].clone()));
+            events.entry(track).or_default().push((ts, e, name));
         }
     }
     Perfetto {
@@ -336,6 +404,12 @@ fn perfetto_trace_decodes_into_tracks_and_balanced_slices() {
         p.packets[0].uint(13),
         Some(1),
         "incremental state cleared first"
+    );
+    assert!(
+        p.packets
+            .iter()
+            .all(|p| p.msg(11).is_none() || p.uint(13) == Some(2)),
+        "every track event says it needs the sequence's incremental state"
     );
     let process = p
         .tracks
@@ -367,13 +441,15 @@ fn perfetto_trace_decodes_into_tracks_and_balanced_slices() {
     let process_uuid = p.tracks.iter().find(|(_, d)| d.msg(3).is_some()).unwrap().0;
     assert_eq!(counter.uint(5), Some(*process_uuid));
     let counter_uuid = counter.uint(1).unwrap();
-    let values: Vec<(u64, f64)> = p.events[&counter_uuid]
+    let mut values: Vec<(u64, f64)> = p.events[&counter_uuid]
         .iter()
-        .map(|(ts, e)| {
+        .map(|(ts, e, _)| {
             assert_eq!(e.uint(9), Some(4), "TYPE_COUNTER");
             (*ts, e.double(44).unwrap())
         })
         .collect();
+    // Values from several threads' sequences: trace_processor sorts them by time.
+    values.sort_by_key(|v| v.0);
     assert_eq!(values, [(9350, 3.0), (14_200, -1.5), (17_100, 12.25)]);
     let mut begins = 0;
     let mut instants = 0;
@@ -383,13 +459,14 @@ fn perfetto_trace_decodes_into_tracks_and_balanced_slices() {
         }
         let mut stack = Vec::new();
         let mut last = 0;
-        for (ts, e) in evs {
+        for (ts, e, name) in evs {
             assert!(*ts >= last, "timestamps in order on a track");
             last = *ts;
             match e.uint(9) {
                 Some(1) => {
                     begins += 1;
-                    stack.push((e.string(23).expect("slice name"), *ts));
+                    assert!(e.string(23).is_none(), "names interned");
+                    stack.push((name.clone().expect("slice name"), *ts));
                 }
                 Some(2) => {
                     let (name, begin) = stack.pop().expect("an end closes an open slice");
@@ -405,7 +482,7 @@ fn perfetto_trace_decodes_into_tracks_and_balanced_slices() {
                 }
                 Some(3) => {
                     instants += 1;
-                    assert!(e.string(23).is_some() && e.string(22).is_some());
+                    assert!(name.is_some() && e.string(22).is_some());
                 }
                 t => panic!("event type {t:?}"),
             }

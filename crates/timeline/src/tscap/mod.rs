@@ -42,7 +42,7 @@ pub use meta::{
     Clock, Marker, MarkerKind, MarkerRef, Meta, MetaEntry, Scope, ScopeKind, ScopeRef, Thread,
     ThreadRef,
 };
-pub use read::{last_clock, ChunkKind, Reader};
+pub use read::{last_clock, last_clock_and_end, ChunkKind, Reader};
 
 pub(crate) use meta::IdIndex;
 

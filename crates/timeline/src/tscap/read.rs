@@ -71,10 +71,15 @@ impl Reader<BufReader<File>> {
 /// file cannot be opened or has no process record. Damage ends the pass quietly: the full
 /// read reports it.
 pub fn last_clock(path: impl AsRef<Path>) -> Option<super::Clock> {
+    last_clock_and_end(path).map(|(c, _)| c)
+}
+
+/// [`last_clock`], and the end record if the capture has one.
+pub fn last_clock_and_end(path: impl AsRef<Path>) -> Option<(super::Clock, Option<End>)> {
     let mut r = Reader::open(path).ok()?.salvage(true);
     r.skip_events = true;
     while let Ok(Some(_)) = r.next_chunk() {}
-    Some(r.meta().clock())
+    Some((r.meta().clock(), r.end().cloned()))
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
