@@ -339,5 +339,74 @@ fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
             .is_some_and(|n| n.starts_with("worker"))),
         "{summary}"
     );
+    assert!(v["compressed_packets"].as_u64() > Some(0), "{summary}");
+
+    // A window of one thread, without its shortest scopes: still a trace Perfetto's protos
+    // take, balanced, of that thread alone, with what was left out said.
+    let window = d.join("window.pftrace");
+    let out = tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args([
+            "--to",
+            "perfetto",
+            "--from",
+            "1ms",
+            "--until",
+            "4ms",
+            "--thread",
+            "worker-0",
+            "--min-duration",
+            "300ns",
+            "-o",
+        ])
+        .arg(&window)
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("scopes shorter than 300 ns"), "{stderr}");
+    let perfetto = Command::new(readers().join(".venv/bin/python"))
+        .arg(readers().join("perfetto-decode.py"))
+        .arg(&window)
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&perfetto.stdout);
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["balanced"].as_bool()),
+        (Some(true), Some(true)),
+        "{summary}"
+    );
+    let threads: Vec<&str> = v["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["thread"]["name"].as_str())
+        .collect();
+    assert_eq!(threads, ["worker-0"], "{summary}");
+    let mut slices = 0;
+    for t in v["tracks"].as_array().unwrap() {
+        for s in t["slices"].as_array().into_iter().flatten() {
+            slices += 1;
+            let (ts, dur) = (s["ts"].as_u64().unwrap(), s["dur"].as_u64().unwrap());
+            assert!(
+                (1_000_000..=4_000_000).contains(&ts) && ts + dur <= 4_000_000 && dur >= 300,
+                "{s}"
+            );
+        }
+    }
+    assert!(slices > 0, "{summary}");
+    // A time that is not one is refused in one line, exit 2.
+    let out = tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "chrome", "--from", "soon", "-o"])
+        .arg(d.join("never.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"soon\" is not a time"));
+    assert!(!d.join("never.json").exists());
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -304,11 +304,8 @@ impl<S: Sink> Sink for Filtered<'_, S> {
                 self.left_out.short_scopes += 1;
             }
         }
-        let how = if clipped && how == Close::Normal {
-            Close::Clipped
-        } else {
-            how
-        };
+        // Past the window's end it ends there, whatever ended it later.
+        let how = if clipped { Close::Clipped } else { how };
         th.closed.insert(serial, s);
         self.item(meta, k, Item::End { serial, end, how })
     }

@@ -163,6 +163,14 @@ fn replay_all<R: Read, S: Sink>(
             skipped.get_or_insert(info.thread);
             continue;
         }
+        if filter.until_ns != u64::MAX
+            && index.get(info.thread).is_some()
+            && map.ns(info.base_ticks) > filter.until_ns
+        {
+            // Every event of this chunk is past the window: not decoded. (The scopes still
+            // open there end at the window's end.)
+            continue;
+        }
         let (t, new) = index.get_or_insert(info.thread);
         let t = t as usize;
         if new {

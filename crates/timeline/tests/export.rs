@@ -7,7 +7,7 @@ use std::io::Read;
 
 use serde_json::Value;
 use tickscope_timeline::tscap::Reader;
-use tickscope_timeline::{convert_file, export, Format};
+use tickscope_timeline::{convert_file, export, export_with, Filter, Format};
 
 use crate::support::proto::Msg;
 use crate::support::writer::{process_payload, scope, thread, Capture, Entry, Ev, PROCESS};
@@ -297,7 +297,11 @@ struct Perfetto {
 /// timestamps on the sequence's incremental clock (from its clock snapshot) added up, the
 /// default track of `TrackEventDefaults`, and names interned in `InternedData`.
 fn perfetto(bytes: &[u8]) -> Perfetto {
-    let out = convert(bytes, Format::Perfetto);
+    perfetto_filtered(bytes, &Filter::default())
+}
+
+fn perfetto_filtered(bytes: &[u8], filter: &Filter) -> Perfetto {
+    let out = convert_filtered(bytes, Format::Perfetto, filter).0;
     let trace = Msg::parse(&out).expect("a protobuf message");
     assert!(
         trace.0.iter().all(|(f, _)| *f == 1),
@@ -546,4 +550,159 @@ fn convert_file_uses_the_last_calibration() {
         .find(|e| e["name"] == "outer" && e["tid"] == 1)
         .unwrap();
     assert_eq!((ns(&outer["ts"]), ns(&outer["dur"])), (4500, 500));
+}
+
+/// A capture for the filters: process start at tick 1000 and 1 GHz, so ns = tick - 1000.
+/// Thread 1 ("main"): outer [0, 4000] ns, inner [500, 600], inner [1000, 3000], a frame at
+/// 2000, inner [3100, 3200], outer [5000, 6000]; thread 2 ("worker"): outer [200, 300].
+fn filter_capture() -> Vec<u8> {
+    let mut c = Capture::new();
+    c.meta(&[
+        scope(1, "outer", "f.rs", 1),
+        scope(2, "inner", "f.rs", 2),
+        Entry::Marker {
+            id: 1,
+            counter: false,
+            name: "frame".into(),
+        },
+        thread(1, 100, "main"),
+        thread(2, 101, "worker"),
+    ]);
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(1, 1000),
+            Ev::Begin(2, 1500),
+            Ev::End(2, 1600),
+            Ev::Begin(2, 2000),
+            Ev::Frame(1, 3000),
+            Ev::End(2, 4000),
+            Ev::Begin(2, 4100),
+            Ev::End(2, 4200),
+            Ev::End(1, 5000),
+            Ev::Begin(1, 6000),
+            Ev::End(1, 7000),
+        ],
+    );
+    c.events(2, &[], &[Ev::Begin(1, 1200), Ev::End(1, 1300)]);
+    c.bytes
+}
+
+fn convert_filtered(bytes: &[u8], format: Format, filter: &Filter) -> (Vec<u8>, u64) {
+    let mut r = Reader::new(bytes, "x.tscap").unwrap();
+    let mut out = Vec::new();
+    let e = export_with(&mut r, format, None, filter, &mut out).unwrap();
+    (out, e.left_out.short_scopes)
+}
+
+/// `--from 1000ns --until 3500ns --thread main --min-duration 500ns`: scopes cut to the
+/// window (the outer one begins at its start and ends, clipped, at its end), the short one
+/// left out and counted, what lies outside the window and the other thread gone.
+#[test]
+fn a_filtered_export_keeps_the_window_the_threads_and_the_long_scopes() {
+    let filter = Filter {
+        from_ns: 1000,
+        until_ns: 3500,
+        threads: vec!["main".into()],
+        min_duration_ns: 500,
+    };
+    let (out, short) = convert_filtered(&filter_capture(), Format::Chrome, &filter);
+    assert_eq!(short, 1);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let mut scopes: Vec<(String, i64, i64, Value, Value)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                ns(&e["ts"]),
+                ns(&e["dur"]),
+                e["tid"].clone(),
+                e["args"].clone(),
+            )
+        })
+        .collect();
+    scopes.sort_by_key(|s| (s.1, -s.2));
+    assert_eq!(
+        scopes,
+        [
+            (
+                "outer".to_owned(),
+                1000,
+                2500,
+                Value::from(1),
+                serde_json::json!({"clipped": true})
+            ),
+            ("inner".to_owned(), 1000, 2000, Value::from(1), Value::Null),
+        ]
+    );
+    let frames: Vec<i64> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
+        .map(|e| ns(&e["ts"]))
+        .collect();
+    assert_eq!(frames, [2000]);
+    assert_eq!(v["otherData"]["left_out"]["short_scopes"], 1);
+    assert_eq!(v["otherData"]["filter"]["min_duration_ns"], 500);
+
+    // The same in Perfetto's export: the one thread's slices, balanced, and the count.
+    let p = perfetto_filtered(&filter_capture(), &filter);
+    let slices: Vec<(u64, Option<String>)> = p
+        .events
+        .values()
+        .flatten()
+        .filter(|(_, e, _)| e.uint(9) == Some(1))
+        .map(|(ts, _, name)| (*ts, name.clone()))
+        .collect();
+    assert_eq!(
+        slices,
+        [(1000, Some("outer".into())), (1000, Some("inner".into()))]
+    );
+    let note = p
+        .events
+        .values()
+        .flatten()
+        .find_map(|(_, e, name)| {
+            (e.string(22).as_deref() == Some("tickscope")).then(|| name.clone())
+        })
+        .flatten()
+        .expect("the left-out note");
+    assert!(
+        note.contains("1 scopes shorter than 500 ns left out"),
+        "{note}"
+    );
+
+    // speedscope: the window's bounds, events in order and balanced.
+    let (out, _) = convert_filtered(&filter_capture(), Format::Speedscope, &filter);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(check_speedscope(&v), [("main".to_owned(), 4)]);
+    assert_eq!(v["profiles"][0]["startValue"], 1000);
+    assert!(v["name"]
+        .as_str()
+        .unwrap()
+        .contains("1 scopes shorter than 500 ns left out"));
+}
+
+/// A window alone (no minimum): every scope overlapping it, cut to it; nothing counted.
+#[test]
+fn a_window_alone_keeps_every_scope_overlapping_it() {
+    let filter = Filter {
+        from_ns: 550,
+        until_ns: u64::MAX,
+        ..Filter::default()
+    };
+    let (out, short) = convert_filtered(&filter_capture(), Format::Folded, &filter);
+    assert_eq!(short, 0);
+    // main: outer 550..4000 with inner 550..600, 1000..3000, 3100..3200 inside (2150), and
+    // outer 5000..6000: outer's self time 3450 + 1000 - 2150; worker's scope ended before
+    // the window.
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "main;outer 2300\nmain;outer;inner 2150\n"
+    );
 }

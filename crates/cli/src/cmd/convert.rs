@@ -1,11 +1,13 @@
 //! `tickscope convert FILE --to FORMAT -o OUT`: a timeline capture (`.tscap`) in another
-//! tool's format: Chrome trace JSON, Perfetto protobuf, speedscope JSON or folded stacks.
+//! tool's format: Chrome trace JSON, Perfetto protobuf, speedscope JSON or folded stacks;
+//! all of it, or a time window (`--from`, `--until`), some threads (`--thread`) and scopes of
+//! some length (`--min-duration`).
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_timeline::{convert_file, Error, Format};
+use tickscope_timeline::{convert_file_with, Error, Filter, Format, Prepass};
 
 use super::out::{self, Output};
 
@@ -25,31 +27,123 @@ pub struct Args {
     /// Convert a damaged or cut-off capture up to the damage instead of failing.
     #[arg(long)]
     salvage: bool,
+    /// Start of the time window to keep, from the capture's start (e.g. `1.2s`, `300ms`).
+    /// Scopes open at that moment begin there.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    from: Option<u64>,
+    /// End of the time window to keep, from the capture's start (`--to` names the format).
+    /// Scopes still open then end there, marked `clipped`.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    until: Option<u64>,
+    /// Keep only this thread, by name or OS thread id (repeat for more).
+    #[arg(long = "thread", value_name = "NAME|TID")]
+    threads: Vec<String>,
+    /// Leave out scopes shorter than this (inside the window), counted in the output's
+    /// metadata (e.g. `10us`, `1ms`).
+    #[arg(long, value_name = "DUR", value_parser = parse_time)]
+    min_duration: Option<u64>,
+}
+
+/// `ns` as people write it: `10 µs`, `1.5 ms`.
+fn duration(ns: u64) -> String {
+    let (v, unit) = match ns {
+        0..1_000 => (ns as f64, "ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "µs"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    format!("{} {unit}", (v * 1000.0).round() / 1000.0)
+}
+
+/// Larger exports get a warning with the command that cuts them.
+const LARGE: u64 = 1 << 30;
+
+/// `1.5s`, `300ms`, `20us`, `100ns`, `2m`, `0` (a unit is required otherwise), as ns.
+fn parse_time(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    if t == "0" {
+        return Ok(0);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        _ => {
+            return Err(format!(
+                "{s:?} is not a time (a number and ns, us, ms, s or m)"
+            ))
+        }
+    };
+    match num.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 && n * scale < u64::MAX as f64 => {
+            Ok((n * scale).round() as u64)
+        }
+        _ => Err(format!(
+            "{s:?} is not a time (a number and ns, us, ms, s or m)"
+        )),
+    }
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let filter = Filter {
+        from_ns: args.from.unwrap_or(0),
+        until_ns: args.until.unwrap_or(u64::MAX),
+        threads: args.threads.clone(),
+        min_duration_ns: args.min_duration.unwrap_or(0),
+    };
+    if filter.until_ns < filter.from_ns {
+        anyhow::bail!("--until comes before --from");
+    }
+    let prepass = Prepass::of(&args.file);
+    if filter.is_empty() {
+        let estimate = prepass.estimate(args.to);
+        if estimate > LARGE {
+            eprintln!(
+                "tickscope: warning: {} as {} will take about {:.1} GB, more than a viewer opens comfortably; a window of it is smaller: `tickscope convert {} --to {} --from 1s --until 1.1s -o OUT` (also --thread NAME, --min-duration 10us)",
+                args.file.display(),
+                args.to,
+                estimate as f64 / 1e9,
+                args.file.display(),
+                args.to
+            );
+        }
+    }
     let to_stdout = out::is_stdout(&args.output);
+    let convert = |out: &mut dyn std::io::Write| {
+        convert_file_with(
+            &args.file,
+            args.to,
+            args.salvage,
+            &filter,
+            Some(prepass),
+            out,
+        )
+    };
     let result = if to_stdout {
         let stdout = std::io::stdout();
         let mut out = BufWriter::new(stdout.lock());
-        convert_file(&args.file, args.to, args.salvage, &mut out)
-            .and_then(|w| out.flush().map(|()| w).map_err(Error::Write))
+        convert(&mut out).and_then(|w| out.flush().map(|()| w).map_err(Error::Write))
     } else {
         out::refuse_inputs(&args.output, &[&args.file])?;
         // A temporary file beside the output, renamed over it only once complete: a bad
         // input leaves an existing output as it was.
         let mut output = Output::create(&args.output)?;
         let mut w = BufWriter::new(output.file());
-        let r = convert_file(&args.file, args.to, args.salvage, &mut w)
-            .and_then(|warnings| w.flush().map(|()| warnings).map_err(Error::Write));
+        let r = convert(&mut w).and_then(|e| w.flush().map(|()| e).map_err(Error::Write));
         drop(w);
         if r.is_ok() {
             output.commit()?;
         }
         r
     };
-    let warnings = match result {
-        Ok(w) => w,
+    let exported = match result {
+        Ok(e) => e,
         Err(Error::Write(e)) if to_stdout && e.kind() == std::io::ErrorKind::BrokenPipe => {
             return Ok(());
         }
@@ -61,8 +155,15 @@ pub fn run(args: Args) -> Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
-    for w in &warnings {
+    for w in &exported.warnings {
         eprintln!("tickscope: warning: {w}");
+    }
+    if exported.left_out.short_scopes > 0 {
+        eprintln!(
+            "tickscope: left out {} scopes shorter than {} (counted in the output's metadata)",
+            exported.left_out.short_scopes,
+            duration(filter.min_duration_ns)
+        );
     }
     if !to_stdout {
         let size = std::fs::metadata(&args.output).map_or(0, |m| m.len());
