@@ -121,7 +121,90 @@ fn main() {
 
     let file = sustained(&dir);
     reading(&file, &dir.join("cost0.tscap"));
+    to_perfetto(&file);
+    many_threads(&dir);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tickscope convert --to perfetto` of the sustained capture, on one core, into a sink that
+/// counts bytes: events a second and bytes an event, best of 3.
+fn to_perfetto(path: &Path) {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len() as u64;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let prepass = tickscope_timeline::Prepass::of(path);
+    let events = prepass.events.unwrap_or(0);
+    let (mut best, mut bytes) = (f64::MAX, 0);
+    for _ in 0..3 {
+        let mut out = Count(0);
+        let t = Instant::now();
+        tickscope_timeline::convert_file_with(
+            path,
+            tickscope_timeline::Format::Perfetto,
+            false,
+            &tickscope_timeline::Filter::default(),
+            Some(prepass),
+            &mut out,
+        )
+        .unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+        bytes = out.0;
+    }
+    let rate = events as f64 / best;
+    println!("convert --to perfetto (interned names, incremental timestamps, deflated), one core, best of 3");
+    println!(
+        "  {events} events in {best:.2} s: {:.1} M events/s, {:.2} bytes per event",
+        rate / 1e6,
+        bytes as f64 / events as f64
+    );
+    println!(
+        "  RATIO conversion rate / 15 M events/s: {:.3}   (target >= 1.0)",
+        rate / 15e6
+    );
+    println!(
+        "  RATIO bytes per event / 8: {:.3}   (target <= 1.0)",
+        bytes as f64 / events as f64 / 8.0
+    );
+}
+
+/// 64 threads in a tight loop of scopes for a second, into a file capture with the default
+/// budget: what the threads' buffers took at most, against the budget.
+fn many_threads(dir: &Path) {
+    const THREADS: usize = 64;
+    let c = capture::Builder::new(Sink::File(dir.join("threads.tscap")))
+        .start()
+        .unwrap();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(move || {
+                while t.elapsed() < Duration::from_secs(1) {
+                    black_box(workload(10_000));
+                }
+            });
+        }
+    });
+    let stats = c.stop().unwrap();
+    println!("64 threads in a tight loop of scopes for 1 s, default memory budget (256 MiB)");
+    println!(
+        "  {} events, {} dropped ({} scopes whole); buffers peaked at {:.1} MiB; collector {:.2} of a core",
+        stats.events,
+        stats.dropped,
+        stats.dropped_scopes,
+        stats.memory_peak as f64 / (1 << 20) as f64,
+        stats.collector_cpu.as_secs_f64() / stats.wall.as_secs_f64()
+    );
+    println!(
+        "  RATIO buffer peak / budget: {:.3}   (target <= 1.0)",
+        stats.memory_peak as f64 / (256u64 << 20) as f64
+    );
 }
 
 /// Two producer threads into a file capture for two seconds, each at a set rate (a batch of

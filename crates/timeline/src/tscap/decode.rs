@@ -557,24 +557,14 @@ pub(crate) fn decode_batch(p: &[u8], c: &mut Cursor, out: &mut Events) -> bool {
         pred[ctx] = delta;
         prev = prev.wrapping_add(delta as u64);
         let kind = EventKind::from_low_bits(tag);
-        let mut id = tag >> 3;
         let data = if (kind as u8) < EventKind::Counter as u8 {
             0
-        } else if kind == EventKind::Lost {
-            let n = fast_varint(payload, &mut c.pp);
-            // Version 1 never promised whole scopes: any loss breaks the pairs across it.
-            id = if l.v2 {
-                fast_varint(payload, &mut c.pp) & 1
-            } else {
-                1
-            };
-            n
         } else {
-            event_payload(kind, payload, &mut c.pp, &mut out.text)
+            event_payload(kind, payload, &mut c.pp, &mut out.text, l.v2)
         };
         out.list.push(Event {
             ticks: prev,
-            id,
+            id: tag >> 3,
             kind,
             data,
         });
@@ -587,7 +577,13 @@ pub(crate) fn decode_batch(p: &[u8], c: &mut Cursor, out: &mut Events) -> bool {
 
 /// Reads one event's payload; returns its `data` word.
 #[inline(never)]
-fn event_payload(kind: EventKind, payload: &[u8], pp: &mut usize, text: &mut String) -> u64 {
+fn event_payload(
+    kind: EventKind,
+    payload: &[u8],
+    pp: &mut usize,
+    text: &mut String,
+    v2: bool,
+) -> u64 {
     match kind {
         EventKind::Counter => match payload.get(*pp..pp.saturating_add(8)) {
             Some(b) => {
@@ -604,9 +600,18 @@ fn event_payload(kind: EventKind, payload: &[u8], pp: &mut usize, text: &mut Str
             text.push_str(&String::from_utf8_lossy(bytes));
             ((start as u64) << 32) | (text.len() - start) as u64
         }
+        EventKind::Lost => {
+            let n = fast_varint(payload, pp) & !BREAKS_PAIRS;
+            // Version 1 never promised whole scopes: any loss breaks the pairs across it.
+            let breaks = !v2 || fast_varint(payload, pp) & 1 != 0;
+            n | if breaks { BREAKS_PAIRS } else { 0 }
+        }
         _ => 0,
     }
 }
+
+/// The bit of a loss event's `data` that says it breaks pairs (the count is below it).
+const BREAKS_PAIRS: u64 = 1 << 63;
 
 /// What an event is: the low 3 bits of its tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -646,7 +651,7 @@ impl EventKind {
 pub struct Event {
     /// The counter reading.
     pub ticks: u64,
-    /// The scope or marker id (0 for messages; for losses, 1 if it breaks pairs).
+    /// The scope or marker id (0 for messages and losses).
     pub id: u64,
     /// What it is.
     pub kind: EventKind,
@@ -662,14 +667,14 @@ impl Event {
 
     /// A loss event's count of dropped events.
     pub fn lost_count(&self) -> Option<u64> {
-        (self.kind == EventKind::Lost).then_some(self.data)
+        (self.kind == EventKind::Lost).then_some(self.data & !BREAKS_PAIRS)
     }
 
     /// A loss event after which an end may belong to a call other than the open scope it
     /// names (a version 1 capture, or a version 2 one that lost an end): the scopes open
     /// across it must not be paired.
     pub fn lost_breaks_pairs(&self) -> bool {
-        self.kind == EventKind::Lost && self.id != 0
+        self.kind == EventKind::Lost && self.data & BREAKS_PAIRS != 0
     }
 }
 
