@@ -601,7 +601,8 @@ fn event_payload(
             ((start as u64) << 32) | (text.len() - start) as u64
         }
         EventKind::Lost => {
-            let n = fast_varint(payload, pp) & !BREAKS_PAIRS;
+            // The count (saturated below the flag's bit: no capture drops 2^63 events).
+            let n = fast_varint(payload, pp).min(BREAKS_PAIRS - 1);
             // Version 1 never promised whole scopes: any loss breaks the pairs across it.
             let breaks = !v2 || fast_varint(payload, pp) & 1 != 0;
             n | if breaks { BREAKS_PAIRS } else { 0 }
@@ -610,7 +611,8 @@ fn event_payload(
     }
 }
 
-/// The bit of a loss event's `data` that says it breaks pairs (the count is below it).
+/// The bit of a loss event's `data` that says it breaks pairs (the count is below it). Kept
+/// in `data` rather than its own field: the decoding loop stays as tight as before.
 const BREAKS_PAIRS: u64 = 1 << 63;
 
 /// What an event is: the low 3 bits of its tag.
