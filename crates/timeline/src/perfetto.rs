@@ -148,8 +148,43 @@ struct Seq {
     id: u64,
     /// The last timestamp written on it (its incremental clock's value).
     last: u64,
-    /// Scope ids whose names this sequence has interned (by id; iid = id + 1).
-    interned: Vec<bool>,
+    /// Scope ids whose names this sequence has interned (iid = id + 1).
+    interned: Interned,
+}
+
+/// A set of scope ids: flat for the small ids most programs have, hashed past them (a
+/// capture of many threads each using one large id must not cost a flat table each).
+#[derive(Default)]
+struct Interned {
+    dense: Vec<bool>,
+    sparse: std::collections::HashSet<u64>,
+}
+
+/// Ids below this are kept flat.
+const DENSE: u64 = 1024;
+
+impl Interned {
+    #[inline]
+    fn contains(&self, id: u64) -> bool {
+        if id < DENSE {
+            self.dense.get(id as usize) == Some(&true)
+        } else {
+            self.sparse.contains(&id)
+        }
+    }
+
+    /// Adds `id`; false if it was there.
+    fn insert(&mut self, id: u64) -> bool {
+        if id < DENSE {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, false);
+            }
+            !std::mem::replace(&mut self.dense[i], true)
+        } else {
+            self.sparse.insert(id)
+        }
+    }
 }
 
 struct Perfetto<W: Write> {
@@ -225,12 +260,7 @@ impl<W: Write> Perfetto<W> {
         b.push(key(field::PACKET_SEQUENCE_FLAGS, 0));
         b.push(SEQ_NEEDS_INCREMENTAL_STATE as u8);
         if let Some((id, text)) = name {
-            let i = id as usize;
-            if seq.interned.len() <= i {
-                seq.interned.resize(i + 1, false);
-            }
-            if !seq.interned[i] {
-                seq.interned[i] = true;
+            if seq.interned.insert(id) {
                 let mut m = Message::new();
                 m.message(field::INTERNED_EVENT_NAMES, |n| {
                     n.uint(field::EVENT_NAME_IID, id + 1)
@@ -298,7 +328,7 @@ impl<W: Write> Sink for Perfetto<W> {
         self.seqs.push(Seq {
             id: seq,
             last: 0,
-            interned: Vec::new(),
+            interned: Interned::default(),
         });
         let pid = self.pid;
         // The sequence's incremental clock starts at 0, which is BOOTTIME 0 (the start of
@@ -347,7 +377,7 @@ impl<W: Write> Sink for Perfetto<W> {
         e.push(key(field::EVENT_NAME_IID_FIELD, 0));
         varint(e, id + 1);
         let k = self.seq(thread);
-        let known = self.seqs[k].interned.get(id as usize) == Some(&true);
+        let known = self.seqs[k].interned.contains(id);
         if known {
             self.track_event(thread, ns, None)
         } else {
