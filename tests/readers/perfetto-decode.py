@@ -29,6 +29,8 @@ Checks:
     sequences); every TrackEvent packet has a timestamp; timestamps on
     a sequence-scoped clock (TracePacketDefaults.timestamp_clock_id 64..127) are converted
     through that sequence's ClockSnapshot, adding up the deltas of an incremental clock;
+  * a PerfSample's callstack_iid resolves on its sequence to interned frames, each with an
+    interned function name and mapping;
   * interned names (name_iid / category_iids) resolve on their sequence, and packets with
     SEQ_NEEDS_INCREMENTAL_STATE come after a SEQ_INCREMENTAL_STATE_CLEARED on their
     sequence (trace processor drops them otherwise).
@@ -221,17 +223,23 @@ def main(argv):
     last_ts_track = {}
     clock_ids = set()
     event_count = 0
+    perf_samples = 0
+    sample_leaves = {}
+    sample_functions = {}
+    sample_tids = {}
 
     for i, pkt in enumerate(packets):
         sid = pkt.trusted_packet_sequence_id
         s = seqs.setdefault(sid, {"valid": False, "names": {}, "cats": {}, "default_track": None,
                                   "default_clock": None, "clocks": {}, "last_ts": None,
-                                  "packets": 0})
+                                  "packets": 0, "funcs": {}, "frames": {}, "callstacks": {},
+                                  "mappings": set()})
         s["packets"] += 1
         if pkt.incremental_state_cleared or (pkt.sequence_flags & SEQ_CLEARED):
             s["valid"] = True
             s["names"], s["cats"], s["default_track"] = {}, {}, None
             s["default_clock"], s["clocks"] = None, {}
+            s["funcs"], s["frames"], s["callstacks"], s["mappings"] = {}, {}, {}, set()
         if pkt.HasField("clock_snapshot"):
             # Sequence-scoped clocks (ids 64..127) against BOOTTIME (6), the default clock;
             # an incremental one's packets carry the ns since the previous packet on it.
@@ -253,6 +261,14 @@ def main(argv):
                 s["names"][en.iid] = en.name
             for ec in pkt.interned_data.event_categories:
                 s["cats"][ec.iid] = ec.name
+            for fn in pkt.interned_data.function_names:
+                s["funcs"][fn.iid] = fn.str.decode("utf-8", "replace")
+            for m in pkt.interned_data.mappings:
+                s["mappings"].add(m.iid)
+            for fr in pkt.interned_data.frames:
+                s["frames"][fr.iid] = fr
+            for cs in pkt.interned_data.callstacks:
+                s["callstacks"][cs.iid] = list(cs.frame_ids)
         clock = None
         if pkt.HasField("timestamp_clock_id"):
             clock = pkt.timestamp_clock_id
@@ -282,6 +298,37 @@ def main(argv):
                     f"on sequence {sid}")
             s["last_ts"] = ts
 
+        if pkt.HasField("perf_sample"):
+            ps = pkt.perf_sample
+            where = f"packet[{i}] perf_sample"
+            perf_samples += 1
+            if not pkt.HasField("timestamp"):
+                err(f"{where}: packet has no timestamp")
+            if not (pkt.sequence_flags & SEQ_NEEDS):
+                err(f"{where}: interned callstack without SEQ_NEEDS_INCREMENTAL_STATE")
+            cs = s["callstacks"].get(ps.callstack_iid)
+            if cs is None:
+                err(f"{where}: callstack_iid {ps.callstack_iid} not interned on sequence {sid}")
+                continue
+            names = []
+            for fid in cs:
+                fr = s["frames"].get(fid)
+                if fr is None:
+                    err(f"{where}: frame {fid} not interned on sequence {sid}")
+                    continue
+                if fr.mapping_id not in s["mappings"]:
+                    err(f"{where}: frame {fid}'s mapping {fr.mapping_id} not interned")
+                name = s["funcs"].get(fr.function_name_id)
+                if name is None:
+                    err(f"{where}: function name {fr.function_name_id} not interned")
+                names.append(name)
+            if names:
+                leaf = names[-1]
+                sample_leaves[leaf] = sample_leaves.get(leaf, 0) + 1
+                for n in set(names):
+                    sample_functions[n] = sample_functions.get(n, 0) + 1
+            sample_tids[ps.tid] = sample_tids.get(ps.tid, 0) + 1
+            continue
         if not pkt.HasField("track_event"):
             continue
         event_count += 1
@@ -379,6 +426,11 @@ def main(argv):
         if errors else None,
         "errors": errors,
         "packets": len(packets),
+        "perf_samples": perf_samples,
+        # Per function: the samples whose callstack holds it (root first in the trace).
+        "sample_functions": dict(sorted(sample_functions.items(), key=lambda kv: -kv[1])[:50]),
+        "sample_leaves": dict(sorted(sample_leaves.items(), key=lambda kv: -kv[1])[:20]),
+        "sample_tids": {str(k): v for k, v in sorted(sample_tids.items())},
         "compressed_packets": compressed,
         "track_events": event_count,
         "sequences": sorted(seqs),

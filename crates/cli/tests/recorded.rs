@@ -184,6 +184,79 @@ fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figu
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The capture and the CPU sampler in one run (`demo --capture --cpuprofile`): the capture
+/// holds the sampler's samples, each on the timeline when it was taken, and the Perfetto
+/// export puts them on their threads as `PerfSample`s whose callstacks name the demo's
+/// functions (checked with Perfetto's own protos).
+#[test]
+fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
+    let d = dir("both");
+    let cap = d.join("both.tscap");
+    let out = tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.3",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+        ])
+        .arg("--capture")
+        .arg(&cap)
+        .arg("--cpuprofile")
+        .arg(d.join("cpu.pb.gz"))
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let profiled: u64 = stderr
+        .split("CPU profile written to ")
+        .nth(1)
+        .and_then(|r| r.split(" (").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
+        .arg("report")
+        .arg(&cap)
+        .arg("--json")
+        .output()
+        .unwrap()))
+    .unwrap();
+    let samples = report["samples"]["count"].as_u64().unwrap_or(0);
+    // The sampler ran before the capture began and after it ended: the timeline has fewer.
+    assert!(
+        samples > 0 && samples <= profiled,
+        "{samples} of {profiled}"
+    );
+    let trace = d.join("both.pftrace");
+    ok(&tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "perfetto", "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap());
+    let perfetto = Command::new(readers().join(".venv/bin/python"))
+        .arg(readers().join("perfetto-decode.py"))
+        .arg("--no-events")
+        .arg(&trace)
+        .output()
+        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
+    let summary = String::from_utf8_lossy(&perfetto.stdout);
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(v["ok"], true, "{summary}");
+    assert_eq!(v["perf_samples"].as_u64(), Some(samples), "{summary}");
+    let functions = v["sample_functions"].as_object().unwrap();
+    assert!(
+        functions.keys().any(|f| f.contains("demo::worker")),
+        "the workers' samples name their function: {summary}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `TICKSCOPE_CAPTURE` records a program with no code change; killed mid-capture, it leaves a
 /// file that reads up to its last complete chunk.
 #[test]

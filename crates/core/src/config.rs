@@ -204,6 +204,7 @@ pub fn parse_interval(v: &str) -> Option<Option<Duration>> {
 }
 
 /// Parses a size: `4096`, `64K`, `256M`, `1G` (also `KiB`/`MiB`/`GiB`; powers of 1024).
+#[cfg(feature = "capture")]
 pub(crate) fn parse_size(v: &str) -> Option<u64> {
     let t = v.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());

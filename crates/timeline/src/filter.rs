@@ -70,6 +70,19 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// True if the samples of the thread with OS id `tid` are kept.
+    pub(crate) fn keeps_tid(&self, meta: &Meta, tid: u64) -> bool {
+        if self.threads.is_empty() {
+            return true;
+        }
+        match meta.threads_by_tid().get(&tid) {
+            Some(&index) => self.keeps_thread(meta, index),
+            None => self.threads.iter().any(|t| *t == tid.to_string()),
+        }
+    }
+}
+
 /// What a filter left out that a reader of the export should know of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LeftOut {
@@ -322,6 +335,21 @@ impl<S: Sink> Sink for Filtered<'_, S> {
             Instant::Lost(n) => Item::Lost(ns, n),
         };
         self.item(meta, k, item)
+    }
+
+    fn sample(
+        &mut self,
+        meta: &Meta,
+        recorder: u64,
+        ns: u64,
+        tid: u64,
+        stack: u64,
+    ) -> io::Result<()> {
+        // Not queued: samples go to their own sequence (see `perfetto`), in their own order.
+        if ns < self.filter.from_ns || ns > self.filter.until_ns {
+            return Ok(());
+        }
+        self.inner.sample(meta, recorder, ns, tid, stack)
     }
 
     fn counter(

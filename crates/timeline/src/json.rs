@@ -184,9 +184,17 @@ impl Summary {
             },
             "warnings": self.warnings,
         });
-        let Value::Object(top) = v else {
+        let Value::Object(mut top) = v else {
             unreachable!("an object")
         };
+        // Only captures the CPU sampler ran beside have samples (the key is left out of the
+        // others, whose reports stay as they were).
+        if self.samples > 0 {
+            top.insert(
+                "samples".into(),
+                json!({"count": self.samples, "stacks": self.sample_stacks}),
+            );
+        }
         write_object(w, &top, &mut |k, w| match k {
             "scopes" => Some(write_array(w, &self.scopes, |r| scope(r, true))),
             "threads" => Some(self.write_threads(w)),

@@ -60,6 +60,28 @@ pub(crate) mod field {
     pub const PACKET_COMPRESSED: u32 = 50;
     pub const PACKET_TIMESTAMP_CLOCK_ID: u32 = 58;
     pub const PACKET_DEFAULTS: u32 = 59;
+    pub const PACKET_PERF_SAMPLE: u32 = 66;
+
+    pub const PERF_SAMPLE_CPU: u32 = 1;
+    pub const PERF_SAMPLE_PID: u32 = 2;
+    pub const PERF_SAMPLE_TID: u32 = 3;
+    pub const PERF_SAMPLE_CALLSTACK_IID: u32 = 4;
+
+    pub const INTERNED_FUNCTION_NAMES: u32 = 5;
+    pub const INTERNED_FRAMES: u32 = 6;
+    pub const INTERNED_CALLSTACKS: u32 = 7;
+    pub const INTERNED_MAPPING_PATHS: u32 = 17;
+    pub const INTERNED_MAPPINGS: u32 = 19;
+    pub const INTERNED_STRING_IID: u32 = 1;
+    pub const INTERNED_STRING_STR: u32 = 2;
+    pub const FRAME_IID: u32 = 1;
+    pub const FRAME_FUNCTION_NAME_ID: u32 = 2;
+    pub const FRAME_MAPPING_ID: u32 = 3;
+    pub const FRAME_REL_PC: u32 = 4;
+    pub const CALLSTACK_IID: u32 = 1;
+    pub const CALLSTACK_FRAME_IDS: u32 = 2;
+    pub const MAPPING_IID: u32 = 1;
+    pub const MAPPING_PATH_STRING_IDS: u32 = 7;
     pub const PACKET_TRACK_DESCRIPTOR: u32 = 60;
 
     pub const DEFAULTS_TRACK_EVENT: u32 = 11;
@@ -128,6 +150,9 @@ const BOOTTIME: u64 = 6;
 /// The sequence-scoped clock each thread's timestamps use: incremental (each packet's
 /// timestamp is the ns since the previous one on its sequence), as Perfetto's SDK does.
 const INCREMENTAL_CLOCK: u64 = 64;
+/// The sequence of the CPU sampler's samples (`PerfSample`s, with their callstacks
+/// interned), apart from the threads' own: samples arrive later than their thread's events.
+const SAMPLE_SEQUENCE: u64 = 0x7fff_0000;
 /// Raw bytes of packets deflated into one `compressed_packets`.
 const BATCH: usize = 1 << 20;
 
@@ -194,12 +219,16 @@ struct Perfetto<W: Write> {
     /// Scratch for a track event.
     event: Vec<u8>,
     pid: i64,
+    /// The program's name (the samples' mapping).
+    program: String,
     threads: IdIndex,
     seqs: Vec<Seq>,
     counters: IdIndex,
     tids: BTreeSet<u64>,
     /// The latest timestamp written (for the closing note).
     last_ns: u64,
+    /// The samples' sequence, once it has begun.
+    samples: Option<Samples>,
     compressed: Vec<u8>,
 }
 
@@ -302,6 +331,14 @@ impl<W: Write> Perfetto<W> {
     fn process_packet(&mut self, p: &Message) -> io::Result<()> {
         self.put(&p.0)
     }
+}
+
+/// What the samples' sequence has interned: function names (one frame each, its `rel_pc` its
+/// own iid, so that no two names share a frame) and callstacks (by the capture's stack id).
+#[derive(Default)]
+struct Samples {
+    functions: std::collections::HashMap<String, u64>,
+    callstacks: std::collections::HashSet<u64>,
 }
 
 fn annotation(e: &mut Message, name: &str, f: impl FnOnce(&mut Message)) {
@@ -434,6 +471,91 @@ impl<W: Write> Sink for Perfetto<W> {
         self.track_event(thread, ns, None)
     }
 
+    /// A `PerfSample` on the samples' sequence, its callstack (root first), frames and
+    /// function names interned on first use; the mapping is the program's.
+    fn sample(
+        &mut self,
+        meta: &Meta,
+        _recorder: u64,
+        ns: u64,
+        tid: u64,
+        stack: u64,
+    ) -> io::Result<()> {
+        let mut p = Message::new();
+        p.uint(field::PACKET_TIMESTAMP, ns)
+            .uint(field::PACKET_SEQUENCE_ID, SAMPLE_SEQUENCE);
+        let first = self.samples.is_none();
+        let samples = self.samples.get_or_insert_with(Samples::default);
+        let mut interned = Message::new();
+        if first {
+            interned
+                .message(field::INTERNED_MAPPING_PATHS, |s| {
+                    s.uint(field::INTERNED_STRING_IID, 1)
+                        .string(field::INTERNED_STRING_STR, &self.program);
+                })
+                .message(field::INTERNED_MAPPINGS, |m| {
+                    m.uint(field::MAPPING_IID, 1)
+                        .uint(field::MAPPING_PATH_STRING_IDS, 1);
+                });
+        }
+        let stack = stack + 1;
+        if samples.callstacks.insert(stack) {
+            let frames = meta.stack(stack - 1).unwrap_or_default();
+            let mut ids = Vec::with_capacity(frames.len());
+            // Root first: the capture lists them leaf first.
+            for name in frames.iter().rev() {
+                let next = samples.functions.len() as u64 + 1;
+                let (iid, new) = match samples.functions.get(name) {
+                    Some(&iid) => (iid, false),
+                    None => {
+                        samples.functions.insert(name.clone(), next);
+                        (next, true)
+                    }
+                };
+                if new {
+                    interned
+                        .message(field::INTERNED_FUNCTION_NAMES, |s| {
+                            s.uint(field::INTERNED_STRING_IID, iid)
+                                .string(field::INTERNED_STRING_STR, name);
+                        })
+                        .message(field::INTERNED_FRAMES, |f| {
+                            f.uint(field::FRAME_IID, iid)
+                                .uint(field::FRAME_FUNCTION_NAME_ID, iid)
+                                .uint(field::FRAME_MAPPING_ID, 1)
+                                .uint(field::FRAME_REL_PC, iid);
+                        });
+                }
+                ids.push(iid);
+            }
+            interned.message(field::INTERNED_CALLSTACKS, |c| {
+                c.uint(field::CALLSTACK_IID, stack);
+                for id in &ids {
+                    c.uint(field::CALLSTACK_FRAME_IDS, *id);
+                }
+            });
+        }
+        p.uint(
+            field::PACKET_SEQUENCE_FLAGS,
+            if first {
+                SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
+            } else {
+                SEQ_NEEDS_INCREMENTAL_STATE
+            },
+        );
+        if !interned.0.is_empty() {
+            p.bytes(field::PACKET_INTERNED_DATA, &interned.0);
+        }
+        let pid = self.pid;
+        p.message(field::PACKET_PERF_SAMPLE, |s| {
+            s.uint(field::PERF_SAMPLE_CPU, 0)
+                .int(field::PERF_SAMPLE_PID, pid)
+                .uint(field::PERF_SAMPLE_TID, tid)
+                .uint(field::PERF_SAMPLE_CALLSTACK_IID, stack);
+        });
+        self.last_ns = self.last_ns.max(ns);
+        self.process_packet(&p)
+    }
+
     fn counter(
         &mut self,
         meta: &Meta,
@@ -483,11 +605,13 @@ pub fn write<R: Read, W: Write>(
         batch: Vec::with_capacity(BATCH + (64 << 10)),
         event: Vec::new(),
         pid,
+        program: process.program.clone(),
         threads: IdIndex::default(),
         seqs: Vec::new(),
         counters: IdIndex::default(),
         tids: BTreeSet::new(),
         last_ns: 0,
+        samples: None,
         compressed: Vec::new(),
     };
     let mut p = Message::new();

@@ -76,6 +76,18 @@ pub(crate) trait Sink {
     ) -> io::Result<()> {
         Ok(())
     }
+    /// A CPU sample of thread `tid` (its OS id) with stack `stack`, recorded by thread
+    /// `recorder` (the sampler's); exports without a place for samples ignore them.
+    fn sample(
+        &mut self,
+        _meta: &Meta,
+        _recorder: u64,
+        _ns: u64,
+        _tid: u64,
+        _stack: u64,
+    ) -> io::Result<()> {
+        Ok(())
+    }
     /// A counter value (exports of scopes alone ignore them).
     fn counter(
         &mut self,
@@ -104,6 +116,9 @@ pub(crate) struct Span {
     pub last: u64,
     overflow: u64,
 }
+
+/// The name of the CPU sampler's thread, which records the samples in a capture.
+pub(crate) const SAMPLER_THREAD: &str = "tickscope-sampler";
 
 /// What a replay went through.
 pub(crate) struct Replayed {
@@ -144,6 +159,8 @@ fn replay_all<R: Read, S: Sink>(
 ) -> Result<Vec<Span>, Error> {
     // Thread indexes the filter leaves out.
     let mut skipped = IdIndex::default();
+    // Whether the filter keeps the samples of a thread, by OS thread id.
+    let mut sampled: HashMap<u64, bool> = HashMap::new();
     let mut index = IdIndex::default();
     let mut threads: Vec<Span> = Vec::new();
     // The open scopes of the thread being replayed; those of the others that have any are
@@ -159,7 +176,11 @@ fn replay_all<R: Read, S: Sink>(
         if skipped.get(info.thread).is_some() {
             continue;
         }
-        if index.get(info.thread).is_none() && !filter.keeps_thread(reader.meta(), info.thread) {
+        // The sampler's thread records the samples of the others: never skipped.
+        if index.get(info.thread).is_none()
+            && !filter.keeps_thread(reader.meta(), info.thread)
+            && reader.meta().thread_name(info.thread) != SAMPLER_THREAD
+        {
             skipped.get_or_insert(info.thread);
             continue;
         }
@@ -258,6 +279,15 @@ fn replay_all<R: Read, S: Sink>(
                     EventKind::Message => {
                         let text = events.message(e).unwrap_or_default();
                         sink.instant(meta, th.index, ns, Instant::Message(text))?;
+                    }
+                    EventKind::Sample => {
+                        let (tid, stack) = e.sample().unwrap_or_default();
+                        let keep = *sampled
+                            .entry(tid)
+                            .or_insert_with(|| filter.keeps_tid(meta, tid));
+                        if keep {
+                            sink.sample(meta, th.index, ns, tid, stack)?;
+                        }
                     }
                     EventKind::Lost => {
                         let n = e.lost_count().unwrap_or(0);

@@ -43,6 +43,11 @@ pub struct Summary {
     pub counters: Vec<CounterRow>,
     /// Messages seen.
     pub messages: u64,
+    /// CPU samples in the capture (the sampler ran beside it), and the distinct stacks they
+    /// have.
+    pub samples: u64,
+    /// See `samples`.
+    pub sample_stacks: u64,
     /// The earliest few messages.
     pub first_messages: Vec<Message>,
     /// Everything lost.

@@ -176,6 +176,13 @@ impl Summary {
                 );
             }
         }
+        if self.samples > 0 {
+            let _ = writeln!(
+                out,
+                "\nCPU samples: {} from the sampler, {} stacks (on their threads' tracks in `convert --to perfetto`)",
+                self.samples, self.sample_stacks
+            );
+        }
         out.push('\n');
         losses(out, self);
         if self.per_thread {

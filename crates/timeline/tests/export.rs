@@ -706,3 +706,88 @@ fn a_window_alone_keeps_every_scope_overlapping_it() {
         "main;outer 2300\nmain;outer;inner 2150\n"
     );
 }
+
+/// A capture with the CPU sampler's samples (version 2): the report counts them, and the
+/// Perfetto export puts each on its own sequence as a `PerfSample` of its thread whose
+/// interned callstack (root first) names the stack's functions; the other exports leave
+/// them out.
+#[test]
+fn cpu_samples_become_perf_samples_with_interned_callstacks() {
+    let mut c = Capture::with_version(2);
+    c.chunk(PROCESS, &process_payload(1e9, 1000, 1, 77, "p"));
+    c.meta(&[
+        scope(1, "work", "w.rs", 1),
+        thread(1, 100, "main"),
+        thread(2, 101, "tickscope-sampler"),
+        Entry::Stack {
+            id: 1,
+            frames: vec!["leaf".into(), "middle".into(), "main".into()],
+        },
+        Entry::Stack {
+            id: 2,
+            frames: vec!["other".into(), "main".into()],
+        },
+    ]);
+    c.events(1, &[], &[Ev::Begin(1, 1000), Ev::End(1, 5000)]);
+    c.events(
+        2,
+        &[],
+        &[
+            Ev::Sample(2000, 100, 1),
+            Ev::Sample(3000, 100, 2),
+            Ev::Sample(4000, 100, 1),
+        ],
+    );
+    let mut r = Reader::new(&c.bytes[..], "x.tscap").unwrap();
+    let sum = tickscope_timeline::summarize(&mut r, Default::default()).unwrap();
+    assert_eq!((sum.samples, sum.sample_stacks), (3, 2));
+    assert!(sum
+        .to_text()
+        .contains("CPU samples: 3 from the sampler, 2 stacks"));
+
+    let p = perfetto(&c.bytes);
+    let mut functions = BTreeMap::new();
+    let mut frames = BTreeMap::new();
+    let mut callstacks = BTreeMap::new();
+    let mut got = Vec::new();
+    for pkt in &p.packets {
+        if let Some(i) = pkt.msg(12) {
+            for f in i.msgs(5) {
+                functions.insert(f.uint(1).unwrap(), f.string(2).unwrap());
+            }
+            for f in i.msgs(6) {
+                frames.insert(f.uint(1).unwrap(), f.uint(2).unwrap());
+            }
+            for s in i.msgs(7) {
+                callstacks.insert(s.uint(1).unwrap(), s.clone());
+            }
+        }
+        if let Some(s) = pkt.msg(66) {
+            let stack = &callstacks[&s.uint(4).unwrap()];
+            let names: Vec<String> = stack
+                .0
+                .iter()
+                .filter(|(f, _)| *f == 2)
+                .map(|(_, v)| {
+                    let id = match v {
+                        crate::support::proto::Value::Varint(v) => *v,
+                        other => panic!("frame id {other:?}"),
+                    };
+                    functions[&frames[&id]].clone()
+                })
+                .collect();
+            got.push((pkt.uint(8).unwrap(), s.uint(2), s.uint(3), names.join(";")));
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            (1000, Some(77), Some(100), "main;middle;leaf".to_owned()),
+            (2000, Some(77), Some(100), "main;other".to_owned()),
+            (3000, Some(77), Some(100), "main;middle;leaf".to_owned()),
+        ]
+    );
+    // speedscope stays as it is: the samples are not scopes.
+    let v: Value = serde_json::from_slice(&convert(&c.bytes, Format::Speedscope)).unwrap();
+    assert_eq!(check_speedscope(&v), [("main".to_owned(), 2)]);
+}

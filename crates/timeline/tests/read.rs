@@ -94,6 +94,9 @@ fn same(e: &Event, text: &Option<String>, w: &Ev) -> bool {
                 && e.lost_count() == Some((*n).min((1 << 63) - 1))
                 && e.lost_breaks_pairs()
         }
+        Ev::Sample(t, tid, stack) => {
+            e.kind == EventKind::Sample && e.ticks == *t && e.sample() == Some((*tid, *stack))
+        }
         Ev::Lost2(t, n, flags) => {
             e.kind == EventKind::Lost
                 && e.ticks == *t

@@ -36,10 +36,35 @@ struct ThreadEnc {
     max_marker: u32,
     /// Program events encoded so far (not counting `lost` markers).
     events: u64,
+    stacks: Stacks,
 }
+
+/// The sampler's stacks seen in this capture: their ids in the file (small, from 1), and
+/// those not yet described in a metadata entry. Shared by the threads' encoders and the
+/// collector (samples are rare: a lock per sample costs nothing that matters).
+#[derive(Default)]
+pub(crate) struct StackIds {
+    ids: std::collections::HashMap<u64, u64>,
+    pending: Vec<(u64, u64)>,
+}
+
+impl StackIds {
+    fn id(&mut self, stack: u64) -> u64 {
+        let next = self.ids.len() as u64 + 1;
+        *self.ids.entry(stack).or_insert_with(|| {
+            self.pending.push((next, stack));
+            next
+        })
+    }
+}
+
+type Stacks = std::sync::Arc<std::sync::Mutex<StackIds>>;
 
 enum Partial {
     None,
+    Sample {
+        ticks: u64,
+    },
     Counter {
         ticks: u64,
         id: u32,
@@ -52,7 +77,7 @@ enum Partial {
 }
 
 impl ThreadEnc {
-    fn new(ring: &'static Ring, index: u64) -> ThreadEnc {
+    fn new(ring: &'static Ring, index: u64, stacks: Stacks) -> ThreadEnc {
         ThreadEnc {
             ring,
             index,
@@ -70,6 +95,7 @@ impl ThreadEnc {
             max_scope: 0,
             max_marker: 0,
             events: 0,
+            stacks,
         }
     }
 
@@ -116,6 +142,16 @@ impl ThreadEnc {
     fn record_payload(&mut self, ticks: u64, word: u64) {
         match std::mem::replace(&mut self.partial, Partial::None) {
             Partial::None => {}
+            Partial::Sample { ticks: t } => {
+                let id = self
+                    .stacks
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .id(word);
+                self.event(t, event::SAMPLE, 0);
+                put_varint(&mut self.payload, ticks);
+                put_varint(&mut self.payload, id);
+            }
             Partial::Counter { ticks: t, id } => {
                 self.event(t, event::COUNTER, id);
                 self.payload.extend_from_slice(&ticks.to_le_bytes());
@@ -185,6 +221,9 @@ impl ThreadEnc {
                         bytes: Vec::with_capacity(len.next_multiple_of(16)),
                     };
                 }
+            }
+            event::SAMPLE => {
+                self.partial = Partial::Sample { ticks };
             }
             event::LOST => {
                 self.event(ticks, kind, 0);
@@ -261,6 +300,11 @@ pub(crate) struct Collector {
     /// behind, and seals chunks uncompressed (LZ4 is a quarter of its time) until it has
     /// caught up. A busy machine then costs file size for a while, not events.
     behind: bool,
+    /// The sampler's stacks the samples use.
+    stacks: Stacks,
+    /// Names for the sampler's frames, made when a stack is first described.
+    #[cfg(feature = "sampler")]
+    names: Names,
     last_flush: Instant,
     flush_every: Duration,
 }
@@ -290,6 +334,9 @@ impl Collector {
             freed: Vec::new(),
             dropped_scopes: 0,
             behind: false,
+            stacks: Stacks::default(),
+            #[cfg(feature = "sampler")]
+            names: Names::default(),
             last_flush: Instant::now(),
             flush_every,
         };
@@ -342,7 +389,8 @@ impl Collector {
                         &mut self.meta,
                         &r.name.lock().unwrap_or_else(|p| p.into_inner()),
                     );
-                    self.encs.push(ThreadEnc::new(r, index));
+                    self.encs
+                        .push(ThreadEnc::new(r, index, self.stacks.clone()));
                     self.encs.len() - 1
                 }
             };
@@ -452,11 +500,41 @@ impl Collector {
                 put_str(&mut self.meta, name);
             }
         }
+        #[cfg(feature = "sampler")]
+        self.describe_stacks();
         if !self.meta.is_empty() {
             let m = std::mem::take(&mut self.meta);
             self.put(chunk::META, &m, 0);
             self.meta = m;
             self.meta.clear();
+        }
+    }
+
+    /// A metadata entry for each stack of the sampler that samples began to use: its frames'
+    /// function names, leaf first.
+    #[cfg(feature = "sampler")]
+    fn describe_stacks(&mut self) {
+        let pending = std::mem::take(
+            &mut self
+                .stacks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pending,
+        );
+        for (id, stack) in pending {
+            let frames = super::stack_frames(stack).unwrap_or_default();
+            let mut names = Vec::new();
+            for (k, &addr) in frames.iter().enumerate() {
+                // Return addresses point past their call: look up the call itself.
+                let at = if k == 0 { addr } else { addr.saturating_sub(1) };
+                names.extend(self.names.of(at).iter().cloned());
+            }
+            self.meta.push(meta::STACK);
+            put_varint(&mut self.meta, id);
+            put_varint(&mut self.meta, names.len() as u64);
+            for n in &names {
+                put_str(&mut self.meta, n);
+            }
         }
     }
 
@@ -520,5 +598,45 @@ impl Collector {
             .map(|e| e.ring.dropped().wrapping_sub(e.dropped_base))
             .sum();
         live + self.exited_drops.iter().map(|d| d.1).sum::<u64>()
+    }
+}
+
+/// Function names for addresses in this process, through the sampler's symbolizer (made on
+/// first use; its mappings read again for an address they do not cover), cached by address.
+#[cfg(feature = "sampler")]
+#[derive(Default)]
+struct Names {
+    symbolizer: Option<crate::symbolize::Symbolizer>,
+    cache: std::collections::HashMap<u64, Vec<String>>,
+}
+
+#[cfg(feature = "sampler")]
+impl Names {
+    /// The function at `addr` (from the symbol tables: DWARF would cost the collector
+    /// seconds of a debug build's time); its address when none is known.
+    fn of(&mut self, addr: u64) -> &[String] {
+        if !self.cache.contains_key(&addr) {
+            let found = self.lookup(addr);
+            self.cache.insert(addr, found);
+        }
+        &self.cache[&addr]
+    }
+
+    fn lookup(&mut self, addr: u64) -> Vec<String> {
+        let covered = self
+            .symbolizer
+            .as_ref()
+            .is_some_and(|s| s.module_of(addr).is_some());
+        if !covered {
+            if let Ok(maps) = crate::symbolize::read_self_maps() {
+                self.symbolizer = Some(crate::symbolize::Symbolizer::new(&maps));
+            }
+        }
+        let name = self
+            .symbolizer
+            .as_mut()
+            .and_then(|s| s.function(addr))
+            .filter(|n| !n.is_empty());
+        vec![name.unwrap_or_else(|| format!("{addr:#x}"))]
     }
 }

@@ -57,7 +57,12 @@
 //!   stream. Readers add the entries up;
 //! - `7` in flight at start (version 2): `varint scope id`, `varint calls`: entries of that
 //!   call site already open on some thread when the capture started. Their ends are not
-//!   recorded (their begins preceded the capture).
+//!   recorded (their begins preceded the capture);
+//! - `8` stack (version 2): `varint id`, `varint N`, then N × `string` function name: a stack
+//!   of the CPU sampler's samples, leaf first, from the symbol tables (no inlined frames;
+//!   the address in hex where no symbol covers it). Defined before the first sample that
+//!   uses it. CPU samples are recorded by the sampler's own thread (`tickscope-sampler`), at
+//!   the time each was taken, for the thread the sample is of.
 //!
 //! Ids and thread indexes are defined in a metadata chunk before the first events chunk that
 //! uses them. A reader shows an id it was never told about as `<scope #id>`, not as an error.
@@ -88,7 +93,8 @@
 //! | 3 | counter value | marker id | f64 |
 //! | 4 | message | 0 | string |
 //! | 5 | lost | 0 | varint: events this thread dropped just before this point (memory budget spent); version 2 adds a varint of flags: bit 0, an end whose begin is in the stream was among them |
-//! | 6, 7 | reserved: an error | | |
+//! | 6 | CPU sample (version 2) | 0 | varint tid (the OS id of the thread sampled), varint stack (a stack entry's id) |
+//! | 7 | reserved: an error | | |
 //!
 //! An end closes the innermost open scope with its id; scopes opened above it and never ended
 //! were abandoned (a leaked guard). Scopes still open when the capture ends have no end.
@@ -157,6 +163,8 @@ pub mod meta {
     pub const DROPPED_SCOPES: u8 = 6;
     /// Scopes open when the capture started (version 2).
     pub const IN_FLIGHT: u8 = 7;
+    /// A CPU sampler's stack: its frames' function names (version 2).
+    pub const STACK: u8 = 8;
 }
 
 /// Event kinds, the low 3 bits of a tag.
@@ -173,6 +181,8 @@ pub mod event {
     pub const MESSAGE: u8 = 4;
     /// Events dropped just before this point (varint payload).
     pub const LOST: u8 = 5;
+    /// A CPU sample of a thread (version 2): varint tid and varint stack id payload.
+    pub const SAMPLE: u8 = 6;
 }
 
 /// Appends `v` as a varint.

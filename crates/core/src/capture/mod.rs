@@ -720,6 +720,43 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>, memory: Option<u64>
     }
 }
 
+/// Stacks of the CPU sampler's samples, by id (the sampler's key hash): their frames (return
+/// addresses, leaf first). The collector names them when a sample first uses one.
+#[cfg(feature = "sampler")]
+static STACKS: Mutex<Option<std::collections::HashMap<u64, Box<[u64]>>>> = Mutex::new(None);
+
+/// Defines the frames of the sampler's stack `id` (the sampler's drain thread).
+#[cfg(feature = "sampler")]
+pub(crate) fn define_stack(id: u64, frames: &[u64]) {
+    STACKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(Default::default)
+        .insert(id, frames.into());
+}
+
+/// The frames of the sampler's stack `id`, if defined.
+#[cfg(feature = "sampler")]
+pub(crate) fn stack_frames(id: u64) -> Option<Box<[u64]>> {
+    STACKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&id).cloned())
+}
+
+/// Records a CPU sample of thread `tid` taken at `ticks` with stack `stack` (see
+/// [`define_stack`]), from the sampler's drain thread.
+#[cfg(feature = "sampler")]
+pub(crate) fn sample(ticks: u64, tid: u32, stack: u64) {
+    if running() {
+        ring::push_group(
+            &[(ticks, format::event::SAMPLE as u64), (tid as u64, stack)],
+            0,
+        );
+    }
+}
+
 /// Records the scope begin of call site `id` at `ticks` on the calling thread, at stack
 /// depth `depth`; false if it was dropped (then its end must not be recorded).
 #[inline]

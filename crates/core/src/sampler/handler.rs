@@ -46,6 +46,10 @@ pub(crate) struct Shared {
     /// periods is one draw, not 20).
     pub overrun_periods: AtomicU64,
     pub overrun_periods_sq: AtomicU64,
+    /// Each sample's time, thread and stack, while a timeline capture runs (the drain
+    /// thread moves them into it).
+    #[cfg(feature = "capture")]
+    pub timeline: super::table::SampleLog,
 }
 
 /// The running sampler's state; null when none runs.
@@ -251,7 +255,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     }
     let mut scopes = [0u32; MAX_SCOPES];
     let nscopes = crate::scope::active_scopes(&mut scopes);
-    s.store.record(&Raw {
+    let stack = s.store.record(&Raw {
         tid,
         truncated,
         frames: &frames[..n],
@@ -259,6 +263,13 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
         count,
         weight,
     });
+    // A capture running: the sample goes on the timeline too (an atomic load, a queue push).
+    #[cfg(feature = "capture")]
+    if crate::state::capturing() {
+        s.timeline.push(t0, tid, stack);
+    }
+    #[cfg(not(feature = "capture"))]
+    let _ = stack;
     s.signals.fetch_add(1, Relaxed);
     s.handler_ticks
         .fetch_add(crate::clock::now_in_signal().wrapping_sub(t0), Relaxed);

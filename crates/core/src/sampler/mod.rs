@@ -466,6 +466,8 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         max_overrun: AtomicU64::new(0),
         overrun_periods: AtomicU64::new(0),
         overrun_periods_sq: AtomicU64::new(0),
+        #[cfg(feature = "capture")]
+        timeline: table::SampleLog::new(16_384),
     });
     SHARED.store(Arc::as_ptr(&shared).cast_mut(), SeqCst);
     if source == Source::ProcessTimer {
@@ -595,6 +597,8 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     // SHARED is null and no handler holds it (ACTIVE was zero after the store); the drain
     // thread has been joined: `shared` is the last owner, and freed at the end.
     shared.store.drain(&mut drained.stacks, 0, true);
+    #[cfg(feature = "capture")]
+    poller::to_timeline(&shared, &drained.stacks, &mut drained.timeline, true);
     if !build {
         return None;
     }

@@ -55,6 +55,9 @@ impl Drop for Reply {
 #[derive(Clone, Default)]
 pub(super) struct Drained {
     pub stacks: HashMap<Key, Counts>,
+    /// What the timeline capture has been given of the samples (see [`to_timeline`]).
+    #[cfg(feature = "capture")]
+    pub timeline: Timeline,
     pub names: HashMap<u32, String>,
     /// CPU time threads used before their timer was armed.
     pub unsampled: HashMap<u32, u64>,
@@ -507,8 +510,58 @@ pub(super) fn drain_loop(
         next = Instant::now() + every;
         poller.poll(shared);
         shared.store.drain(&mut poller.out.stacks, 3, false);
+        #[cfg(feature = "capture")]
+        to_timeline(shared, &poller.out.stacks, &mut poller.out.timeline, false);
         if let Some(reply) = reply {
             let _ = reply.send(poller.out.clone());
+        }
+    }
+}
+
+/// The poller's side of the samples it moves into a timeline capture.
+#[cfg(feature = "capture")]
+#[derive(Clone, Default)]
+pub(crate) struct Timeline {
+    /// Stack ids (key hashes) whose frames the capture has.
+    defined: std::collections::HashSet<u64>,
+    /// Samples waiting for their stack to be drained (taken between the table's drain and
+    /// the log's).
+    waiting: Vec<super::table::TimedSample>,
+    taken: Vec<super::table::TimedSample>,
+}
+
+/// Moves the samples taken while a capture ran into it, in time order, after defining
+/// their stacks (frames, leaf first). With `last`, samples whose stack is still unknown
+/// are counted as lost rather than kept for a next pass.
+#[cfg(feature = "capture")]
+pub(crate) fn to_timeline(
+    shared: &Shared,
+    stacks: &HashMap<Key, Counts>,
+    t: &mut Timeline,
+    last: bool,
+) {
+    t.taken.clear();
+    t.taken.append(&mut t.waiting);
+    shared.timeline.take(&mut t.taken);
+    if t.taken.is_empty() {
+        return;
+    }
+    if t.taken.iter().any(|x| !t.defined.contains(&x.stack)) {
+        for k in stacks.keys() {
+            let h = super::table::key_hash(k);
+            if t.defined.insert(h) {
+                crate::capture::define_stack(h, &k.frames);
+            }
+        }
+    }
+    t.taken.sort_by_key(|x| x.ticks);
+    for x in t.taken.drain(..) {
+        if t.defined.contains(&x.stack) {
+            crate::capture::sample(x.ticks, x.tid, x.stack);
+        } else if last {
+            shared.timeline.lost.fetch_add(1, Relaxed);
+        } else {
+            t.waiting.push(x);
         }
     }
 }

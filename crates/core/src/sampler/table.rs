@@ -184,6 +184,119 @@ pub(crate) struct Store {
     cache: std::sync::Mutex<Vec<Option<(u32, Key, Counts)>>>,
 }
 
+/// The hash [`Store::record`] gives a sample of key `k`.
+#[cfg(feature = "capture")]
+pub(crate) fn key_hash(k: &Key) -> u64 {
+    hash(&Raw {
+        tid: k.tid,
+        truncated: k.truncated,
+        frames: &k.frames,
+        scopes: &k.scopes,
+        count: 0,
+        weight: 0,
+    })
+}
+
+/// Samples for a running timeline capture: when each was taken, on which thread, and its
+/// stack (by its key's hash), in a bounded multi-producer queue (Vyukov's design, as the
+/// store's overflow log) that the drain thread empties into the capture. A full queue
+/// counts the sample as lost to the timeline (the profile still has it).
+#[cfg(feature = "capture")]
+pub(crate) struct SampleLog {
+    cells: Box<[SampleCell]>,
+    head: AtomicU64,
+    tail: AtomicU64,
+    /// Samples the timeline could not take (the queue was full).
+    pub lost: AtomicU64,
+}
+
+#[cfg(feature = "capture")]
+struct SampleCell {
+    seq: AtomicU64,
+    ticks: AtomicU64,
+    tid: AtomicU32,
+    stack: AtomicU64,
+}
+
+/// One sample taken from a [`SampleLog`].
+#[cfg(feature = "capture")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TimedSample {
+    pub ticks: u64,
+    pub tid: u32,
+    pub stack: u64,
+}
+
+#[cfg(feature = "capture")]
+impl SampleLog {
+    pub(crate) fn new(cells: usize) -> SampleLog {
+        let n = cells.max(2).next_power_of_two() as u64;
+        SampleLog {
+            cells: (0..n)
+                .map(|i| SampleCell {
+                    seq: AtomicU64::new(i),
+                    ticks: AtomicU64::new(0),
+                    tid: AtomicU32::new(0),
+                    stack: AtomicU64::new(0),
+                })
+                .collect(),
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds a sample. Signal context: no allocation, no lock, a few CAS retries at most.
+    pub(crate) fn push(&self, ticks: u64, tid: u32, stack: u64) {
+        let mask = self.cells.len() as u64 - 1;
+        let mut pos = self.head.load(Relaxed);
+        loop {
+            let cell = &self.cells[(pos & mask) as usize];
+            let seq = cell.seq.load(Acquire);
+            if seq == pos {
+                match self
+                    .head
+                    .compare_exchange_weak(pos, pos + 1, Relaxed, Relaxed)
+                {
+                    Ok(_) => {
+                        cell.ticks.store(ticks, Relaxed);
+                        cell.tid.store(tid, Relaxed);
+                        cell.stack.store(stack, Relaxed);
+                        cell.seq.store(pos + 1, Release);
+                        return;
+                    }
+                    Err(now) => pos = now,
+                }
+            } else if seq < pos {
+                self.lost.fetch_add(1, Relaxed);
+                return;
+            } else {
+                pos = self.head.load(Relaxed);
+            }
+        }
+    }
+
+    /// Takes every sample published so far, in the order taken (drain thread only).
+    pub(crate) fn take(&self, out: &mut Vec<TimedSample>) {
+        let mask = self.cells.len() as u64 - 1;
+        let mut pos = self.tail.load(Relaxed);
+        loop {
+            let cell = &self.cells[(pos & mask) as usize];
+            if cell.seq.load(Acquire) != pos + 1 {
+                break;
+            }
+            out.push(TimedSample {
+                ticks: cell.ticks.load(Relaxed),
+                tid: cell.tid.load(Relaxed),
+                stack: cell.stack.load(Relaxed),
+            });
+            cell.seq.store(pos + mask + 1, Release);
+            pos += 1;
+        }
+        self.tail.store(pos, Relaxed);
+    }
+}
+
 /// Hashes the key's words in four independent multiply-xor lanes (a single FNV chain is
 /// latency-bound: 4 cycles a word, 200 ns for a 100-frame stack). Collisions only cost a
 /// compare.
@@ -253,11 +366,12 @@ impl Store {
             + self.log.len() * std::mem::size_of::<Cell>()
     }
 
-    /// Stores one sample.
+    /// Stores one sample; returns its key's hash (the stack's id in a capture, see
+    /// [`SampleLog`]).
     ///
     /// Signal context: no allocation, no lock, bounded work (at most [`PROBES`] entries and
     /// a few CAS retries on the log head, which only fail when another producer advanced).
-    pub(crate) fn record(&self, s: &Raw<'_>) {
+    pub(crate) fn record(&self, s: &Raw<'_>) -> u64 {
         let h = hash(s);
         let mask = self.entries.len() - 1;
         for i in 0..PROBES {
@@ -269,7 +383,7 @@ impl Store {
                 e.count.fetch_add(s.count, Relaxed);
                 e.weight.fetch_add(s.weight, Relaxed);
                 e.users.fetch_sub(1, Release);
-                return;
+                return h;
             }
             e.users.fetch_sub(1, Release);
             if state == EMPTY
@@ -284,7 +398,7 @@ impl Store {
                 e.idle.store(0, Relaxed);
                 e.generation.fetch_add(1, Relaxed);
                 e.state.store(h, SeqCst);
-                return;
+                return h;
             }
         }
         self.overflowed.fetch_add(1, Relaxed);
@@ -292,6 +406,7 @@ impl Store {
             self.lost[Lost::Full as usize].fetch_add(s.count, Relaxed);
             self.lost_weight[Lost::Full as usize].fetch_add(s.weight, Relaxed);
         }
+        h
     }
 
     /// Signal context: see [`Store::record`].

@@ -343,6 +343,7 @@ impl Open {
     }
 
     /// Its depth on the thread's stack (0: outermost).
+    #[cfg(feature = "capture")]
     #[inline(always)]
     pub(crate) fn depth(&self) -> u32 {
         self.index

@@ -201,6 +201,16 @@ impl ObjectFile {
         }
     }
 
+    /// The symbol-table name of the function at `svma`, demangled (no DWARF read).
+    #[cfg(feature = "capture")]
+    fn symbol(&mut self, svma: u64) -> Option<String> {
+        let path = &self.path;
+        let symbols = self
+            .symbols
+            .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
+        symbols.find(svma).map(|raw| demangle(raw, None))
+    }
+
     /// The frames at `svma` (an address in the file's own address space).
     fn frames(&mut self, svma: u64) -> Vec<Frame> {
         // Malformed DWARF may fail half-way through the inline chain; then the symbol table
@@ -301,6 +311,19 @@ impl Symbolizer {
     /// (`.symtab`, else `.dynsym`) with file `""` and line 0, if a symbol covers the address.
     /// Empty if nothing is known: the address is in no module or in no symbol, the file is
     /// stripped or gone.
+    /// The function at `addr` from the symbol tables alone: no DWARF parsing, no inlined
+    /// frames, so cheap enough for the capture's collector to name the sampler's stacks as
+    /// they appear (the pprof profile, built once at the end, has the full detail).
+    #[cfg(feature = "capture")]
+    pub(crate) fn function(&mut self, addr: u64) -> Option<String> {
+        let index = self.module_of(addr)?;
+        let module = &self.modules[index];
+        let file_offset = (addr - module.start).checked_add(module.offset)?;
+        let file = &mut self.files[self.module_files[index]];
+        let svma = file.info.svma(file_offset)?;
+        file.symbol(svma)
+    }
+
     pub(crate) fn lookup(&mut self, addr: u64) -> Vec<Frame> {
         let Some(index) = self.module_of(addr) else {
             return Vec::new();

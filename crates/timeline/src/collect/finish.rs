@@ -247,6 +247,8 @@ impl Collector {
             frames,
             counters,
             messages: self.messages,
+            samples: self.samples,
+            sample_stacks: meta.stack_count(),
             first_messages: self
                 .first_messages
                 .iter()

@@ -168,6 +168,8 @@ pub struct Collector {
     mindex: IdIndex,
     markers: Vec<MarkerStat>,
     messages: u64,
+    /// CPU samples the sampler recorded into the capture.
+    samples: u64,
     first_messages: Vec<(u64, u64, u64, String)>,
     events: u64,
     loss_markers: u64,
@@ -193,6 +195,7 @@ impl Collector {
             mindex: IdIndex::default(),
             markers: Vec::new(),
             messages: 0,
+            samples: 0,
             first_messages: Vec::new(),
             events: 0,
             loss_markers: 0,
@@ -513,6 +516,7 @@ impl Collector {
                     th.overflow = 0;
                 }
             }
+            EventKind::Sample => self.samples += 1,
             EventKind::Begin | EventKind::End => {}
         }
     }

@@ -268,6 +268,25 @@ pub(crate) fn meta(p: &[u8], mut f: impl FnMut(MetaEntry)) -> PResult<()> {
                 scope: c.varint("in-flight scope id")?,
                 calls: c.varint("in-flight count")?,
             },
+            tag::STACK => {
+                let id = c.varint("stack id")?;
+                let n_at = c.pos;
+                let n = c.varint("stack frames")?;
+                // Each name takes a byte at least: a count past the payload is damage.
+                if n > c.remain() as u64 {
+                    return Err((
+                        n_at,
+                        Problem::Truncated {
+                            field: "stack frames",
+                        },
+                    ));
+                }
+                let mut frames = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    frames.push(c.string("stack frame")?.to_owned());
+                }
+                MetaEntry::Stack { id, frames }
+            }
             t => return Err((at, Problem::UnknownMetaTag(t))),
         };
         f(entry);
@@ -456,6 +475,12 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
                 c.string("message")?;
                 pp = c.pos;
             }
+            6 if l.v2 => {
+                for field in ["sample tid", "sample stack"] {
+                    let at = pp;
+                    varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, field))?;
+                }
+            }
             5 => {
                 let at = pp;
                 varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "lost count"))?;
@@ -600,6 +625,11 @@ fn event_payload(
             text.push_str(&String::from_utf8_lossy(bytes));
             ((start as u64) << 32) | (text.len() - start) as u64
         }
+        EventKind::Sample => {
+            let tid = fast_varint(payload, pp).min(u32::MAX as u64);
+            let stack = fast_varint(payload, pp).min(u32::MAX as u64);
+            tid | stack << 32
+        }
         EventKind::Lost => {
             // The count (saturated below the flag's bit: no capture drops 2^63 events).
             let n = fast_varint(payload, pp).min(BREAKS_PAIRS - 1);
@@ -631,6 +661,8 @@ pub enum EventKind {
     Message = 4,
     /// Events the thread dropped just before this point (its ring was full).
     Lost = 5,
+    /// A CPU sample of a thread, recorded by the sampler's thread (version 2).
+    Sample = 6,
 }
 
 impl EventKind {
@@ -642,7 +674,8 @@ impl EventKind {
             2 => EventKind::Frame,
             3 => EventKind::Counter,
             4 => EventKind::Message,
-            // Validation refuses 6 and 7.
+            6 => EventKind::Sample,
+            // Validation refuses 7 (and 6 in version 1).
             _ => EventKind::Lost,
         }
     }
@@ -665,6 +698,12 @@ impl Event {
     /// A counter event's value.
     pub fn counter_value(&self) -> Option<f64> {
         (self.kind == EventKind::Counter).then(|| f64::from_bits(self.data))
+    }
+
+    /// A CPU sample's thread (its OS thread id) and stack id (see
+    /// [`Meta::stack`](super::Meta::stack)).
+    pub fn sample(&self) -> Option<(u64, u64)> {
+        (self.kind == EventKind::Sample).then_some((self.data & 0xffff_ffff, self.data >> 32))
     }
 
     /// A loss event's count of dropped events.

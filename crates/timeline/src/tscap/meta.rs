@@ -295,6 +295,13 @@ pub enum MetaEntry {
         /// How many.
         calls: u64,
     },
+    /// A stack of the CPU sampler's samples (version 2).
+    Stack {
+        /// Its id.
+        id: u64,
+        /// Function names, leaf first.
+        frames: Vec<String>,
+    },
 }
 
 /// Everything the metadata chunks read so far define.
@@ -312,6 +319,8 @@ pub struct Meta {
     dropped_scopes: std::collections::BTreeMap<u64, u64>,
     /// Scopes in flight when the capture started, by scope id.
     in_flight: std::collections::BTreeMap<u64, u64>,
+    /// The sampler's stacks, by id.
+    stacks: std::collections::BTreeMap<u64, Vec<String>>,
 }
 
 impl Meta {
@@ -327,6 +336,7 @@ impl Meta {
             sink_lost_chunks: 0,
             dropped_scopes: Default::default(),
             in_flight: Default::default(),
+            stacks: Default::default(),
         }
     }
 
@@ -368,6 +378,9 @@ impl Meta {
             MetaEntry::InFlight { scope, calls } => {
                 let n = self.in_flight.entry(*scope).or_insert(0);
                 *n = n.saturating_add(*calls);
+            }
+            MetaEntry::Stack { id, frames } => {
+                self.stacks.insert(*id, frames.clone());
             }
         }
     }
@@ -475,6 +488,25 @@ impl Meta {
     /// How many clock entries were read (0: the process record's calibration is in use).
     pub fn clock_updates(&self) -> u64 {
         self.clock_updates
+    }
+
+    /// How many stacks of the sampler are defined.
+    pub fn stack_count(&self) -> u64 {
+        self.stacks.len() as u64
+    }
+
+    /// The function names of the sampler's stack `id`, leaf first.
+    pub fn stack(&self, id: u64) -> Option<&[String]> {
+        self.stacks.get(&id).map(Vec::as_slice)
+    }
+
+    /// Thread indexes by OS thread id (the first thread of each tid).
+    pub fn threads_by_tid(&self) -> std::collections::HashMap<u64, u64> {
+        let mut by = std::collections::HashMap::new();
+        for t in &self.threads.items {
+            by.entry(t.tid).or_insert(t.index);
+        }
+        by
     }
 
     /// Scopes dropped whole (the memory budget was spent), by scope id.

@@ -83,4 +83,5 @@ pub(crate) mod tag {
     pub const SINK_LOSS: u8 = 5;
     pub const DROPPED_SCOPES: u8 = 6;
     pub const IN_FLIGHT: u8 = 7;
+    pub const STACK: u8 = 8;
 }

@@ -21,6 +21,8 @@ pub enum Ev {
     Lost(u64, u64),
     /// A version 2 loss: (ticks, events, flags).
     Lost2(u64, u64, u64),
+    /// A version 2 CPU sample: (ticks, tid, stack id).
+    Sample(u64, u64, u64),
 }
 
 impl Ev {
@@ -32,7 +34,8 @@ impl Ev {
             | Ev::Counter(_, t, _)
             | Ev::Message(t, _)
             | Ev::Lost(t, _)
-            | Ev::Lost2(t, _, _) => t,
+            | Ev::Lost2(t, _, _)
+            | Ev::Sample(t, _, _) => t,
         }
     }
 }
@@ -76,6 +79,11 @@ pub enum Entry {
     InFlight {
         scope: u64,
         calls: u64,
+    },
+    /// Version 2: function names, leaf first.
+    Stack {
+        id: u64,
+        frames: Vec<String>,
     },
 }
 
@@ -190,6 +198,14 @@ pub fn meta_payload(entries: &[Entry]) -> Vec<u8> {
                 varint(&mut p, *scope);
                 varint(&mut p, *calls);
             }
+            Entry::Stack { id, frames } => {
+                p.push(8);
+                varint(&mut p, *id);
+                varint(&mut p, frames.len() as u64);
+                for f in frames {
+                    string(&mut p, f);
+                }
+            }
         }
     }
     p
@@ -221,6 +237,11 @@ pub fn streams(base: u64, evs: &[Ev]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
                 varint(&mut payload, *n);
                 varint(&mut payload, *flags);
                 (5, 0)
+            }
+            Ev::Sample(_, tid, stack) => {
+                varint(&mut payload, *tid);
+                varint(&mut payload, *stack);
+                (6, 0)
             }
         };
         let tag = kind | id << 3;
