@@ -570,6 +570,7 @@ pub(crate) fn decode_batch(p: &[u8], c: &mut Cursor, out: &mut Events) -> bool {
         c.left = 0;
         return false;
     };
+    let v2 = l.v2;
     let (mut tp, mut dp, mut prev) = (c.tp, c.dp, c.prev);
     let pred = &mut c.pred;
     out.list.reserve(n);
@@ -585,7 +586,7 @@ pub(crate) fn decode_batch(p: &[u8], c: &mut Cursor, out: &mut Events) -> bool {
         let data = if (kind as u8) < EventKind::Counter as u8 {
             0
         } else {
-            event_payload(kind, payload, &mut c.pp, &mut out.text, l.v2)
+            event_payload(kind, payload, &mut c.pp, &mut out.text, v2)
         };
         out.list.push(Event {
             ticks: prev,
@@ -668,16 +669,19 @@ pub enum EventKind {
 impl EventKind {
     #[inline(always)]
     fn from_low_bits(tag: u64) -> EventKind {
-        match tag & 7 {
-            0 => EventKind::Begin,
-            1 => EventKind::End,
-            2 => EventKind::Frame,
-            3 => EventKind::Counter,
-            4 => EventKind::Message,
-            6 => EventKind::Sample,
-            // Validation refuses 7 (and 6 in version 1).
-            _ => EventKind::Lost,
-        }
+        // A table, not a match: the match's gap (5, 6, then 7 as 5) cost the decoding loop
+        // a quarter of its speed. Validation refuses 7 (and 6 in version 1).
+        const KINDS: [EventKind; 8] = [
+            EventKind::Begin,
+            EventKind::End,
+            EventKind::Frame,
+            EventKind::Counter,
+            EventKind::Message,
+            EventKind::Lost,
+            EventKind::Sample,
+            EventKind::Lost,
+        ];
+        KINDS[(tag & 7) as usize]
     }
 }
 
