@@ -13,6 +13,21 @@ fn tickscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickscope"))
 }
 
+/// `tickscope demo` for `seconds` with `threads` workers, no interval lines.
+fn demo(seconds: &str, threads: &str) -> Command {
+    let mut c = tickscope();
+    c.args([
+        "demo",
+        "--seconds",
+        seconds,
+        "--threads",
+        threads,
+        "--interval",
+        "off",
+    ]);
+    c
+}
+
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tickscope-recorded-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -35,16 +50,7 @@ fn ok(out: &Output) -> String {
 fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
     let d = dir("demo");
     let cap = d.join("demo.tscap");
-    let out = tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.5",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-        ])
+    let out = demo("0.5", "2")
         .arg("--capture")
         .arg(&cap)
         .env(
@@ -104,16 +110,7 @@ fn scope_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
 fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figure() {
     let d = dir("budget");
     let cap = d.join("budget.tscap");
-    let out = tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.5",
-            "--threads",
-            "4",
-            "--interval",
-            "off",
-        ])
+    let out = demo("0.5", "4")
         .env("TICKSCOPE_CAPTURE", &cap)
         // Eight blocks for five threads: most events cannot be held.
         .env("TICKSCOPE_CAPTURE_MEMORY", "256K")
@@ -192,16 +189,7 @@ fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figu
 fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
     let d = dir("both");
     let cap = d.join("both.tscap");
-    let out = tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.3",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-        ])
+    let out = demo("0.3", "2")
         .arg("--capture")
         .arg(&cap)
         .arg("--cpuprofile")
@@ -263,16 +251,7 @@ fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
 fn a_program_killed_mid_capture_leaves_a_readable_file() {
     let d = dir("killed");
     let cap = d.join("killed.tscap");
-    let mut child = tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "30",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-        ])
+    let mut child = demo("30", "1")
         .env("TICKSCOPE_CAPTURE", &cap)
         .env("TICKSCOPE_SUMMARY", "off")
         .spawn()
@@ -322,16 +301,7 @@ fn a_program_killed_mid_capture_leaves_a_readable_file() {
 fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
     let d = dir("exports");
     let cap = d.join("run.tscap");
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.005",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-        ])
+    ok(&demo("0.005", "2")
         .arg("--capture")
         .arg(&cap)
         .env("TICKSCOPE_SUMMARY", "off")

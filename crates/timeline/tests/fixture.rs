@@ -25,13 +25,10 @@ fn read_golden(path: &std::path::Path) -> String {
     })
 }
 
-/// The version-1 capture written by the test encoder (`support::sample_split(5, true)`, as it
-/// was when the fixture was made) reads to the report kept beside it.
-#[test]
-fn the_version_1_fixture_reads_as_it_always_has() {
-    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
-    let capture = data("v1.tscap");
-    let golden = data("v1.report.json");
+/// The kept capture `name` (never rewritten: a missing one is restored from git), read with
+/// per-thread rows, named as the file.
+fn read_fixture(name: &str) -> tickscope_timeline::Summary {
+    let capture = data(name);
     assert!(
         capture.exists(),
         "{} is a kept fixture: restore it from git",
@@ -39,9 +36,15 @@ fn the_version_1_fixture_reads_as_it_always_has() {
     );
     let mut r = Reader::open(&capture).unwrap();
     let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
-    got.file = "v1.tscap".into();
+    got.file = name.into();
+    got
+}
+
+/// `got` as JSON equals the kept report `name` (written first with `TICKSCOPE_BLESS=1`).
+fn assert_golden(got: &tickscope_timeline::Summary, name: &str) {
+    let golden = data(name);
     let json = got.to_json();
-    if bless {
+    if std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&golden, &json).unwrap();
     }
     let want = read_golden(&golden);
@@ -51,36 +54,26 @@ fn the_version_1_fixture_reads_as_it_always_has() {
     );
 }
 
+/// The version-1 capture written by the test encoder (`support::sample_split(5, true)`, as it
+/// was when the fixture was made) reads to the report kept beside it.
+#[test]
+fn the_version_1_fixture_reads_as_it_always_has() {
+    let got = read_fixture("v1.tscap");
+    assert_golden(&got, "v1.report.json");
+}
+
 /// The version-1 fixture from the real writer (`tickscope demo --seconds 0.005 --threads 2
 /// --capture`, tickscope 0.1.0): a collector-written file with LZ4 chunks, two worker threads,
 /// frames, a counter and messages. Its report is kept as `v1-writer.report.json`.
 #[test]
 fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
-    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
-    let capture = data("v1-writer.tscap");
-    let golden = data("v1-writer.report.json");
-    assert!(
-        capture.exists(),
-        "{} is a kept fixture: restore it from git",
-        capture.display()
-    );
-    let mut r = Reader::open(&capture).unwrap();
-    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
-    got.file = "v1-writer.tscap".into();
+    let got = read_fixture("v1-writer.tscap");
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
     assert!(got
         .scopes
         .iter()
         .any(|s| s.name == "parse_record" && s.calls > 0));
-    let json = got.to_json();
-    if bless {
-        std::fs::write(&golden, &json).unwrap();
-    }
-    let want = read_golden(&golden);
-    assert_eq!(
-        json, want,
-        "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
-    );
+    assert_golden(&got, "v1-writer.report.json");
 }
 
 /// The version-2 fixture from the real writer (`TICKSCOPE_CAPTURE=v2-writer.tscap
@@ -89,17 +82,7 @@ fn the_version_1_fixture_from_the_writer_reads_as_it_always_has() {
 /// is kept as `v2-writer.report.json`.
 #[test]
 fn the_version_2_fixture_from_the_writer_reads_as_it_always_has() {
-    let bless = std::env::var_os("TICKSCOPE_BLESS").is_some_and(|v| v == "1");
-    let capture = data("v2-writer.tscap");
-    let golden = data("v2-writer.report.json");
-    assert!(
-        capture.exists(),
-        "{} is a kept fixture: restore it from git",
-        capture.display()
-    );
-    let mut r = Reader::open(&capture).unwrap();
-    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
-    got.file = "v2-writer.tscap".into();
+    let got = read_fixture("v2-writer.tscap");
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
     let l = &got.losses;
     // Two events per scope dropped, and the frame marks and counter values dropped.
@@ -112,13 +95,5 @@ fn the_version_2_fixture_from_the_writer_reads_as_it_always_has() {
         (0, 0, 0),
         "{l:?}"
     );
-    let json = got.to_json();
-    if bless {
-        std::fs::write(&golden, &json).unwrap();
-    }
-    let want = read_golden(&golden);
-    assert_eq!(
-        json, want,
-        "re-bless with TICKSCOPE_BLESS=1 only if the change is intended"
-    );
+    assert_golden(&got, "v2-writer.report.json");
 }
