@@ -16,6 +16,11 @@
 //!   counter tracks; timestamps in ns since the start of capture. Each sequence's timestamps
 //!   never decrease; trace_processor sorts across sequences itself, so nothing is gathered or
 //!   merged here: the export streams, in memory bounded by one batch.
+//! - **CPU samples** (a capture the sampler ran beside) go on a sequence of their own, as
+//!   `PerfSample`s (pid, tid, `callstack_iid`) whose `InternedData` holds the callstacks
+//!   (root first), frames (one per function: `rel_pc` is its own id, so no two names share a
+//!   frame), function names and one mapping, the program: trace_processor puts them on their
+//!   threads.
 //! - **Compressed.** Packets are gathered in batches of about 1 MiB, each deflated (zlib) into
 //!   one `TracePacket.compressed_packets`, as Perfetto's tracing service does with
 //!   `compression_type: DEFLATE`: about 1 to 2 bytes an event.
@@ -33,7 +38,14 @@
 //! `parent_uuid` 5, `counter` 8; `ProcessDescriptor`: `pid` 1, `process_name` 6;
 //! `ThreadDescriptor`: `pid` 1, `tid` 2, `thread_name` 5; `TrackEvent`: `debug_annotations` 4,
 //! `type` 9, `name_iid` 10, `track_uuid` 11, `categories` 22, `name` 23,
-//! `double_counter_value` 44; `DebugAnnotation`: `bool_value` 2, `uint_value` 3, `name` 10.
+//! `double_counter_value` 44; `DebugAnnotation`: `bool_value` 2, `uint_value` 3, `name` 10;
+//! `TracePacket.clock_snapshot` 6, `timestamp_clock_id` 58, `perf_sample` 66;
+//! `ClockSnapshot.clocks` 1: `clock_id` 1, `timestamp` 2, `is_incremental` 3;
+//! `TracePacketDefaults.timestamp_clock_id` 58; `PerfSample`: `cpu` 1, `pid` 2, `tid` 3,
+//! `callstack_iid` 4; `InternedData`: `function_names` 5, `frames` 6, `callstacks` 7,
+//! `mapping_paths` 17, `mappings` 19; `InternedString`: `iid` 1, `str` 2; `Frame`: `iid` 1,
+//! `function_name_id` 2, `mapping_id` 3, `rel_pc` 4; `Callstack`: `iid` 1, `frame_ids` 2;
+//! `Mapping`: `iid` 1, `path_string_ids` 7 (checked against Perfetto's compiled protos).
 
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};

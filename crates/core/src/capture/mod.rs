@@ -7,7 +7,8 @@
 //! (keep the last 10 s in memory, dump them on panic or on [`dump`]). The same
 //! [`scope!`](crate::scope) macros then also record their begin and end; [`frame!`](crate::frame),
 //! [`plot!`](crate::plot) and [`message!`](crate::message) add frame marks, counters and
-//! messages. `tickscope report run.tscap` prints the exit-summary table computed from the
+//! messages. With the CPU [sampler](crate::sampler) running too, every sample it takes
+//! during the capture is recorded with its time, thread and stack. `tickscope report run.tscap` prints the exit-summary table computed from the
 //! timeline; `tickscope convert run.tscap --to chrome|perfetto|speedscope|folded` exports it.
 //!
 //! ```no_run
