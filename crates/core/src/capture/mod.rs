@@ -54,7 +54,7 @@ mod collector;
 mod marker;
 use marker::markers;
 pub use marker::{frame, message, plot, Marker};
-#[allow(unsafe_code)] // zeroed rings from calloc
+#[allow(unsafe_code)] // blocks allocated, linked and freed by hand (each block is a raw allocation)
 mod ring;
 mod sink;
 

@@ -297,7 +297,7 @@ pub(crate) fn meta(p: &[u8], mut f: impl FnMut(MetaEntry)) -> PResult<()> {
 /// The end record: the last chunk of a complete capture.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct End {
-    /// Events recorded into rings.
+    /// Events the threads recorded.
     pub events: u64,
     /// Events dropped because a ring was full.
     pub dropped: u64,
@@ -660,7 +660,7 @@ pub enum EventKind {
     Counter = 3,
     /// A message.
     Message = 4,
-    /// Events the thread dropped just before this point (its ring was full).
+    /// Events the thread dropped just before this point (the memory budget was spent).
     Lost = 5,
     /// A CPU sample of a thread, recorded by the sampler's thread (version 2).
     Sample = 6,
