@@ -440,6 +440,20 @@ fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
         }
     }
     assert!(slices > 0, "{summary}");
+    // A thread that is not there is said, not written silently as an empty trace.
+    let out = tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "folded", "--thread", "no-such-thread", "-o"])
+        .arg(d.join("none.folded"))
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no thread matches --thread no-such-thread"),
+        "{stderr}"
+    );
     // A time that is not one is refused in one line, exit 2.
     let out = tickscope()
         .arg("convert")

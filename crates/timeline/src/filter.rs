@@ -88,6 +88,8 @@ impl Filter {
 pub struct LeftOut {
     /// Scopes inside the window shorter than the minimum duration.
     pub short_scopes: u64,
+    /// Threads the export kept (with `--thread`, none means no thread matched).
+    pub threads_kept: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

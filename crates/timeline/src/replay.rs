@@ -135,7 +135,7 @@ pub(crate) fn replay<R: Read, S: Sink>(
     filter: &Filter,
     sink: &mut S,
 ) -> Result<Replayed, Error> {
-    let (mut spans, left_out) = if filter.cuts_events() {
+    let (mut spans, mut left_out) = if filter.cuts_events() {
         let mut f = Filtered::new(sink, filter);
         let spans = replay_all(reader, map, filter, &mut f)?;
         (spans, f.left_out)
@@ -146,6 +146,7 @@ pub(crate) fn replay<R: Read, S: Sink>(
         s.first = s.first.clamp(filter.from_ns, filter.until_ns);
         s.last = s.last.clamp(s.first, filter.until_ns);
     }
+    left_out.threads_kept = spans.len() as u64;
     Ok(Replayed { spans, left_out })
 }
 

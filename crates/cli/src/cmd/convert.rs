@@ -158,6 +158,14 @@ pub fn run(args: Args) -> Result<()> {
     for w in &exported.warnings {
         eprintln!("tickscope: warning: {w}");
     }
+    if !filter.threads.is_empty() && exported.left_out.threads_kept == 0 {
+        eprintln!(
+            "tickscope: warning: {}: no thread matches --thread {}: the output holds no thread (`tickscope report {} --per-thread` lists them)",
+            args.file.display(),
+            filter.threads.join(", --thread "),
+            args.file.display()
+        );
+    }
     if exported.left_out.short_scopes > 0 {
         eprintln!(
             "tickscope: left out {} scopes shorter than {} (counted in the output's metadata)",
