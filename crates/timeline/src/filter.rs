@@ -76,8 +76,8 @@ impl Filter {
         if self.threads.is_empty() {
             return true;
         }
-        match meta.threads_by_tid().get(&tid) {
-            Some(&index) => self.keeps_thread(meta, index),
+        match meta.thread_by_tid(tid) {
+            Some(index) => self.keeps_thread(meta, index),
             None => self.threads.iter().any(|t| *t == tid.to_string()),
         }
     }

@@ -110,22 +110,13 @@ impl ThreadEnc {
             return self.record_payload(ticks, word);
         }
         let kind = word as u8;
-        if kind > event::END || self.n == 0 {
+        if kind > event::END {
             return self.record_event(ticks, word);
         }
-        // Begins and ends inside a chunk (nearly every record): the same as `record_event`
-        // and `event`, inlined.
+        // Begins and ends (nearly every record), inlined; the other kinds in `record_event`.
         let id = (word >> 8) as u32;
         self.max_scope = self.max_scope.max(id);
-        let tag = kind as u64 | (id as u64) << 3;
-        put_varint(&mut self.tags, tag);
-        let delta = ticks.wrapping_sub(self.prev) as i64;
-        let ctx = (tag & 255) as usize;
-        put_svarint(&mut self.deltas, delta.wrapping_sub(self.pred[ctx]));
-        self.pred[ctx] = delta;
-        self.prev = ticks;
-        self.n += 1;
-        self.events += 1;
+        self.event(ticks, kind, id);
         if kind == event::BEGIN {
             if self.open.len() < format::MAX_OPEN {
                 self.open.push((id, ticks));
@@ -178,27 +169,12 @@ impl ThreadEnc {
         }
     }
 
-    #[inline]
+    /// A record of any kind but a begin or an end (those are [`ThreadEnc::record`]'s).
+    #[inline(never)]
     fn record_event(&mut self, ticks: u64, word: u64) {
         let kind = (word & 0xff) as u8;
         let x = word >> 8;
         match kind {
-            event::BEGIN => {
-                let id = x as u32;
-                self.max_scope = self.max_scope.max(id);
-                self.event(ticks, kind, id);
-                if self.open.len() < format::MAX_OPEN {
-                    self.open.push((id, ticks));
-                }
-            }
-            event::END => {
-                let id = x as u32;
-                self.max_scope = self.max_scope.max(id);
-                self.event(ticks, kind, id);
-                if let Some(i) = self.open.iter().rposition(|&(o, _)| o == id) {
-                    self.open.truncate(i);
-                }
-            }
             event::FRAME => {
                 let id = x as u32;
                 self.max_marker = self.max_marker.max(id);
@@ -235,7 +211,7 @@ impl ThreadEnc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, ticks: u64, kind: u8, id: u32) {
         if self.n == 0 {
             self.base = ticks;
@@ -607,6 +583,9 @@ impl Collector {
 #[derive(Default)]
 struct Names {
     symbolizer: Option<crate::symbolize::Symbolizer>,
+    /// When the mappings were last read: an address outside them reads them again, at most
+    /// once a second (addresses in no file, JIT code say, would otherwise read them each).
+    read_at: Option<Instant>,
     cache: std::collections::HashMap<u64, Vec<String>>,
 }
 
@@ -627,7 +606,11 @@ impl Names {
             .symbolizer
             .as_ref()
             .is_some_and(|s| s.module_of(addr).is_some());
-        if !covered {
+        let stale = self
+            .read_at
+            .map_or(true, |t| t.elapsed() >= Duration::from_secs(1));
+        if !covered && stale {
+            self.read_at = Some(Instant::now());
             if let Ok(maps) = crate::symbolize::read_self_maps() {
                 self.symbolizer = Some(crate::symbolize::Symbolizer::new(&maps));
             }

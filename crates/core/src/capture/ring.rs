@@ -116,8 +116,14 @@ fn take_block(over_budget: bool) -> Option<NonNull<Block>> {
             return Some(b);
         }
     }
+    let budget = BUDGET.load(Relaxed);
+    // With the budget spent, every event of every thread comes here: a plain load first, so
+    // that they do not all write the shared counter only to take the write back.
+    if !over_budget && BYTES.load(Relaxed) + BLOCK_BYTES > budget {
+        return None;
+    }
     let now = BYTES.fetch_add(BLOCK_BYTES, Relaxed) + BLOCK_BYTES;
-    if now > BUDGET.load(Relaxed) && !over_budget {
+    if now > budget && !over_budget {
         BYTES.fetch_sub(BLOCK_BYTES, Relaxed);
         return None;
     }

@@ -524,6 +524,8 @@ pub(super) fn drain_loop(
 pub(crate) struct Timeline {
     /// Stack ids (key hashes) whose frames the capture has.
     defined: std::collections::HashSet<u64>,
+    /// How many stacks the drain held when they were last looked through.
+    scanned: usize,
     /// Samples waiting for their stack to be drained (taken between the table's drain and
     /// the log's).
     waiting: Vec<super::table::TimedSample>,
@@ -546,7 +548,10 @@ pub(crate) fn to_timeline(
     if t.taken.is_empty() {
         return;
     }
-    if t.taken.iter().any(|x| !t.defined.contains(&x.stack)) {
+    // New stacks are looked for only when a sample needs one and the drain has taken new
+    // keys since the last look (a sample can come before its key is drained).
+    if stacks.len() != t.scanned && t.taken.iter().any(|x| !t.defined.contains(&x.stack)) {
+        t.scanned = stacks.len();
         for k in stacks.keys() {
             let h = super::table::key_hash(k);
             if t.defined.insert(h) {

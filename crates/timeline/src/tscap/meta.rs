@@ -321,6 +321,8 @@ pub struct Meta {
     in_flight: std::collections::BTreeMap<u64, u64>,
     /// The sampler's stacks, by id.
     stacks: std::collections::BTreeMap<u64, Vec<String>>,
+    /// Thread indexes by OS thread id (the first thread of each tid).
+    by_tid: std::collections::HashMap<u64, u64>,
 }
 
 impl Meta {
@@ -337,6 +339,7 @@ impl Meta {
             dropped_scopes: Default::default(),
             in_flight: Default::default(),
             stacks: Default::default(),
+            by_tid: Default::default(),
         }
     }
 
@@ -362,6 +365,7 @@ impl Meta {
                     name_len,
                 };
                 self.threads.set(t.index, rec);
+                self.by_tid.entry(t.tid).or_insert(t.index);
             }
             MetaEntry::Clock(c) => {
                 self.clock = *c;
@@ -500,13 +504,9 @@ impl Meta {
         self.stacks.get(&id).map(Vec::as_slice)
     }
 
-    /// Thread indexes by OS thread id (the first thread of each tid).
-    pub fn threads_by_tid(&self) -> std::collections::HashMap<u64, u64> {
-        let mut by = std::collections::HashMap::new();
-        for t in &self.threads.items {
-            by.entry(t.tid).or_insert(t.index);
-        }
-        by
+    /// The index of the first thread defined with OS thread id `tid`.
+    pub fn thread_by_tid(&self, tid: u64) -> Option<u64> {
+        self.by_tid.get(&tid).copied()
     }
 
     /// Scopes dropped whole (the memory budget was spent), by scope id.
