@@ -467,3 +467,52 @@ fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
     assert!(!d.join("never.json").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A conversion stopped by a signal (Ctrl-C after the warning of a large export, say)
+/// removes its temporary file and leaves the old output as it was, exiting as the signal
+/// would have (128 + 15 for SIGTERM).
+#[test]
+fn a_conversion_stopped_by_a_signal_leaves_no_temporary_file_and_the_old_output() {
+    let d = dir("signal");
+    let cap = d.join("run.tscap");
+    ok(&demo("0.3", "2")
+        .arg("--capture")
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let out = d.join("out.json");
+    std::fs::write(&out, "the old output").unwrap();
+    let mut child = tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "chrome", "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let temps = || -> Vec<String> {
+        std::fs::read_dir(&d)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.contains(".tmp-"))
+            .collect()
+    };
+    // The temporary file exists from the start of the conversion, which takes seconds.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while temps().is_empty() {
+        assert!(Instant::now() < deadline, "no temporary file appeared");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before the signal"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill with a pid this test spawned and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert_eq!(temps(), Vec::<String>::new());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "the old output");
+    let _ = std::fs::remove_dir_all(&d);
+}

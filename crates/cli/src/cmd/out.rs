@@ -1,7 +1,9 @@
 //! Output files, written so that nothing the user has is lost: an output that is one of the
 //! command's inputs is refused before anything is opened for writing, and every output is
 //! written to a temporary file in the target's directory, renamed over the target only when
-//! it is complete. A command that fails leaves the old file as it was.
+//! it is complete. A command that fails leaves the old file as it was; one stopped by
+//! Ctrl-C, SIGTERM or SIGHUP removes its temporary files before it exits (a thread receives
+//! the signals, so the cleanup is ordinary code).
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -9,6 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -58,6 +61,37 @@ pub(crate) fn check_writable(path: &Path) -> Result<()> {
     Output::create(path).map(drop)
 }
 
+/// Temporary files being written now: removed if a signal stops the command.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// From the first output on, SIGINT, SIGTERM and SIGHUP remove the temporary files being
+/// written, then end the process as the signal would have (exit status 128 + N).
+fn remove_outputs_on_signals() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Some(signal) = signals.forever().next() {
+                    // Held until the exit: no output is created or committed meanwhile.
+                    let mut files = live();
+                    for tmp in files.drain(..) {
+                        let _ = std::fs::remove_file(tmp);
+                    }
+                    std::process::exit(128 + signal);
+                }
+            });
+    });
+}
+
 /// An output being written: a temporary file beside the target, renamed over it by
 /// [`commit`](Output::commit); dropped without a commit, it is removed and the target is
 /// untouched.
@@ -101,6 +135,9 @@ impl Output {
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));
             let tmp = dir.join(tmp_name);
+            remove_outputs_on_signals();
+            // Listed before it exists, so that a signal after the open finds it.
+            live().push(tmp.clone());
             match OpenOptions::new().write(true).create_new(true).open(&tmp) {
                 Ok(file) => {
                     return Ok(Output {
@@ -110,8 +147,13 @@ impl Output {
                         file: Some(file),
                     })
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(dir_error(path, &dir, e)),
+                Err(e) => {
+                    forget(&tmp);
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        continue;
+                    }
+                    return Err(dir_error(path, &dir, e));
+                }
             }
         }
     }
@@ -132,8 +174,14 @@ impl Output {
         if let Ok(old) = std::fs::metadata(&self.target) {
             let _ = std::fs::set_permissions(&self.tmp, old.permissions());
         }
-        std::fs::rename(&self.tmp, &self.target)
-            .map_err(|e| anyhow!("{}: cannot write: {e}", self.shown.display()))?;
+        let renamed = {
+            // Not while a signal's cleanup runs: it would find the file gone or, renamed
+            // after it, leave a complete output behind a command that reported a signal.
+            let _files = live();
+            std::fs::rename(&self.tmp, &self.target)
+        };
+        renamed.map_err(|e| anyhow!("{}: cannot write: {e}", self.shown.display()))?;
+        forget(&self.tmp);
         self.tmp = PathBuf::new();
         Ok(())
     }
@@ -144,7 +192,16 @@ impl Drop for Output {
         if !self.tmp.as_os_str().is_empty() {
             drop(self.file.take());
             let _ = std::fs::remove_file(&self.tmp);
+            forget(&self.tmp);
         }
+    }
+}
+
+/// Takes `tmp` off the list of files to remove on a signal.
+fn forget(tmp: &Path) {
+    let mut files = live();
+    if let Some(i) = files.iter().position(|f| f == tmp) {
+        files.swap_remove(i);
     }
 }
 
