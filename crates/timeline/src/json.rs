@@ -7,7 +7,7 @@
 //!  "lost":{"dropped":0,"undelivered":0,"evicted":0,"abandoned":0,…},
 //!  "scopes":[{"name":"parse","kind":"scope","file":"src/demo.rs","line":40,"calls":1200,
 //!    "outer_calls":1200,"total_ns":812000000,"self_ns":640000000,"mean_ns":676666,
-//!    "min_ns":…,"p50_ns":…,"p99_ns":…,"max_ns":…,"wall_percent":26.9,"clock_errors":0}],
+//!    "min_ns":…,"p50_ns":…,"p90_ns":…,"p99_ns":…,"max_ns":…,"wall_percent":26.9,"clock_errors":0}],
 //!  "threads":[{"index":1,"tid":4660,"name":"main","events":…,"dropped":0,…}],
 //!  "frames":[…],"counters":[…],"messages":{"count":0,"first":[]},"warnings":[]}
 //! ```
@@ -48,6 +48,7 @@ fn scope(r: &ScopeRow, full: bool) -> Value {
     if full {
         opt("min_ns", r.min_ns);
         opt("p50_ns", r.p50_ns);
+        opt("p90_ns", r.p90_ns);
         opt("p99_ns", r.p99_ns);
         o.insert(
             "wall_percent".into(),

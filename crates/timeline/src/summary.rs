@@ -83,6 +83,8 @@ pub struct ScopeRow {
     pub min_ns: Option<u64>,
     /// Median outermost call (within 2%).
     pub p50_ns: Option<u64>,
+    /// 90th percentile (within 2%).
+    pub p90_ns: Option<u64>,
     /// 99th percentile (within 2%).
     pub p99_ns: Option<u64>,
     /// Longest outermost call.

@@ -242,7 +242,7 @@ fn percentiles_are_within_two_percent() {
     durations.sort_unstable();
     let exact = |q: f64| durations[(q * durations.len() as f64).ceil() as usize - 1] as f64;
     let w = row(&r, "work");
-    for (q, got) in [(0.5, w.p50_ns), (0.99, w.p99_ns)] {
+    for (q, got) in [(0.5, w.p50_ns), (0.9, w.p90_ns), (0.99, w.p99_ns)] {
         let got = got.unwrap() as f64;
         assert!(
             (got - exact(q)).abs() / exact(q) <= 0.02,

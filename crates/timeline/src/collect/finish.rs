@@ -55,6 +55,7 @@ impl Collector {
                     .then(|| (incl as f64 * ns_per_tick / outer as f64).round() as u64),
                 min_ns: None,
                 p50_ns: None,
+                p90_ns: None,
                 p99_ns: None,
                 max_ns: (outer > 0).then(|| ns(max)),
                 wall_percent: 0.0,
@@ -76,6 +77,7 @@ impl Collector {
             ScopeRow {
                 min_ns: has.then(|| ns(r.min)),
                 p50_ns: q(0.5),
+                p90_ns: q(0.9),
                 p99_ns: q(0.99),
                 wall_percent: if wall_ns > 0 {
                     ns(r.incl) as f64 * 100.0 / wall_ns as f64
