@@ -232,13 +232,16 @@ fn bytes_per_event(format: Format) -> f64 {
 }
 
 /// What a quick first pass over a capture file learns (metadata chunks and the end record
-/// only): the calibration to convert with, and how many events the capture holds.
+/// only): the calibration to convert with, how many events the capture holds and how long it
+/// ran.
 #[derive(Clone, Copy, Debug)]
 pub struct Prepass {
     /// The capture's last calibration.
     pub clock: Option<Clock>,
     /// The events the end record counts (none without one).
     pub events: Option<u64>,
+    /// From the capture's start to its end record (none without one).
+    pub duration_ns: Option<u64>,
     /// The file's size.
     pub file_bytes: u64,
 }
@@ -246,13 +249,21 @@ pub struct Prepass {
 impl Prepass {
     /// Reads `path`'s metadata (a damaged file is read up to the damage).
     pub fn of(path: &Path) -> Prepass {
-        let (clock, events) = match tscap::last_clock_and_end(path) {
-            Some((c, e)) => (Some(c), e.map(|e| e.events)),
-            None => (None, None),
+        let (clock, events, duration_ns) = match tscap::last_clock_and_end(path) {
+            Some((c, e, start)) => (
+                Some(c),
+                e.as_ref().map(|e| e.events),
+                e.map(|e| {
+                    let secs = e.end_ticks.saturating_sub(start) as f64 / c.ticks_per_second;
+                    (secs * 1e9) as u64
+                }),
+            ),
+            None => (None, None, None),
         };
         Prepass {
             clock,
             events,
+            duration_ns,
             file_bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
         }
     }
@@ -263,6 +274,46 @@ impl Prepass {
     pub fn estimate(&self, format: Format) -> u64 {
         let events = self.events.unwrap_or((self.file_bytes as f64 / 0.6) as u64);
         (events as f64 * bytes_per_event(format)) as u64
+    }
+
+    /// [`estimate`](Self::estimate) of the part of the capture between `from_ns` and
+    /// `until_ns` (from its start), taking events as spread evenly over its length; the
+    /// whole estimate when the length is unknown.
+    pub fn estimate_window(&self, format: Format, from_ns: u64, until_ns: u64) -> u64 {
+        let whole = self.estimate(format);
+        match self.duration_ns {
+            Some(d) if d > 0 => {
+                let kept = until_ns.min(d).saturating_sub(from_ns.min(d));
+                (whole as f64 * kept as f64 / d as f64) as u64
+            }
+            _ => whole,
+        }
+    }
+
+    /// A window `(from_ns, until_ns)` whose export to `format` takes about `bytes`: its
+    /// length a 1-2-5 round number, starting a third into the capture (past start-up) at a
+    /// multiple of that length. `None` when the capture's length is unknown.
+    pub fn window_of_size(&self, format: Format, bytes: u64) -> Option<(u64, u64)> {
+        let d = self.duration_ns.filter(|&d| d > 0)?;
+        let per_ns = self.estimate(format) as f64 / d as f64;
+        let want = if per_ns > 0.0 {
+            bytes as f64 / per_ns
+        } else {
+            d as f64
+        };
+        // The largest 1, 2 or 5 × 10^k ns not over `want` (1 µs at least).
+        let mut len = 1_000u64;
+        'round: for k in 3..=12 {
+            for m in [1u64, 2, 5] {
+                let l = m * 10u64.pow(k);
+                if l as f64 > want || l > d {
+                    break 'round;
+                }
+                len = l;
+            }
+        }
+        let from = (d / 3) / len * len;
+        Some((from, from + len))
     }
 }
 
@@ -294,4 +345,58 @@ pub fn convert_file_with<W: Write>(
     };
     let mut reader = Reader::open(path)?.salvage(salvage);
     export_with(&mut reader, format, clock, filter, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepass(events: u64, duration_ns: Option<u64>) -> Prepass {
+        Prepass {
+            clock: None,
+            events: Some(events),
+            duration_ns,
+            file_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_window_is_estimated_by_its_share_of_the_capture() {
+        // 100 M events over 4 s: 4 GB as Chrome JSON, 1 GB a second.
+        let p = prepass(100_000_000, Some(4_000_000_000));
+        assert_eq!(p.estimate(Format::Chrome), 4_000_000_000);
+        let w = p.estimate_window(Format::Chrome, 1_000_000_000, 1_500_000_000);
+        assert_eq!(w, 500_000_000);
+        // A window past the end holds nothing; an open end stops at the capture's.
+        assert_eq!(p.estimate_window(Format::Chrome, 5_000_000_000, u64::MAX), 0);
+        assert_eq!(
+            p.estimate_window(Format::Chrome, 3_000_000_000, u64::MAX),
+            1_000_000_000
+        );
+        // Without a length (no end record), the whole estimate.
+        let p = prepass(100_000_000, None);
+        assert_eq!(
+            p.estimate_window(Format::Chrome, 0, 1),
+            p.estimate(Format::Chrome)
+        );
+        assert_eq!(p.window_of_size(Format::Chrome, 100_000_000), None);
+    }
+
+    #[test]
+    fn the_suggested_window_is_a_round_length_inside_the_capture_of_about_the_size_asked() {
+        // 1 GB a second: 100 MB is 100 ms, from a third into the 4 s capture.
+        let p = prepass(100_000_000, Some(4_000_000_000));
+        let (from, until) = p.window_of_size(Format::Chrome, 100_000_000).unwrap();
+        assert_eq!((from, until), (1_300_000_000, 1_400_000_000));
+        // 3.5 GB a second: 28 ms wanted, 20 ms given (the round length not over it).
+        let p = prepass(266_000_000, Some(3_000_000_000));
+        let (from, until) = p.window_of_size(Format::Chrome, 100_000_000).unwrap();
+        assert_eq!(until - from, 20_000_000);
+        assert!(p.estimate_window(Format::Chrome, from, until) <= 100_000_000);
+        assert!(until <= 3_000_000_000);
+        // A short capture: never longer than the capture itself.
+        let p = prepass(1_000, Some(5_000_000));
+        let (from, until) = p.window_of_size(Format::Chrome, 100_000_000).unwrap();
+        assert!(from < until && until <= 5_000_000, "{from}..{until}");
+    }
 }

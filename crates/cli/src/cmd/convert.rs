@@ -57,6 +57,20 @@ fn duration(ns: u64) -> String {
 
 /// Larger exports get a warning with the command that cuts them.
 const LARGE: u64 = 1 << 30;
+/// The size of the window the warning suggests: what Perfetto UI and chrome://tracing load
+/// in seconds (chrome://tracing fails on JSON of a few hundred MB: V8's string limit).
+const COMFORTABLE: u64 = 100_000_000;
+
+/// `ns` as `--from`/`--until` take it, in the largest unit that keeps it whole.
+fn flag_time(ns: u64) -> String {
+    match ns {
+        0 => "0".to_owned(),
+        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
 
 /// `1.5s`, `300ms`, `20us`, `100ns`, `2m`, `0` (a unit is required otherwise), as ns.
 fn parse_time(s: &str) -> std::result::Result<u64, String> {
@@ -101,14 +115,23 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("--until comes before --from");
     }
     let prepass = Prepass::of(&args.file);
-    if filter.is_empty() {
-        let estimate = prepass.estimate(args.to);
+    // A window's size is estimated from its share of the capture's length; threads and
+    // minimum durations are not known before the conversion reads the events.
+    if filter.threads.is_empty() && filter.min_duration_ns == 0 {
+        let estimate = prepass.estimate_window(args.to, filter.from_ns, filter.until_ns);
         if estimate > LARGE {
+            let cut = match prepass.window_of_size(args.to, COMFORTABLE) {
+                Some((from, until)) => {
+                    format!("--from {} --until {}", flag_time(from), flag_time(until))
+                }
+                None => "--from 1s --until 1.1s".to_owned(),
+            };
             eprintln!(
-                "tickscope: warning: {} as {} will take about {:.1} GB, more than a viewer opens comfortably; a window of it is smaller: `tickscope convert {} --to {} --from 1s --until 1.1s -o OUT` (also --thread NAME, --min-duration 10us)",
+                "tickscope: warning: {} as {} will take about {:.1} GB, more than a viewer opens comfortably; a window of about {} MB: `tickscope convert {} --to {} {cut} -o OUT` (also --thread NAME, --min-duration 10us)",
                 args.file.display(),
                 args.to,
                 estimate as f64 / 1e9,
+                COMFORTABLE / 1_000_000,
                 args.file.display(),
                 args.to
             );

@@ -71,15 +71,16 @@ impl Reader<BufReader<File>> {
 /// file cannot be opened or has no process record. Damage ends the pass quietly: the full
 /// read reports it.
 pub fn last_clock(path: impl AsRef<Path>) -> Option<super::Clock> {
-    last_clock_and_end(path).map(|(c, _)| c)
+    last_clock_and_end(path).map(|(c, _, _)| c)
 }
 
-/// [`last_clock`], and the end record if the capture has one.
-pub fn last_clock_and_end(path: impl AsRef<Path>) -> Option<(super::Clock, Option<End>)> {
+/// [`last_clock`], the end record if the capture has one, and the counter when the capture
+/// began (the process record's).
+pub fn last_clock_and_end(path: impl AsRef<Path>) -> Option<(super::Clock, Option<End>, u64)> {
     let mut r = Reader::open(path).ok()?.salvage(true);
     r.skip_events = true;
     while let Ok(Some(_)) = r.next_chunk() {}
-    Some((r.meta().clock(), r.end().cloned()))
+    Some((r.meta().clock(), r.end().cloned(), r.process().start_ticks))
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
