@@ -28,6 +28,10 @@ static int parse(int x)
     return 2;
 }
 
+/* Called through a volatile pointer, so that gcc -O2 cannot inline it into main: the
+ * profile must have a function named parse for the test to find. */
+static int (*volatile parse_call)(int) = parse;
+
 /* An API of two functions, one calling the other: one row, time counted once. */
 static void pool_free(void)
 {
@@ -106,11 +110,11 @@ int main(int argc, char **argv)
     printf("sampler start %d %s\n", rc, rc ? tickscope_last_error() : "");
     printf("sampler start again %d\n", tickscope_sampler_start(1000, profile));
     for (i = 0; i < 20000; i++) {
-        parse(i);
+        parse_call(i);
     }
     printf("flush %d\n", tickscope_sampler_flush());
     for (i = 0; i < 20000; i++) {
-        parse(i);
+        parse_call(i);
     }
     printf("sampler stop %d\n", tickscope_sampler_stop());
     printf("capture stop %d\n", tickscope_capture_stop());
