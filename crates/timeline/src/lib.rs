@@ -368,7 +368,10 @@ mod tests {
         let w = p.estimate_window(Format::Chrome, 1_000_000_000, 1_500_000_000);
         assert_eq!(w, 500_000_000);
         // A window past the end holds nothing; an open end stops at the capture's.
-        assert_eq!(p.estimate_window(Format::Chrome, 5_000_000_000, u64::MAX), 0);
+        assert_eq!(
+            p.estimate_window(Format::Chrome, 5_000_000_000, u64::MAX),
+            0
+        );
         assert_eq!(
             p.estimate_window(Format::Chrome, 3_000_000_000, u64::MAX),
             1_000_000_000
