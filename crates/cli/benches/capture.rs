@@ -296,7 +296,14 @@ fn reading(long: &Path, short: &Path) {
         PEAK.store(base, Relaxed);
         let t = Instant::now();
         let mut reader = Reader::open(path).unwrap();
-        let r = summarize(&mut reader, Options { per_thread: false }).unwrap();
+        let r = summarize(
+            &mut reader,
+            Options {
+                per_thread: false,
+                ..Options::default()
+            },
+        )
+        .unwrap();
         let secs = t.elapsed().as_secs_f64();
         (r.events, secs, PEAK.load(Relaxed) - base)
     };

@@ -91,6 +91,39 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
         text.contains("parse_record") && text.contains("batch"),
         "{text}"
     );
+    // Two halves of the capture: each counts the calls inside it, and with those crossing
+    // the middle the halves make up the whole.
+    let mid = format!("{}ns", report["wall_ns"].as_u64().unwrap() / 2);
+    let half = |range: [&str; 2]| -> serde_json::Value {
+        let out = ok(&tickscope()
+            .arg("report")
+            .arg(&cap)
+            .args(["--json", range[0], range[1]])
+            .output()
+            .unwrap());
+        serde_json::from_str(&out).unwrap()
+    };
+    let first = half(["--until", &mid]);
+    let second = half(["--from", &mid]);
+    let crossing = |v: &serde_json::Value| v["range"]["crossing"].as_u64().unwrap();
+    let mut across_the_middle = 0;
+    for name in ["parse_record", "tokenize", "process_batch"] {
+        let whole = scope_row(&report, name)["calls"].as_u64().unwrap();
+        let parts: u64 = [&first, &second]
+            .iter()
+            .map(|v| calls(v, name).unwrap_or(0))
+            .sum();
+        assert!(parts <= whole, "{name}: {parts} of {whole}");
+        across_the_middle += whole - parts;
+    }
+    // Each call crossing the middle is counted by both halves (as crossing one's end and
+    // the other's start); the whole capture's own edges add none (nothing open).
+    assert!(
+        across_the_middle <= crossing(&first) && across_the_middle <= crossing(&second),
+        "{across_the_middle}: {} {}",
+        first["range"],
+        second["range"]
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

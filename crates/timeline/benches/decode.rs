@@ -134,7 +134,14 @@ fn main() {
     println!("report (summary):     {}", rate(n, secs));
     let (_, secs) = best(|| {
         let mut r = Reader::new(&bytes[..], "bench").unwrap();
-        summarize(&mut r, Options { per_thread: true }).unwrap()
+        summarize(
+            &mut r,
+            Options {
+                per_thread: true,
+                ..Options::default()
+            },
+        )
+        .unwrap()
     });
     println!("report --per-thread:  {}", rate(n, secs));
     let (len, secs) = best(|| {

@@ -196,6 +196,12 @@ impl Summary {
                 json!({"count": self.samples, "stacks": self.sample_stacks}),
             );
         }
+        if let Some(r) = &self.range {
+            top.insert(
+                "range".into(),
+                json!({"from_ns": r.from_ns, "until_ns": r.until_ns, "crossing": r.crossing}),
+            );
+        }
         write_object(w, &top, &mut |k, w| match k {
             "scopes" => Some(write_array(w, &self.scopes, |r| scope(r, true))),
             "threads" => Some(self.write_threads(w)),

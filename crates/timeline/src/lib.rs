@@ -20,7 +20,7 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut reader = Reader::open("run.tscap")?.salvage(true);
-//! let summary = summarize(&mut reader, Options { per_thread: false })?;
+//! let summary = summarize(&mut reader, Options { per_thread: false, ..Options::default() })?;
 //! print!("{}", summary.to_text());
 //! # Ok(()) }
 //! ```
@@ -59,7 +59,7 @@ mod json;
 pub mod live;
 pub mod perfetto;
 mod protobuf;
-mod replay;
+pub mod replay;
 pub mod speedscope;
 mod spill;
 mod summary;
@@ -152,23 +152,35 @@ impl fmt::Display for Format {
 
 /// Converts counter ticks to ns since the start of capture, at one calibration.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct TimeMap {
+pub struct TimeMap {
     origin: u64,
     ns_per_tick: f64,
 }
 
 impl TimeMap {
-    pub(crate) fn new(process: &Process, clock: Clock) -> TimeMap {
+    /// Ticks from `process`'s start, at `clock`'s rate.
+    pub fn new(process: &Process, clock: Clock) -> TimeMap {
         TimeMap {
             origin: process.start_ticks,
             ns_per_tick: 1e9 / clock.ticks_per_second,
         }
     }
 
+    /// The counter reading `ns` after the start of capture (the inverse of [`ns`](Self::ns),
+    /// saturating).
+    pub fn ticks(&self, ns: u64) -> u64 {
+        let d = (ns as f64 / self.ns_per_tick).round();
+        self.origin.saturating_add(if d >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            d as u64
+        })
+    }
+
     /// ns since the start of capture; readings before it are 0. Non-decreasing in `ticks`
     /// (within 2^63 ticks of the start), so intervals keep their nesting.
     #[inline]
-    pub(crate) fn ns(&self, ticks: u64) -> u64 {
+    pub fn ns(&self, ticks: u64) -> u64 {
         let d = ticks.wrapping_sub(self.origin) as i64;
         if d <= 0 {
             0

@@ -1,5 +1,9 @@
-//! One replay of every thread's events for the exports: ns timestamps that never go back on a
-//! thread, scopes that always nest, every scope closed exactly once.
+//! One replay of every thread's events for the exports and viewers: ns timestamps that never
+//! go back on a thread, scopes that always nest, every scope closed exactly once.
+//!
+//! A [`Sink`] receives each thread's first appearance, each events chunk's start, scope begins
+//! and ends (innermost first), point events, counter values and CPU samples, in file order
+//! (each thread's in its own order); [`replay`] drives it over a [`Reader`].
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -10,7 +14,7 @@ use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN
 
 /// How a scope was closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Close {
+pub enum Close {
     /// By its own end.
     Normal,
     /// By the end of a scope it is nested in (its own end never came: a leaked guard).
@@ -27,7 +31,7 @@ pub(crate) enum Close {
 
 impl Close {
     /// The marker exports attach to a scope closed other than by its own end.
-    pub(crate) fn label(self) -> Option<&'static str> {
+    pub fn label(self) -> Option<&'static str> {
         match self {
             Close::Normal => None,
             Close::Abandoned => Some("abandoned"),
@@ -39,7 +43,7 @@ impl Close {
 }
 
 /// A point event.
-pub(crate) enum Instant<'a> {
+pub enum Instant<'a> {
     /// A frame mark of this marker id.
     Frame(u64),
     /// A message.
@@ -49,13 +53,19 @@ pub(crate) enum Instant<'a> {
 }
 
 /// What an export does with the replayed events. Thread arguments are thread indexes.
-pub(crate) trait Sink {
+pub trait Sink {
     /// A thread's first appearance.
     fn thread(&mut self, _meta: &Meta, _thread: u64) -> io::Result<()> {
         Ok(())
     }
+    /// An events chunk of `thread` starts, at byte `offset` of the capture (where its chunk
+    /// header is). Its open scopes (those not already open in the replay) are begun next.
+    fn chunk(&mut self, _meta: &Meta, _thread: u64, _offset: u64) -> io::Result<()> {
+        Ok(())
+    }
+    /// A scope begins at `ns`.
     fn begin(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()>;
-    /// Ends are reported innermost first; `begin` is the ns its begin was reported at.
+    /// A scope ends at `end`. Ends are reported innermost first; `begin` is the ns its begin was reported at.
     #[allow(clippy::too_many_arguments)]
     fn end(
         &mut self,
@@ -108,20 +118,21 @@ struct Open {
 }
 
 /// One thread's replay state.
-pub(crate) struct Span {
+pub struct Span {
     /// Thread index.
     pub index: u64,
-    /// Its first and last timestamps (ns).
+    /// Its first timestamp (ns).
     pub first: u64,
+    /// Its last timestamp (ns).
     pub last: u64,
     overflow: u64,
 }
 
 /// The name of the CPU sampler's thread, which records the samples in a capture.
-pub(crate) const SAMPLER_THREAD: &str = "tickscope-sampler";
+pub const SAMPLER_THREAD: &str = "tickscope-sampler";
 
 /// What a replay went through.
-pub(crate) struct Replayed {
+pub struct Replayed {
     /// The threads kept, by index (their first and last timestamps cut to the window).
     pub spans: Vec<Span>,
     /// What the filter left out.
@@ -129,7 +140,7 @@ pub(crate) struct Replayed {
 }
 
 /// Replays every chunk of `reader` into `sink`, keeping what `filter` keeps.
-pub(crate) fn replay<R: Read, S: Sink>(
+pub fn replay<R: Read, S: Sink>(
     reader: &mut Reader<R>,
     map: &TimeMap,
     filter: &Filter,
@@ -204,6 +215,7 @@ fn replay_all<R: Read, S: Sink>(
             });
             sink.thread(reader.meta(), info.thread)?;
         }
+        sink.chunk(reader.meta(), info.thread, reader.chunk_offset())?;
         stack.clear();
         if let Some(s) = parked.remove(&t) {
             stack = s;

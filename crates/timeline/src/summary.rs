@@ -18,8 +18,12 @@ pub struct Summary {
     pub ticks_per_second: f64,
     /// Clock entries read after the process record's calibration.
     pub calibrations: u64,
-    /// From the start of capture to its end record (or its last event).
+    /// From the start of capture to its end record (or its last event); the range's length
+    /// when the summary is of a range.
     pub wall_ns: u64,
+    /// The range summarised ([`Options::range`](super::Options::range)), if not the whole
+    /// capture.
+    pub range: Option<Range>,
     /// Returns true if and only if the capture has its end record.
     pub complete: bool,
     /// Events the end record says were recorded.
@@ -54,6 +58,17 @@ pub struct Summary {
     pub losses: Losses,
     /// The reader's warnings (salvage, missing end record).
     pub warnings: Vec<String>,
+}
+
+/// The time range a summary is of: the calls that begin and end in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    /// Its start, from the start of capture (within the capture).
+    pub from_ns: u64,
+    /// Its end, likewise.
+    pub until_ns: u64,
+    /// Calls that cross its start or its end: not in the rows.
+    pub crossing: u64,
 }
 
 /// One scope's statistics.

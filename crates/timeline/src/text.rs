@@ -100,6 +100,15 @@ impl Summary {
             count(self.scopes.len() as u64, "scope"),
             count_si(self.events as f64),
         );
+        if let Some(r) = &self.range {
+            let _ = writeln!(
+                out,
+                "range {} to {} from the start of capture: the calls that began and ended in it; {} crossing its edges not counted",
+                duration(r.from_ns as f64),
+                duration(r.until_ns as f64),
+                count(r.crossing, "call"),
+            );
+        }
         if self.scopes.is_empty() {
             out.push_str("(no scope ended in this capture)\n");
         } else {

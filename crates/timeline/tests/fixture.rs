@@ -35,7 +35,14 @@ fn read_fixture(name: &str) -> tickscope_timeline::Summary {
         capture.display()
     );
     let mut r = Reader::open(&capture).unwrap();
-    let mut got = summarize(&mut r, Options { per_thread: true }).unwrap();
+    let mut got = summarize(
+        &mut r,
+        Options {
+            per_thread: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     got.file = name.into();
     got
 }

@@ -11,7 +11,14 @@ use crate::support::{sample, sample_meta, sample_split, INNER, OUTER, REC, T0};
 
 fn summarise(bytes: &[u8], per_thread: bool) -> Summary {
     let mut r = Reader::new(bytes, "x.tscap").unwrap();
-    summarize(&mut r, Options { per_thread }).unwrap()
+    summarize(
+        &mut r,
+        Options {
+            per_thread,
+            ..Options::default()
+        },
+    )
+    .unwrap()
 }
 
 fn row<'a>(r: &'a Summary, name: &str) -> &'a ScopeRow {
@@ -470,4 +477,69 @@ fn a_version_2_capture_pairs_across_losses_and_counts_dropped_scopes_by_row() {
         .unwrap()
         .iter()
         .any(|s| s["name"] == "inner" && s["dropped"] == 5));
+}
+
+/// A summary of a time range counts the calls that begin and end in it, exactly; calls
+/// crossing either edge are counted apart, whichever chunk they began in.
+#[test]
+fn a_range_counts_the_calls_inside_it_and_those_crossing_its_edges_apart() {
+    // Ticks are ns from tick 1000 (the capture's start); the range is 100 to 1000 ns.
+    let t = |ns: u64| 1000 + ns;
+    let mut c = Capture::new();
+    c.meta(&[scope(1, "outer", "a.rs", 1), scope(2, "inner", "a.rs", 2)]);
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(1, t(50)), // crosses the start
+            Ev::End(1, t(150)),
+            Ev::Begin(1, t(200)), // inside, with a child inside
+            Ev::Begin(2, t(250)),
+            Ev::End(2, t(260)),
+            Ev::End(1, t(300)),
+            Ev::Begin(1, t(900)), // crosses the end: its end is in the next chunk
+        ],
+    );
+    c.events(
+        1,
+        &[(1, t(900))],
+        &[
+            Ev::End(1, t(1100)),
+            Ev::Begin(2, t(1200)),
+            Ev::End(2, t(1300)),
+        ],
+    );
+    let mut r = Reader::new(&c.bytes[..], "x.tscap").unwrap();
+    let s = summarize(
+        &mut r,
+        Options {
+            range: Some((t(100), t(1000))),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        numbers(row(&s, "outer")),
+        (1, 1, 100, 90, Some(100), Some(100), 0)
+    );
+    assert_eq!(
+        numbers(row(&s, "inner")),
+        (1, 1, 10, 10, Some(10), Some(10), 0)
+    );
+    let range = s.range.unwrap();
+    assert_eq!(
+        (range.from_ns, range.until_ns, range.crossing),
+        (100, 1000, 2)
+    );
+    assert_eq!(s.wall_ns, 900);
+    assert_eq!(s.losses.open_at_end, 0);
+    assert!(
+        s.to_text().contains("2 calls crossing its edges"),
+        "{}",
+        s.to_text()
+    );
+    // The whole capture, for comparison: every call.
+    let all = summarise(&c.bytes, false);
+    assert_eq!(row(&all, "outer").calls, 3);
+    assert_eq!(all.range, None);
 }

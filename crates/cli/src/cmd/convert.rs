@@ -29,18 +29,18 @@ pub struct Args {
     salvage: bool,
     /// Start of the time window to keep, from the capture's start (e.g. `1.2s`, `300ms`).
     /// Scopes open at that moment begin there.
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = super::parse_time)]
     from: Option<u64>,
     /// End of the time window to keep, from the capture's start (`--to` names the format).
     /// Scopes still open then end there, marked `clipped`.
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = super::parse_time)]
     until: Option<u64>,
     /// Keep only this thread, by name or OS thread id (repeat for more).
     #[arg(long = "thread", value_name = "NAME|TID")]
     threads: Vec<String>,
     /// Leave out scopes shorter than this (inside the window), counted in the output's
     /// metadata (e.g. `10us`, `1ms`).
-    #[arg(long, value_name = "DUR", value_parser = parse_time)]
+    #[arg(long, value_name = "DUR", value_parser = super::parse_time)]
     min_duration: Option<u64>,
 }
 
@@ -69,38 +69,6 @@ fn flag_time(ns: u64) -> String {
         _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
         _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
         _ => format!("{ns}ns"),
-    }
-}
-
-/// `1.5s`, `300ms`, `20us`, `100ns`, `2m`, `0` (a unit is required otherwise), as ns.
-fn parse_time(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    if t == "0" {
-        return Ok(0);
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" | "min" => 60e9,
-        _ => {
-            return Err(format!(
-                "{s:?} is not a time (a number and ns, us, ms, s or m)"
-            ))
-        }
-    };
-    match num.parse::<f64>() {
-        Ok(n) if n.is_finite() && n >= 0.0 && n * scale < u64::MAX as f64 => {
-            Ok((n * scale).round() as u64)
-        }
-        _ => Err(format!(
-            "{s:?} is not a time (a number and ns, us, ms, s or m)"
-        )),
     }
 }
 

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use tickscope_timeline::tscap::Reader;
-use tickscope_timeline::{summarize, Options};
+use tickscope_timeline::tscap::{self, Reader};
+use tickscope_timeline::{summarize, Options, TimeMap};
 
 /// Options of `tickscope report`.
 #[derive(clap::Args)]
@@ -24,14 +24,35 @@ pub struct Args {
     /// where it stopped).
     #[arg(long)]
     salvage: bool,
+    /// Only the calls that begin and end after this time from the capture's start (e.g.
+    /// `1.2s`); calls crossing the range's edges are counted apart.
+    #[arg(long, value_name = "TIME", value_parser = super::parse_time)]
+    from: Option<u64>,
+    /// Only the calls that begin and end before this time from the capture's start.
+    #[arg(long, value_name = "TIME", value_parser = super::parse_time)]
+    until: Option<u64>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let mut reader = Reader::open(&args.file)?.salvage(args.salvage);
+    let range = match (args.from, args.until) {
+        (None, None) => None,
+        (from, until) => {
+            let (from, until) = (from.unwrap_or(0), until.unwrap_or(u64::MAX));
+            if until < from {
+                anyhow::bail!("--until comes before --from");
+            }
+            // At the capture's last calibration, which the summary converts with too.
+            let clock = tscap::last_clock(&args.file).unwrap_or_else(|| reader.meta().clock());
+            let map = TimeMap::new(reader.process(), clock);
+            Some((map.ticks(from), map.ticks(until)))
+        }
+    };
     let summary = summarize(
         &mut reader,
         Options {
             per_thread: args.per_thread,
+            range,
         },
     )?;
     for w in &summary.warnings {

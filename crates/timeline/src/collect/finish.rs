@@ -27,7 +27,25 @@ impl Collector {
             Some(e) => e.end_ticks.saturating_sub(process.start_ticks),
             None => last,
         };
-        let wall_ns = ns(wall_ticks);
+        // A range: its length within the capture, and the calls crossing its edges (those
+        // still open at its end among them, rather than "open at the end").
+        let range = self.range.map(|(from, until)| {
+            let at = |t: u64| ns(t.saturating_sub(process.start_ticks).min(wall_ticks));
+            let open: u64 = self
+                .threads
+                .iter()
+                .map(|t| t.stack.len() as u64 + t.overflow)
+                .sum();
+            Range {
+                from_ns: at(from),
+                until_ns: at(until),
+                crossing: self.crossing + open,
+            }
+        });
+        let wall_ns = match &range {
+            Some(r) => r.until_ns - r.from_ns,
+            None => ns(wall_ticks),
+        };
         let scope_meta = |id: u64| {
             let s = meta.scope(id);
             (
@@ -147,7 +165,11 @@ impl Collector {
                     events: t.events,
                     lost_events: t.lost,
                     dropped: end_dropped(t.index).unwrap_or(t.lost),
-                    open_at_end: t.stack.len() as u64 + t.overflow,
+                    open_at_end: if self.range.is_some() {
+                        0
+                    } else {
+                        t.stack.len() as u64 + t.overflow
+                    },
                     scopes: rows,
                 }
             });
@@ -238,6 +260,7 @@ impl Collector {
             ticks_per_second: clock.ticks_per_second,
             calibrations: meta.clock_updates(),
             wall_ns,
+            range,
             complete: end.is_some(),
             recorded_events: end.map(|e| e.events),
             events: self.events,

@@ -28,7 +28,9 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::hist::Dist;
-pub use super::summary::{CounterRow, FrameRow, Losses, Message, ScopeRow, Summary, ThreadRow};
+pub use super::summary::{
+    CounterRow, FrameRow, Losses, Message, Range, ScopeRow, Summary, ThreadRow,
+};
 use crate::tscap::{
     ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
     ScopeKind, MAX_OPEN,
@@ -39,6 +41,10 @@ use crate::tscap::{
 pub struct Options {
     /// Also keep a row per scope and thread.
     pub per_thread: bool,
+    /// Only a time range, `(from, until)` in counter ticks: the calls that begin and end
+    /// in it, the marks, values and messages in it. Calls that cross its edges are counted
+    /// apart ([`Range::crossing`](super::summary::Range::crossing)), not in the rows.
+    pub range: Option<(u64, u64)>,
 }
 
 /// Messages kept verbatim; the rest are counted.
@@ -116,6 +122,8 @@ struct Frame {
     row: u32,
     trow: u32,
     nested: bool,
+    /// Begun before the range (with [`Options::range`]): not counted when it ends.
+    outside: bool,
 }
 
 struct ThreadState {
@@ -160,6 +168,9 @@ struct MarkerStat {
 /// Accumulates the summary from events, batch by batch.
 pub struct Collector {
     per_thread: bool,
+    range: Option<(u64, u64)>,
+    /// Calls crossing the range's start (begun before it, ended in it).
+    crossing: u64,
     index: IdIndex,
     rows: Vec<Row>,
     tindex: IdIndex,
@@ -187,6 +198,8 @@ impl Collector {
     pub fn new(opts: Options) -> Collector {
         Collector {
             per_thread: opts.per_thread,
+            range: opts.range,
+            crossing: 0,
             index: IdIndex::default(),
             rows: Vec::new(),
             tindex: IdIndex::default(),
@@ -312,6 +325,7 @@ impl Collector {
             let r = &mut self.rows[row as usize];
             let nested = r.open > 0;
             r.open += 1;
+            let outside = self.range.is_some_and(|(from, _)| o.ticks < from);
             self.threads[t as usize].stack.push(Frame {
                 id: o.id,
                 begin: o.ticks,
@@ -319,6 +333,7 @@ impl Collector {
                 row,
                 trow,
                 nested,
+                outside,
             });
         }
     }
@@ -368,60 +383,105 @@ impl Collector {
         if t >= self.threads.len() {
             return;
         }
+        if let Some((from, until)) = self.range {
+            return self.add_range(t, batch, from, until);
+        }
         let list = batch.as_slice();
         self.events += list.len() as u64;
         for e in list {
-            match e.kind {
-                EventKind::Begin => {
-                    let th = &mut self.threads[t];
-                    if th.stack.len() >= MAX_OPEN {
-                        th.overflow += 1;
-                        self.too_deep += 1;
-                        continue;
-                    }
-                    let row = match self.index.get(e.id) {
-                        Some(r) => r,
-                        None => self.row(e.id),
-                    };
-                    let trow = if self.per_thread {
-                        self.trow(t, row)
-                    } else {
-                        0
-                    };
-                    let r = &mut self.rows[row as usize];
-                    let nested = r.open > 0;
-                    r.open += 1;
-                    self.threads[t].stack.push(Frame {
-                        id: e.id,
-                        begin: e.ticks,
-                        child: 0,
-                        row,
-                        trow,
-                        nested,
-                    });
-                }
-                EventKind::End => {
-                    let th = &mut self.threads[t];
-                    if th.overflow > 0 {
-                        th.overflow -= 1;
-                        continue;
-                    }
-                    match th.stack.last() {
-                        Some(f) if f.id == e.id => {
-                            let f = th.stack.pop().expect("non-empty");
-                            close(&mut self.rows, th, f, e.ticks, self.per_thread);
-                        }
-                        _ => self.end_slow(t, e.id, e.ticks),
-                    }
-                }
-                _ => self.other(t, batch, e),
-            }
+            self.event(t, batch, e, false);
         }
         if let Some(last) = list.last() {
             let th = &mut self.threads[t];
             th.last = last.ticks;
             th.seen = true;
             th.events += list.len() as u64;
+        }
+    }
+
+    /// [`add`](Self::add) with [`Options::range`]: events before the range keep the stack
+    /// (their scopes are marked outside), events after it are passed over.
+    fn add_range(&mut self, t: usize, batch: &Events, from: u64, until: u64) {
+        let mut kept = 0;
+        for e in batch.as_slice() {
+            if e.ticks > until {
+                continue;
+            }
+            let outside = e.ticks < from;
+            if outside && !matches!(e.kind, EventKind::Begin | EventKind::End) {
+                continue;
+            }
+            if !outside {
+                kept += 1;
+                if e.kind == EventKind::End
+                    && self.threads[t]
+                        .stack
+                        .last()
+                        .is_some_and(|f| f.id == e.id && f.outside)
+                {
+                    self.crossing += 1;
+                }
+            }
+            self.event(t, batch, e, outside);
+        }
+        self.events += kept;
+        // The thread's last reading, kept or not: the capture's length bounds the range.
+        if let Some(last) = batch.as_slice().last() {
+            let th = &mut self.threads[t];
+            th.last = last.ticks;
+            th.seen = true;
+            th.events += kept;
+        }
+    }
+
+    /// One event of thread `t`; `outside`: a begin or end before the range.
+    #[inline(always)]
+    fn event(&mut self, t: usize, batch: &Events, e: &crate::tscap::Event, outside: bool) {
+        match e.kind {
+            EventKind::Begin => {
+                let th = &mut self.threads[t];
+                if th.stack.len() >= MAX_OPEN {
+                    th.overflow += 1;
+                    self.too_deep += 1;
+                    return;
+                }
+                let row = match self.index.get(e.id) {
+                    Some(r) => r,
+                    None => self.row(e.id),
+                };
+                let trow = if self.per_thread {
+                    self.trow(t, row)
+                } else {
+                    0
+                };
+                let r = &mut self.rows[row as usize];
+                let nested = r.open > 0;
+                r.open += 1;
+                self.threads[t].stack.push(Frame {
+                    id: e.id,
+                    begin: e.ticks,
+                    child: 0,
+                    row,
+                    trow,
+                    nested,
+                    outside,
+                });
+            }
+            EventKind::End => {
+                let th = &mut self.threads[t];
+                if th.overflow > 0 {
+                    th.overflow -= 1;
+                    return;
+                }
+                match th.stack.last() {
+                    Some(f) if f.id == e.id => {
+                        let f = th.stack.pop().expect("non-empty");
+                        close(&mut self.rows, th, f, e.ticks, self.per_thread);
+                    }
+                    _ => self.end_slow(t, e.id, e.ticks),
+                }
+            }
+            _ => self.other(t, batch, e),
         }
     }
 
@@ -529,6 +589,14 @@ fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread:
     let (dt, error) = if d < 0 { (0, true) } else { (d as u64, false) };
     let r = &mut rows[f.row as usize];
     r.open -= 1;
+    if f.outside {
+        // Begun before the range: not a call of it (its time is still its parent's child
+        // time, so that a parent outside too stays consistent).
+        if let Some(parent) = th.stack.last_mut() {
+            parent.child = parent.child.wrapping_add(dt);
+        }
+        return;
+    }
     r.calls += 1;
     r.self_ticks = r.self_ticks.wrapping_add(dt.saturating_sub(f.child));
     r.clock_errors += error as u64;
