@@ -40,6 +40,9 @@ enum Command {
     Graph(cmd::graph::Args),
     /// What changed from BASE to NEW: top by delta, as `go tool pprof -diff_base BASE NEW`.
     Diff(cmd::diff::Args),
+    /// A local web viewer of captures and profiles: the timeline, flame graphs, top, source,
+    /// diff. Prints the URL (with its token) first, then serves until Ctrl-C.
+    View(cmd::view::Args),
     /// Profile an unmodified program: `record [-F HZ] [--wall] [-o FILE] -- PROG ARGS...`
     /// (libtickscope.so preloaded); forwards its exit status, then prints the top functions.
     Record(cmd::record::Args),
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::List(args) => cmd::list::run(args),
         Command::Graph(args) => cmd::graph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::View(args) => cmd::view::run(args),
         Command::Record(args) => match cmd::record::run(args) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
@@ -67,7 +71,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // Asked-for data that is absent (a regex matching nothing) is status 1, as grep's.
-        Err(e) if e.is::<cmd::view::NotFound>() => {
+        Err(e) if e.is::<cmd::common::NotFound>() => {
             eprintln!("tickscope: {e:#}");
             ExitCode::from(1)
         }

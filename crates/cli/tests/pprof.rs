@@ -209,7 +209,7 @@ fn bad_profiles_exit_2_with_the_file_and_the_problem() {
     // A sample 70,000 frames deep (runaway recursion): location 1 repeated.
     let mut deep = vec![0x0a, 4, 0x08, 1, 0x10, 2, 0x22, 2, 0x08, 1];
     let mut sample = vec![0x0a, 0xf0, 0xa2, 0x04]; // field 1, packed, 70000 bytes
-    sample.extend(std::iter::repeat(1u8).take(70_000));
+    sample.extend(std::iter::repeat_n(1u8, 70_000));
     sample.extend([0x10, 1]);
     deep.extend([0x12, 0xf6, 0xa2, 0x04]); // field 2, 70006 bytes
     deep.extend(sample);

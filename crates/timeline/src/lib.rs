@@ -59,7 +59,7 @@ mod json;
 pub mod live;
 pub mod perfetto;
 mod protobuf;
-pub mod replay;
+mod replay;
 pub mod speedscope;
 mod spill;
 mod summary;

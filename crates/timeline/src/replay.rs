@@ -1,9 +1,5 @@
-//! One replay of every thread's events for the exports and viewers: ns timestamps that never
-//! go back on a thread, scopes that always nest, every scope closed exactly once.
-//!
-//! A [`Sink`] receives each thread's first appearance, each events chunk's start, scope begins
-//! and ends (innermost first), point events, counter values and CPU samples, in file order
-//! (each thread's in its own order); [`replay`] drives it over a [`Reader`].
+//! One replay of every thread's events for the exports: ns timestamps that never go back on a
+//! thread, scopes that always nest, every scope closed exactly once.
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -14,7 +10,7 @@ use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN
 
 /// How a scope was closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Close {
+pub(crate) enum Close {
     /// By its own end.
     Normal,
     /// By the end of a scope it is nested in (its own end never came: a leaked guard).
@@ -31,7 +27,7 @@ pub enum Close {
 
 impl Close {
     /// The marker exports attach to a scope closed other than by its own end.
-    pub fn label(self) -> Option<&'static str> {
+    pub(crate) fn label(self) -> Option<&'static str> {
         match self {
             Close::Normal => None,
             Close::Abandoned => Some("abandoned"),
@@ -43,7 +39,7 @@ impl Close {
 }
 
 /// A point event.
-pub enum Instant<'a> {
+pub(crate) enum Instant<'a> {
     /// A frame mark of this marker id.
     Frame(u64),
     /// A message.
@@ -53,19 +49,13 @@ pub enum Instant<'a> {
 }
 
 /// What an export does with the replayed events. Thread arguments are thread indexes.
-pub trait Sink {
+pub(crate) trait Sink {
     /// A thread's first appearance.
     fn thread(&mut self, _meta: &Meta, _thread: u64) -> io::Result<()> {
         Ok(())
     }
-    /// An events chunk of `thread` starts, at byte `offset` of the capture (where its chunk
-    /// header is). Its open scopes (those not already open in the replay) are begun next.
-    fn chunk(&mut self, _meta: &Meta, _thread: u64, _offset: u64) -> io::Result<()> {
-        Ok(())
-    }
-    /// A scope begins at `ns`.
     fn begin(&mut self, meta: &Meta, thread: u64, id: u64, ns: u64) -> io::Result<()>;
-    /// A scope ends at `end`. Ends are reported innermost first; `begin` is the ns its begin was reported at.
+    /// Ends are reported innermost first; `begin` is the ns its begin was reported at.
     #[allow(clippy::too_many_arguments)]
     fn end(
         &mut self,
@@ -118,21 +108,20 @@ struct Open {
 }
 
 /// One thread's replay state.
-pub struct Span {
+pub(crate) struct Span {
     /// Thread index.
     pub index: u64,
-    /// Its first timestamp (ns).
+    /// Its first and last timestamps (ns).
     pub first: u64,
-    /// Its last timestamp (ns).
     pub last: u64,
     overflow: u64,
 }
 
 /// The name of the CPU sampler's thread, which records the samples in a capture.
-pub const SAMPLER_THREAD: &str = "tickscope-sampler";
+pub(crate) const SAMPLER_THREAD: &str = "tickscope-sampler";
 
 /// What a replay went through.
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// The threads kept, by index (their first and last timestamps cut to the window).
     pub spans: Vec<Span>,
     /// What the filter left out.
@@ -140,7 +129,7 @@ pub struct Replayed {
 }
 
 /// Replays every chunk of `reader` into `sink`, keeping what `filter` keeps.
-pub fn replay<R: Read, S: Sink>(
+pub(crate) fn replay<R: Read, S: Sink>(
     reader: &mut Reader<R>,
     map: &TimeMap,
     filter: &Filter,
@@ -215,7 +204,6 @@ fn replay_all<R: Read, S: Sink>(
             });
             sink.thread(reader.meta(), info.thread)?;
         }
-        sink.chunk(reader.meta(), info.thread, reader.chunk_offset())?;
         stack.clear();
         if let Some(s) = parked.remove(&t) {
             stack = s;

@@ -118,7 +118,7 @@ fn listen(args: ListenArgs) -> Result<()> {
     let idle = Duration::from_secs(args.idle_timeout);
     let mut handles: Vec<std::thread::JoinHandle<bool>> = Vec::new();
     let (mut n, mut failed, mut next_name) = (0u64, 0u64, 1u64);
-    while args.connections.map_or(true, |max| n < max) {
+    while args.connections.is_none_or(|max| n < max) {
         let (stream, peer) = listener.accept().context("accept failed")?;
         // Join the connections that ended: a finished thread keeps its stack until joined.
         let mut i = 0;

@@ -10,9 +10,9 @@ use tickscope_profile::views::{
     diff_flamegraph_svg, diff_json, diff_report, diff_text, Report, View,
 };
 
+use super::common::{load, name_width, prepare, print_json, Common};
 use super::out;
 use super::top::SortBy;
-use super::view::{load, name_width, prepare, print_json, Common};
 
 /// Options of `tickscope diff`.
 #[derive(clap::Args)]

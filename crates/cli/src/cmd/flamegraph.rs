@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use tickscope_profile::views::{flame_folded, flamegraph_svg, FlameOptions, Sort, View};
 
+use super::common::{print_json, Common};
 use super::out;
-use super::view::{print_json, Common};
 
 /// Options of `tickscope flamegraph`.
 #[derive(clap::Args)]

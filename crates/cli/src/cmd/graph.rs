@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 use tickscope_profile::views::{dot_text, graph_json, Sort, View};
 
+use super::common::{print_json, Common};
 use super::out::{self, Output};
-use super::view::{print_json, Common};
 
 /// Options of `tickscope graph`.
 #[derive(clap::Args)]

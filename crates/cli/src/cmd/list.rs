@@ -6,7 +6,7 @@
 use anyhow::Result;
 use tickscope_profile::views::{list_json, list_text, Sort, View};
 
-use super::view::{print_json, regex, Common, NotFound};
+use super::common::{print_json, regex, Common, NotFound};
 
 /// Options of `tickscope list`.
 #[derive(clap::Args)]

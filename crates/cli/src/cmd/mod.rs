@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod capture;
+pub mod common;
 pub mod convert;
 pub mod demo;
 pub mod diff;

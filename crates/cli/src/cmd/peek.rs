@@ -4,7 +4,7 @@
 use anyhow::Result;
 use tickscope_profile::views::{peek_json, peek_text, Sort, View};
 
-use super::view::{print_json, regex, Common, NotFound};
+use super::common::{print_json, regex, Common, NotFound};
 
 /// Options of `tickscope peek`.
 #[derive(clap::Args)]

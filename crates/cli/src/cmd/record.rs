@@ -146,7 +146,7 @@ pub fn run(args: Args) -> Result<u8> {
             OsString::from(format!("--nodecount={}", args.top)),
         ])?;
         let mut report = top.args.common_report()?;
-        let text = tickscope_profile::views::top_text(&mut report, super::view::name_width(58));
+        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
         eprint!("{text}");
     }
     eprintln!("tickscope: profile written to {}", args.output.display());

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use tickscope_profile::views::{top_json, top_text, Sort, View};
 
-use super::view::{name_width, print_json, Common};
+use super::common::{name_width, print_json, Common};
 
 /// Options of `tickscope top`.
 #[derive(clap::Args)]

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use tickscope_profile::views::{tree_json, tree_text, Sort, View};
 
-use super::view::{print_json, Common};
+use super::common::{print_json, Common};
 
 /// Options of `tickscope tree`.
 #[derive(clap::Args)]

@@ -25,7 +25,10 @@ pub use diff::{
     BASE_LABEL,
 };
 pub use dot::{dot_text, graph_json, shorten_function_name};
-pub use flame::{diff_flamegraph_svg, flame_folded, flamegraph_svg, FlameOptions};
+pub use flame::{
+    diff_flame_tree, diff_flamegraph_svg, flame_folded, flame_tree, flamegraph_svg, FlameNode,
+    FlameOptions, FlameTree,
+};
 pub use graph::{Graph, NodeInfo};
 pub use list::{list, list_json, list_text, ListedFunction, SourceLine};
 pub use top::{top_json, top_text, Row};

@@ -128,6 +128,9 @@ struct Frame {
 
 struct ThreadState {
     index: u64,
+    /// With [`Options::range`]: an event past the range's end was seen; the thread's later
+    /// chunks are passed over (their open lists would replace the stack the range ended with).
+    past: bool,
     stack: Vec<Frame>,
     /// Begins past [`MAX_OPEN`] deep, not on the stack; the next ends are theirs.
     overflow: u64,
@@ -292,6 +295,7 @@ impl Collector {
         if new {
             self.threads.push(ThreadState {
                 index: info.thread,
+                past: false,
                 stack: Vec::new(),
                 overflow: 0,
                 events: 0,
@@ -303,6 +307,9 @@ impl Collector {
         }
         self.switch(t as usize);
         let th = &self.threads[t as usize];
+        if th.past {
+            return;
+        }
         let common = th
             .stack
             .iter()
@@ -402,10 +409,14 @@ impl Collector {
     /// [`add`](Self::add) with [`Options::range`]: events before the range keep the stack
     /// (their scopes are marked outside), events after it are passed over.
     fn add_range(&mut self, t: usize, batch: &Events, from: u64, until: u64) {
+        if self.threads[t].past {
+            return;
+        }
         let mut kept = 0;
         for e in batch.as_slice() {
             if e.ticks > until {
-                continue;
+                self.threads[t].past = true;
+                break;
             }
             let outside = e.ticks < from;
             if outside && !matches!(e.kind, EventKind::Begin | EventKind::End) {

@@ -1,0 +1,321 @@
+//! The HTTP server: hyper over HTTP/1.1 on a one-thread tokio runtime; requests that read the
+//! capture or prepare a profile view run on tokio's blocking threads, so a slow one never
+//! holds the others.
+//!
+//! Every request must carry the viewer's token (the `token` query parameter, or the
+//! `X-Tickscope-Token` header): without it the answer is 403, whatever the path. No request
+//! names a file: the files are those given on the command line, by position.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/` | the page (HTML with its script and style inline) |
+//! | `/api/info` | JSON: the files, each capture's threads, scopes, markers and state |
+//! | `/api/timeline?c=&from=&until=&px=` | a window, binary ([`crate::wire`]) |
+//! | `/api/summary?c=[&from=&until=]` | `tickscope report --json [--from --until]` |
+//! | `/api/scope?c=&thread=&depth=&at=` | the scope there: times, self time, children |
+//! | `/api/samples?c=&from=&until=[&tid=]` | the range's CPU samples: flame tree and top |
+//! | `/api/top?p=`, `/api/flame?p=[&reverse=1]` | `tickscope top --json`; a flame tree |
+//! | `/api/peek?p=&name=`, `/api/list?p=&name=` | `peek` and `list` of one function |
+//! | `/api/diff` | the differential flame tree and `diff`'s table |
+
+use std::convert::Infallible;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+use crate::index::query::Window;
+use crate::Viewer;
+
+/// The page: HTML, style and script, in the binary.
+const PAGE: &str = concat!(
+    include_str!("../assets/head.html"),
+    "<style>",
+    include_str!("../assets/app.css"),
+    "</style>\n<script>",
+    include_str!("../assets/app.js"),
+    "</script>\n</body></html>\n"
+);
+
+/// Serves `viewer` on `listener` until the process ends.
+pub fn serve(viewer: Arc<Viewer>, listener: TcpListener) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(4)
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(s) => s,
+                // Out of descriptors, say: try again shortly rather than end the server.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let viewer = viewer.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| handle(viewer.clone(), req));
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(status: StatusCode, kind: &'static str, body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    r
+}
+
+fn json_resp(v: &Value) -> Resp {
+    respond(StatusCode::OK, "application/json", v.to_string())
+}
+
+fn error(status: StatusCode, message: &str) -> Resp {
+    respond(
+        status,
+        "application/json",
+        json!({ "error": message }).to_string(),
+    )
+}
+
+/// The query string's parameters, percent-decoded.
+pub(crate) fn params(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Compares without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().find(|p| p.0 == k).map(|p| p.1.as_str())
+    }
+
+    /// A number parameter: `Err` names it when it is missing (and `required`) or not a
+    /// number.
+    fn num(&self, k: &str, required: bool) -> Result<Option<u64>, String> {
+        match self.get(k) {
+            None if required => Err(format!("parameter {k} is missing")),
+            None => Ok(None),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0 && *f < 1.8e19)
+                .map(|f| Some(f as u64))
+                .ok_or_else(|| format!("parameter {k}={v:?} is not a number")),
+        }
+    }
+}
+
+async fn handle(viewer: Arc<Viewer>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    let q = Query(params(req.uri().query().unwrap_or("")));
+    let token = q.get("token").map(|t| t.as_bytes().to_vec()).or_else(|| {
+        req.headers()
+            .get("x-tickscope-token")
+            .map(|h| h.as_bytes().to_vec())
+    });
+    if !token.is_some_and(|t| same(&t, viewer.token.as_bytes())) {
+        return Ok(error(
+            StatusCode::FORBIDDEN,
+            "forbidden: the request has no token or a wrong one (open the URL tickscope view printed)",
+        ));
+    }
+    if req.method() != Method::GET {
+        return Ok(error(StatusCode::METHOD_NOT_ALLOWED, "only GET"));
+    }
+    let path = req.uri().path().to_owned();
+    if path == "/" {
+        return Ok(respond(StatusCode::OK, "text/html; charset=utf-8", PAGE));
+    }
+    let v = viewer.clone();
+    let r = tokio::task::spawn_blocking(move || api(&v, &path, &q)).await;
+    Ok(match r {
+        Ok(r) => r,
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
+    })
+}
+
+/// An API request, on a blocking thread.
+fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
+    let bad = |m: String| error(StatusCode::BAD_REQUEST, &m);
+    let capture = || -> Result<Arc<crate::capture::Capture>, String> {
+        let c = q.num("c", true)?.unwrap_or(0) as usize;
+        v.capture(c).ok_or_else(|| format!("no capture {c}"))
+    };
+    let profile = || -> Result<&crate::profiles::ProfileDoc, String> {
+        let p = q.num("p", true)?.unwrap_or(0) as usize;
+        v.profiles.get(p).ok_or_else(|| format!("no profile {p}"))
+    };
+    let range = || -> Result<Option<(u64, u64)>, String> {
+        match (q.num("from", false)?, q.num("until", false)?) {
+            (None, None) => Ok(None),
+            (f, u) => {
+                let (f, u) = (f.unwrap_or(0), u.unwrap_or(u64::MAX));
+                if u <= f {
+                    return Err(format!("the range ends ({u}) before it begins ({f})"));
+                }
+                Ok(Some((f, u)))
+            }
+        }
+    };
+    let not_ready = || {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the capture is being indexed",
+        )
+    };
+    let result: Result<Resp, String> = (|| match path {
+        "/api/info" => Ok(json_resp(&v.info())),
+        "/api/timeline" => {
+            let c = capture()?;
+            let w = Window::new(
+                q.num("from", true)?.unwrap_or(0),
+                q.num("until", true)?.unwrap_or(0),
+                q.num("px", true)?.unwrap_or(0).min(u32::MAX as u64) as u32,
+            )?;
+            Ok(match c.query(w) {
+                None => not_ready(),
+                Some(Ok(a)) => respond(
+                    StatusCode::OK,
+                    "application/octet-stream",
+                    crate::wire::encode(&a),
+                ),
+                Some(Err(e)) => error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("{}: {e}", c.name),
+                ),
+            })
+        }
+        "/api/summary" => {
+            let c = capture()?;
+            let s = match range()? {
+                None => c.summary(),
+                Some(r) => c.range_summary(Some(r)).map(|s| s.map(Arc::new)),
+            };
+            Ok(match s {
+                None => not_ready(),
+                Some(Ok(s)) => {
+                    let mut out = Vec::new();
+                    let _ = s.write_json(&mut out);
+                    respond(StatusCode::OK, "application/json", out)
+                }
+                Some(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+            })
+        }
+        "/api/scope" => {
+            let c = capture()?;
+            let thread = q.num("thread", true)?.unwrap_or(0);
+            let depth = q.num("depth", true)?.unwrap_or(0).min(1 << 16) as usize;
+            let at = q.num("at", true)?.unwrap_or(0);
+            Ok(match c.scope_at(thread, depth, at) {
+                None => not_ready(),
+                Some(Ok(d)) => json_resp(&v.details(&c, d)),
+                Some(Err(e)) => error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("{}: {e}", c.name),
+                ),
+            })
+        }
+        "/api/samples" => {
+            let c = capture()?;
+            let (f, u) = range()?.unwrap_or((0, u64::MAX));
+            let tids: Vec<u64> = q.num("tid", false)?.into_iter().collect();
+            Ok(match c.samples(f, u, &tids) {
+                None => not_ready(),
+                Some(Ok(p)) => {
+                    let doc = crate::profiles::ProfileDoc::of(c.name.clone(), p, "", Vec::new());
+                    match (doc.flame(false), doc.top()) {
+                        (Ok(mut flame), Ok(top)) => {
+                            flame["top"] = top;
+                            json_resp(&flame)
+                        }
+                        (Err(e), _) | (_, Err(e)) => bad(e),
+                    }
+                }
+                Some(Err(e)) => error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("{}: {e}", c.name),
+                ),
+            })
+        }
+        "/api/top" => Ok(json_resp(&profile()?.top()?)),
+        "/api/flame" => Ok(json_resp(&profile()?.flame(q.get("reverse") == Some("1"))?)),
+        "/api/peek" => {
+            let name = q.get("name").ok_or("parameter name is missing")?;
+            Ok(json_resp(&profile()?.peek(name)?))
+        }
+        "/api/list" => {
+            let name = q.get("name").ok_or("parameter name is missing")?;
+            Ok(json_resp(&profile()?.list(name)?))
+        }
+        "/api/diff" => match v.diff {
+            Some((b, n)) => Ok(json_resp(&crate::profiles::diff(
+                &v.profiles[b],
+                &v.profiles[n],
+            )?)),
+            None => Err("no diff: start the viewer with --diff BASE NEW".into()),
+        },
+        _ => Ok(error(
+            StatusCode::NOT_FOUND,
+            &format!("no such path: {path}"),
+        )),
+    })();
+    result.unwrap_or_else(bad)
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// Drives `tickscope view`'s page in headless Debian Chromium (playwright-core from
+// tests/readers) as a person would, and prints what the page showed as one JSON document on
+// stdout; screenshots of each view go to OUTDIR. The Rust tests (crates/cli/tests/viewer.rs)
+// compare the figures with `tickscope report --json` / `top --json` and look at the rest.
+//
+// usage: node check.mjs URL OUTDIR [--diff] [--live]
+//   URL: what `tickscope view` printed (with its token)
+//   --diff: the viewer was started with --diff (check the diff tab)
+//   --live: a live capture (check that new slices arrive)
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '../../../../tests/readers/package.json'));
+const { chromium } = require('playwright-core');
+
+const [url, outdir, ...flags] = process.argv.slice(2);
+if (!url || !outdir) {
+  process.stderr.write('usage: node check.mjs URL OUTDIR [--diff] [--live]\n');
+  process.exit(2);
+}
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const out = { errors: [], shots: [] };
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+page.on('pageerror', (e) => out.errors.push(`page error: ${e}`));
+page.on('console', (m) => { if (m.type() === 'error') out.errors.push(`console: ${m.text()}`); });
+
+const shot = async (name) => {
+  const file = path.join(outdir, `${name}.png`);
+  await page.screenshot({ path: file });
+  out.shots.push(file);
+};
+const state = () => page.evaluate(() => {
+  const s = window.tickscope.S;
+  return { tab: s.tab, from: s.from, until: s.until, sel: s.sel, fn: s.fn, pv: s.pv };
+});
+// Waits until the timeline has drawn the answer for the current window.
+const painted = async () => {
+  await page.waitForFunction(() => {
+    const tl = window.tickscope.TL;
+    return document.body.dataset.painted === '1' && !tl.inflight && tl.answer
+      && Math.abs(tl.answer.from - Math.max(0, Math.floor(window.tickscope.S.from))) < 2;
+  }, null, { timeout: 60000 });
+};
+// The table `sel` as rows of {column: data-value}, and its cells' text.
+const rows = (sel) => page.evaluate((sel) => [...document.querySelectorAll(`${sel} tbody tr`)].map((tr) => {
+  const r = {};
+  for (const td of tr.children) r[td.dataset.col] = { value: td.dataset.value, text: td.textContent };
+  return r;
+}), sel);
+
+try {
+  const t0 = Date.now();
+  await page.goto(url);
+  const info = await page.evaluate(() => window.tickscope.S.info);
+  out.info = { captures: info.captures.map((c) => ({ name: c.name, threads: (c.threads || []).length })), profiles: info.profiles.map((p) => p.name) };
+
+  if (info.captures.length) {
+    await painted();
+    out.first_paint_ms = Date.now() - t0;
+    await page.waitForSelector('#summary-table tbody tr', { timeout: 60000 });
+    out.summary = await rows('#summary-table');
+    out.dom_text = await page.evaluate(() => document.body.innerText);
+    out.whole = await state();
+    await shot('timeline');
+
+    // Zoom in with W, then pan with D, as in Perfetto and Tracy.
+    await page.click('#tl-canvas', { position: { x: 700, y: 10 } });
+    for (let i = 0; i < 20; i++) await page.keyboard.press('w');
+    await painted();
+    out.zoomed = await state();
+    out.zoomed_decoded = await page.evaluate(() => window.tickscope.TL.answer.decoded);
+    await page.keyboard.press('d');
+    await painted();
+    out.panned = await state();
+    await shot('timeline-zoomed');
+
+    // A scope: click the middle of the widest slice drawn on a worker's first row.
+    const target = await page.evaluate(() => {
+      const { TL, S } = window.tickscope;
+      const box = document.getElementById('tl-canvas').getBoundingClientRect();
+      let best = null;
+      for (const tr of TL.layout) {
+        if (tr.kind !== 'thread') continue;
+        const ta = TL.answer.byIndex.get(tr.t.index);
+        if (!ta) continue;
+        ta.rows.forEach((row, d) => {
+          for (const s of row.slices) {
+            const x0 = Math.max(TL.x(s.b), 181), x1 = Math.min(TL.x(s.e), 1390);
+            const y = tr.y - S.scrollY + 18 + d * 16 + 8;
+            if (x1 - x0 > 20 && x1 - x0 < 1000 && (!best || x1 - x0 > best.w) && y > 30 && y < box.height - 10) best = { x: box.left + (x0 + x1) / 2, y: box.top + y, w: x1 - x0, id: s.id, b: s.b, e: s.e };
+          }
+        });
+      }
+      return best;
+    });
+    out.clicked = target;
+    if (target) {
+      await page.mouse.click(target.x, target.y);
+      await page.waitForFunction(() => document.querySelector('#details dl'), null, { timeout: 30000 });
+      out.details = await page.evaluate(() => {
+        const d = {};
+        const dts = [...document.querySelectorAll('#details dt')];
+        for (const dt of dts) d[dt.textContent] = { text: dt.nextElementSibling.textContent, value: dt.nextElementSibling.dataset.value };
+        return d;
+      });
+      await shot('timeline-scope');
+    }
+
+    // A range: shift+drag across the middle of the window.
+    await page.click('#tl-all');
+    await painted();
+    await page.keyboard.down('Shift');
+    const box = await page.evaluate(() => { const r = document.getElementById('tl-canvas').getBoundingClientRect(); return { x: r.left, y: r.top }; });
+    await page.mouse.move(box.x + 500, box.y + 200);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 700, box.y + 200, { steps: 5 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    await page.waitForFunction(() => document.querySelector('#summary .note') && document.querySelector('#summary .note').textContent.startsWith('Range'), null, { timeout: 60000 });
+    out.range = (await state()).sel;
+    out.range_summary = await rows('#summary-table');
+    await shot('timeline-range');
+    const sampled = await page.evaluate(() => !document.getElementById('smp-tab').hidden);
+    if (sampled) {
+      await page.click('#smp-tab');
+      await page.waitForFunction(() => window.tickscope.TL.smpFlame && window.tickscope.TL.smpFlame.tree, null, { timeout: 30000 });
+      out.range_samples = await page.evaluate(() => window.tickscope.TL.smpFlame.tree.cum[0]);
+      await shot('timeline-samples');
+    }
+    // The URL restores the view: reload and compare.
+    await page.waitForTimeout(300);
+    const before = await state();
+    await page.reload();
+    await painted();
+    out.restored = { before, after: await state() };
+  }
+
+  if (info.profiles.length) {
+    const i = info.profiles.findIndex((p, k) => !info.diff || (k !== info.diff.base && k !== info.diff.new));
+    if (i >= 0) {
+      await page.click(`#tabs button[data-tab="profile"][data-extra="${i}"]`);
+      await page.waitForFunction(() => document.body.dataset.flamePainted === '1', null, { timeout: 60000 });
+      out.flame_ms = await page.evaluate(() => Number(document.body.dataset.flameMs));
+      out.flame_total = await page.evaluate(() => window.tickscope.PF.flame.tree.cum[0]);
+      await shot('profile-flame');
+      await page.click('#profile .seg button[data-pv="icicle"]');
+      await shot('profile-icicle');
+      await page.click('#profile .seg button[data-pv="top"]');
+      await page.waitForSelector('#pf-top tbody tr', { timeout: 30000 });
+      out.top = await rows('#pf-top');
+      await shot('profile-top');
+      // Sort by cum, then pick the heaviest function: its callers and callees.
+      await page.click('#pf-top th[data-key="cum"]');
+      out.top_sorted_by_cum = (await rows('#pf-top')).map((r) => r.name.value);
+      await page.click('#pf-top tbody tr:first-child');
+      await page.waitForSelector('#pf-sandwich h2', { timeout: 30000 });
+      out.sandwich = await page.evaluate(() => ({
+        name: document.querySelector('#pf-sandwich h2').textContent,
+        callers: [...document.querySelectorAll('#pf-sandwich div:nth-of-type(1) tbody tr')].length,
+        callees: [...document.querySelectorAll('#pf-sandwich div:nth-of-type(2) tbody tr')].length,
+      }));
+      await shot('profile-sandwich');
+      await page.click('#pf-sandwich button');
+      await page.waitForSelector('#pf-source h3', { timeout: 30000 });
+      out.source = await page.evaluate(() => document.getElementById('pf-source').innerText.slice(0, 2000));
+      await shot('profile-source');
+    }
+  }
+
+  if (flags.includes('--diff')) {
+    await page.click('#tabs button[data-tab="diff"]');
+    await page.waitForSelector('#df-table tbody tr', { timeout: 60000 });
+    out.diff_rows = await rows('#df-table');
+    out.diff_total = await page.evaluate(() => ({ new: window.tickscope.DF.flame.tree.cum[0], base: window.tickscope.DF.flame.tree.base_cum[0] }));
+    await shot('diff');
+  }
+} catch (e) {
+  out.errors.push(`driver: ${e && e.stack ? e.stack : e}`);
+  try { await shot('failure'); } catch (_) { /* nothing more to show */ }
+}
+await browser.close();
+process.stdout.write(JSON.stringify(out) + '\n');
+process.exit(out.errors.length ? 1 : 0);

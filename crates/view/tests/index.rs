@@ -1,0 +1,380 @@
+//! The index and its answers, checked against the exact scopes of generated captures: every
+//! scope at least a pixel wide is drawn, whole, once; the busy pixels hold the time of the
+//! narrower ones; the bins hold the same time as the scopes; a tiny memory budget coarsens
+//! the bins without losing a scope a bin long; a scope's details and a range's summary are
+//! exact.
+
+use std::io;
+
+use tickscope_timeline::tscap::Reader;
+use tickscope_timeline::{Options, TimeMap};
+use tickscope_view::index::query::{Source, Window};
+use tickscope_view::index::{Budget, Index};
+
+use crate::writer::{process_payload, scope, thread, Capture, EndRec, Ev, PROCESS};
+
+/// A scope as generated: (thread, depth, begin ns, end ns, id).
+type Truth = (u64, usize, u64, u64, u64);
+
+/// Ticks are ns (1 GHz) from tick 1000, the capture's start.
+const START: u64 = 1000;
+
+struct Bytes(Vec<u8>);
+
+impl Source for Bytes {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let at = offset as usize;
+        buf.copy_from_slice(
+            self.0
+                .get(at..at + buf.len())
+                .ok_or(io::ErrorKind::UnexpectedEof)?,
+        );
+        Ok(())
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Log-uniform in [lo, hi).
+    fn log(&mut self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+        let f = (self.next() % 1_000_000) as f64 / 1e6;
+        (a + f * (b - a)).exp() as u64
+    }
+}
+
+/// Sibling scopes from `t` at `depth`, children below some: events and the exact scopes.
+fn scopes(
+    rng: &mut Rng,
+    t: &mut u64,
+    depth: usize,
+    n: u64,
+    thread: u64,
+    evs: &mut Vec<Ev>,
+    truth: &mut Vec<Truth>,
+) {
+    for _ in 0..n {
+        *t += rng.log(5, 200);
+        let id = 1 + rng.next() % 6;
+        let begin = *t;
+        evs.push(Ev::Begin(id, START + begin));
+        if depth < 5 && rng.next() % 3 == 0 {
+            let kids = 1 + rng.next() % 4;
+            scopes(rng, t, depth + 1, kids, thread, evs, truth);
+        }
+        // Mostly short, some a few µs, a few long.
+        *t += match rng.next() % 100 {
+            0 => rng.log(1_000_000, 5_000_000),
+            1..=10 => rng.log(5_000, 100_000),
+            _ => rng.log(10, 2_000),
+        };
+        if rng.next() % 50 == 0 {
+            evs.push(Ev::Frame(20, START + *t));
+        }
+        evs.push(Ev::End(id, START + *t));
+        truth.push((thread, depth, begin, *t, id));
+    }
+}
+
+/// A capture of two threads (chunks of 400 events, each with its open scopes), a frame
+/// marker, a counter and messages; and its exact scopes.
+fn generated(seed: u64) -> (Vec<u8>, Vec<Truth>, u64) {
+    let mut rng = Rng(seed);
+    let mut c = Capture::with_version(2);
+    c.chunk(
+        PROCESS,
+        &process_payload(1e9, START, 1_700_000_000_000_000_000, 7, "generated"),
+    );
+    let mut meta: Vec<_> = (1..=6)
+        .map(|i| scope(i, &format!("s{i}"), "gen.rs", i))
+        .collect();
+    meta.push(thread(1, 101, "one"));
+    meta.push(thread(2, 102, "two"));
+    meta.push(crate::writer::Entry::Marker {
+        id: 20,
+        counter: false,
+        name: "frame".into(),
+    });
+    meta.push(crate::writer::Entry::Marker {
+        id: 21,
+        counter: true,
+        name: "level".into(),
+    });
+    c.meta(&meta);
+    let mut truth = Vec::new();
+    let mut last = 0;
+    for th in [1u64, 2] {
+        let mut evs = Vec::new();
+        let mut t = 0;
+        scopes(&mut rng, &mut t, 0, 3_000, th, &mut evs, &mut truth);
+        evs.push(Ev::Counter(21, START + t, 3.5));
+        evs.push(Ev::Message(START + t, format!("thread {th} done")));
+        last = last.max(t);
+        // Chunks, each with the scopes open where it begins.
+        let mut open: Vec<(u64, u64)> = Vec::new();
+        for part in evs.chunks(400) {
+            c.events(th, &open, part);
+            for e in part {
+                match *e {
+                    Ev::Begin(id, t) => open.push((id, t)),
+                    Ev::End(..) => {
+                        open.pop();
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    c.end(&EndRec {
+        events: 0,
+        dropped: 0,
+        undelivered: 0,
+        evicted: 0,
+        end_ticks: START + last + 1,
+        end_unix_ns: 0,
+        threads: vec![],
+    });
+    (c.bytes, truth, last)
+}
+
+fn index(bytes: &[u8], budget: Budget) -> Index {
+    let mut r = Reader::new(bytes, "gen.tscap").unwrap();
+    let map = TimeMap::new(r.process(), r.meta().clock());
+    let mut idx = Index::new(&r, map, budget);
+    idx.read_all(&mut r).unwrap();
+    idx.flush();
+    idx
+}
+
+/// Checks the answer for `w` against the exact scopes: the slices drawn are exactly those
+/// overlapping it at least a pixel wide; per row, the busy pixels and the slices together
+/// hold the scopes' time in the window (to the bins' or pixels' rounding).
+fn check(idx: &Index, src: &Bytes, truth: &[Truth], w: Window) -> bool {
+    let a = idx.query(src, w).unwrap();
+    let npp = (w.until_ns - w.from_ns) as f64 / w.px as f64;
+    for th in [1u64, 2] {
+        let t = a.threads.iter().find(|t| t.index == th);
+        let mut want: Vec<(usize, u64, u64, u64)> = truth
+            .iter()
+            .filter(|s| {
+                s.0 == th && s.3 >= w.from_ns && s.2 <= w.until_ns && (s.3 - s.2) as f64 >= npp
+            })
+            .map(|s| (s.1, s.2, s.3, s.4))
+            .collect();
+        want.sort();
+        let mut got: Vec<(usize, u64, u64, u64)> = t
+            .map(|t| {
+                t.rows
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(d, r)| {
+                        r.slices
+                            .iter()
+                            .map(move |s| (d, s.begin_ns as u64, s.end_ns as u64, s.id))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        got.sort();
+        assert_eq!(
+            got, want,
+            "thread {th}, window {w:?} (decoded: {})",
+            a.decoded
+        );
+        // Busy time per row: what the scopes narrower than a pixel cover (decoded windows),
+        // or all of them (windows from the bins).
+        let Some(t) = t else { continue };
+        for (d, r) in t.rows.iter().enumerate() {
+            let busy: f64 = r.busy.iter().map(|&b| b as f64 / 255.0 * npp).sum();
+            let covered: f64 = truth
+                .iter()
+                .filter(|s| s.0 == th && s.1 == d && (!a.decoded || ((s.3 - s.2) as f64) < npp))
+                .map(|s| (s.3.min(w.until_ns) as f64 - s.2.max(w.from_ns) as f64).max(0.0))
+                .sum();
+            // Rounding: half a level of 255 per pixel and slice (decoded), or a bin at each
+            // edge of the window and a level per pixel (bins).
+            let slack = if a.decoded {
+                let n = truth
+                    .iter()
+                    .filter(|s| s.0 == th && s.1 == d && s.3 >= w.from_ns && s.2 <= w.until_ns)
+                    .count();
+                (n as f64 + w.px as f64) * npp / 255.0 + 1.0
+            } else {
+                2.0 * a.bin_ns + w.px as f64 * npp / 255.0 + covered * 0.01
+            };
+            assert!(
+                (busy - covered).abs() <= slack,
+                "thread {th} depth {d}: busy {busy:.0} ns, scopes {covered:.0} ns (slack {slack:.0}), window {w:?} decoded {}",
+                a.decoded
+            );
+        }
+    }
+    a.decoded
+}
+
+#[test]
+fn every_window_draws_each_scope_a_pixel_wide_once_and_the_rest_as_busy_time() {
+    let (bytes, truth, last) = generated(0x9e37_79b9_7f4a_7c15);
+    let idx = index(&bytes, Budget::for_capture(bytes.len() as u64));
+    let src = Bytes(bytes);
+    assert_eq!(idx.threads.len(), 2);
+    let mut rng = Rng(42);
+    let (mut decoded, mut binned) = (0, 0);
+    for px in [2000u32, 333] {
+        // The whole capture, then windows from 2 µs to most of it.
+        let mut windows = vec![Window::new(0, last + 1, px).unwrap()];
+        for _ in 0..60 {
+            let width = rng.log(2_000, last);
+            let from = rng.next() % (last - width + 1);
+            windows.push(Window::new(from, from + width, px).unwrap());
+        }
+        for w in windows {
+            if check(&idx, &src, &truth, w) {
+                decoded += 1;
+            } else {
+                binned += 1;
+            }
+        }
+    }
+    assert!(
+        decoded > 10 && binned > 10,
+        "{decoded} decoded, {binned} from the bins"
+    );
+}
+
+#[test]
+fn a_tiny_budget_coarsens_the_bins_and_keeps_every_scope_a_bin_long() {
+    let (bytes, truth, last) = generated(7);
+    let fine = index(&bytes, Budget::for_capture(bytes.len() as u64));
+    let tiny = index(
+        &bytes,
+        Budget {
+            limit: 64 << 10,
+            used: 0,
+        },
+    );
+    assert!(
+        tiny.shift > fine.shift + 2,
+        "{} vs {}",
+        tiny.shift,
+        fine.shift
+    );
+    assert!(tiny.bytes() <= 64 << 10, "{} bytes", tiny.bytes());
+    let src = Bytes(bytes);
+    let mut rng = Rng(3);
+    for _ in 0..40 {
+        let width = rng.log(2_000, last);
+        let from = rng.next() % (last - width + 1);
+        check(
+            &tiny,
+            &src,
+            &truth,
+            Window::new(from, from + width, 1500).unwrap(),
+        );
+    }
+}
+
+#[test]
+fn frames_messages_and_counters_are_counted_per_pixel() {
+    let (bytes, truth, last) = generated(11);
+    let idx = index(&bytes, Budget::for_capture(bytes.len() as u64));
+    let src = Bytes(bytes);
+    let frames = |w: Window| -> u32 {
+        let a = idx.query(&src, w).unwrap();
+        a.threads.iter().map(|t| t.frames.iter().sum::<u32>()).sum()
+    };
+    let whole = frames(Window::new(0, last + 1, 1000).unwrap());
+    assert!(whole > 50, "{whole} frame marks");
+    // A narrow window holds the marks in it, found by decoding.
+    let ends: Vec<u64> = truth.iter().map(|s| s.3).collect();
+    let mid = ends[ends.len() / 3];
+    let w = Window::new(mid - 20_000, mid + 20_000, 1000).unwrap();
+    let a = idx.query(&src, w).unwrap();
+    assert!(a.decoded);
+    let a = idx
+        .query(&src, Window::new(0, last + 1, 1000).unwrap())
+        .unwrap();
+    assert_eq!(a.counters.len(), 1);
+    let set: Vec<_> = a.counters[0].ranges.iter().filter(|r| r.is_set()).collect();
+    assert!(
+        (1..=2).contains(&set.len()) && set.iter().all(|r| r.min == 3.5 && r.max == 3.5),
+        "{set:?}"
+    );
+    assert_eq!(
+        a.threads
+            .iter()
+            .map(|t| t.messages.iter().sum::<u32>())
+            .sum::<u32>(),
+        2
+    );
+    let end = Window::new(last - 10, last + 10, 100).unwrap();
+    let a = idx.query(&src, end).unwrap();
+    let texts: Vec<&str> = a
+        .threads
+        .iter()
+        .flat_map(|t| t.texts.iter().map(|m| m.1.as_str()))
+        .collect();
+    assert!(
+        texts.contains(&"thread 1 done") || texts.contains(&"thread 2 done"),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn a_scopes_details_and_a_ranges_summary_are_exact() {
+    let (bytes, truth, last) = generated(5);
+    let dir = std::env::temp_dir().join(format!("tickscope-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("gen.tscap");
+    std::fs::write(&path, &bytes).unwrap();
+    let c = tickscope_view::capture::Capture::open_file(&path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !c.status().done {
+        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Scopes of every length: each found at its middle, with its exact self time.
+    for s in truth.iter().step_by(97) {
+        let (th, depth, b, e, id) = *s;
+        let d = c
+            .scope_at(th, depth, (b + e) / 2)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!((d.id, d.begin_ns, d.end_ns), (id, b, e), "{s:?}");
+        let child: u64 = truth
+            .iter()
+            .filter(|k| k.0 == th && k.1 == depth + 1 && k.2 >= b && k.3 <= e)
+            .map(|k| k.3 - k.2)
+            .sum();
+        if d.exact {
+            assert_eq!(d.self_ns, (e - b) - child, "{s:?}");
+        }
+    }
+    // A range's summary, as `report --from --until` computes it from the whole file.
+    for (from, until) in [(0, last / 3), (last / 4, last / 2), (last / 2, last + 1)] {
+        let got = c.range_summary(Some((from, until))).unwrap().unwrap();
+        let mut r = Reader::open(&path).unwrap();
+        let map = TimeMap::new(r.process(), r.meta().clock());
+        let want = tickscope_timeline::summarize(
+            &mut r,
+            Options {
+                range: Some((map.ticks(from), map.ticks(until))),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(got.scopes, want.scopes);
+        assert_eq!(got.range, want.range);
+        let inside = truth.iter().filter(|s| s.2 >= from && s.3 <= until).count() as u64;
+        assert_eq!(got.scopes.iter().map(|r| r.calls).sum::<u64>(), inside);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

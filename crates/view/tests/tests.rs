@@ -1,0 +1,12 @@
+//! The viewer's tests: one binary, one module per area. The page itself is driven in
+//! headless Chromium by the CLI's tests (`crates/cli/tests/viewer.rs`), which run the real
+//! `tickscope view`.
+
+// The timeline crate's test support: its capture encoder, written from the format's spec.
+#[path = "../../timeline/tests/support/writer.rs"]
+mod writer;
+
+// The index and its window queries against the scopes a generated capture holds.
+mod index;
+// The HTTP server in-process: the token, bad requests, and its answers.
+mod server;
