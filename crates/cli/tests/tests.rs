@@ -11,6 +11,8 @@ mod timeline;
 // Real programs recording (--capture, TICKSCOPE_CAPTURE, killed mid-capture); the exports
 // checked by speedscope in headless Chromium and by Perfetto's protos.
 mod recorded;
+// `tickscope view` in headless Chromium: the page's figures against report and top.
+mod viewer;
 mod views;
 // `top` against go tool pprof's reference outputs and the real go tool pprof; bad input.
 mod pprof;

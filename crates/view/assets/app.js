@@ -273,9 +273,12 @@ class Flame {
     const box = this.canvas.parentElement;
     const need = (this.maxDepth - this.depth[this.root] + 1) * this.rowH + 4;
     const tall = Math.max(box.clientHeight, need);
-    if (this.canvas.style.height !== `${tall}px`) {
+    const icicleNow = !!this.opts.icicle();
+    if (this.canvas.style.height !== `${tall}px` || this.wasIcicle !== icicleNow) {
       this.canvas.style.height = `${tall}px`;
-      if (!this.opts.icicle()) box.scrollTop = box.scrollHeight;
+      // The root in view: at the bottom of a flame graph, the top of an icicle.
+      box.scrollTop = icicleNow ? 0 : box.scrollHeight;
+      this.wasIcicle = icicleNow;
     }
     const { ctx, w, h } = setupCanvas(this.canvas);
     ctx.clearRect(0, 0, w, h);
@@ -452,8 +455,12 @@ const TL = {
       this.draw();
       return;
     }
-    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${c.threads.length} threads`;
-    if (S.from === null || S.until === null || S.until <= S.from) this.whole();
+    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${c.threads.length} threads${c.live ? (c.status.done ? ' · connection ended' : ' · live') : ''}`;
+    if (S.from === null || S.until === null || S.until <= S.from) {
+      this.whole();
+      // A capture still arriving: keep its end in view until the user says otherwise.
+      if (c.live && !c.status.done && !this.followSet) { S.follow = true; this.followSet = true; }
+    }
     $('tl-follow').checked = S.follow;
     this.fetch();
     this.loadSummary();
@@ -796,6 +803,7 @@ const TL = {
     try {
       const s = await api('summary', S.sel ? { c: S.c, from: Math.round(S.sel[0]), until: Math.round(S.sel[1]) } : { c: S.c });
       if (this.summaryFor !== key) return;
+      this.summaryAt = Date.now();
       if (!S.sel) this.summary = s;
       renderSummary(box, s, this.capture());
       banner();
@@ -1034,7 +1042,7 @@ const PF = {
         document.body.dataset.flamePainted = '1';
       } else if (S.pv === 'top') {
         const t = await api('top', { p: S.p });
-        $('pf-top').replaceChildren(el('p', { class: 'note', text: `${t.labels.join(' · ')} — as tickscope top prints it; click a row for its callers and callees` }), topTable(t.rows, t, (r) => this.pick(r.name)));
+        $('pf-top').replaceChildren(el('p', { class: 'note', text: 'As tickscope top prints it; click a row for its callers and callees.' }), labels(t.labels), topTable(t.rows, t, (r) => this.pick(r.name)));
       } else if (S.pv === 'sandwich') await this.sandwich();
       else if (S.pv === 'source') await this.source();
     } catch (e) {
@@ -1081,19 +1089,27 @@ const PF = {
     for (const f of r.functions) {
       parts.push(el('h3', { class: 'mono', text: `${f.name} — ${f.file || '?'}` }), el('p', { class: 'note', text: `flat ${fmtUnit(f.flat, r.unit)} · cum ${fmtUnit(f.cum, r.unit)}${f.source_found ? '' : ` · source not found${f.error ? `: ${f.error}` : ''} (tickscope view --source-path DIRS)`}` }));
       const max = Math.max(1, ...f.lines.map((l) => l.cum));
-      const pre = el('div', { class: 'mono' });
+      const pre = el('div', { class: 'mono' }, el('div', { class: 'src-line head' },
+        el('span', { class: 'num', text: 'flat' }), el('span', { class: 'num', text: 'cum' }),
+        el('span', { class: 'num', text: 'line' }), el('span', { text: 'source' })));
       for (const l of f.lines) {
         pre.append(el('div', { class: `src-line${l.cum > 0.2 * max ? ' hot' : ''}` },
           el('span', { class: 'num', text: l.flat ? fmtUnit(l.flat, r.unit) : '.' }),
           el('span', { class: 'num', text: l.cum ? fmtUnit(l.cum, r.unit) : '.' }),
           el('span', { class: 'num', text: String(l.line) }),
-          el('span', { text: l.text ?? '' })));
+          el('span', { class: 'code', text: l.text ?? '' })));
       }
       parts.push(pre);
     }
     box.replaceChildren(...(parts.length ? parts : [el('p', { class: 'note', text: 'no source lines' })]));
   },
 };
+
+// The profile's header lines (pprof's labels), folded away.
+function labels(lines) {
+  const last = lines.length ? lines[lines.length - 1] : '';
+  return el('details', { class: 'labels' }, el('summary', { text: last || 'profile' }), ...lines.slice(0, -1).map((l) => el('p', { class: 'note', text: l })));
+}
 
 function fmtUnit(v, unit) {
   if (unit === 'nanoseconds') return dur(v);
@@ -1122,7 +1138,7 @@ const DF = {
       if (!this.flame) this.flame = new Flame($('df-canvas'), { diff: true, icicle: () => false, tip: flameBox($('df-canvas')) });
       this.flame.set(d);
       const t = d.table;
-      $('df-table').replaceChildren(el('p', { class: 'note', text: `${t.labels.join(' · ')} — as tickscope diff prints it (negative: shrank)` }), topTable(t.rows, t));
+      $('df-table').replaceChildren(el('p', { class: 'note', text: 'As tickscope diff prints it (negative: shrank).' }), labels(t.labels), topTable(t.rows, t));
     } catch (e) {
       $('status').textContent = `diff: ${e.message}`;
     }
@@ -1149,6 +1165,8 @@ async function poll() {
           S.until = c.duration_ns * 1.02;
           S.from = S.until - span;
         }
+        // A live capture's summary is recomputed every few seconds, and once at its end.
+        if (c.live && (Date.now() - (TL.summaryAt || 0) > 3000 || c.status.done)) TL.summaryFor = null;
         if (!TL.ready || c.live) { TL.open(); }
       }
       if (S.info.captures.length !== $('tabs').children.length) { buildTabs(); markTabs(); }

@@ -121,23 +121,41 @@ impl Capture {
         });
         let (ci, cs) = (c.clone(), c.clone());
         let (pi, ps) = (path.to_owned(), path.to_owned());
-        std::thread::Builder::new()
-            .name("tickscope-index".into())
-            .spawn(move || ci.build_from_file(&pi, size))
-            .map_err(|e| Error::io("a thread", e))?;
-        std::thread::Builder::new()
-            .name("tickscope-summary".into())
-            .spawn(move || {
-                let r = Reader::open(&ps)
-                    .map(|r| r.salvage(true))
-                    .and_then(|mut r| tickscope_timeline::summarize(&mut r, Options::default()))
-                    .map_err(|e| e.to_string());
-                *lock(&cs.summary) = match r {
-                    Ok(s) => SummaryState::Done(Arc::new(s)),
-                    Err(e) => SummaryState::Failed(e),
-                };
-            })
-            .map_err(|e| Error::io("a thread", e))?;
+        // The summary reads the file again beside the index; with fewer than three cores it
+        // waits for the index, which the first picture needs (and the browser wants a core).
+        let beside = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 3;
+        let summarise = move || {
+            let r = Reader::open(&ps)
+                .map(|r| r.salvage(true))
+                .and_then(|mut r| tickscope_timeline::summarize(&mut r, Options::default()))
+                .map_err(|e| e.to_string());
+            *lock(&cs.summary) = match r {
+                Ok(s) => SummaryState::Done(Arc::new(s)),
+                Err(e) => SummaryState::Failed(e),
+            };
+        };
+        let summary_thread = |f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name("tickscope-summary".into())
+                .spawn(f)
+                .map(drop)
+                .map_err(|e| Error::io("a thread", e))
+        };
+        if beside {
+            summary_thread(Box::new(summarise))?;
+            std::thread::Builder::new()
+                .name("tickscope-index".into())
+                .spawn(move || ci.build_from_file(&pi, size))
+                .map_err(|e| Error::io("a thread", e))?;
+        } else {
+            std::thread::Builder::new()
+                .name("tickscope-index".into())
+                .spawn(move || {
+                    ci.build_from_file(&pi, size);
+                    summarise();
+                })
+                .map_err(|e| Error::io("a thread", e))?;
+        }
         Ok(c)
     }
 
@@ -584,4 +602,81 @@ fn stacks_profile(idx: &Index, counts: &std::collections::HashMap<u64, i64>) -> 
         p.push_sample(locs.iter().copied(), &[counts[id]], &[]);
     }
     p
+}
+
+/// The writing end of a live capture: bytes written are read by [`Capture::ingest`] on a
+/// thread of its own. Dropping it ends the capture.
+pub struct Feed {
+    tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Capture {
+    /// A [`Feed`] into this live capture (for a program that reads the stream itself, as
+    /// `tickscope capture listen --view` does while it writes the file).
+    pub fn feed(self: &Arc<Capture>) -> std::io::Result<Feed> {
+        // A few chunks in flight: a viewer that falls behind slows the writer, never drops.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(64);
+        let c = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("tickscope-live".into())
+            .spawn(move || {
+                c.ingest(Channel {
+                    rx,
+                    buf: Vec::new(),
+                    at: 0,
+                })
+            })?;
+        Ok(Feed {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl std::io::Write for Feed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let tx = self.tx.as_ref().ok_or(std::io::ErrorKind::BrokenPipe)?;
+        tx.send(buf.to_vec())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The reading end of a [`Feed`].
+struct Channel {
+    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Channel {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.buf.len() {
+            match self.rx.recv() {
+                Ok(b) => {
+                    self.buf = b;
+                    self.at = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }

@@ -92,6 +92,8 @@ pub struct Config {
     pub source_path: String,
     /// Live connections served at once (more are refused).
     pub max_connections: usize,
+    /// Live captures will be added by the caller ([`Viewer::add_live`]): start with no input.
+    pub fed: bool,
 }
 
 /// The viewer's state, shared by the server's requests.
@@ -111,6 +113,8 @@ pub struct Started {
     pub url: String,
     /// The state (for adding live captures).
     pub viewer: Arc<Viewer>,
+    /// Where live captures are received (`tcp://` inputs), as bound.
+    pub live: Vec<SocketAddr>,
     listener: TcpListener,
 }
 
@@ -175,7 +179,7 @@ pub fn start(config: &Config) -> Result<Started, Error> {
         profiles.push(ProfileDoc::open(new, &config.source_path)?);
         diff = Some((b, b + 1));
     }
-    if captures.is_empty() && profiles.is_empty() && live.is_empty() {
+    if captures.is_empty() && profiles.is_empty() && live.is_empty() && !config.fed {
         return Err(Error::new(
             "nothing to view: give a capture, a profile, tcp://ADDR or --diff BASE NEW",
         ));
@@ -206,6 +210,7 @@ pub fn start(config: &Config) -> Result<Started, Error> {
     } else {
         config.max_connections
     };
+    let live_addrs = live.iter().filter_map(|l| l.local_addr().ok()).collect();
     for l in live {
         let v = viewer.clone();
         std::thread::Builder::new()
@@ -216,6 +221,7 @@ pub fn start(config: &Config) -> Result<Started, Error> {
     Ok(Started {
         url,
         viewer,
+        live: live_addrs,
         listener,
     })
 }

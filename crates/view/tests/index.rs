@@ -85,7 +85,7 @@ fn scopes(
 
 /// A capture of two threads (chunks of 400 events, each with its open scopes), a frame
 /// marker, a counter and messages; and its exact scopes.
-fn generated(seed: u64) -> (Vec<u8>, Vec<Truth>, u64) {
+pub(crate) fn generated(seed: u64) -> (Vec<u8>, Vec<Truth>, u64) {
     let mut rng = Rng(seed);
     let mut c = Capture::with_version(2);
     c.chunk(

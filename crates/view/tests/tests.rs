@@ -10,3 +10,8 @@ mod writer;
 mod index;
 // The HTTP server in-process: the token, bad requests, and its answers.
 mod server;
+
+/// A small capture of two threads (the index tests' generator).
+fn writer_capture() -> Vec<u8> {
+    index::generated(1).0
+}

@@ -64,6 +64,13 @@ struct ListenArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 30, hide = true,
           value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout: u64,
+    /// Also show each capture as it arrives in the web viewer (`tickscope view`): its URL is
+    /// the first line of stdout.
+    #[arg(long)]
+    view: bool,
+    /// With `--view`: print the URL without opening a browser.
+    #[arg(long, requires = "view")]
+    no_open: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -115,6 +122,20 @@ fn listen(args: ListenArgs) -> Result<()> {
             None => " (Ctrl-C to stop)".to_owned(),
         }
     );
+    let viewer = if args.view {
+        let started = tickscope_view::start(&tickscope_view::Config {
+            fed: true,
+            ..tickscope_view::Config::default()
+        })?;
+        super::view::announce(&started.url, !args.no_open)?;
+        let viewer = started.viewer.clone();
+        std::thread::Builder::new()
+            .name("tickscope-view".into())
+            .spawn(move || started.serve())?;
+        Some(viewer)
+    } else {
+        None
+    };
     let idle = Duration::from_secs(args.idle_timeout);
     let mut handles: Vec<std::thread::JoinHandle<bool>> = Vec::new();
     let (mut n, mut failed, mut next_name) = (0u64, 0u64, 1u64);
@@ -155,9 +176,20 @@ fn listen(args: ListenArgs) -> Result<()> {
             eprintln!("tickscope: warning: connection {n}: cannot set its idle timeout: {e}");
         }
         let quiet = args.quiet;
+        // The viewer reads the same checked chunks the file gets.
+        let feed = match &viewer {
+            Some(v) => match v.add_live(&path.display().to_string()).feed() {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    eprintln!("tickscope: warning: connection {n}: not shown in the viewer: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
         let spawned = std::thread::Builder::new()
             .name(format!("connection-{n}"))
-            .spawn(move || serve(stream, file, path, quiet, idle));
+            .spawn(move || serve(stream, Tee(file, feed), path, quiet, idle));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -175,6 +207,13 @@ fn listen(args: ListenArgs) -> Result<()> {
     }
     if failed > 0 {
         bail!("{failed} of {n} connections did not deliver a capture");
+    }
+    if viewer.is_some() {
+        // The captures stay on the page.
+        eprintln!("tickscope: the connections ended; the viewer serves them until Ctrl-C");
+        loop {
+            std::thread::park();
+        }
     }
     Ok(())
 }
@@ -229,9 +268,28 @@ impl Read for Idle {
     }
 }
 
+/// The file, and the viewer's copy (whose failure never stops the file).
+struct Tee(File, Option<tickscope_view::capture::Feed>);
+
+impl std::io::Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(buf)?;
+        if let Some(f) = &mut self.1 {
+            if f.write_all(buf).is_err() {
+                self.1 = None;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Records one connection into `path`; returns true if it delivered a capture (complete or
 /// not).
-fn serve(stream: TcpStream, file: File, path: PathBuf, quiet: bool, idle: Duration) -> bool {
+fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duration) -> bool {
     let name = path.display().to_string();
     let live = Arc::new(Mutex::new(Live::new(name.clone())));
     let done = Arc::new(AtomicBool::new(false));

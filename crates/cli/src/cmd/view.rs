@@ -41,18 +41,28 @@ pub fn run(args: Args) -> Result<()> {
         allow_remote: args.allow_remote,
         source_path: args.source_path,
         max_connections: 64,
+        fed: false,
     };
     let started = tickscope_view::start(&config)?;
+    for a in &started.live {
+        eprintln!("tickscope view: receiving live captures on {a} (TICKSCOPE_CAPTURE=tcp://{a})");
+    }
+    announce(&started.url, !args.no_open)?;
+    started.serve()?;
+    Ok(())
+}
+
+/// Prints the URL as the first line of stdout, and opens it when asked.
+pub fn announce(url: &str, open: bool) -> Result<()> {
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", started.url)?;
+        writeln!(out, "{url}")?;
         out.flush()?;
     }
-    eprintln!("tickscope view: serving until Ctrl-C");
-    if !args.no_open {
-        open_browser(&started.url);
+    eprintln!("tickscope view: serving {url} until Ctrl-C");
+    if open {
+        open_browser(url);
     }
-    started.serve()?;
     Ok(())
 }
 

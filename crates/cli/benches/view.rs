@@ -1,0 +1,161 @@
+//! `tickscope view` on the default demo capture, measured in one run and printed as ratios
+//! to the targets:
+//!
+//! ```text
+//! cargo bench -p tickscope-cli --bench view
+//! ```
+//!
+//! - **first picture**: headless Chromium started first, then `tickscope view run.tscap`; the
+//!   time from the viewer's start to the timeline drawn with its first answer (the index
+//!   built on the way). Target ≤ 3 s. Also the index's build time and size, and the server's
+//!   peak memory against 3 × the capture and 16 MB.
+//! - **windows**: 200 random windows (log-uniform widths from 10 µs to the whole capture) at
+//!   2000 px, answered by the index in this process. Target: p99 ≤ 50 ms.
+//! - **flame graph**: `tickscope view large.cpu.pb.gz` (tests/data/pprof, 20,430 samples):
+//!   from the page's load to its flame graph drawn. Target ≤ 1 s.
+//!
+//! The capture is `tickscope demo --capture` (3 s, the default threads), made afresh, or the
+//! file `TICKSCOPE_BENCH_CAPTURE` names. Needs node and Chromium (`tests/readers/install.sh`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use tickscope_timeline::tscap::{self, Reader};
+use tickscope_timeline::TimeMap;
+use tickscope_view::index::query::Window;
+use tickscope_view::index::{Budget, Index};
+
+fn main() {
+    let tickscope = PathBuf::from(env!("CARGO_BIN_EXE_tickscope"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("tickscope-bench-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let capture = match std::env::var_os("TICKSCOPE_BENCH_CAPTURE") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let p = dir.join("run.tscap");
+            let out = Command::new(&tickscope)
+                .args(["demo", "--interval", "off", "--capture"])
+                .arg(&p)
+                .env("TICKSCOPE_SUMMARY", "off")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            p
+        }
+    };
+    let size = std::fs::metadata(&capture).unwrap().len();
+
+    // The index, in this process.
+    let t = Instant::now();
+    let clock = tscap::last_clock(&capture).unwrap();
+    let mut r = Reader::open(&capture).unwrap();
+    let map = TimeMap::new(r.process(), clock);
+    let mut idx = Index::new(&r, map, Budget::for_capture(size));
+    idx.read_all(&mut r).unwrap();
+    idx.flush();
+    let build = t.elapsed().as_secs_f64();
+    println!(
+        "tickscope view, {} ({:.1} MB, {:.1} M events)",
+        capture.display(),
+        size as f64 / 1e6,
+        idx.events as f64 / 1e6
+    );
+    println!(
+        "  index: built in {build:.2} s on one core ({:.0} M events/s), {:.1} MB ({:.2} x the capture), bins of {:.1} µs",
+        idx.events as f64 / build / 1e6,
+        idx.bytes() as f64 / 1e6,
+        idx.bytes() as f64 / size as f64,
+        idx.bin_ns() / 1e3
+    );
+
+    // 200 random windows at 2000 px.
+    let file = std::fs::File::open(&capture).unwrap();
+    let end = map.ns(idx.last);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut times = Vec::new();
+    let mut decoded = 0;
+    for _ in 0..200 {
+        let (lo, hi) = ((10_000f64).ln(), (end as f64).ln());
+        let width = (lo + (next() % 10_000) as f64 / 10_000.0 * (hi - lo)).exp() as u64;
+        let from = next() % (end - width + 1);
+        let w = Window::new(from, from + width, 2000).unwrap();
+        let t = Instant::now();
+        let a = idx.query(&file, w).unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        decoded += a.decoded as u32;
+    }
+    times.sort_by(f64::total_cmp);
+    let p99 = times[197];
+    println!(
+        "  windows at 2000 px: p50 {:.1} ms, p99 {p99:.1} ms, max {:.1} ms ({decoded} of 200 decoded again, the rest from the bins)",
+        times[100], times[199]
+    );
+    println!(
+        "  RATIO window p99 / 50 ms: {:.3}   (target <= 1.0)",
+        p99 / 50.0
+    );
+    drop(idx);
+
+    // The page, in Chromium.
+    let script = root.join("crates/view/tests/browser/bench.mjs");
+    let node = |what: &str, file: &Path| -> serde_json::Value {
+        let out = Command::new("node")
+            .arg(&script)
+            .arg(what)
+            .arg(&tickscope)
+            .arg(file)
+            .output()
+            .expect("node not found: install Node.js and run tests/readers/install.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let tl = node("timeline", &capture);
+    let paint = tl["first_paint_ms"].as_f64().unwrap();
+    let rss = tl["server_peak_rss"].as_f64().unwrap();
+    println!(
+        "  first picture: {paint:.0} ms from `tickscope view` starting (index built in {:.2} s beside the browser; summary table at {} ms)",
+        tl["index"]["seconds"].as_f64().unwrap_or(0.0),
+        tl["summary_ms"]
+    );
+    println!(
+        "  RATIO first picture / 3 s: {:.3}   (target <= 1.0)",
+        paint / 3000.0
+    );
+    let bound = 3.0 * size as f64 + 16e6;
+    println!(
+        "  server peak memory {:.1} MB: RATIO / (3 x capture + 16 MB): {:.3}   (target <= 1.0)",
+        rss / 1e6,
+        rss / bound
+    );
+    let large = root.join("tests/data/pprof/large.cpu.pb.gz");
+    let fl = node("flame", &large);
+    let ms = fl["flame_after_load_ms"].as_f64().unwrap();
+    println!(
+        "  flame graph of large.cpu.pb.gz ({} samples): {ms:.0} ms after the page loaded (its request {} ms)",
+        fl["samples"], fl["flame_request_ms"]
+    );
+    println!(
+        "  RATIO flame graph / 1 s: {:.3}   (target <= 1.0)",
+        ms / 1000.0
+    );
+    for v in [&tl, &fl] {
+        assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,563 @@
+//! `tickscope view` as a person uses it: files checked first; the page driven in headless
+//! Debian Chromium (crates/view/tests/browser/*.mjs, with playwright-core from tests/readers)
+//! showing the same figures as `tickscope report --json` and `top --json` for the same
+//! files; zoom, pan, a scope's details, a range's summary and samples, the URL restoring
+//! the view; the profile's views; a diff; live captures arriving. Screenshots of every view
+//! are kept in the target directory (`view-screenshots/`); `TICKSCOPE_BLESS=1` also writes
+//! the README's (`docs/view.png`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn tickscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tickscope"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tickscope-viewer-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Where the screenshots of test `name` go (kept after the run, for a person to look at).
+fn shots(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("../view-screenshots")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_str(&ok(out)).unwrap()
+}
+
+/// A running `tickscope view`, ended when dropped.
+struct Viewer {
+    child: Child,
+    url: String,
+    stderr: Vec<String>,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tickscope view ARGS --no-open` and reads its URL (the first line of stdout) and
+/// the stderr lines before it.
+fn view(args: &[&str]) -> Viewer {
+    let mut child = tickscope()
+        .arg("view")
+        .args(args)
+        .arg("--no-open")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let mut stderr = Vec::new();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    loop {
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap() == 0 {
+            break;
+        }
+        let serving = l.contains("serving");
+        stderr.push(l);
+        if serving {
+            break;
+        }
+    }
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?} {stderr:?}");
+    assert!(url.contains("/?token="), "{url}");
+    Viewer {
+        child,
+        url: url.trim().to_owned(),
+        stderr,
+    }
+}
+
+/// Runs a browser script of crates/view/tests/browser on `url`.
+fn browse(script: &str, url: &str, out: &Path, flags: &[&str]) -> serde_json::Value {
+    let r = Command::new("node")
+        .arg(root().join("crates/view/tests/browser").join(script))
+        .arg(url)
+        .arg(out)
+        .args(flags)
+        .output()
+        .expect("node not found: install Node.js (Debian: nodejs, npm) and run tests/readers/install.sh");
+    let text = String::from_utf8_lossy(&r.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{script}: {e}: {text}\n{}",
+            String::from_utf8_lossy(&r.stderr)
+        )
+    });
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([]),
+        "{script} in Chromium: {v}"
+    );
+    v
+}
+
+/// The number in a table cell as the page wrote it.
+fn cell(row: &serde_json::Value, col: &str) -> Option<f64> {
+    row[col]["value"].as_str().and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn bad_files_and_addresses_are_one_line_and_status_2_before_anything_is_served() {
+    let d = dir("bad");
+    let text = d.join("notes.txt");
+    std::fs::write(&text, "not a profile\n").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![text.display().to_string()], "notes.txt"),
+        (
+            vec![d.join("absent.tscap").display().to_string()],
+            "absent.tscap",
+        ),
+        (vec![], "nothing to view"),
+        (
+            vec![
+                "--addr".into(),
+                "0.0.0.0:0".into(),
+                text.display().to_string(),
+            ],
+            "notes.txt",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = tickscope()
+            .arg("view")
+            .args(&args)
+            .arg("--no-open")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: a URL was printed");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // A good file on a non-loopback address.
+    let cap = d.join("x.tscap");
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.05",
+            "--threads",
+            "1",
+            "--interval",
+            "off",
+            "--capture",
+        ])
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let out = tickscope()
+        .args(["view", "--no-open", "--addr", "0.0.0.0:0"])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
+    let d = dir("page");
+    let (cap, prof) = (d.join("run.tscap"), d.join("cpu.pb.gz"));
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.4",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+            "--capture",
+        ])
+        .arg(&cap)
+        .arg("--cpuprofile")
+        .arg(&prof)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let source_path = root().display().to_string();
+    let v = view(&[
+        cap.to_str().unwrap(),
+        prof.to_str().unwrap(),
+        "--source-path",
+        &source_path,
+    ]);
+    let out = shots("page");
+    let page = browse("check.mjs", &v.url, &out, &[]);
+
+    // The summary table: `tickscope report --json`, row by row.
+    let report = json(
+        &tickscope()
+            .arg("report")
+            .arg(&cap)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let compare = |table: &serde_json::Value, report: &serde_json::Value, what: &str| {
+        let want = report["scopes"].as_array().unwrap();
+        let got = table.as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{what}: {table} vs {report}");
+        for w in want {
+            let name = w["name"].as_str().unwrap();
+            let g = got
+                .iter()
+                .find(|r| r["name"]["value"] == name)
+                .unwrap_or_else(|| panic!("{what}: {name} not on the page"));
+            for col in [
+                "calls", "total_ns", "self_ns", "mean_ns", "min_ns", "p50_ns", "p99_ns", "max_ns",
+                "dropped",
+            ] {
+                assert_eq!(
+                    cell(g, col),
+                    w[col].as_f64(),
+                    "{what}: {name} {col}: page {g}, report {w}"
+                );
+            }
+        }
+    };
+    compare(&page["summary"], &report, "whole capture");
+    // Names and figures are text in the page, not pixels only.
+    let text = page["dom_text"].as_str().unwrap();
+    for name in ["process_batch", "parse_record", "tokenize"] {
+        assert!(text.contains(name), "{name} not in the page's text");
+    }
+    // Zoom, then pan: the window changed each time; narrow enough to be decoded again.
+    let (whole, zoomed, panned) = (&page["whole"], &page["zoomed"], &page["panned"]);
+    let span = |v: &serde_json::Value| v["until"].as_f64().unwrap() - v["from"].as_f64().unwrap();
+    assert!(span(zoomed) < span(whole) / 10.0, "{whole} {zoomed}");
+    assert!(
+        panned["from"].as_f64() > zoomed["from"].as_f64(),
+        "{zoomed} {panned}"
+    );
+    assert_eq!(page["zoomed_decoded"], true);
+    // The scope clicked: its details are the slice's.
+    let clicked = &page["clicked"];
+    let details = &page["details"];
+    assert!(clicked.is_object(), "nothing to click: {page}");
+    let dur = clicked["e"].as_f64().unwrap() - clicked["b"].as_f64().unwrap();
+    assert_eq!(
+        cell(details, "duration").unwrap(),
+        dur.round(),
+        "{details} {clicked}"
+    );
+    assert!(cell(details, "self").unwrap() <= dur, "{details}");
+    let name = &report["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"].as_f64() == clicked["id"].as_f64())
+        .unwrap()["name"];
+    assert_eq!(details["scope"]["text"], *name, "{details}");
+    // The range: `tickscope report --from --until --json`.
+    let range = page["range"].as_array().unwrap();
+    let (from, until) = (
+        range[0].as_f64().unwrap().round(),
+        range[1].as_f64().unwrap().round(),
+    );
+    let want = json(
+        &tickscope()
+            .arg("report")
+            .arg(&cap)
+            .args([
+                "--json",
+                "--from",
+                &format!("{from}ns"),
+                "--until",
+                &format!("{until}ns"),
+            ])
+            .output()
+            .unwrap(),
+    );
+    compare(&page["range_summary"], &want, "range");
+    assert!(page["range_samples"].as_f64() > Some(0.0), "{page}");
+    // The URL restored the window and the range.
+    let (before, after) = (&page["restored"]["before"], &page["restored"]["after"]);
+    for k in ["from", "until"] {
+        assert!(
+            (before[k].as_f64().unwrap() - after[k].as_f64().unwrap()).abs() <= 1.0,
+            "{before} {after}"
+        );
+    }
+    assert_eq!(after["sel"].as_array().map(Vec::len), Some(2), "{after}");
+
+    // The profile: `tickscope top --json`.
+    let top = json(
+        &tickscope()
+            .arg("top")
+            .arg(&prof)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let rows = page["top"].as_array().unwrap();
+    let want = top["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), want.len());
+    for (g, w) in rows.iter().zip(want) {
+        assert_eq!(g["name"]["value"], w["name"]);
+        assert_eq!(cell(g, "flat"), w["flat"].as_f64());
+        assert_eq!(cell(g, "cum"), w["cum"].as_f64());
+        assert_eq!(g["flat"]["text"], w["flat_text"]);
+    }
+    let cums: Vec<f64> = page["top_sorted_by_cum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    assert!(cums.windows(2).all(|w| w[0] >= w[1]), "{cums:?}");
+    assert_eq!(page["flame_total"].as_f64(), top["total"].as_f64());
+    let sandwich = &page["sandwich"];
+    assert!(
+        sandwich["callers"].as_u64().unwrap() + sandwich["callees"].as_u64().unwrap() > 0,
+        "{sandwich}"
+    );
+    // The source of the function picked: its hottest line as `tickscope list` shows it.
+    let picked = sandwich["name"].as_str().unwrap();
+    let list = json(
+        &tickscope()
+            .arg("list")
+            .arg(format!("^{}$", regex::escape(picked)))
+            .arg(&prof)
+            .args(["--json", "--source-path", &source_path])
+            .output()
+            .unwrap(),
+    );
+    let hot = list["functions"][0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|l| l["cum"].as_i64())
+        .unwrap();
+    let source = page["source"].as_str().unwrap();
+    let text = hot["text"].as_str().unwrap().trim();
+    assert!(
+        source.contains("demo.rs") && source.contains(text),
+        "{text:?} not in {source}"
+    );
+    for s in [
+        "timeline",
+        "timeline-zoomed",
+        "timeline-scope",
+        "timeline-range",
+        "timeline-samples",
+        "profile-flame",
+        "profile-icicle",
+        "profile-top",
+        "profile-sandwich",
+        "profile-source",
+    ] {
+        assert!(out.join(format!("{s}.png")).exists(), "{s}.png");
+    }
+    if std::env::var_os("TICKSCOPE_BLESS").is_some_and(|b| b == "1") {
+        std::fs::copy(out.join("timeline.png"), root().join("docs/view.png")).unwrap();
+    }
+    drop(v);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
+    let d = dir("diff");
+    let (a, b) = (d.join("a.pb.gz"), d.join("b.pb.gz"));
+    for (p, threads) in [(&a, "1"), (&b, "2")] {
+        ok(&tickscope()
+            .args([
+                "demo",
+                "--seconds",
+                "0.3",
+                "--threads",
+                threads,
+                "--interval",
+                "off",
+                "--cpuprofile",
+            ])
+            .arg(p)
+            .env("TICKSCOPE_SUMMARY", "off")
+            .output()
+            .unwrap());
+    }
+    let v = view(&["--diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let out = shots("diff");
+    let page = browse("check.mjs", &v.url, &out, &["--diff"]);
+    let want = json(
+        &tickscope()
+            .arg("diff")
+            .arg(&a)
+            .arg(&b)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let rows = page["diff_rows"].as_array().unwrap();
+    let w = want["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), w.len());
+    for (g, w) in rows.iter().zip(w) {
+        assert_eq!(g["name"]["value"], w["name"]);
+        assert_eq!(cell(g, "flat"), w["flat"].as_f64());
+    }
+    let total = |p: &Path| {
+        json(
+            &tickscope()
+                .arg("top")
+                .arg(p)
+                .arg("--json")
+                .output()
+                .unwrap(),
+        )["total"]
+            .as_f64()
+    };
+    assert_eq!(page["diff_total"]["new"].as_f64(), total(&b));
+    assert_eq!(page["diff_total"]["base"].as_f64(), total(&a));
+    assert!(out.join("diff.png").exists());
+    drop(v);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Runs the demo for `seconds` into `tcp://addr`.
+fn demo_into(addr: &str, seconds: &str) -> Child {
+    tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            seconds,
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+        ])
+        .env("TICKSCOPE_CAPTURE", format!("tcp://{addr}"))
+        .env("TICKSCOPE_SUMMARY", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The page saw a capture grow while it arrived, then end with what it had.
+fn check_live(page: &serde_json::Value) {
+    let seen = page["seen"].as_array().unwrap();
+    assert_eq!(seen.len(), 3, "{page}");
+    let d = |i: usize| seen[i]["duration"].as_f64().unwrap();
+    assert!(d(1) > d(0) && d(2) >= d(1), "{page}");
+    assert!(
+        seen.iter().all(|s| s["slices"].as_u64() > Some(0)),
+        "{page}"
+    );
+    assert_eq!(seen[2]["done"], true);
+    // Following the end: the window moved with the capture.
+    assert!(
+        seen[1]["until"].as_f64() > seen[0]["until"].as_f64(),
+        "{page}"
+    );
+}
+
+#[test]
+fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
+    // `tickscope view tcp://127.0.0.1:0`: it says where it listens.
+    let v = view(&["tcp://127.0.0.1:0"]);
+    let addr = v
+        .stderr
+        .iter()
+        .find_map(|l| l.split("receiving live captures on ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{:?}", v.stderr))
+        .to_owned();
+    let mut program = demo_into(&addr, "3");
+    let out = shots("live");
+    let page = browse("live.mjs", &v.url, &out, &[]);
+    assert!(program.wait().unwrap().success());
+    check_live(&page);
+    drop(v);
+
+    // `tickscope capture listen --view`: the file is written and the page shows it.
+    let d = dir("listen");
+    let file = d.join("live.tscap");
+    let mut listen = tickscope()
+        .args([
+            "capture",
+            "listen",
+            "127.0.0.1:0",
+            "--connections",
+            "1",
+            "--quiet",
+            "--view",
+            "--no-open",
+            "-o",
+        ])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(listen.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let mut err = BufReader::new(listen.stderr.take().unwrap());
+    let mut at = None;
+    while at.is_none() {
+        let mut l = String::new();
+        assert!(
+            err.read_line(&mut l).unwrap() > 0,
+            "capture listen said nothing"
+        );
+        at = l
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .map(str::to_owned);
+    }
+    let mut program = demo_into(at.as_deref().unwrap(), "3");
+    let page = browse("live.mjs", url.trim(), &out, &[]);
+    assert!(program.wait().unwrap().success());
+    check_live(&page);
+    // The file is the capture: `report` reads it.
+    let _ = listen.kill();
+    let _ = listen.wait();
+    let report = json(
+        &tickscope()
+            .arg("report")
+            .arg(&file)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    assert!(report["events"].as_u64() > Some(0), "{report}");
+    let _ = std::fs::remove_dir_all(&d);
+}

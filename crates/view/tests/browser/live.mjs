@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Watches a live capture arrive on `tickscope view`'s page (headless Debian Chromium): prints
+// what the page showed at two moments while the capture was still arriving, and at its end.
+//
+// usage: node live.mjs URL OUTDIR
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '../../../../tests/readers/package.json'));
+const { chromium } = require('playwright-core');
+
+const [url, outdir] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+const out = { errors: [], seen: [] };
+page.on('pageerror', (e) => out.errors.push(String(e)));
+const look = () => page.evaluate(() => {
+  const { S, TL } = window.tickscope;
+  const c = S.info.captures[S.c];
+  const slices = TL.answer ? [...TL.answer.byIndex.values()].reduce((n, t) => n + t.rows.reduce((m, r) => m + r.slices.length + r.busyPx.length, 0), 0) : 0;
+  return c ? { duration: c.duration_ns || 0, done: c.status.done, until: S.until, slices, follow: S.follow } : null;
+});
+try {
+  await page.goto(url);
+  // The capture appears once its program connects, then grows.
+  await page.waitForFunction(() => { const c = window.tickscope.S.info.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
+  out.seen.push(await look());
+  await page.screenshot({ path: path.join(outdir, 'live-1.png') });
+  await page.waitForFunction((d) => { const c = window.tickscope.S.info.captures[0]; return c.duration_ns > d; }, out.seen[0].duration, { timeout: 60000, polling: 50 });
+  await page.waitForTimeout(600);
+  out.seen.push(await look());
+  await page.screenshot({ path: path.join(outdir, 'live-2.png') });
+  await page.waitForFunction(() => window.tickscope.S.info.captures[0].status.done, null, { timeout: 120000, polling: 100 });
+  await page.waitForTimeout(1200);
+  out.seen.push(await look());
+} catch (e) {
+  out.errors.push(`driver: ${e && e.stack ? e.stack : e}`);
+}
+await browser.close();
+process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(out.errors.length ? 1 : 0));
