@@ -252,6 +252,31 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         }
     };
     compare(&page["summary"], &report, "whole capture");
+    // Beside it, the profile's top functions, as `top` lists them.
+    let top = json(
+        &tickscope()
+            .arg("top")
+            .arg(&prof)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let first: Vec<&serde_json::Value> = top["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(25)
+        .map(|r| &r["name"])
+        .collect();
+    assert_eq!(
+        page["first_page_top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        first
+    );
+    assert_eq!(page["banner"], "", "a complete capture has no banner");
     // Names and figures are text in the page, not pixels only.
     let text = page["dom_text"].as_str().unwrap();
     for name in ["process_batch", "parse_record", "tokenize"] {
@@ -265,7 +290,11 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         panned["from"].as_f64() > zoomed["from"].as_f64(),
         "{zoomed} {panned}"
     );
-    assert_eq!(page["zoomed_decoded"], true);
+    assert_eq!(
+        page["zoomed_decoded"], true,
+        "{zoomed} {}",
+        page["zoomed_answer"]
+    );
     // The scope clicked: its details are the slice's.
     let clicked = &page["clicked"];
     let details = &page["details"];
@@ -559,5 +588,55 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
             .unwrap(),
     );
     assert!(report["events"].as_u64() > Some(0), "{report}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_capture_cut_short_opens_to_its_last_good_chunk_with_a_banner_saying_so() {
+    let d = dir("cut");
+    let cap = d.join("run.tscap");
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.2",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+            "--capture",
+        ])
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    // Cut in the middle of a chunk, as a program killed mid-write leaves it.
+    let bytes = std::fs::read(&cap).unwrap();
+    let cut = d.join("cut.tscap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let v = view(&[cut.to_str().unwrap()]);
+    let page = browse("check.mjs", &v.url, &shots("cut"), &["--first-page-only"]);
+    let banner = page["banner"].as_str().unwrap();
+    assert!(
+        banner.contains("incomplete") && banner.contains("cut.tscap"),
+        "{banner}"
+    );
+    // What it shows is `report --salvage`'s.
+    let report = json(
+        &tickscope()
+            .args(["report", "--salvage", "--json"])
+            .arg(&cut)
+            .output()
+            .unwrap(),
+    );
+    let calls = |v: &serde_json::Value| -> f64 {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| cell(r, "calls").or(r["calls"].as_f64()).unwrap())
+            .sum()
+    };
+    assert_eq!(calls(&page["summary"]), calls(&report["scopes"]));
+    drop(v);
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -15,6 +15,11 @@ function query(params) {
 
 async function api(path, params, binary) {
   const r = await fetch(`/api/${path}?${query(params)}`);
+  if (r.status === 202) {
+    const e = new Error('pending');
+    e.status = 202;
+    throw e;
+  }
   if (!r.ok) {
     let msg = `${r.status}`;
     try { msg = (await r.json()).error || msg; } catch (_) { /* not JSON */ }
@@ -807,11 +812,27 @@ const TL = {
       if (!S.sel) this.summary = s;
       renderSummary(box, s, this.capture());
       banner();
+      this.profileTop(box);
     } catch (e) {
-      if (e.status === 503) { this.summaryFor = null; box.replaceChildren(el('p', { class: 'note', text: 'Computing the summary…' })); setTimeout(() => { if (S.tab === 'timeline') this.loadSummary(); }, 300); return; }
+      if (e.status === 202) { this.summaryFor = null; box.replaceChildren(el('p', { class: 'note', text: 'Computing the summary…' })); setTimeout(() => { if (S.tab === 'timeline') this.loadSummary(); }, 300); return; }
       box.replaceChildren(el('p', { class: 'note', text: `summary: ${e.message}` }));
     }
     this.loadSamples();
+  },
+
+  // With a profile beside the capture, its top functions under the summary: the first page
+  // holds both tables as text.
+  async profileTop(box) {
+    const i = S.info.profiles.findIndex((p, k) => !S.info.diff || (k !== S.info.diff.base && k !== S.info.diff.new));
+    if (i < 0) return;
+    try {
+      const t = await api('top', { p: i });
+      box.append(el('h2', { text: `Top functions of ${short(S.info.profiles[i].name)} (as tickscope top prints them)` }),
+        topTable(t.rows.slice(0, 25), t, (r) => { show('profile', i); PF.pick(r.name); }));
+      box.lastChild.id = 'first-top-table';
+    } catch (e) {
+      box.append(el('p', { class: 'note', text: `top: ${e.message}` }));
+    }
   },
 
   async loadSamples() {

@@ -2,6 +2,9 @@
 //! capture or prepare a profile view run on tokio's blocking threads, so a slow one never
 //! holds the others.
 //!
+//! An answer that needs what is still being built (the index, the summary) is a 202 with
+//! `{"pending": …}`: ask again.
+//!
 //! Every request must carry the viewer's token (the `token` query parameter, or the
 //! `X-Tickscope-Token` header): without it the answer is 403, whatever the path. No request
 //! names a file: the files are those given on the command line, by position.
@@ -215,10 +218,12 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
             }
         }
     };
+    // Not an error: asked again shortly (202, so that browsers do not log a failure).
     let not_ready = || {
-        error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the capture is being indexed",
+        respond(
+            StatusCode::ACCEPTED,
+            "application/json",
+            json!({ "pending": "the capture is being indexed" }).to_string(),
         )
     };
     let result: Result<Resp, String> = (|| match path {

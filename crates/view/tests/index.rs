@@ -116,6 +116,8 @@ pub(crate) fn generated(seed: u64) -> (Vec<u8>, Vec<Truth>, u64) {
         scopes(&mut rng, &mut t, 0, 3_000, th, &mut evs, &mut truth);
         evs.push(Ev::Counter(21, START + t, 3.5));
         evs.push(Ev::Message(START + t, format!("thread {th} done")));
+        // Five events lost (a whole scope's begin and end among them, flags 0).
+        evs.push(Ev::Lost2(START + t, 5, 0));
         last = last.max(t);
         // Chunks, each with the scopes open where it begins.
         let mut open: Vec<(u64, u64)> = Vec::new();
@@ -314,6 +316,10 @@ fn frames_messages_and_counters_are_counted_per_pixel() {
             .sum::<u32>(),
         2
     );
+    // Each loss is marked where it happened, in wide and narrow windows alike.
+    let losses: Vec<(f64, u64)> = a.threads.iter().flat_map(|t| t.losses.clone()).collect();
+    assert_eq!(losses.len(), 2, "{losses:?}");
+    assert!(losses.iter().all(|l| l.1 == 5));
     let end = Window::new(last - 10, last + 10, 100).unwrap();
     let a = idx.query(&src, end).unwrap();
     let texts: Vec<&str> = a

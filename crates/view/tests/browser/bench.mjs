@@ -40,6 +40,7 @@ const url = await new Promise((resolve, reject) => {
 });
 const out = { what, url_ms: Math.round(performance.now() - t0) };
 await page.goto(url);
+await page.waitForFunction(() => window.tickscope && window.tickscope.S.info, null, { timeout: 120000, polling: 10 });
 const loaded = performance.now();
 if (what === 'timeline') {
   await page.waitForFunction(() => document.body.dataset.painted === '1', null, { timeout: 120000, polling: 10 });

@@ -4,10 +4,10 @@
 // stdout; screenshots of each view go to OUTDIR. The Rust tests (crates/cli/tests/viewer.rs)
 // compare the figures with `tickscope report --json` / `top --json` and look at the rest.
 //
-// usage: node check.mjs URL OUTDIR [--diff] [--live]
+// usage: node check.mjs URL OUTDIR [--diff] [--first-page-only]
 //   URL: what `tickscope view` printed (with its token)
 //   --diff: the viewer was started with --diff (check the diff tab)
-//   --live: a live capture (check that new slices arrive)
+//   --first-page-only: the first page's tables and banner, nothing more
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +59,8 @@ const rows = (sel) => page.evaluate((sel) => [...document.querySelectorAll(`${se
 try {
   const t0 = Date.now();
   await page.goto(url);
+  // The page asks the server what it shows; wait for that answer.
+  await page.waitForFunction(() => window.tickscope && window.tickscope.S.info, null, { timeout: 60000 });
   const info = await page.evaluate(() => window.tickscope.S.info);
   out.info = { captures: info.captures.map((c) => ({ name: c.name, threads: (c.threads || []).length })), profiles: info.profiles.map((p) => p.name) };
 
@@ -67,16 +69,29 @@ try {
     out.first_paint_ms = Date.now() - t0;
     await page.waitForSelector('#summary-table tbody tr', { timeout: 60000 });
     out.summary = await rows('#summary-table');
+    out.banner = await page.evaluate(() => (document.getElementById('banner').hidden ? '' : document.getElementById('banner').innerText));
+    if (info.profiles.length) {
+      await page.waitForSelector('#first-top-table tbody tr', { timeout: 60000 });
+      out.first_page_top = (await rows('#first-top-table')).map((r) => r.name.value);
+    }
+    await shot('timeline');
+    if (flags.includes('--first-page-only')) throw 'done';
     out.dom_text = await page.evaluate(() => document.body.innerText);
     out.whole = await state();
-    await shot('timeline');
 
     // Zoom in with W, then pan with D, as in Perfetto and Tracy.
     await page.click('#tl-canvas', { position: { x: 700, y: 10 } });
+    // Deep enough that the server decodes the window's chunks again (narrower than a bin per
+    // pixel): how many presses that takes depends on the capture's length and bin width.
     for (let i = 0; i < 20; i++) await page.keyboard.press('w');
     await painted();
+    for (let n = 0; n < 16 && !(await page.evaluate(() => window.tickscope.TL.answer.decoded)); n++) {
+      for (let i = 0; i < 4; i++) await page.keyboard.press('w');
+      await painted();
+    }
     out.zoomed = await state();
     out.zoomed_decoded = await page.evaluate(() => window.tickscope.TL.answer.decoded);
+    out.zoomed_answer = await page.evaluate(() => { const a = window.tickscope.TL.answer; return { from: a.from, until: a.until, px: a.px, bin_ns: a.binNs }; });
     await page.keyboard.press('d');
     await painted();
     out.panned = await state();
@@ -186,8 +201,10 @@ try {
     await shot('diff');
   }
 } catch (e) {
-  out.errors.push(`driver: ${e && e.stack ? e.stack : e}`);
-  try { await shot('failure'); } catch (_) { /* nothing more to show */ }
+  if (e !== 'done') {
+    out.errors.push(`driver: ${e && e.stack ? e.stack : e}`);
+    try { await shot('failure'); } catch (_) { /* nothing more to show */ }
+  }
 }
 await browser.close();
 // Exit once stdout is flushed: a pipe takes a large document in several writes.

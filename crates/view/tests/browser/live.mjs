@@ -29,7 +29,7 @@ const look = () => page.evaluate(() => {
 try {
   await page.goto(url);
   // The capture appears once its program connects, then grows.
-  await page.waitForFunction(() => { const c = window.tickscope.S.info.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
+  await page.waitForFunction(() => { const i = window.tickscope && window.tickscope.S.info; const c = i && i.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
   await page.screenshot({ path: path.join(outdir, 'live-1.png') });
   await page.waitForFunction((d) => { const c = window.tickscope.S.info.captures[0]; return c.duration_ns > d; }, out.seen[0].duration, { timeout: 60000, polling: 50 });
