@@ -79,7 +79,13 @@ fn open_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if spawned.is_err() {
-        eprintln!("tickscope view: no `{opener}` here to open a browser: open the URL above");
+    match spawned {
+        // Reaped when it ends (the opener returns at once; the browser is not its child).
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(_) => {
+            eprintln!("tickscope view: no `{opener}` here to open a browser: open the URL above")
+        }
     }
 }
