@@ -87,7 +87,23 @@ fn check(data: &[u8]) {
         let _ = read_all(data, salvage);
         if let Ok(r) = Reader::new(data, "fuzz") {
             let mut r = r.salvage(salvage);
-            if let Ok(rep) = summarize(&mut r, Options { per_thread: true }) {
+            let opts = Options {
+                per_thread: true,
+                range: None,
+            };
+            if let Ok(rep) = summarize(&mut r, opts) {
+                let _ = (rep.to_text(), rep.to_json());
+            }
+        }
+        // A range: the calls that begin and end in it, those crossing its edges apart.
+        if let Ok(r) = Reader::new(data, "fuzz") {
+            let mut r = r.salvage(salvage);
+            let start = r.process().start_ticks;
+            let opts = Options {
+                per_thread: false,
+                range: Some((start.wrapping_add(1000), start.wrapping_add(1_000_000))),
+            };
+            if let Ok(rep) = summarize(&mut r, opts) {
                 let _ = (rep.to_text(), rep.to_json());
             }
         }
