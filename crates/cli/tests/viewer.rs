@@ -397,7 +397,8 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     let text = hot["text"].as_str().unwrap().trim();
     assert!(
         source.contains("demo.rs") && source.contains(text),
-        "{text:?} not in {source}"
+        "{text:?} not in {}",
+        source.chars().take(3000).collect::<String>()
     );
     for s in [
         "timeline",

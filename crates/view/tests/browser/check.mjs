@@ -188,7 +188,7 @@ try {
       await shot('profile-sandwich');
       await page.click('#pf-sandwich button');
       await page.waitForSelector('#pf-source h3', { timeout: 30000 });
-      out.source = await page.evaluate(() => document.getElementById('pf-source').innerText.slice(0, 2000));
+      out.source = await page.evaluate(() => document.getElementById('pf-source').innerText);
       await shot('profile-source');
     }
   }

@@ -1,6 +1,0 @@
-#[tickscope::profile]
-async fn fetch() -> u32 {
-    1
-}
-
-fn main() {}
