@@ -58,6 +58,7 @@
 //! | `log` | no | [`Output::Log`] sends report lines to the `log` crate. |
 //! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (`addr2line`, `object`, `flate2`). |
 //! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
+//! | `tracing` | no | [`tracing`](crate::tracing)`::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead
@@ -70,9 +71,17 @@
 //! (mostly the percentile histogram), and 8 bytes of TLS per call site in every thread.
 //!
 //! # Async
-//! `#[profile]` refuses `async fn` at compile time: a scope is thread-local and cannot be held
-//! across `.await` (the task may resume on another thread). Put `scope!` in the synchronous
-//! stretches between awaits instead.
+//! `#[profile]` on an `async fn`, or [`future::FutureExt::profiled`] on any future, measures
+//! each poll as a scope on the thread that runs it (busy time) and the future's first poll
+//! to ready as its wall time, counting cancellations (dropped before ready) apart; the exit
+//! summary shows busy and wall side by side. A future may move between threads: each poll
+//! is counted where it ran, the wall time once. `scope!` itself stays thread-local: a scope
+//! held across `.await` is refused by the borrow checker (its guard is not `Send`).
+//!
+//! # `tracing`
+//! With the `tracing` feature, `tickscope::tracing::Layer` turns every `tracing` span into a
+//! call site: its entries are scopes (busy time), its life from creation to close its wall
+//! time; events become capture messages. See [`tracing`](crate::tracing) (feature-gated).
 
 #![deny(missing_docs)]
 // `unsafe` lives only where a module allows it below (and in the sampler's items that say
@@ -86,6 +95,7 @@ pub mod capture;
 pub mod clock;
 mod config;
 mod diag;
+pub mod future;
 #[cfg(feature = "sampler")]
 mod pprof;
 mod runtime;
@@ -98,6 +108,8 @@ mod summary;
 mod symbolize;
 #[allow(unsafe_code)] // platform glue: libc calls, the .init_array entry
 mod sys;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 
 #[cfg_attr(feature = "enabled", path = "imp/enabled.rs")]
 #[cfg_attr(not(feature = "enabled"), path = "imp/disabled.rs")]
@@ -111,7 +123,9 @@ pub use imp::{is_enabled, report, report_string, set_enabled, thread_bytes, Scop
 ///
 /// `#[profile]` names the scope after the function (`Type::method` for methods);
 /// `#[profile(name = "parse")]` names it; `#[profile(group = "alloc")]` adds it to a group.
-/// Refused on `async fn` and `const fn`, with a message saying why.
+/// On an `async fn` it measures the future the call returns, as
+/// [`future::FutureExt::profiled`] does: each poll a scope, first poll to ready its wall
+/// time. Refused on `const fn`, with a message saying why.
 pub use tickscope_macros::profile;
 
 /// Opens a scope that lasts until the end of the enclosing block.
@@ -174,6 +188,44 @@ macro_rules! __tickscope_enter {
                 }
                 &__TICKSCOPE_SLOT
             },
+        )
+    };
+}
+
+/// `future` measured as a future call site: what `#[profile]` puts around an `async fn`'s
+/// body. Not a stable API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tickscope_profiled {
+    ((), $fut:expr) => {
+        $crate::__tickscope_profiled!(@site $crate::__private::Name::Function({
+            fn __tickscope_name() -> &'static str {
+                fn f() {}
+                $crate::__private::type_name_of(f)
+            }
+            __tickscope_name
+        }), Scope, $fut)
+    };
+    ((group = $group:expr), $fut:expr) => {
+        $crate::__tickscope_profiled!(@site $crate::__private::Name::Static($group), Group, $fut)
+    };
+    (($name:expr), $fut:expr) => {
+        $crate::__tickscope_profiled!(@site $crate::__private::Name::Static($name), Scope, $fut)
+    };
+    (@site $name:expr, $kind:ident, $fut:expr) => {
+        $crate::__private::profiled_at(
+            {
+                static __TICKSCOPE_CALLSITE: $crate::__private::AsyncSite =
+                    $crate::__private::AsyncSite::new(
+                        $name,
+                        $crate::__private::Kind::$kind,
+                        file!(),
+                        line!(),
+                        module_path!(),
+                    );
+                &__TICKSCOPE_CALLSITE
+            },
+            $fut,
         )
     };
 }
@@ -259,6 +311,7 @@ macro_rules! message {
 pub mod __private {
     #[cfg(feature = "capture")]
     pub use crate::capture::{frame, message, plot, Marker};
+    pub use crate::future::{profiled_at, AsyncSite};
     pub use crate::imp::capturing;
     pub use crate::imp::{enter, enter_cached};
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};

@@ -134,8 +134,9 @@ fn scope_guard_is_inert_when_disabled_at_run_time() {
     .unwrap();
 }
 
-/// Compile errors: `#[profile]` on `async fn`/`const fn`, bad arguments, and sending a guard
-/// to another thread. Re-bless the expected messages with `TRYBUILD=overwrite`.
+/// Compile errors: `#[profile]` on `const fn`, bad arguments, sending a guard to another
+/// thread or holding one across `.await` in a `Send` future; and the shapes accepted,
+/// `async fn` among them. Re-bless the expected messages with `TRYBUILD=overwrite`.
 #[test]
 fn ui() {
     let _heavy = crate::CPU_HEAVY.read().unwrap_or_else(|p| p.into_inner());

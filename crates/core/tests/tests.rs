@@ -24,6 +24,10 @@ mod capture;
 mod exit;
 // `#[profile]` and `scope!` through the public API, and compile errors (trybuild).
 mod macros;
+// Futures (`.profiled`, `#[profile] async fn`) on a multi-thread runtime, and `tracing` spans
+// through the layer: busy and wall time against what the tests measure themselves.
+#[cfg(feature = "enabled")]
+mod timed;
 // The sampler: exact CPU time, threads, fork, signals, and `go tool pprof` on its output.
 #[cfg(feature = "sampler")]
 mod sampler;

@@ -17,7 +17,9 @@ use syn::{parse_macro_input, Expr, ExprLit, ItemFn, Lit, Meta, Token};
 /// - `#[profile(name = "parse")]`: a scope with that name;
 /// - `#[profile(group = "alloc")]`: the function joins the group `alloc`.
 ///
-/// `async fn` is refused: a scope is thread-local and cannot be held across `.await`.
+/// On an `async fn`, the future the call returns is measured instead (as
+/// `tickscope::future::FutureExt::profiled` does): each poll a scope on the thread that ran
+/// it, the first poll to ready its wall time, a drop before ready a cancellation.
 #[proc_macro_attribute]
 pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     let args = match Punctuated::<Meta, Token![,]>::parse_terminated.parse(args) {
@@ -32,14 +34,6 @@ pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand(args: &Punctuated<Meta, Token![,]>, func: &mut ItemFn) -> syn::Result<()> {
-    if let Some(a) = &func.sig.asyncness {
-        return Err(syn::Error::new_spanned(
-            a,
-            "#[tickscope::profile] cannot measure an `async fn`: a scope is thread-local and \
-             cannot be held across `.await`, where the task may move to another thread; put \
-             `tickscope::scope!()` in the synchronous parts of the body instead",
-        ));
-    }
     if let Some(c) = &func.sig.constness {
         return Err(syn::Error::new_spanned(
             c,
@@ -78,18 +72,58 @@ fn expand(args: &Punctuated<Meta, Token![,]>, func: &mut ItemFn) -> syn::Result<
             return Err(syn::Error::new_spanned(&nv.path, "argument given twice"));
         }
     }
+    if let (Some(_), Some(g)) = (&name, &group) {
+        return Err(syn::Error::new(
+            g.span(),
+            "give either `name` or `group`, not both: a group's row is named after the group",
+        ));
+    }
+    if func.sig.asyncness.is_some() {
+        let site = match (name, group) {
+            (Some(n), _) => quote!((#n)),
+            (None, Some(g)) => quote!((group = #g)),
+            (None, None) => quote!(()),
+        };
+        // The body becomes an `async move` block measured as a future; its value is typed
+        // with the function's return type (so that `?` and `return` convert as in the
+        // function), except where that type is `impl Trait`, which a `let` cannot name.
+        let block = &func.block;
+        let body = match &func.sig.output {
+            syn::ReturnType::Type(_, ty) if !mentions_impl(ty) => quote! {
+                async move {
+                    #[allow(clippy::let_and_return)]
+                    let __tickscope_ret: #ty = #block;
+                    __tickscope_ret
+                }
+            },
+            syn::ReturnType::Default => quote! {
+                async move {
+                    let __tickscope_ret: () = #block;
+                    __tickscope_ret
+                }
+            },
+            syn::ReturnType::Type(..) => quote!(async move #block),
+        };
+        let new_block: syn::Block = syn::parse2(quote! {
+            { ::tickscope::__tickscope_profiled!(#site, #body).await }
+        })
+        .map_err(|e| syn::Error::new(Span::call_site(), e))?;
+        *func.block = new_block;
+        return Ok(());
+    }
     let scope = match (name, group) {
-        (Some(_), Some(g)) => {
-            return Err(syn::Error::new(
-                g.span(),
-                "give either `name` or `group`, not both: a group's row is named after the group",
-            ));
-        }
-        (Some(n), None) => quote!(::tickscope::scope!(#n);),
+        (Some(n), _) => quote!(::tickscope::scope!(#n);),
         (None, Some(g)) => quote!(::tickscope::scope!(group = #g);),
         (None, None) => quote!(::tickscope::scope!();),
     };
     let stmt: syn::Stmt = syn::parse2(scope).map_err(|e| syn::Error::new(Span::call_site(), e))?;
     func.block.stmts.insert(0, stmt);
     Ok(())
+}
+
+/// Whether a type contains `impl Trait` anywhere (which a `let` annotation cannot name).
+fn mentions_impl(ty: &syn::Type) -> bool {
+    quote!(#ty)
+        .into_iter()
+        .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "impl"))
 }

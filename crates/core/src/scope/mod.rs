@@ -12,6 +12,7 @@ pub(crate) mod callsite;
 pub(crate) mod hist;
 pub(crate) mod registry;
 pub(crate) mod thread;
+pub(crate) mod wall;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

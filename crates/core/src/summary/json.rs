@@ -39,14 +39,15 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
     );
     let _ = write!(
         o,
-        "\"lost\":{{\"too_deep\":{},\"unbalanced\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{},\"capture_events\":{}}},",
+        "\"lost\":{{\"too_deep\":{},\"unbalanced\":{},\"after_thread_exit\":{},\"open_now\":{},\"open_at_thread_exit\":{},\"timer_clock_errors\":{},\"capture_events\":{},\"foreign_span_exits\":{}}},",
         snap.lost_too_deep,
         snap.unbalanced,
         snap.lost_after_thread_exit,
         snap.open_now,
         snap.unfinished_at_thread_exit,
         meta.timer_clock_errors,
-        snap.capture_lost
+        snap.capture_lost,
+        snap.foreign_exits
     );
     o.push_str("\"scopes\":[");
     for (i, e) in snap.entries.iter().enumerate() {
@@ -126,6 +127,31 @@ fn entry(o: &mut String, e: &Entry, meta: &Context, full: bool) {
             0.0
         };
         let _ = write!(o, "\"wall_percent\":{pct:.2},");
+    }
+    if let Some(w) = &e.wall {
+        let _ = write!(
+            o,
+            "\"wall\":{{\"kind\":\"{}\",\"calls\":{},\"cancelled\":{},\"total_ns\":{},",
+            w.kind.name(),
+            w.count(),
+            w.cancelled,
+            ns(w.total)
+        );
+        if w.count() > 0 {
+            let _ = write!(
+                o,
+                "\"mean_ns\":{},\"min_ns\":{},\"max_ns\":{},",
+                (meta.ns(w.total) / w.count() as f64).round() as u64,
+                ns(w.min),
+                ns(w.max)
+            );
+            for (q, key) in [(0.5, "p50_ns"), (0.99, "p99_ns")] {
+                if let Some(v) = w.quantile(q) {
+                    let _ = write!(o, "\"{key}\":{},", ns(v));
+                }
+            }
+        }
+        let _ = write!(o, "\"clock_errors\":{}}},", w.clock_errors);
     }
     let _ = write!(o, "\"clock_errors\":{}}}", r.clock_errors);
 }

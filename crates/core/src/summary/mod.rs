@@ -21,12 +21,16 @@ use crate::config::{Output, Settings, SummaryFormat};
 use crate::scope::callsite::{self, CallsiteInfo, Kind};
 use crate::scope::registry::{self, ThreadSnapshot};
 use crate::scope::thread::Row;
+use crate::scope::wall::{self, WallRow};
 
 /// One row of the summary: a call site (or group) and its merged statistics.
 #[derive(Clone)]
 pub(crate) struct Entry {
     pub info: CallsiteInfo,
     pub row: Row,
+    /// A span's or future's wall time (whole-process rows only): the row's calls are then
+    /// its entries or polls, its total the busy time.
+    pub wall: Option<WallRow>,
 }
 
 /// Everything a report shows, read at one moment.
@@ -47,6 +51,8 @@ pub(crate) struct Snapshot {
     /// Events the timeline capture lost (memory budget spent, sink, after thread exit), this one or
     /// the last: the footer speaks of everything tickscope lost.
     pub capture_lost: u64,
+    /// `tracing` span exits on a thread where the span was not entered (nothing recorded).
+    pub foreign_exits: u64,
 }
 
 /// The context a snapshot is rendered in.
@@ -124,28 +130,38 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
     let (live_threads, exited_threads) = (reg.live.len() as u64, reg.retired_count);
     let unfinished_at_thread_exit = reg.unfinished_at_thread_exit;
     drop(reg);
+    let walls: BTreeMap<u32, WallRow> = wall::snapshot(wait)?.into_iter().collect();
+    for id in walls.keys() {
+        rows.entry(*id).or_insert_with(Row::empty);
+    }
 
     let table = match wait {
         Some(w) => callsite::try_table(w)?,
         None => callsite::table(),
     };
-    let entries_of = |rows: &BTreeMap<u32, Row>| -> Vec<Entry> {
+    let entries_of = |rows: &BTreeMap<u32, Row>, walls: Option<&BTreeMap<u32, WallRow>>| {
         let mut v: Vec<Entry> = rows
             .iter()
-            .filter(|(_, r)| r.calls > 0 || r.open > 0)
             .filter_map(|(&id, r)| {
+                let wall = walls.and_then(|w| w.get(&id)).cloned();
+                let used =
+                    r.calls > 0 || r.open > 0 || wall.as_ref().is_some_and(|w| w.count() > 0);
+                if !used {
+                    return None;
+                }
                 Some(Entry {
                     info: table.get(id)?.clone(),
                     row: r.clone(),
+                    wall,
                 })
             })
             .collect();
         sort_entries(&mut v);
         v
     };
-    let entries = entries_of(&rows);
+    let entries = entries_of(&rows, Some(&walls));
     let threads = threads.into_iter().map(|t| {
-        let e = entries_of(&t.rows);
+        let e = entries_of(&t.rows, None);
         (t, e)
     });
     Some(Snapshot {
@@ -159,6 +175,7 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
         unbalanced,
         lost_after_thread_exit: crate::scope::LOST_AFTER_THREAD_EXIT.load(Relaxed),
         capture_lost: capture_lost(),
+        foreign_exits: foreign_exits(),
     })
 }
 
@@ -170,6 +187,14 @@ fn capture_lost() -> u64 {
         s.dropped + s.undelivered + s.lost_after_exit
     }
     #[cfg(not(feature = "capture"))]
+    0
+}
+
+/// `tracing` span exits that found their span entered on another thread.
+fn foreign_exits() -> u64 {
+    #[cfg(feature = "tracing")]
+    return crate::tracing::foreign_exits();
+    #[cfg(not(feature = "tracing"))]
     0
 }
 

@@ -5,6 +5,7 @@ use crate::clock::tests::FakeCounter;
 use crate::scope::callsite::{Callsite, Kind, Name};
 use crate::scope::thread::tests::{recorder, row};
 use crate::scope::thread::Recorder;
+use crate::scope::wall::WallKind;
 
 static PARSE: Callsite = Callsite::new(
     Name::Static("parse"),
@@ -85,10 +86,24 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
             for rec in recs {
                 r.merge(&row(rec, cs));
             }
-            Entry {
-                info: table.get(cs.id()).unwrap().clone(),
-                row: r,
-            }
+            let info = table.get(cs.id()).unwrap().clone();
+            // `parse` stands for a future here: 98 finished, 2 cancelled, wall times
+            // 10 µs, 20 µs, ... 1 ms.
+            let wall = (info.name == "parse").then(|| {
+                let mut hist = tickscope_fmt::hist::Counts::new();
+                (1..=100u64).for_each(|i| hist.record(i * 10_000));
+                WallRow {
+                    kind: WallKind::Future,
+                    done: 98,
+                    cancelled: 2,
+                    total: (1..=100u64).map(|i| i * 10_000).sum(),
+                    min: 10_000,
+                    max: 1_000_000,
+                    clock_errors: 0,
+                    hist,
+                }
+            });
+            Entry { info, row: r, wall }
         })
         .collect();
     sort_entries(&mut entries);
@@ -103,6 +118,7 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
         unbalanced: 0,
         lost_after_thread_exit: 0,
         capture_lost: 0,
+        foreign_exits: 0,
     }
 }
 
@@ -234,7 +250,7 @@ fn the_footer_counts_what_the_capture_lost_too() {
         "{t}"
     );
     let j = json::render(&snap, &meta(), false);
-    assert!(j.contains("\"capture_events\":238000000}"), "{j}");
+    assert!(j.contains("\"capture_events\":238000000,"), "{j}");
 }
 
 static SHORT: Callsite = Callsite::new(

@@ -32,6 +32,7 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
         out.push_str("(no scope was entered)\n");
     } else {
         out.push_str(&table(&snap.entries, meta, true));
+        timed(&mut out, &snap.entries, meta);
     }
     footer(&mut out, snap, meta);
     if per_thread {
@@ -96,6 +97,12 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Context) {
         notes.push(format!(
             "{} lost by the timeline capture (memory budget spent, sink, or after thread exit)",
             count(snap.capture_lost, "capture event")
+        ));
+    }
+    if snap.foreign_exits > 0 {
+        notes.push(format!(
+            "{} on a thread where the span was not entered, nothing recorded",
+            count(snap.foreign_exits, "tracing span exit")
         ));
     }
     if snap.open_now > 0 {
@@ -188,4 +195,64 @@ fn table(entries: &[Entry], meta: &Context, full: bool) -> String {
     }
     rows.insert(0, header.iter().map(|h| h.to_string()).collect());
     tickscope_fmt::align(&rows, if full { 2 } else { 1 })
+}
+
+/// Spans and futures: their busy time (entered or polled: the row's scope figures) beside
+/// their wall time (created → closed; first poll → ready or dropped). Either alone misleads:
+/// a future waiting on a timer is long and idle, a span entered on many threads at once is
+/// busier than it is long.
+fn timed(out: &mut String, entries: &[Entry], meta: &Context) {
+    let timed: Vec<&Entry> = entries.iter().filter(|e| e.wall.is_some()).collect();
+    if timed.is_empty() {
+        return;
+    }
+    out.push_str(
+        "spans and futures: busy = time entered or polled (self: not in child scopes), wall = created → closed (span), first poll → ready or dropped (future)\n",
+    );
+    let ns = |t: u64| duration(meta.ns(t));
+    let mut rows = vec![[
+        "name",
+        "kind",
+        "calls",
+        "cancelled",
+        "entries",
+        "busy",
+        "self busy",
+        "wall",
+        "wall p50",
+        "wall p99",
+        "wall max",
+        "entry p50",
+        "entry p99",
+        "entry max",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect::<Vec<_>>()];
+    for e in timed {
+        let (r, w) = (&e.row, e.wall.as_ref().expect("filtered"));
+        let q = |v: Option<u64>| v.map_or("-".into(), ns);
+        let complete = r.outer > 0 && r.min <= r.max;
+        let entry_q = |q: f64| match r.hist.quantile(q) {
+            Some(v) if complete => ns(v.max(r.min).min(r.max)),
+            _ => "-".into(),
+        };
+        rows.push(vec![
+            e.info.name.to_owned(),
+            w.kind.name().to_owned(),
+            w.count().to_string(),
+            w.cancelled.to_string(),
+            r.calls.to_string(),
+            ns(r.incl),
+            ns(r.self_ticks),
+            ns(w.total),
+            q(w.quantile(0.5)),
+            q(w.quantile(0.99)),
+            if w.count() > 0 { ns(w.max) } else { "-".into() },
+            entry_q(0.5),
+            entry_q(0.99),
+            if complete { ns(r.max) } else { "-".into() },
+        ]);
+    }
+    out.push_str(&tickscope_fmt::align(&rows, 1));
 }

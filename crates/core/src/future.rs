@@ -1,0 +1,186 @@
+//! Futures measured as tickscope call sites: [`FutureExt::profiled`] (the `Instrument`
+//! pattern) and `#[profile]` on an `async fn`.
+//!
+//! Each poll is a scope of the call site, on the thread that runs it: the row's calls are the
+//! polls, its total the busy time (self: not in child scopes), its max the longest poll, its
+//! percentiles the polls'; a capture records each poll as a slice. The future's wall time,
+//! from its first poll to ready, is recorded once, on whichever thread finishes it; a future
+//! dropped after its first poll and before ready is a cancellation, counted apart (its wall
+//! time to the drop is in the figures). The exit summary shows both side by side.
+//!
+//! ```
+//! use tickscope::future::FutureExt;
+//! # async fn fetch() -> u32 { 7 }
+//! # async fn run() -> u32 {
+//! let n = fetch().profiled("fetch").await;
+//! # n }
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::clock::Ticks;
+use crate::scope::callsite::{Callsite, Kind, Name};
+use crate::scope::wall::{Wall, WallKind};
+
+/// A future call site: the scope its polls are, and its wall times. The macros put one in a
+/// static; [`FutureExt::profiled`] makes one per name and caller location. Not a stable API.
+#[doc(hidden)]
+pub struct AsyncSite {
+    cs: Callsite,
+    wall: Wall,
+}
+
+impl AsyncSite {
+    /// A call site; `file`, `line` and `module` come from `file!()`, `line!()`,
+    /// `module_path!()`.
+    pub const fn new(
+        name: Name,
+        kind: Kind,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+    ) -> AsyncSite {
+        AsyncSite {
+            cs: Callsite::new(name, kind, file, line, module),
+            wall: Wall::new(WallKind::Future),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future measured as a tickscope call site: see the [module docs](self).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Profiled<F> {
+        #[pin]
+        inner: F,
+        site: Option<&'static AsyncSite>,
+        // The first poll's reading; 0 before it (and when nothing is recorded).
+        first: Ticks,
+        done: bool,
+    }
+
+    impl<F> PinnedDrop for Profiled<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(site) = this.site {
+                if *this.first != 0 && !*this.done {
+                    cancelled(site, *this.first);
+                }
+            }
+        }
+    }
+}
+
+#[cold]
+fn cancelled(site: &'static AsyncSite, first: Ticks) {
+    site.wall.record(site.cs.id(), first, crate::now(), true);
+}
+
+/// Measures `fut` as the future call site `site` (what `#[profile]` on an `async fn`
+/// expands to). Not a stable API.
+#[doc(hidden)]
+#[inline]
+pub fn profiled_at<F: Future>(site: &'static AsyncSite, fut: F) -> Profiled<F> {
+    Profiled {
+        inner: fut,
+        site: Some(site).filter(|_| crate::imp::COMPILED_IN),
+        first: 0,
+        done: false,
+    }
+}
+
+impl<F: Future> Future for Profiled<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let Some(site) = *this.site else {
+            return this.inner.poll(cx);
+        };
+        if *this.first == 0 {
+            if !crate::is_enabled() {
+                // Off when it started: this future is not measured at all.
+                *this.site = None;
+                return this.inner.poll(cx);
+            }
+            *this.first = crate::now().max(1);
+        }
+        let scope = crate::imp::enter(&site.cs);
+        let r = this.inner.poll(cx);
+        drop(scope);
+        if r.is_ready() {
+            *this.done = true;
+            site.wall
+                .record(site.cs.id(), *this.first, crate::now(), false);
+        }
+        r
+    }
+}
+
+/// [`profiled`](FutureExt::profiled) for every future.
+pub trait FutureExt: Future + Sized {
+    /// Measures this future as the call site `name` at the caller's location: its polls as
+    /// scopes (busy time), its first poll to ready as its wall time, a drop before ready as a
+    /// cancellation. Equal names at different locations are different rows, as with
+    /// [`scope!`](crate::scope).
+    #[track_caller]
+    fn profiled(self, name: &'static str) -> Profiled<Self> {
+        let at = std::panic::Location::caller();
+        profiled_at(site_for(name, at), self)
+    }
+}
+
+impl<F: Future> FutureExt for F {}
+
+type SiteKey = (usize, usize, usize);
+
+thread_local! {
+    /// The sites this thread used, most recent first (a short list: a program names few).
+    static RECENT: std::cell::RefCell<Vec<(SiteKey, &'static AsyncSite)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// All sites made by [`FutureExt::profiled`], by name and location.
+static SITES: std::sync::Mutex<Option<std::collections::HashMap<SiteKey, &'static AsyncSite>>> =
+    std::sync::Mutex::new(None);
+
+/// The site of `name` at `at` (made once, kept for the process's life).
+fn site_for(name: &'static str, at: &'static std::panic::Location<'static>) -> &'static AsyncSite {
+    let key = (
+        name.as_ptr() as usize,
+        name.len(),
+        at as *const std::panic::Location<'static> as usize,
+    );
+    let cached = RECENT
+        .try_with(|r| r.borrow().iter().find(|(k, _)| *k == key).map(|(_, s)| *s))
+        .ok()
+        .flatten();
+    if let Some(s) = cached {
+        return s;
+    }
+    let site = {
+        let mut sites = crate::scope::lock_within(&SITES, None).expect("no deadline");
+        *sites
+            .get_or_insert_with(Default::default)
+            .entry(key)
+            .or_insert_with(|| {
+                Box::leak(Box::new(AsyncSite::new(
+                    Name::Static(name),
+                    Kind::Scope,
+                    at.file(),
+                    at.line(),
+                    "",
+                )))
+            })
+    };
+    let _ = RECENT.try_with(|r| {
+        let mut r = r.borrow_mut();
+        if r.len() >= 32 {
+            r.pop();
+        }
+        r.insert(0, (key, site));
+    });
+    site
+}

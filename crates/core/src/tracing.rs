@@ -1,0 +1,263 @@
+//! `tracing` spans measured by tickscope (feature `tracing`).
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt;
+//! let subscriber = tracing_subscriber::registry().with(tickscope::tracing::Layer::default());
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let span = tracing::info_span!("parse");
+//!     let _entered = span.enter(); // measured as a scope named "parse"
+//! });
+//! ```
+//!
+//! Each span call site becomes a tickscope call site once (keyed by its `&'static Metadata`,
+//! named by the span's name, located at its file and line). Each entry of a span is a scope of
+//! that call site on the thread that entered it, so spans feed the same per-thread statistics,
+//! interval lines, exit summary, capture and sampler labels as [`scope!`](crate::scope): the
+//! row's calls are the entries and its total the busy time. A span's life, from its creation
+//! to its close, is its wall time, shown beside the busy time in the exit summary ("spans
+//! and futures"). Events (`info!` and the rest) are recorded as capture messages while a
+//! capture runs.
+//!
+//! tracing lets a program exit spans in another order than it entered them, or on another
+//! thread. Neither is a wrong pair here: a span exited while spans entered after it are still
+//! open closes them as abandoned (counted, as with guards dropped out of order), and an exit
+//! on a thread where the span is not entered records nothing; both are counted
+//! ([`out_of_order_exits`], [`foreign_exits`]) and never panic.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id};
+use tracing_core::{Event, Metadata, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::clock::Ticks;
+use crate::scope::callsite::{Callsite, Kind, Name};
+use crate::scope::wall::{Wall, WallKind};
+
+/// The `tracing_subscriber` layer: `registry().with(tickscope::tracing::Layer::default())`.
+/// See the [module docs](self).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layer {
+    _private: (),
+}
+
+impl Layer {
+    /// The layer (the same as `Layer::default()`).
+    pub fn new() -> Layer {
+        Layer::default()
+    }
+}
+
+/// A span call site: the scope its entries are, and its wall times.
+struct Site {
+    cs: Callsite,
+    wall: Wall,
+}
+
+/// A span's creation, kept in the registry's extensions until its close.
+struct Created {
+    site: &'static Site,
+    at: Ticks,
+}
+
+/// Every span call site seen, by the address of its metadata.
+static SITES: Mutex<Option<HashMap<usize, &'static Site>>> = Mutex::new(None);
+
+/// Exits of a span that was not the innermost one entered on its thread.
+static OUT_OF_ORDER: AtomicU64 = AtomicU64::new(0);
+/// Exits on a thread where that span was not entered.
+static FOREIGN: AtomicU64 = AtomicU64::new(0);
+
+/// Exits of a span that was not the innermost span entered on its thread: the spans entered
+/// after it were closed with it, counted as abandoned in the exit summary.
+pub fn out_of_order_exits() -> u64 {
+    OUT_OF_ORDER.load(Relaxed)
+}
+
+/// Exits of a span on a thread where it was not entered (recorded nothing).
+pub fn foreign_exits() -> u64 {
+    FOREIGN.load(Relaxed)
+}
+
+/// Slots of the per-thread cache of sites by metadata address (a power of two).
+const CACHE: usize = 64;
+
+/// Spans entered on a thread and not yet exited, innermost last: the span's id and the open
+/// scope.
+struct Entered(Vec<(u64, crate::Scope)>);
+
+impl Drop for Entered {
+    /// The thread ends with spans still entered (exited elsewhere, or never): their scopes
+    /// are left open, so the core counts them as open at the thread's exit, rather than
+    /// closed now with a time that is the thread's life, not the span's.
+    fn drop(&mut self) {
+        for (_, scope) in self.0.drain(..) {
+            std::mem::forget(scope);
+        }
+    }
+}
+
+thread_local! {
+    static ENTERED: RefCell<Entered> = const { RefCell::new(Entered(Vec::new())) };
+    /// Sites by metadata address, direct-mapped: a hit costs no lock.
+    static RECENT: RefCell<[(usize, Option<&'static Site>); CACHE]> =
+        const { RefCell::new([(0, None); CACHE]) };
+}
+
+/// The site of span call site `meta`, made on first sight and kept for the process's life.
+#[inline]
+fn site_of(meta: &'static Metadata<'static>) -> &'static Site {
+    let key = meta as *const Metadata<'static> as usize;
+    let slot = (key >> 4) & (CACHE - 1);
+    let hit = RECENT
+        .try_with(|r| match r.borrow()[slot] {
+            (k, Some(s)) if k == key => Some(s),
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    match hit {
+        Some(s) => s,
+        None => site_slow(meta, key, slot),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn site_slow(meta: &'static Metadata<'static>, key: usize, slot: usize) -> &'static Site {
+    let site = {
+        let mut sites = crate::scope::lock_within(&SITES, None).expect("no deadline");
+        *sites
+            .get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_insert_with(|| {
+                Box::leak(Box::new(Site {
+                    cs: Callsite::new(
+                        Name::Static(meta.name()),
+                        Kind::Scope,
+                        meta.file().unwrap_or(""),
+                        meta.line().unwrap_or(0),
+                        meta.module_path().unwrap_or(""),
+                    ),
+                    wall: Wall::new(WallKind::Span),
+                }))
+            })
+    };
+    let _ = RECENT.try_with(|r| r.borrow_mut()[slot] = (key, Some(site)));
+    site
+}
+
+impl<S> tracing_subscriber::Layer<S> for Layer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !crate::is_enabled() {
+            return;
+        }
+        let site = site_of(attrs.metadata());
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(Created {
+                site,
+                at: crate::now(),
+            });
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(meta) = ctx.metadata(id) else { return };
+        let scope = crate::imp::enter(&site_of(meta).cs);
+        let _ = ENTERED.try_with(|e| e.borrow_mut().0.push((id.into_u64(), scope)));
+    }
+
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+        let id = id.into_u64();
+        let closed = ENTERED.try_with(|e| {
+            let e = &mut e.borrow_mut().0;
+            match e.iter().rposition(|(i, _)| *i == id) {
+                Some(at) => {
+                    if at + 1 != e.len() {
+                        OUT_OF_ORDER.fetch_add(1, Relaxed);
+                    }
+                    // Dropped after the borrow ends: closing a scope may record into a
+                    // capture, which never calls back into tracing, but keep it outside.
+                    Some(e.remove(at).1)
+                }
+                None => None,
+            }
+        });
+        match closed {
+            Ok(Some(scope)) => drop(scope),
+            Ok(None) => {
+                FOREIGN.fetch_add(1, Relaxed);
+            }
+            // The thread is exiting: its scopes are counted by the core.
+            Err(_) => {}
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let ext = span.extensions();
+        if let Some(c) = ext.get::<Created>() {
+            c.site
+                .wall
+                .record(c.site.cs.id(), c.at, crate::now(), false);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        #[cfg(feature = "capture")]
+        if crate::imp::capturing() {
+            crate::capture::message(format_args!("{}", Line(event)));
+        }
+        #[cfg(not(feature = "capture"))]
+        let _ = event;
+    }
+}
+
+/// An event as one line: `LEVEL target: message key=value ...`.
+struct Line<'a, 'b>(&'a Event<'b>);
+
+impl fmt::Display for Line<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let meta = self.0.metadata();
+        write!(f, "{} {}:", meta.level(), meta.target())?;
+        let mut v = Fields { f, result: Ok(()) };
+        self.0.record(&mut v);
+        v.result
+    }
+}
+
+struct Fields<'a, 'b> {
+    f: &'a mut fmt::Formatter<'b>,
+    result: fmt::Result,
+}
+
+impl Visit for Fields<'_, '_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if self.result.is_ok() {
+            self.result = if field.name() == "message" {
+                write!(self.f, " {value}")
+            } else {
+                write!(self.f, " {}={value}", field.name())
+            };
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.result.is_ok() {
+            self.result = if field.name() == "message" {
+                write!(self.f, " {value:?}")
+            } else {
+                write!(self.f, " {}={value:?}", field.name())
+            };
+        }
+    }
+}
