@@ -99,21 +99,25 @@ impl<F: Future> Future for Profiled<F> {
         let Some(site) = *this.site else {
             return this.inner.poll(cx);
         };
-        if *this.first == 0 {
-            if !crate::is_enabled() {
-                // Off when it started: this future is not measured at all.
-                *this.site = None;
-                return this.inner.poll(cx);
-            }
-            *this.first = crate::now().max(1);
+        if *this.first == 0 && !crate::is_enabled() {
+            // Off when it started: this future is not measured at all.
+            *this.site = None;
+            return this.inner.poll(cx);
         }
-        let scope = crate::imp::enter(&site.cs);
+        // The poll's scope; its readings are the wall time's first poll and ready.
+        let open = crate::imp::enter_raw(&site.cs);
+        if *this.first == 0 {
+            *this.first = open
+                .as_ref()
+                .map_or_else(crate::now, crate::imp::raw_t0)
+                .max(1);
+        }
         let r = this.inner.poll(cx);
-        drop(scope);
+        let t1 = open.as_ref().and_then(crate::imp::exit_raw);
         if r.is_ready() {
             *this.done = true;
-            site.wall
-                .record(site.cs.id(), *this.first, crate::now(), false);
+            let t1 = t1.unwrap_or_else(crate::now);
+            site.wall.record(site.cs.id(), *this.first, t1, false);
         }
         r
     }

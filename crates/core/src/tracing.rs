@@ -88,49 +88,53 @@ pub fn foreign_exits() -> u64 {
 /// Slots of the per-thread cache of sites by metadata address (a power of two).
 const CACHE: usize = 64;
 
-/// Spans entered on a thread and not yet exited, innermost last: the span's id and the open
-/// scope.
-struct Entered(Vec<(u64, crate::Scope)>);
+/// A thread's spans: those entered and not yet exited, innermost last (the span's id and its
+/// open scope), and its sites by metadata address, direct-mapped (a hit costs no lock). One
+/// thread-local, so an enter or an exit reaches it once.
+///
+/// When the thread ends with spans still entered (exited elsewhere, or never), their scopes
+/// are left open: the core counts them as open at the thread's exit, rather than closed then
+/// with the thread's life for their time.
+struct Local {
+    entered: Vec<(u64, Option<crate::imp::RawOpen>)>,
+    cache: [(usize, Option<&'static Site>); CACHE],
+}
 
-impl Drop for Entered {
-    /// The thread ends with spans still entered (exited elsewhere, or never): their scopes
-    /// are left open, so the core counts them as open at the thread's exit, rather than
-    /// closed now with a time that is the thread's life, not the span's.
-    fn drop(&mut self) {
-        for (_, scope) in self.0.drain(..) {
-            std::mem::forget(scope);
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local { entered: Vec::new(), cache: [(0, None); CACHE] })
+    };
+}
+
+impl Local {
+    /// The site of span call site `meta`, made on first sight and kept for the process's
+    /// life.
+    #[inline(always)]
+    fn site(&mut self, meta: &'static Metadata<'static>) -> &'static Site {
+        let key = meta as *const Metadata<'static> as usize;
+        let slot = (key >> 4) & (CACHE - 1);
+        match self.cache[slot] {
+            (k, Some(s)) if k == key => s,
+            _ => {
+                let s = site_slow(meta, key);
+                self.cache[slot] = (key, Some(s));
+                s
+            }
         }
     }
 }
 
-thread_local! {
-    static ENTERED: RefCell<Entered> = const { RefCell::new(Entered(Vec::new())) };
-    /// Sites by metadata address, direct-mapped: a hit costs no lock.
-    static RECENT: RefCell<[(usize, Option<&'static Site>); CACHE]> =
-        const { RefCell::new([(0, None); CACHE]) };
-}
-
-/// The site of span call site `meta`, made on first sight and kept for the process's life.
-#[inline]
+/// The site of `meta` through the calling thread's cache.
 fn site_of(meta: &'static Metadata<'static>) -> &'static Site {
     let key = meta as *const Metadata<'static> as usize;
-    let slot = (key >> 4) & (CACHE - 1);
-    let hit = RECENT
-        .try_with(|r| match r.borrow()[slot] {
-            (k, Some(s)) if k == key => Some(s),
-            _ => None,
-        })
-        .ok()
-        .flatten();
-    match hit {
-        Some(s) => s,
-        None => site_slow(meta, key, slot),
-    }
+    LOCAL
+        .try_with(|l| l.borrow_mut().site(meta))
+        .unwrap_or_else(|_| site_slow(meta, key))
 }
 
 #[cold]
 #[inline(never)]
-fn site_slow(meta: &'static Metadata<'static>, key: usize, slot: usize) -> &'static Site {
+fn site_slow(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
     let site = {
         let mut sites = crate::scope::lock_within(&SITES, None).expect("no deadline");
         *sites
@@ -149,7 +153,6 @@ fn site_slow(meta: &'static Metadata<'static>, key: usize, slot: usize) -> &'sta
                 }))
             })
     };
-    let _ = RECENT.try_with(|r| r.borrow_mut()[slot] = (key, Some(site)));
     site
 }
 
@@ -172,34 +175,42 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(meta) = ctx.metadata(id) else { return };
-        let scope = crate::imp::enter(&site_of(meta).cs);
-        let _ = ENTERED.try_with(|e| e.borrow_mut().0.push((id.into_u64(), scope)));
+        let _ = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            let site = l.site(meta);
+            // Pushed even when nothing records (turned off): its exit finds it.
+            let open = crate::imp::enter_raw(&site.cs);
+            l.entered.push((id.into_u64(), open));
+        });
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         let id = id.into_u64();
-        let closed = ENTERED.try_with(|e| {
-            let e = &mut e.borrow_mut().0;
-            match e.iter().rposition(|(i, _)| *i == id) {
-                Some(at) => {
-                    if at + 1 != e.len() {
-                        OUT_OF_ORDER.fetch_add(1, Relaxed);
+        let _ = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            let e = &mut l.entered;
+            match e.last() {
+                Some((top, open)) if *top == id => {
+                    if let Some(open) = open {
+                        crate::imp::exit_raw(open);
                     }
-                    // Dropped after the borrow ends: closing a scope may record into a
-                    // capture, which never calls back into tracing, but keep it outside.
-                    Some(e.remove(at).1)
+                    e.pop();
                 }
-                None => None,
+                _ => match e.iter().rposition(|(i, _)| *i == id) {
+                    Some(at) => {
+                        // Entered after it and still open: closed with it as abandoned.
+                        OUT_OF_ORDER.fetch_add(1, Relaxed);
+                        if let Some(open) = &e[at].1 {
+                            crate::imp::exit_raw(open);
+                        }
+                        e.remove(at);
+                    }
+                    None => {
+                        FOREIGN.fetch_add(1, Relaxed);
+                    }
+                },
             }
         });
-        match closed {
-            Ok(Some(scope)) => drop(scope),
-            Ok(None) => {
-                FOREIGN.fetch_add(1, Relaxed);
-            }
-            // The thread is exiting: its scopes are counted by the core.
-            Err(_) => {}
-        }
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {

@@ -66,3 +66,25 @@ pub fn report_string(_format: crate::SummaryFormat) -> String {
 pub fn thread_bytes() -> usize {
     0
 }
+
+/// An open scope without its guard (never made: scopes are compiled out).
+#[derive(Clone, Copy)]
+pub(crate) struct RawOpen;
+
+/// Records nothing: scopes are compiled out.
+#[inline(always)]
+pub(crate) fn enter_raw(_cs: &'static Callsite) -> Option<RawOpen> {
+    None
+}
+
+/// Does nothing: scopes are compiled out.
+#[inline(always)]
+pub(crate) fn exit_raw(_open: &RawOpen) -> Option<crate::Ticks> {
+    None
+}
+
+/// Never called: no raw scope is ever made.
+#[inline(always)]
+pub(crate) fn raw_t0(_open: &RawOpen) -> crate::Ticks {
+    0
+}

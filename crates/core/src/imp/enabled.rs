@@ -57,6 +57,40 @@ impl Drop for Scope {
     }
 }
 
+/// An open scope without its guard, for callers that keep it elsewhere (the `tracing`
+/// layer's list of entered spans): closed by [`exit_raw`] on the thread that opened it.
+pub(crate) type RawOpen = crate::scope::thread::Open;
+
+/// Opens a scope of call site `cs` on the calling thread, without a guard.
+#[inline(always)]
+pub(crate) fn enter_raw(cs: &'static Callsite) -> Option<RawOpen> {
+    let state = STATE.load(Relaxed);
+    if state & ON == 0 {
+        return None;
+    }
+    let mut open = crate::scope::enter(cs.id());
+    if state & CAPTURE != 0 {
+        capture_begin(cs, &mut open);
+    }
+    open
+}
+
+/// Closes a scope opened by [`enter_raw`] on this thread; returns its end reading.
+#[inline(always)]
+pub(crate) fn exit_raw(open: &RawOpen) -> Option<crate::Ticks> {
+    let t1 = crate::scope::exit(open);
+    if open.captured != 0 {
+        capture_end(open.captured, t1);
+    }
+    t1
+}
+
+/// A raw scope's start reading.
+#[inline(always)]
+pub(crate) fn raw_t0(open: &RawOpen) -> crate::Ticks {
+    open.t0()
+}
+
 /// Records a captured scope's end (`t1`: the reading its exit took).
 #[inline]
 fn capture_end(id: u32, t1: Option<crate::Ticks>) {

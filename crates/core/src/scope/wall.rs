@@ -84,8 +84,14 @@ impl Wall {
             self.done.fetch_add(1, Relaxed);
         }
         self.total.fetch_add(dt, Relaxed);
-        self.min.fetch_min(dt, Relaxed);
-        self.max.fetch_max(dt, Relaxed);
+        // A compare first: most records move neither bound, and a plain load costs no
+        // locked instruction.
+        if dt < self.min.load(Relaxed) {
+            self.min.fetch_min(dt, Relaxed);
+        }
+        if dt > self.max.load(Relaxed) {
+            self.max.fetch_max(dt, Relaxed);
+        }
         self.hist[bucket(dt)].fetch_add(1, Relaxed);
     }
 

@@ -1,0 +1,121 @@
+//! `tracing` spans through tickscope's layer, measured side by side in one run, printed as
+//! a ratio:
+//!
+//! ```text
+//! cargo bench -p tickscope --features tracing --bench tracing
+//! ```
+//!
+//! - **registry**: a span entered and exited (`span.enter()` dropped) with
+//!   `tracing_subscriber::registry()` alone as the subscriber;
+//! - **registry + layer**: the same with `tickscope::tracing::Layer` on it. The layer's cost
+//!   is the difference; target ≤ 30 ns per enter+exit (one scope costs two counter reads,
+//!   themselves ~20 ns on a VM where one `rdtsc` costs ~10 ns: see the `floor`);
+//! - **scope!**: a bare `tickscope::scope!` for comparison, and the **floor** (two counter
+//!   reads and a thread-local add, as in the overhead benchmark).
+//! - **future**: a ready future polled once through `.profiled()` against the same future
+//!   bare.
+//!
+//! Every figure is the best of several interleaved rounds.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+use std::time::Instant;
+
+use tickscope::future::FutureExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+#[path = "common/floor.rs"]
+mod floor;
+use floor::floor_loop;
+
+const N: u64 = 1_000_000;
+const ROUNDS: usize = 11;
+
+fn spans(n: u64) {
+    let span = tracing::info_span!("bench span");
+    for i in 0..n {
+        let _g = span.enter();
+        black_box(i);
+    }
+}
+
+#[inline(never)]
+fn scope_loop(n: u64) {
+    for i in 0..n {
+        tickscope::scope!("bench scope");
+        black_box(i);
+    }
+}
+
+fn noop_waker() -> Waker {
+    const VTABLE: RawWakerVTable =
+        RawWakerVTable::new(|p| RawWaker::new(p, &VTABLE), |_| {}, |_| {}, |_| {});
+    // SAFETY: every function of the vtable ignores the data pointer, which is never read.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+#[inline(never)]
+fn futures(n: u64, profiled: bool) {
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    for i in 0..n {
+        let f = async move { black_box(i) };
+        let r = if profiled {
+            pin!(f.profiled("bench future")).poll(&mut cx)
+        } else {
+            pin!(f).poll(&mut cx)
+        };
+        assert!(matches!(r, Poll::Ready(_)));
+    }
+}
+
+fn time(f: impl Fn(u64)) -> f64 {
+    let t = Instant::now();
+    f(N);
+    t.elapsed().as_nanos() as f64 / N as f64
+}
+
+fn best(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    tickscope::Config::new()
+        .summary(tickscope::SummaryFormat::Off)
+        .install();
+    tickscope::ticks_per_second();
+    let registry = tracing::Dispatch::new(tracing_subscriber::registry());
+    let layered = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(tickscope::tracing::Layer::default()),
+    );
+    let (mut reg, mut lay, mut scope, mut floor, mut bare, mut prof) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..ROUNDS {
+        reg.push(tracing::dispatcher::with_default(&registry, || time(spans)));
+        lay.push(tracing::dispatcher::with_default(&layered, || time(spans)));
+        scope.push(time(scope_loop));
+        floor.push(time(floor_loop));
+        bare.push(time(|n| futures(n, false)));
+        prof.push(time(|n| futures(n, true)));
+    }
+    let (reg, lay, scope, floor) = (best(&reg), best(&lay), best(&scope), best(&floor));
+    let (bare, prof) = (best(&bare), best(&prof));
+    println!("tracing spans, enter + exit, best of {ROUNDS} rounds of {N}:");
+    println!("  registry alone          {reg:7.2} ns");
+    println!(
+        "  registry + our layer    {lay:7.2} ns   (the layer adds {:.2} ns)",
+        lay - reg
+    );
+    println!("  scope! alone            {scope:7.2} ns   (floor: two counter reads + a TLS add {floor:.2} ns)");
+    println!(
+        "  RATIO layer's cost / 30 ns: {:.3}   (target <= 1.0)",
+        (lay - reg) / 30.0
+    );
+    println!(
+        "  RATIO layer's cost / scope!: {:.3}   (what the span lookup and the entered list add)",
+        (lay - reg) / scope
+    );
+    println!("a ready future polled once: bare {bare:.2} ns, .profiled() {prof:.2} ns (adds {:.2} ns: the poll as a scope, whose readings are also the wall time's, and the wall time's atomics)", prof - bare);
+}
