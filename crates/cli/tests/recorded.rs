@@ -135,6 +135,99 @@ fn scope_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
         .unwrap_or_else(|| panic!("{name} in {v}"))
 }
 
+/// `demo --async`: requests on a tokio multi-thread runtime, as `tracing` spans and
+/// `#[profile] async fn`. The exit summary gives each future and span its busy time beside
+/// its wall time, with cancellations apart; the capture holds every poll as a slice, on the
+/// worker thread that ran it, and the `tracing` events as messages.
+#[test]
+fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
+    let d = dir("async");
+    let cap = d.join("async.tscap");
+    let summary_path = d.join("summary.json");
+    ok(&demo("0.4", "2")
+        .arg("--async")
+        .arg("--capture")
+        .arg(&cap)
+        .env(
+            "TICKSCOPE_SUMMARY",
+            format!("json:{}", summary_path.display()),
+        )
+        .output()
+        .unwrap());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
+    let row = |name: &str| scope_row(&summary, name).clone();
+    let (handle, request, lookup) = (row("handle"), row("request"), row("cache_lookup"));
+    let wall = |r: &serde_json::Value, k: &str| {
+        r["wall"][k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"))
+    };
+    // One request span, one `handle` future, one parse and one render per request.
+    let requests = wall(&handle, "calls");
+    assert!(requests > 0, "{handle}");
+    assert_eq!(handle["wall"]["kind"], "future");
+    assert_eq!(request["wall"]["kind"], "span");
+    assert_eq!(wall(&request, "calls"), requests, "{request}");
+    assert_eq!(row("parse")["calls"].as_u64(), Some(requests));
+    assert_eq!(wall(&handle, "cancelled"), 0);
+    // Each lookup races a deadline: some finish, some are cancelled, each counted once.
+    assert_eq!(wall(&lookup, "calls"), requests, "{lookup}");
+    let cancelled = wall(&lookup, "cancelled");
+    assert!(cancelled > 0 && cancelled < requests, "{lookup}");
+    // A request waits on a channel and a timer: far longer than it is busy, and polled
+    // more than once.
+    assert!(
+        wall(&handle, "total_ns") > handle["total_ns"].as_u64().unwrap(),
+        "{handle}"
+    );
+    assert!(
+        handle["calls"].as_u64().unwrap() >= 2 * requests,
+        "{handle}"
+    );
+    assert_eq!(wall(&row("database"), "calls"), 1);
+
+    // The timeline: every poll a slice (as many as the summary counted, or dropped whole),
+    // polls of `handle` on both worker threads, the tracing event a message.
+    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
+        .arg("report")
+        .arg(&cap)
+        .arg("--json")
+        .output()
+        .unwrap()))
+    .unwrap();
+    let polls = scope_row(&report, "handle");
+    assert_eq!(
+        polls["calls"].as_u64().unwrap() + polls["dropped"].as_u64().unwrap(),
+        handle["calls"].as_u64().unwrap(),
+        "{polls}"
+    );
+    let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
+    assert!(text.contains("demo: all clients done"), "{text}");
+    let chrome = d.join("async.json");
+    ok(&tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "chrome", "-o"])
+        .arg(&chrome)
+        .output()
+        .unwrap());
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
+    let mut tids: Vec<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "handle")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    assert!(
+        tids.len() >= 2,
+        "handle polled on one thread only: {tids:?}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A capture whose memory budget is far too small for its threads (the test for
 /// whole scopes): every scope the report times is a whole call, so its figures never pass
 /// the in-process summary's for the same run, and with the scopes dropped whole it makes

@@ -40,6 +40,11 @@ pub struct Args {
     /// FILE (`tickscope report FILE`, `tickscope convert FILE --to chrome -o trace.json`).
     #[arg(long, value_name = "FILE")]
     capture: Option<std::path::PathBuf>,
+    /// Run an async service instead: clients, requests and a database task on a tokio
+    /// multi-thread runtime of --threads workers, with `tracing` spans and `#[profile]
+    /// async fn` (busy beside wall time in the summary's "spans and futures" table).
+    #[arg(long = "async")]
+    async_service: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -68,8 +73,13 @@ pub fn run(args: Args) -> Result<()> {
         .per_thread(args.per_thread)
         .install();
     eprintln!(
-        "tickscope demo: {} worker threads for {:.1} s; {}; the summary prints itself at exit.",
+        "tickscope demo: {} {} for {:.1} s; {}; the summary prints itself at exit.",
         args.threads,
+        if args.async_service {
+            "tokio worker threads serving requests"
+        } else {
+            "worker threads"
+        },
         args.seconds,
         match interval {
             Some(i) => format!("a line per thread and scope every {i:?}"),
@@ -97,7 +107,10 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let checksum = {
+    let checksum = if args.async_service {
+        tickscope::scope!("demo");
+        super::demo_async::run(args.seconds, args.threads)?
+    } else {
         tickscope::scope!("demo");
         let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
         let workers: Vec<_> = (0..args.threads)

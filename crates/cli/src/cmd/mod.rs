@@ -4,6 +4,7 @@ pub mod capture;
 pub mod common;
 pub mod convert;
 pub mod demo;
+mod demo_async;
 pub mod diff;
 pub mod flamegraph;
 pub mod graph;
