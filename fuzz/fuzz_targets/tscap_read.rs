@@ -61,10 +61,16 @@ fn chunk(out: &mut Vec<u8>, kind: u8, payload: &[u8], compress: bool) {
     out.extend_from_slice(&stored);
 }
 
-/// A capture whose chunks are the input's pieces: each piece is a byte (kind in its low 3
-/// bits, compression in bit 3), a length byte, and that many payload bytes.
+/// A capture whose chunks are the input's pieces: the first byte picks the format version
+/// (1 to 3), then each piece is a byte (kind in its low 3 bits, compression in bit 3), a
+/// length byte, and that many payload bytes.
 fn reframe(data: &[u8]) -> Vec<u8> {
-    let mut out = b"TSCAP\r\n\x1a\x01\x00\x00\x00".to_vec();
+    let (version, data) = match data.split_first() {
+        Some((v, rest)) => (1 + v % 3, rest),
+        None => (1, data),
+    };
+    let mut out = b"TSCAP\r\n\x1a".to_vec();
+    out.extend_from_slice(&[version, 0, 0, 0]);
     let mut process = 1e9f64.to_le_bytes().to_vec();
     process.extend_from_slice(&[0, 0, 1, 1, b'p', 3, b't', b's', b'c']);
     chunk(&mut out, 1, &process, false);

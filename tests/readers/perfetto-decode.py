@@ -23,8 +23,10 @@ Checks:
   * a uuid is never described twice with different content;
   * COUNTER events only on counter tracks (TrackDescriptor.counter set) and carrying a
     value; slices and instants only on non-counter tracks;
-  * per track: SLICE_BEGIN/SLICE_END balanced, no SLICE_END without an open slice, no
-    SLICE_END before its SLICE_BEGIN; per sequence (trusted_packet_sequence_id), and per
+  * per track, its events in time order across sequences (as trace_processor sorts them:
+    an async track's slices begin on one thread's sequence and end on another's):
+    SLICE_BEGIN/SLICE_END balanced, no SLICE_END without an open slice, no SLICE_END
+    before its SLICE_BEGIN; per sequence (trusted_packet_sequence_id), and per
     track within a sequence: timestamps never decrease (trace_processor sorts across
     sequences); every TrackEvent packet has a timestamp; timestamps on
     a sequence-scoped clock (TracePacketDefaults.timestamp_clock_id 64..127) are converted
@@ -163,6 +165,32 @@ def main(argv):
             if td.HasField(field):
                 return getattr(td, field)
         return None
+
+    track_events = {}
+
+    def pair(t, uuid, stack, ts, i, etype, name, where):
+        if etype == "SLICE_BEGIN":
+            if name is None:
+                err(f"{where}: SLICE_BEGIN without a name")
+            stack.append((name, ts, len(stack), i))
+            t["max_depth"] = max(t["max_depth"], len(stack))
+            if name not in t["slice_names"]:
+                t["slice_names"].append(name)
+        elif etype == "SLICE_END":
+            if not stack:
+                err(f"{where}: SLICE_END on track {uuid} with no open slice")
+                return
+            bname, bts, depth, _ = stack.pop()
+            if ts < bts:
+                err(f"{where}: SLICE_END at {ts} before its SLICE_BEGIN {bname!r} at {bts}")
+            if with_events:
+                t["slices"].append({"name": bname, "ts": bts, "dur": ts - bts, "depth": depth})
+        elif etype == "INSTANT":
+            if name not in t["instant_names"]:
+                t["instant_names"].append(name)
+            if with_events:
+                t["instants"].append({"name": name, "ts": ts, "depth": len(stack)})
+
 
     for i, pkt in enumerate(packets):
         if not pkt.HasField("track_descriptor"):
@@ -385,28 +413,17 @@ def main(argv):
             continue
         if t["counter"]:
             err(f"{where}: {etype} event on counter track {uuid}")
+        # Slices and instants are paired after the last packet, in each track's time order,
+        # as trace_processor sorts them: a track's events may come from several sequences
+        # (an async track whose slices begin on one thread and end on another).
+        track_events.setdefault(uuid, []).append((ts, i, etype, name, where))
+
+    for uuid, evs in track_events.items():
+        t = tracks[uuid]
         stack = stacks.setdefault(uuid, [])
-        if etype == "SLICE_BEGIN":
-            if name is None:
-                err(f"{where}: SLICE_BEGIN without a name")
-            stack.append((name, ts, len(stack), i))
-            t["max_depth"] = max(t["max_depth"], len(stack))
-            if name not in t["slice_names"]:
-                t["slice_names"].append(name)
-        elif etype == "SLICE_END":
-            if not stack:
-                err(f"{where}: SLICE_END on track {uuid} with no open slice")
-                continue
-            bname, bts, depth, _ = stack.pop()
-            if ts < bts:
-                err(f"{where}: SLICE_END at {ts} before its SLICE_BEGIN {bname!r} at {bts}")
-            if with_events:
-                t["slices"].append({"name": bname, "ts": bts, "dur": ts - bts, "depth": depth})
-        elif etype == "INSTANT":
-            if name not in t["instant_names"]:
-                t["instant_names"].append(name)
-            if with_events:
-                t["instants"].append({"name": name, "ts": ts, "depth": len(stack)})
+        evs.sort(key=lambda e: (e[0], e[1]))
+        for ts, i, etype, name, where in evs:
+            pair(t, uuid, stack, ts, i, etype, name, where)
 
     balanced = True
     for uuid, stack in stacks.items():

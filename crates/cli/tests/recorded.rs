@@ -200,6 +200,21 @@ fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
         handle["calls"].as_u64().unwrap(),
         "{polls}"
     );
+    // Each future's and span's life is in the capture too (when nothing was dropped): the
+    // report gives the same lives, the same cancellations and the same wall time.
+    if report["lost"]["dropped"] == 0 {
+        for name in ["handle", "request", "cache_lookup", "database"] {
+            let (mine, theirs) = (&scope_row(&report, name)["wall"], &row(name)["wall"]);
+            for k in ["calls", "cancelled"] {
+                assert_eq!(mine[k], theirs[k], "{name} {k}: {mine} {theirs}");
+            }
+            let (a, b) = (
+                mine["total_ns"].as_f64().unwrap(),
+                theirs["total_ns"].as_f64().unwrap(),
+            );
+            assert!((a - b).abs() <= b * 1e-3 + 1e3, "{name}: {mine} {theirs}");
+        }
+    }
     let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
     assert!(text.contains("demo: all clients done"), "{text}");
     let chrome = d.join("async.json");
@@ -225,6 +240,52 @@ fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
         tids.len() >= 2,
         "handle polled on one thread only: {tids:?}"
     );
+    // The lives as async slices: a `b` and an `e` per life, the cancelled ones marked.
+    let events = trace["traceEvents"].as_array().unwrap();
+    let life = |ph: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["name"] == "cache_lookup")
+            .count() as u64
+    };
+    let lookups = wall(&lookup, "calls");
+    assert_eq!((life("b"), life("e")), (lookups, lookups));
+    let marked = events
+        .iter()
+        .filter(|e| e["ph"] == "e" && e["name"] == "cache_lookup" && e["args"]["cancelled"] == true)
+        .count() as u64;
+    assert_eq!(marked, cancelled);
+    // Perfetto: a track per life under the process, begun and ended on the sequences of the
+    // threads that polled it, balanced as trace_processor pairs them.
+    let pftrace = d.join("async.pftrace");
+    ok(&tickscope()
+        .arg("convert")
+        .arg(&cap)
+        .args(["--to", "perfetto", "-o"])
+        .arg(&pftrace)
+        .output()
+        .unwrap());
+    let decoded = Command::new(readers().join(".venv/bin/python"))
+        .arg(readers().join("perfetto-decode.py"))
+        .arg(&pftrace)
+        .output()
+        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
+    let summary = String::from_utf8_lossy(&decoded.stdout);
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["balanced"].as_bool()),
+        (Some(true), Some(true)),
+        "{summary}"
+    );
+    let tracks = v["tracks"].as_array().unwrap();
+    let lives: Vec<&serde_json::Value> = tracks
+        .iter()
+        .filter(|t| t["parent_uuid"] == 1 && t["name"] == "cache_lookup")
+        .collect();
+    assert_eq!(lives.len() as u64, lookups);
+    assert!(lives
+        .iter()
+        .all(|t| t["slices"].as_array().map(Vec::len) == Some(1)));
     let _ = std::fs::remove_dir_all(&d);
 }
 

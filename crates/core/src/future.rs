@@ -58,6 +58,8 @@ pin_project_lite::pin_project! {
         site: Option<&'static AsyncSite>,
         // The first poll's reading; 0 before it (and when nothing is recorded).
         first: Ticks,
+        // Its id on the running capture's timeline; 0 when none recorded its begin.
+        async_id: u64,
         done: bool,
     }
 
@@ -66,7 +68,7 @@ pin_project_lite::pin_project! {
             let this = this.project();
             if let Some(site) = this.site {
                 if *this.first != 0 && !*this.done {
-                    cancelled(site, *this.first);
+                    cancelled(site, *this.first, *this.async_id);
                 }
             }
         }
@@ -74,8 +76,40 @@ pin_project_lite::pin_project! {
 }
 
 #[cold]
-fn cancelled(site: &'static AsyncSite, first: Ticks) {
-    site.wall.record(site.cs.id(), first, crate::now(), true);
+fn cancelled(site: &'static AsyncSite, first: Ticks, async_id: u64) {
+    let t = crate::now();
+    site.wall.record(site.cs.id(), first, t, true);
+    timeline_end(site, async_id, t, true);
+}
+
+/// Records a future's begin on the running capture's timeline; returns its async id (0:
+/// none running).
+#[inline]
+fn timeline_begin(site: &'static AsyncSite, t: Ticks) -> u64 {
+    #[cfg(feature = "capture")]
+    if crate::imp::capturing() {
+        let id = crate::capture::next_async_id();
+        crate::capture::async_event(site.cs.id(), id, crate::capture::format::what::BEGIN, t);
+        return id;
+    }
+    let _ = (site, t);
+    0
+}
+
+/// Records a future's end on the timeline, if its begin is there.
+#[inline]
+fn timeline_end(site: &'static AsyncSite, async_id: u64, t: Ticks, cancelled: bool) {
+    #[cfg(feature = "capture")]
+    if async_id != 0 && crate::capture::running() {
+        use crate::capture::format::what;
+        let what = if cancelled {
+            what::CANCELLED
+        } else {
+            what::END
+        };
+        crate::capture::async_event(site.cs.id(), async_id, what, t);
+    }
+    let _ = (site, async_id, t, cancelled);
 }
 
 /// Measures `fut` as the future call site `site` (what `#[profile]` on an `async fn`
@@ -87,6 +121,7 @@ pub fn profiled_at<F: Future>(site: &'static AsyncSite, fut: F) -> Profiled<F> {
         inner: fut,
         site: Some(site).filter(|_| crate::imp::COMPILED_IN),
         first: 0,
+        async_id: 0,
         done: false,
     }
 }
@@ -111,6 +146,7 @@ impl<F: Future> Future for Profiled<F> {
                 .as_ref()
                 .map_or_else(crate::now, crate::imp::raw_t0)
                 .max(1);
+            *this.async_id = timeline_begin(site, *this.first);
         }
         let r = this.inner.poll(cx);
         let t1 = open.as_ref().and_then(crate::imp::exit_raw);
@@ -118,6 +154,7 @@ impl<F: Future> Future for Profiled<F> {
             *this.done = true;
             let t1 = t1.unwrap_or_else(crate::now);
             site.wall.record(site.cs.id(), *this.first, t1, false);
+            timeline_end(site, *this.async_id, t1, false);
         }
         r
     }

@@ -64,6 +64,8 @@ struct Site {
 struct Created {
     site: &'static Site,
     at: Ticks,
+    /// Its id on the running capture's timeline; 0 when none recorded its begin.
+    async_id: u64,
 }
 
 /// Every span call site seen, by the address of its metadata.
@@ -166,10 +168,19 @@ where
         }
         let site = site_of(attrs.metadata());
         if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(Created {
-                site,
-                at: crate::now(),
-            });
+            let at = crate::now();
+            #[cfg(feature = "capture")]
+            let async_id = if crate::imp::capturing() {
+                let a = crate::capture::next_async_id();
+                let what = crate::capture::format::what::BEGIN;
+                crate::capture::async_event(site.cs.id(), a, what, at);
+                a
+            } else {
+                0
+            };
+            #[cfg(not(feature = "capture"))]
+            let async_id = 0;
+            span.extensions_mut().insert(Created { site, at, async_id });
         }
     }
 
@@ -217,9 +228,13 @@ where
         let Some(span) = ctx.span(&id) else { return };
         let ext = span.extensions();
         if let Some(c) = ext.get::<Created>() {
-            c.site
-                .wall
-                .record(c.site.cs.id(), c.at, crate::now(), false);
+            let t = crate::now();
+            c.site.wall.record(c.site.cs.id(), c.at, t, false);
+            #[cfg(feature = "capture")]
+            if c.async_id != 0 && crate::capture::running() {
+                let what = crate::capture::format::what::END;
+                crate::capture::async_event(c.site.cs.id(), c.async_id, what, t);
+            }
         }
     }
 

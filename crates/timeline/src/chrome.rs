@@ -16,6 +16,7 @@ use super::filter::{Filter, LeftOut};
 use super::format::{json_str, micros};
 use super::replay::{replay, Close, Instant, Sink};
 use super::{Error, TimeMap};
+use crate::tscap::AsyncWhat;
 use crate::tscap::{Clock, Meta, Reader};
 
 /// Bytes buffered before a write.
@@ -25,6 +26,11 @@ struct Chrome<W> {
     out: W,
     buf: String,
     first: bool,
+    /// Futures and spans begun and not yet ended: async id to scope id and the thread of
+    /// the begin.
+    lives: std::collections::HashMap<u64, (u64, u64)>,
+    /// Ends read before their begins: async id to the end's ns, thread and how it ended.
+    early: std::collections::HashMap<u64, (u64, u64, AsyncWhat)>,
 }
 
 impl<W: Write> Chrome<W> {
@@ -34,6 +40,65 @@ impl<W: Write> Chrome<W> {
         }
         self.first = false;
         self.buf.push_str("\n{");
+    }
+
+    /// A future's or span's life as an async slice (`b` and `e`, paired by `id`, named by
+    /// its call site): drawn apart from the threads' slices, whichever threads its ends
+    /// were on. An end read before its begin (its thread's chunk came first) waits for it;
+    /// one whose begin never comes (lost, or outside the window) is left out.
+    fn life(
+        &mut self,
+        meta: &Meta,
+        thread: u64,
+        ns: u64,
+        id: u64,
+        aid: u64,
+        how: AsyncWhat,
+    ) -> io::Result<()> {
+        if how != AsyncWhat::Begin {
+            if self.lives.remove(&aid).is_some() {
+                return self.life_event(meta, "e", id, aid, ns, thread, how);
+            }
+            if self.early.len() < 1 << 20 {
+                self.early.insert(aid, (ns, thread, how));
+            }
+            return Ok(());
+        }
+        if self.lives.contains_key(&aid) {
+            return Ok(());
+        }
+        self.life_event(meta, "b", id, aid, ns, thread, how)?;
+        match self.early.remove(&aid) {
+            Some((end, t, how)) => self.life_event(meta, "e", id, aid, end.max(ns), t, how),
+            None => {
+                self.lives.insert(aid, (id, thread));
+                Ok(())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn life_event(
+        &mut self,
+        meta: &Meta,
+        ph: &str,
+        id: u64,
+        aid: u64,
+        ns: u64,
+        thread: u64,
+        how: AsyncWhat,
+    ) -> io::Result<()> {
+        self.event();
+        self.buf.push_str("\"name\":");
+        json_str(&mut self.buf, &meta.scope_name(id));
+        self.buf.push_str(",\"cat\":\"async\",\"id\":\"0x");
+        self.buf.push_str(&format!("{aid:x}"));
+        self.buf.push('"');
+        self.common(ph, ns, thread);
+        if ph == "e" && how == AsyncWhat::Cancelled {
+            self.buf.push_str(",\"args\":{\"cancelled\":true}");
+        }
+        self.done()
     }
 
     fn done(&mut self) -> io::Result<()> {
@@ -85,9 +150,13 @@ impl<W: Write> Sink for Chrome<W> {
     }
 
     fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()> {
+        if let Instant::Async(id, aid, how) = what {
+            return self.life(meta, thread, ns, id, aid, how);
+        }
         self.event();
         self.buf.push_str("\"name\":");
         match what {
+            Instant::Async(..) => {}
             Instant::Frame(id) => {
                 json_str(&mut self.buf, &meta.marker_name(id));
                 self.buf.push_str(",\"cat\":\"frame\"");
@@ -109,6 +178,25 @@ impl<W: Write> Sink for Chrome<W> {
             self.buf.push('}');
         }
         self.done()
+    }
+
+    fn finish(&mut self, meta: &Meta, ns: u64) -> io::Result<()> {
+        // Lives still open when the capture ends: ended there, marked unfinished.
+        let mut open: Vec<(u64, (u64, u64))> = self.lives.drain().collect();
+        open.sort_unstable();
+        for (aid, (id, thread)) in open {
+            self.event();
+            self.buf.push_str("\"name\":");
+            json_str(&mut self.buf, &meta.scope_name(id));
+            self.buf.push_str(",\"cat\":\"async\",\"id\":\"0x");
+            self.buf.push_str(&format!("{aid:x}"));
+            self.buf.push('"');
+            self.common("e", ns, thread);
+            self.buf.push_str(",\"args\":{\"unfinished\":true}");
+            self.done()?;
+        }
+        self.early.clear();
+        Ok(())
     }
 
     fn counter(
@@ -146,6 +234,8 @@ pub fn write<R: Read, W: Write>(
 ) -> Result<LeftOut, Error> {
     let map = TimeMap::new(reader.process(), clock);
     let mut c = Chrome {
+        lives: Default::default(),
+        early: Default::default(),
         out,
         buf: String::from("{\"traceEvents\":["),
         first: true,

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 
 use super::replay::{Close, Instant, Sink};
-use crate::tscap::Meta;
+use crate::tscap::{AsyncWhat, Meta};
 
 /// What an export keeps. The default keeps everything.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,6 +120,7 @@ enum Item {
     Message(u64, String),
     Lost(u64, u64),
     Counter(u64, u64, f64),
+    Async(u64, u64, u64, AsyncWhat),
 }
 
 #[derive(Default)]
@@ -240,6 +241,10 @@ impl<'a, S: Sink> Filtered<'a, S> {
                 }
                 Item::Lost(ns, n) => self.inner.instant(meta, index, *ns, Instant::Lost(*n))?,
                 Item::Counter(ns, id, v) => self.inner.counter(meta, index, *id, *ns, *v)?,
+                Item::Async(ns, id, aid, what) => {
+                    let a = Instant::Async(*id, *aid, *what);
+                    self.inner.instant(meta, index, *ns, a)?
+                }
             }
             self.threads[k].1.queue.pop_front();
         }
@@ -335,6 +340,7 @@ impl<S: Sink> Sink for Filtered<'_, S> {
             Instant::Frame(id) => Item::Frame(ns, id),
             Instant::Message(text) => Item::Message(ns, text.to_owned()),
             Instant::Lost(n) => Item::Lost(ns, n),
+            Instant::Async(id, aid, what) => Item::Async(ns, id, aid, what),
         };
         self.item(meta, k, item)
     }
@@ -352,6 +358,10 @@ impl<S: Sink> Sink for Filtered<'_, S> {
             return Ok(());
         }
         self.inner.sample(meta, recorder, ns, tid, stack)
+    }
+
+    fn finish(&mut self, meta: &Meta, ns: u64) -> io::Result<()> {
+        self.inner.finish(meta, ns.min(self.filter.until_ns))
     }
 
     fn counter(

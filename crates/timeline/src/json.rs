@@ -57,6 +57,22 @@ fn scope(r: &ScopeRow, full: bool) -> Value {
         o.insert("clock_errors".into(), json!(r.clock_errors));
         o.insert("dropped".into(), json!(r.dropped));
         o.insert("in_flight_at_start".into(), json!(r.in_flight_at_start));
+        if let Some(w) = &r.wall {
+            o.insert(
+                "wall".into(),
+                json!({
+                    "calls": w.count,
+                    "cancelled": w.cancelled,
+                    "total_ns": w.total_ns,
+                    "mean_ns": (w.total_ns as f64 / w.count.max(1) as f64).round() as u64,
+                    "min_ns": w.min_ns,
+                    "p50_ns": w.p50_ns,
+                    "p99_ns": w.p99_ns,
+                    "max_ns": w.max_ns,
+                    "clock_errors": w.clock_errors,
+                }),
+            );
+        }
     }
     Value::Object(o)
 }
@@ -153,6 +169,7 @@ impl Summary {
                 "dropped_scopes": l.dropped_scopes,
                 "in_flight_at_start": l.in_flight_at_start,
                 "cut_at_losses": l.cut_at_losses,
+                "async_unpaired": l.async_unpaired,
             },
             // Written by `write_object`'s `stream`, below.
             "scopes": Value::Null,

@@ -57,7 +57,7 @@ use super::filter::{Filter, LeftOut};
 use super::protobuf::{varint, Message};
 use super::replay::{replay, Close, Instant, Sink};
 use super::{Error, TimeMap};
-use crate::tscap::{Clock, IdIndex, Meta, Reader};
+use crate::tscap::{AsyncWhat, Clock, IdIndex, Meta, Reader};
 
 /// Field numbers (see the module docs).
 pub(crate) mod field {
@@ -154,6 +154,14 @@ const PROCESS_SEQUENCE: u64 = 1;
 const PROCESS_TRACK: u64 = 1;
 const THREAD_TRACKS: u64 = 1 << 32;
 const COUNTER_TRACKS: u64 = 2 << 32;
+/// A future's or span's life (format version 3) is a track of its own under the process,
+/// named by its call site: `ASYNC_TRACKS` + its async id.
+const ASYNC_TRACKS: u64 = 1 << 40;
+/// The sequence of the begins given to lives whose begin is not in the trace (absolute
+/// timestamps).
+const ASYNC_SEQUENCE: u64 = 0x7ffe_0000;
+/// Ends kept waiting for their begins, at most (a damaged capture naming endless ids).
+const MAX_EARLY_ENDS: usize = 1 << 20;
 /// Threads without a usable OS tid (unknown, or one an earlier thread of the capture already
 /// used) get a synthetic one from here.
 const SYNTHETIC_TID: u64 = 0x4000_0000;
@@ -242,6 +250,13 @@ struct Perfetto<W: Write> {
     /// The samples' sequence, once it has begun.
     samples: Option<Samples>,
     compressed: Vec<u8>,
+    /// Futures and spans begun and not yet ended: async id to scope id and the thread of
+    /// the begin.
+    lives: std::collections::HashMap<u64, (u64, u64)>,
+    /// Ends written before their begins were read: async id to scope id.
+    early: std::collections::HashMap<u64, u64>,
+    /// The window's start (where an end without a begin has its begin).
+    from_ns: u64,
 }
 
 impl<W: Write> Perfetto<W> {
@@ -342,6 +357,76 @@ impl<W: Write> Perfetto<W> {
     /// A packet on the process's sequence.
     fn process_packet(&mut self, p: &Message) -> io::Result<()> {
         self.put(&p.0)
+    }
+
+    /// A future's or span's life: a slice on a track of its own (under the process, named
+    /// by its call site), its begin and end each on the sequence of the thread it happened
+    /// on (a future moves between threads; trace_processor sorts across sequences, as for
+    /// the SDK's async tracks). An end read before its begin (its thread's chunk came first)
+    /// is written at once; one whose begin never comes (lost, or outside the window) gets a
+    /// begin at the window's start, marked `begun_before`, so that every slice is whole.
+    fn life(
+        &mut self,
+        meta: &Meta,
+        thread: u64,
+        ns: u64,
+        id: u64,
+        aid: u64,
+        how: AsyncWhat,
+    ) -> io::Result<()> {
+        let track = ASYNC_TRACKS + aid;
+        let known = self.lives.contains_key(&aid) || self.early.contains_key(&aid);
+        if !known {
+            let name = meta.scope_name(id);
+            let mut p = Message::new();
+            p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE).message(
+                field::PACKET_TRACK_DESCRIPTOR,
+                |d| {
+                    d.uint(field::TRACK_UUID, track)
+                        .uint(field::TRACK_PARENT_UUID, PROCESS_TRACK)
+                        .string(field::TRACK_NAME, &name);
+                },
+            );
+            self.process_packet(&p)?;
+        }
+        let mut e = Message(std::mem::take(&mut self.event));
+        e.0.clear();
+        if how == AsyncWhat::Begin {
+            if self.lives.contains_key(&aid) {
+                self.event = e.0;
+                return Ok(());
+            }
+            if self.early.remove(&aid).is_none() {
+                self.lives.insert(aid, (id, thread));
+            }
+            e.uint(field::EVENT_TYPE, kind::SLICE_BEGIN)
+                .uint(field::EVENT_NAME_IID_FIELD, id + 1)
+                .uint(field::EVENT_TRACK_UUID, track);
+            self.event = e.0;
+            let interned = self.seqs[self.seq(thread)].interned.contains(id);
+            return if interned {
+                self.track_event(thread, ns, None)
+            } else {
+                let name = meta.scope_name(id);
+                self.track_event(thread, ns, Some((id, &name)))
+            };
+        }
+        if self.lives.remove(&aid).is_none() {
+            if self.early.len() >= MAX_EARLY_ENDS || self.early.contains_key(&aid) {
+                self.event = e.0;
+                return Ok(());
+            }
+            self.early.insert(aid, id);
+        }
+        e.uint(field::EVENT_TYPE, kind::SLICE_END)
+            .uint(field::EVENT_TRACK_UUID, track);
+        if how == AsyncWhat::Cancelled {
+            annotation(&mut e, "cancelled", |a| {
+                a.uint(field::ANNOTATION_BOOL, 1);
+            });
+        }
+        self.event = e.0;
+        self.track_event(thread, ns, None)
     }
 }
 
@@ -459,10 +544,14 @@ impl<W: Write> Sink for Perfetto<W> {
     }
 
     fn instant(&mut self, meta: &Meta, thread: u64, ns: u64, what: Instant<'_>) -> io::Result<()> {
+        if let Instant::Async(id, aid, how) = what {
+            return self.life(meta, thread, ns, id, aid, how);
+        }
         let mut e = Message(std::mem::take(&mut self.event));
         e.0.clear();
         e.uint(field::EVENT_TYPE, kind::INSTANT);
         match what {
+            Instant::Async(..) => {}
             Instant::Frame(id) => {
                 e.string(field::EVENT_CATEGORIES, "frame")
                     .string(field::EVENT_NAME, &meta.marker_name(id));
@@ -568,6 +657,45 @@ impl<W: Write> Sink for Perfetto<W> {
         self.process_packet(&p)
     }
 
+    fn finish(&mut self, meta: &Meta, ns: u64) -> io::Result<()> {
+        // Lives still open when the capture ends: ended there (on their begin's thread),
+        // marked unfinished.
+        let mut open: Vec<(u64, (u64, u64))> = self.lives.drain().collect();
+        open.sort_unstable();
+        for (aid, (_, thread)) in open {
+            let mut e = Message(std::mem::take(&mut self.event));
+            e.0.clear();
+            e.uint(field::EVENT_TYPE, kind::SLICE_END)
+                .uint(field::EVENT_TRACK_UUID, ASYNC_TRACKS + aid);
+            annotation(&mut e, "unfinished", |a| {
+                a.uint(field::ANNOTATION_BOOL, 1);
+            });
+            self.event = e.0;
+            let at = ns.max(self.seqs[self.seq(thread)].last);
+            self.track_event(thread, at, None)?;
+        }
+        // Ends whose begins never came: begun at the window's start, on a sequence of their
+        // own (absolute timestamps, all equal).
+        let mut orphans: Vec<(u64, u64)> = self.early.drain().collect();
+        orphans.sort_unstable();
+        for (aid, id) in orphans {
+            let name = meta.scope_name(id);
+            let mut p = Message::new();
+            p.uint(field::PACKET_TIMESTAMP, self.from_ns)
+                .uint(field::PACKET_SEQUENCE_ID, ASYNC_SEQUENCE)
+                .message(field::PACKET_TRACK_EVENT, |e| {
+                    e.uint(field::EVENT_TYPE, kind::SLICE_BEGIN)
+                        .uint(field::EVENT_TRACK_UUID, ASYNC_TRACKS + aid)
+                        .string(field::EVENT_NAME, &name);
+                    annotation(e, "begun_before", |a| {
+                        a.uint(field::ANNOTATION_BOOL, 1);
+                    });
+                });
+            self.process_packet(&p)?;
+        }
+        Ok(())
+    }
+
     fn counter(
         &mut self,
         meta: &Meta,
@@ -625,6 +753,9 @@ pub fn write<R: Read, W: Write>(
         last_ns: 0,
         samples: None,
         compressed: Vec::new(),
+        lives: std::collections::HashMap::new(),
+        early: std::collections::HashMap::new(),
+        from_ns: filter.from_ns,
     };
     let mut p = Message::new();
     p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE)

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 use super::filter::{Filter, Filtered, LeftOut};
 use super::{Error, TimeMap};
-use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN};
+use crate::tscap::{AsyncWhat, ChunkKind, EventKind, Events, IdIndex, Meta, Reader, MAX_OPEN};
 
 /// How a scope was closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub(crate) enum Instant<'a> {
     Message(&'a str),
     /// This many events dropped.
     Lost(u64),
+    /// A future's or span's life begins or ends (format version 3): scope id, async id.
+    Async(u64, u64, AsyncWhat),
 }
 
 /// What an export does with the replayed events. Thread arguments are thread indexes.
@@ -86,6 +88,11 @@ pub(crate) trait Sink {
         _tid: u64,
         _stack: u64,
     ) -> io::Result<()> {
+        Ok(())
+    }
+    /// The replay is over at `ns` (the last thread's last event): lives still open end
+    /// there (exports that draw them close them, marked unfinished).
+    fn finish(&mut self, _meta: &Meta, _ns: u64) -> io::Result<()> {
         Ok(())
     }
     /// A counter value (exports of scopes alone ignore them).
@@ -302,6 +309,12 @@ fn replay_all<R: Read, S: Sink>(
                         }
                         sink.instant(meta, th.index, ns, Instant::Lost(n))?;
                     }
+                    EventKind::Async => {
+                        if let Some((aid, what)) = e.async_event() {
+                            let a = Instant::Async(e.id, aid, what);
+                            sink.instant(meta, th.index, ns, a)?;
+                        }
+                    }
                 }
             }
         }
@@ -322,6 +335,8 @@ fn replay_all<R: Read, S: Sink>(
             th.first = th.last;
         }
     }
+    let last = threads.iter().map(|t| t.last).max().unwrap_or(0);
+    sink.finish(reader.meta(), last)?;
     // Indexes are unique: an unstable sort, which needs no buffer.
     threads.sort_unstable_by_key(|t| t.index);
     Ok(threads)

@@ -113,6 +113,31 @@ pub struct ScopeRow {
     pub dropped: u64,
     /// Calls already open when the capture started (begun before it): not in `calls`.
     pub in_flight_at_start: u64,
+    /// For a future's or a `tracing` span's call site (format version 3): the lives whose
+    /// begin and end the capture holds, each its wall time (first poll to ready or drop;
+    /// creation to close), beside the row's busy time (its polls or entries).
+    pub wall: Option<WallRow>,
+}
+
+/// The wall times of a call site's futures or spans (see [`ScopeRow::wall`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WallRow {
+    /// Lives ended (futures ready or cancelled, spans closed).
+    pub count: u64,
+    /// Futures dropped before they were ready (in `count`).
+    pub cancelled: u64,
+    /// Their wall time.
+    pub total_ns: u64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Median (within 2%).
+    pub p50_ns: u64,
+    /// 99th percentile (within 2%).
+    pub p99_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+    /// Ends before their begins (counted as zero).
+    pub clock_errors: u64,
 }
 
 /// One thread.
@@ -218,6 +243,9 @@ pub struct Losses {
     /// Scopes open across a loss after which ends could not be trusted to pair (a
     /// version 1 capture with drops): discarded, not counted.
     pub cut_at_losses: u64,
+    /// Futures and spans whose life the capture holds one end of (alive when it ended, or
+    /// the other end dropped or outside the range): no wall time.
+    pub async_unpaired: u64,
 }
 
 impl Losses {

@@ -113,6 +113,7 @@ impl Summary {
             out.push_str("(no scope ended in this capture)\n");
         } else {
             table(o, &self.scopes, true)?;
+            lives(o, &self.scopes)?;
         }
         let out = &mut o.buf;
         let _ = writeln!(
@@ -271,6 +272,13 @@ fn losses(out: &mut String, r: &Summary) {
             l.cut_at_losses
         );
     }
+    if l.async_unpaired > 0 {
+        let _ = writeln!(
+            out,
+            "futures and spans: {} with one end of their life in the capture (alive when it ended, or the other end dropped or outside the range): no wall time",
+            l.async_unpaired
+        );
+    }
     let _ = writeln!(
         out,
         "scopes: {} abandoned (closed by an enclosing scope's end) · {} unmatched · {} still open at the end · {} cut by missing chunks · {} too deep; none of these counted",
@@ -306,6 +314,53 @@ fn number(v: f64) -> String {
 
 fn header(cells: &mut Vec<String>, names: &[&str]) {
     cells.extend(names.iter().map(|c| c.to_string()));
+}
+
+/// Futures and spans: their busy time (polls or entries: the row's figures) beside their
+/// wall time (first poll to ready or drop; creation to close), as the exit summary gives.
+fn lives(out: &mut Out<'_>, rows: &[ScopeRow]) -> io::Result<()> {
+    let timed: Vec<&ScopeRow> = rows.iter().filter(|r| r.wall.is_some()).collect();
+    if timed.is_empty() {
+        return Ok(());
+    }
+    out.buf.push_str(
+        "futures and spans: busy = time polled or entered (self: not in child scopes), wall = first poll → ready or dropped (future), created → closed (span)\n",
+    );
+    align_to(out, timed.len() + 1, 1, |i, cells| {
+        let Some(r) = i.checked_sub(1).map(|i| timed[i]) else {
+            return header(
+                cells,
+                &[
+                    "name",
+                    "calls",
+                    "cancelled",
+                    "entries",
+                    "busy",
+                    "self busy",
+                    "wall",
+                    "wall p50",
+                    "wall p99",
+                    "wall max",
+                    "entry max",
+                ],
+            );
+        };
+        let w = r.wall.as_ref().expect("filtered");
+        let d = |v: u64| duration(v as f64);
+        cells.extend([
+            r.name.clone(),
+            w.count.to_string(),
+            w.cancelled.to_string(),
+            r.calls.to_string(),
+            d(r.total_ns),
+            d(r.self_ns),
+            d(w.total_ns),
+            d(w.p50_ns),
+            d(w.p99_ns),
+            d(w.max_ns),
+            opt(r.max_ns),
+        ]);
+    })
 }
 
 /// The scope table; `full` adds location, min, percentiles, %wall and clock errors.

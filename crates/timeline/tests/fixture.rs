@@ -104,3 +104,25 @@ fn the_version_2_fixture_from_the_writer_reads_as_it_always_has() {
     );
     assert_golden(&got, "v2-writer.report.json");
 }
+
+/// The version-3 fixture from the real writer (`tickscope demo --async --seconds 0.01
+/// --threads 2 --capture v3-writer.tscap`): futures and `tracing` spans on a tokio runtime
+/// of two workers, their polls and entries as scopes and their lives as async events, some
+/// cancelled. Its report is kept as `v3-writer.report.json`.
+#[test]
+fn the_version_3_fixture_from_the_writer_reads_as_it_always_has() {
+    let got = read_fixture("v3-writer.tscap");
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let row = |name: &str| got.scopes.iter().find(|s| s.name == name).unwrap();
+    let (handle, lookup) = (row("handle"), row("cache_lookup"));
+    let lives = handle.wall.as_ref().expect("handle's lives");
+    assert!(
+        lives.count > 0 && lives.total_ns > handle.total_ns,
+        "{handle:?}"
+    );
+    let lookups = lookup.wall.as_ref().expect("cache_lookup's lives");
+    assert_eq!(lookups.count, lives.count);
+    assert!(lookups.cancelled > 0, "{lookup:?}");
+    assert_eq!(got.losses.async_unpaired, 0, "{:?}", got.losses);
+    assert_golden(&got, "v3-writer.report.json");
+}

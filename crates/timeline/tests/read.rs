@@ -2,8 +2,8 @@
 //! kind of bad input (one-line error with the right offset), salvage, missing end records.
 
 use tickscope_timeline::tscap::{
-    ChunkKind, Clock, End, ErrorKind, Event, EventKind, Events, MarkerKind, Meta, MetaEntry,
-    Problem, Process, Reader, ScopeKind,
+    AsyncWhat, ChunkKind, Clock, End, ErrorKind, Event, EventKind, Events, MarkerKind, Meta,
+    MetaEntry, Problem, Process, Reader, ScopeKind,
 };
 
 use crate::support::writer::{
@@ -102,6 +102,13 @@ fn same(e: &Event, text: &Option<String>, w: &Ev) -> bool {
                 && e.ticks == *t
                 && e.lost_count() == Some(*n)
                 && e.lost_breaks_pairs() == (flags & 1 != 0)
+        }
+        Ev::Async(t, id, aid, what) => {
+            let w = [AsyncWhat::Begin, AsyncWhat::End, AsyncWhat::Cancelled][*what as usize];
+            e.kind == EventKind::Async
+                && e.ticks == *t
+                && e.id == *id
+                && e.async_event() == Some((*aid, w))
         }
     }
 }
@@ -294,7 +301,7 @@ fn cases() -> Vec<Case> {
         "unknown version",
         Capture::with_version(7).bytes,
         8,
-        "unsupported format version 7 (this tickscope reads 1 to 2)",
+        "unsupported format version 7 (this tickscope reads 1 to 3)",
     );
     add(
         "truncated file header",
@@ -551,10 +558,41 @@ fn every_bad_input_gives_a_one_line_error_with_its_offset() {
     }
 }
 
+/// Version 3's async events read back as written (large ids, every `what`); a `what` past 2
+/// is an error naming the event.
+#[test]
+fn async_events_round_trip_in_version_3() {
+    let mut c = Capture::with_version(3);
+    c.chunk(
+        PROCESS,
+        &process_payload(1e9, 1000, 1_700_000_000_000_000_000, 4242, "test-program"),
+    );
+    let evs = vec![
+        Ev::Async(1000, 1, 1, 0),
+        Ev::Async(1500, 70_000, u64::MAX >> 3, 1),
+        Ev::Async(1500, 2, 3, 2),
+    ];
+    c.events(1, &[], &evs);
+    let got = read(&c.bytes, false).unwrap();
+    let want: Vec<(u64, Ev)> = evs.into_iter().map(|e| (1, e)).collect();
+    assert_events(&got.events, &want);
+    let mut bad = Capture::with_version(3);
+    bad.chunk(
+        PROCESS,
+        &process_payload(1e9, 1000, 1_700_000_000_000_000_000, 4242, "test-program"),
+    );
+    bad.events(1, &[], &[Ev::Async(1000, 1, 1, 3)]);
+    let e = err(&bad.bytes).to_string();
+    assert!(
+        e.contains("event 0 is an async event of unknown kind 3"),
+        "{e}"
+    );
+}
+
 #[test]
 fn errors_are_matchable() {
-    let e = err(&Capture::with_version(3).bytes);
-    assert_eq!(*e.kind(), ErrorKind::UnsupportedVersion(3));
+    let e = err(&Capture::with_version(4).bytes);
+    assert_eq!(*e.kind(), ErrorKind::UnsupportedVersion(4));
     let (b, _) = with_chunk(EVENTS, &[1, 1, 0, 0, 1, 1, 0, 0x07, 0], false);
     assert!(matches!(
         err(&b).kind(),

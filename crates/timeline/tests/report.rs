@@ -543,3 +543,101 @@ fn a_range_counts_the_calls_inside_it_and_those_crossing_its_edges_apart() {
     assert_eq!(row(&all, "outer").calls, 3);
     assert_eq!(all.range, None);
 }
+
+/// Version 3's async events: a future's or span's life, paired by async id whatever the
+/// threads and whichever comes first in the file (a future that moved: its end's thread
+/// wrote its chunk first). Each life is its call site's wall time beside the row's busy
+/// time; cancellations are counted apart; a life with one end in the capture, or a damaged
+/// pair, is counted, never timed.
+#[test]
+fn futures_lives_pair_across_threads_in_any_order_beside_their_polls() {
+    let mut c = Capture::with_version(3);
+    c.chunk(
+        crate::support::writer::PROCESS,
+        &crate::support::writer::process_payload(1e9, 1000, 1, 1, "p"),
+    );
+    c.meta(&[
+        scope(1, "fetch", "f.rs", 1),
+        scope(2, "never entered", "f.rs", 2),
+        crate::support::writer::thread(1, 100, "worker-a"),
+        crate::support::writer::thread(2, 101, "worker-b"),
+    ]);
+    // Thread b's chunk first: future 7 ends there (ready) and future 8 is cancelled there,
+    // both begun on thread a; future 9 is a lone end (its begin lost).
+    c.events(
+        2,
+        &[],
+        &[
+            Ev::Begin(1, T0 + 5_000),
+            Ev::End(1, T0 + 5_300),
+            Ev::Async(T0 + 5_300, 1, 7, 1),
+            Ev::Async(T0 + 6_000, 1, 8, 2),
+            Ev::Async(T0 + 6_500, 1, 9, 1),
+        ],
+    );
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Async(T0, 1, 7, 0),
+            Ev::Begin(1, T0),
+            Ev::End(1, T0 + 200),
+            Ev::Async(T0 + 1_000, 1, 8, 0),
+            Ev::Begin(1, T0 + 1_000),
+            Ev::End(1, T0 + 1_100),
+            // A span created and closed without an entry, on this thread alone.
+            Ev::Async(T0 + 2_000, 2, 10, 0),
+            Ev::Async(T0 + 2_400, 2, 10, 1),
+            // Alive at the end.
+            Ev::Async(T0 + 3_000, 1, 11, 0),
+            // Damaged: two begins under one id.
+            Ev::Async(T0 + 4_000, 1, 12, 0),
+            Ev::Async(T0 + 4_100, 1, 12, 0),
+        ],
+    );
+    let r = summarise(&c.bytes, false);
+    let fetch = row(&r, "fetch");
+    // Busy: three polls (200 + 300 on two threads, 100); wall: 5,300 and 5,000 (cancelled).
+    assert_eq!((fetch.calls, fetch.total_ns), (3, 600));
+    let w = fetch.wall.as_ref().expect("fetch has lives");
+    assert_eq!((w.count, w.cancelled, w.total_ns), (2, 1, 10_300), "{w:?}");
+    assert_eq!((w.min_ns, w.max_ns), (5_000, 5_300), "{w:?}");
+    assert!(w.p50_ns >= 5_000 && w.p99_ns <= 5_300, "{w:?}");
+    let span = row(&r, "never entered");
+    assert_eq!(span.calls, 0);
+    assert_eq!(
+        span.wall.as_ref().map(|w| (w.count, w.total_ns)),
+        Some((1, 400))
+    );
+    // 9 (lone end), 11 (alive), 12 (two begins).
+    assert_eq!(r.losses.async_unpaired, 4, "{:?}", r.losses);
+    let text = r.to_text();
+    assert!(text.contains("futures and spans: busy"), "{text}");
+    assert!(
+        text.contains("futures and spans: 4 with one end of their life in the capture"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    let fetch = json["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fetch")
+        .unwrap();
+    assert_eq!(fetch["wall"]["cancelled"], 1, "{fetch}");
+    assert_eq!(fetch["wall"]["total_ns"], 10_300, "{fetch}");
+}
+
+/// An async event in a version 2 capture is refused: kind 7 is reserved there.
+#[test]
+fn async_events_before_version_3_are_refused() {
+    let mut c = Capture::with_version(2);
+    c.chunk(
+        crate::support::writer::PROCESS,
+        &crate::support::writer::process_payload(1e9, 1000, 1, 1, "p"),
+    );
+    c.events(1, &[], &[Ev::Async(T0, 1, 7, 0)]);
+    let mut reader = Reader::new(&c.bytes[..], "x.tscap").unwrap();
+    let e = summarize(&mut reader, Options::default()).unwrap_err();
+    assert!(e.to_string().contains("reserved kind 7"), "{e}");
+}

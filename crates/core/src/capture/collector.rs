@@ -65,6 +65,10 @@ enum Partial {
     Sample {
         ticks: u64,
     },
+    Async {
+        ticks: u64,
+        id: u32,
+    },
     Counter {
         ticks: u64,
         id: u32,
@@ -143,6 +147,11 @@ impl ThreadEnc {
                 put_varint(&mut self.payload, ticks);
                 put_varint(&mut self.payload, id);
             }
+            Partial::Async { ticks: t, id } => {
+                self.event(t, event::ASYNC, id);
+                put_varint(&mut self.payload, ticks);
+                self.payload.push(word as u8);
+            }
             Partial::Counter { ticks: t, id } => {
                 self.event(t, event::COUNTER, id);
                 self.payload.extend_from_slice(&ticks.to_le_bytes());
@@ -200,6 +209,11 @@ impl ThreadEnc {
             }
             event::SAMPLE => {
                 self.partial = Partial::Sample { ticks };
+            }
+            event::ASYNC => {
+                let id = x as u32;
+                self.max_scope = self.max_scope.max(id);
+                self.partial = Partial::Async { ticks, id };
             }
             event::LOST => {
                 self.event(ticks, kind, 0);

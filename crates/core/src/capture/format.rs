@@ -94,7 +94,13 @@
 //! | 4 | message | 0 | string |
 //! | 5 | lost | 0 | varint: events this thread dropped just before this point (memory budget spent); version 2 adds a varint of flags: bit 0, an end whose begin is in the stream was among them |
 //! | 6 | CPU sample (version 2) | 0 | varint tid (the OS id of the thread sampled), varint stack (a stack entry's id) |
-//! | 7 | reserved: an error | | |
+//! | 7 | async (version 3) | scope id | varint async id, u8 what: 0 begins, 1 ends (ready, closed), 2 ends cancelled (dropped before ready) |
+//!
+//! An async event marks the life of a future (first poll to ready or drop) or a `tracing`
+//! span (creation to close) of call site `id`, whose entries are that call site's scopes.
+//! Its begin and end may be on different threads (a future moves between a runtime's
+//! workers): they pair by async id, unique in the capture. Version 1 and 2 files have none
+//! (kind 7 is an error there).
 //!
 //! An end closes the innermost open scope with its id; scopes opened above it and never ended
 //! were abandoned (a leaked guard). Scopes still open when the capture ends have no end.
@@ -121,7 +127,7 @@
 /// The first 8 bytes of every capture.
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
 /// The format version this module writes.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Bytes in the file header.
 pub const HEADER_LEN: usize = 12;
 /// Bytes in a chunk header.
@@ -183,6 +189,18 @@ pub mod event {
     pub const LOST: u8 = 5;
     /// A CPU sample of a thread (version 2): varint tid and varint stack id payload.
     pub const SAMPLE: u8 = 6;
+    /// A future's or span's life begins or ends (version 3): varint async id, u8 what.
+    pub const ASYNC: u8 = 7;
+}
+
+/// An async event's `what`.
+pub mod what {
+    /// Begins: a future's first poll, a span's creation.
+    pub const BEGIN: u8 = 0;
+    /// Ends: a future ready, a span closed.
+    pub const END: u8 = 1;
+    /// Ends cancelled: a future dropped before it was ready.
+    pub const CANCELLED: u8 = 2;
 }
 
 /// Appends `v` as a varint.

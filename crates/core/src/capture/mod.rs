@@ -758,6 +758,25 @@ pub(crate) fn sample(ticks: u64, tid: u32, stack: u64) {
     }
 }
 
+/// A new async id: unique in the process, so in every capture.
+pub(crate) fn next_async_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Relaxed)
+}
+
+/// Records an async event of call site `id` (a future's or span's life begins or ends,
+/// [`format::what`]) at `ticks` on the calling thread.
+#[inline]
+pub(crate) fn async_event(id: u32, async_id: u64, what: u8, ticks: u64) {
+    ring::push_group(
+        &[
+            (ticks, format::event::ASYNC as u64 | (id as u64) << 8),
+            (async_id, what as u64),
+        ],
+        crate::scope::open_depth(),
+    );
+}
+
 /// Records the scope begin of call site `id` at `ticks` on the calling thread, at stack
 /// depth `depth`; false if it was dropped (then its end must not be recorded).
 #[inline]

@@ -207,7 +207,7 @@ fn timed(out: &mut String, entries: &[Entry], meta: &Context) {
         return;
     }
     out.push_str(
-        "spans and futures: busy = time entered or polled (self: not in child scopes), wall = created → closed (span), first poll → ready or dropped (future)\n",
+        "futures and spans: busy = time polled or entered (self: not in child scopes), wall = first poll → ready or dropped (future), created → closed (span)\n",
     );
     let ns = |t: u64| duration(meta.ns(t));
     let mut rows = vec![[

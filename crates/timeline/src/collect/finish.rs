@@ -80,6 +80,7 @@ impl Collector {
                 clock_errors: 0,
                 dropped: 0,
                 in_flight_at_start: 0,
+                wall: None,
             }
         };
         // Sized first: rows are most of a report of many scopes.
@@ -127,6 +128,28 @@ impl Collector {
                     r.in_flight_at_start = r.in_flight_at_start.saturating_add(n);
                 }
             }
+        }
+        // The lives of futures and spans: on their call site's row (a span never entered has
+        // a row of its own).
+        for (&id, l) in &self.lives {
+            let i = match scopes.iter().position(|r| r.id == id) {
+                Some(i) => i,
+                None => {
+                    scopes.push(base_row(id, 0, 0, 0, 0, 0));
+                    scopes.len() - 1
+                }
+            };
+            let q = |q: f64| ns(l.hist.quantile(q).unwrap_or(0).clamp(l.min, l.max));
+            scopes[i].wall = (l.count > 0).then(|| WallRow {
+                count: l.count,
+                cancelled: l.cancelled,
+                total_ns: ns(l.total),
+                min_ns: ns(l.min),
+                p50_ns: q(0.5),
+                p99_ns: q(0.99),
+                max_ns: ns(l.max),
+                clock_errors: l.clock_errors,
+            });
         }
         sort_rows(&mut scopes);
 
@@ -251,6 +274,7 @@ impl Collector {
                 .values()
                 .fold(0, |a, n| a.saturating_add(*n)),
             cut_at_losses: self.cut_at_losses,
+            async_unpaired: self.async_unpaired + self.async_waiting.len() as u64,
         };
         Summary {
             file: name.to_owned(),

@@ -29,12 +29,29 @@ use std::io::Read;
 
 use super::hist::Dist;
 pub use super::summary::{
-    CounterRow, FrameRow, Losses, Message, Range, ScopeRow, Summary, ThreadRow,
+    CounterRow, FrameRow, Losses, Message, Range, ScopeRow, Summary, ThreadRow, WallRow,
 };
 use crate::tscap::{
-    ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
-    ScopeKind, MAX_OPEN,
+    AsyncWhat, ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process,
+    Reader, ScopeKind, MAX_OPEN,
 };
+
+/// Async lives (futures, spans) whose other half has not been read yet, at most: past it,
+/// halves are counted as unpaired rather than kept (a damaged file naming endless ids).
+const MAX_ASYNC_WAITING: usize = 1 << 20;
+
+/// The lives (wall times) of one scope id's futures or spans: first poll to ready or drop,
+/// creation to close.
+#[derive(Clone, Default)]
+struct Lives {
+    count: u64,
+    cancelled: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+    clock_errors: u64,
+    hist: Dist,
+}
 
 /// What to compute besides the totals.
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,6 +211,15 @@ pub struct Collector {
     /// Scopes open across a loss that breaks pairs (see [`Event::lost_breaks_pairs`]).
     cut_at_losses: u64,
     too_deep: u64,
+    /// Async halves read whose other half is still to come, by async id: (scope id, ticks,
+    /// what). A begin and its end are on different threads when a future moved, so either
+    /// may come first in the file.
+    async_waiting: HashMap<u64, (u64, u64, AsyncWhat)>,
+    /// Lives by scope id.
+    lives: HashMap<u64, Lives>,
+    /// Async halves never paired (the other half lost, outside the range, or still alive at
+    /// the end).
+    async_unpaired: u64,
 }
 
 impl Collector {
@@ -221,6 +247,9 @@ impl Collector {
             cut: 0,
             cut_at_losses: 0,
             too_deep: 0,
+            async_waiting: HashMap::new(),
+            lives: HashMap::new(),
+            async_unpaired: 0,
         }
     }
 
@@ -588,8 +617,59 @@ impl Collector {
                 }
             }
             EventKind::Sample => self.samples += 1,
+            EventKind::Async => self.async_half(e),
             EventKind::Begin | EventKind::End => {}
         }
+    }
+}
+
+impl Collector {
+    /// One half of a future's or span's life: paired with the other by async id.
+    fn async_half(&mut self, e: &crate::tscap::Event) {
+        let Some((aid, what)) = e.async_event() else {
+            return;
+        };
+        let other = match self.async_waiting.remove(&aid) {
+            Some(o) => o,
+            None => {
+                if self.async_waiting.len() < MAX_ASYNC_WAITING {
+                    self.async_waiting.insert(aid, (e.id, e.ticks, what));
+                } else {
+                    self.async_unpaired += 1;
+                }
+                return;
+            }
+        };
+        let (begin, end, how) = match (other.2, what) {
+            (AsyncWhat::Begin, w) if w != AsyncWhat::Begin => (other.1, e.ticks, w),
+            (w, AsyncWhat::Begin) if w != AsyncWhat::Begin => (e.ticks, other.1, w),
+            // Two begins or two ends under one id: a damaged file; neither is a life.
+            _ => {
+                self.async_unpaired += 2;
+                return;
+            }
+        };
+        if other.0 != e.id {
+            self.async_unpaired += 2;
+            return;
+        }
+        let l = self.lives.entry(e.id).or_insert_with(|| Lives {
+            min: u64::MAX,
+            ..Lives::default()
+        });
+        let d = end.wrapping_sub(begin) as i64;
+        let dt = if d < 0 {
+            l.clock_errors += 1;
+            0
+        } else {
+            d as u64
+        };
+        l.count += 1;
+        l.cancelled += u64::from(how == AsyncWhat::Cancelled);
+        l.total = l.total.saturating_add(dt);
+        l.min = l.min.min(dt);
+        l.max = l.max.max(dt);
+        l.hist.record(dt);
     }
 }
 

@@ -375,6 +375,8 @@ pub struct EventsInfo {
 pub(crate) struct Layout {
     /// Version 2 or later (a `lost` event carries flags).
     v2: bool,
+    /// Version 3 or later (async events).
+    v3: bool,
     tags: Range<usize>,
     deltas: Range<usize>,
     payload: Range<usize>,
@@ -430,6 +432,7 @@ pub(crate) fn events(p: &[u8], info: &mut EventsInfo, version: u16) -> PResult<L
     let t0 = c.pos;
     let layout = Layout {
         v2: version >= 2,
+        v3: version >= 3,
         tags: t0..t0 + tags as usize,
         deltas: t0 + tags as usize..t0 + (tags + deltas) as usize,
         payload: t0 + (tags + deltas) as usize..p.len(),
@@ -479,6 +482,22 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
                 for field in ["sample tid", "sample stack"] {
                     let at = pp;
                     varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, field))?;
+                }
+            }
+            7 if l.v3 => {
+                let at = pp;
+                varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "async id"))?;
+                match payload.get(pp) {
+                    Some(&w) if w <= 2 => pp += 1,
+                    Some(&w) => return Err((pp, Problem::BadAsyncWhat { what: w, index })),
+                    None => {
+                        return Err((
+                            pp,
+                            Problem::Truncated {
+                                field: "async what",
+                            },
+                        ))
+                    }
                 }
             }
             5 => {
@@ -631,6 +650,13 @@ fn event_payload(
             let stack = fast_varint(payload, pp).min(u32::MAX as u64);
             tid | stack << 32
         }
+        EventKind::Async => {
+            // The async id (saturated: ids count futures and spans, far below 2^62) and what.
+            let id = fast_varint(payload, pp).min((1 << 62) - 1);
+            let what = payload.get(*pp).copied().unwrap_or(0).min(2) as u64;
+            *pp += 1;
+            id << 2 | what
+        }
         EventKind::Lost => {
             // The count (saturated below the flag's bit: no capture drops 2^63 events).
             let n = fast_varint(payload, pp).min(BREAKS_PAIRS - 1);
@@ -664,13 +690,15 @@ pub enum EventKind {
     Lost = 5,
     /// A CPU sample of a thread, recorded by the sampler's thread (version 2).
     Sample = 6,
+    /// A future's or span's life begins or ends (version 3); the id is its scope id.
+    Async = 7,
 }
 
 impl EventKind {
     #[inline(always)]
     fn from_low_bits(tag: u64) -> EventKind {
-        // A table, not a match: the match's gap (5, 6, then 7 as 5) cost the decoding loop
-        // a quarter of its speed. Validation refuses 7 (and 6 in version 1).
+        // A table, not a match: a match cost the decoding loop a quarter of its speed.
+        // Validation refuses 7 before version 3 (and 6 in version 1).
         const KINDS: [EventKind; 8] = [
             EventKind::Begin,
             EventKind::End,
@@ -679,10 +707,21 @@ impl EventKind {
             EventKind::Message,
             EventKind::Lost,
             EventKind::Sample,
-            EventKind::Lost,
+            EventKind::Async,
         ];
         KINDS[(tag & 7) as usize]
     }
+}
+
+/// What an async event says of its future or span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AsyncWhat {
+    /// Its life begins: a future's first poll, a span's creation.
+    Begin,
+    /// It ends: a future ready, a span closed.
+    End,
+    /// A future dropped before it was ready.
+    Cancelled,
 }
 
 /// One decoded event.
@@ -708,6 +747,19 @@ impl Event {
     /// [`Meta::stack`](super::Meta::stack)).
     pub fn sample(&self) -> Option<(u64, u64)> {
         (self.kind == EventKind::Sample).then_some((self.data & 0xffff_ffff, self.data >> 32))
+    }
+
+    /// An async event: the future's or span's async id (pairing its begin and end, across
+    /// threads) and what happened.
+    pub fn async_event(&self) -> Option<(u64, AsyncWhat)> {
+        (self.kind == EventKind::Async).then(|| {
+            let what = match self.data & 3 {
+                0 => AsyncWhat::Begin,
+                1 => AsyncWhat::End,
+                _ => AsyncWhat::Cancelled,
+            };
+            (self.data >> 2, what)
+        })
     }
 
     /// A loss event's count of dropped events.

@@ -174,7 +174,14 @@ pub enum Problem {
         /// Bytes that remain.
         remain: u64,
     },
-    /// An event of reserved kind 6 or 7.
+    /// An async event whose `what` is not 0, 1 or 2.
+    BadAsyncWhat {
+        /// The byte.
+        what: u8,
+        /// The event's index in the chunk.
+        index: u64,
+    },
+    /// An event of a kind its version does not have (6 before version 2, 7 before 3).
     ReservedEventKind {
         /// The kind.
         kind: u8,
@@ -428,6 +435,9 @@ impl fmt::Display for Problem {
                 f,
                 "stream sizes {tags} + {deltas} + {payload} do not fill the {remain} bytes that remain"
             ),
+            Problem::BadAsyncWhat { what, index } => {
+                write!(f, "event {index} is an async event of unknown kind {what}")
+            }
             Problem::ReservedEventKind { kind, index } => {
                 write!(f, "event {index} has reserved kind {kind}")
             }

@@ -1,4 +1,4 @@
-//! Reading `.tscap` timeline captures, format versions 1 and 2.
+//! Reading `.tscap` timeline captures, format versions 1 to 3.
 //!
 //! The bytes are specified in `tickscope`'s `capture::format` module docs (the writer's side);
 //! this crate does not depend on `tickscope`, so the few constants it needs are copied here.
@@ -36,7 +36,7 @@ mod error;
 mod meta;
 mod read;
 
-pub use decode::{End, Event, EventKind, Events, EventsInfo, OpenScope, Process};
+pub use decode::{AsyncWhat, End, Event, EventKind, Events, EventsInfo, OpenScope, Process};
 pub use error::{Error, ErrorKind, Problem};
 pub use meta::{
     Clock, Marker, MarkerKind, MarkerRef, Meta, MetaEntry, Scope, ScopeKind, ScopeRef, Thread,
@@ -50,7 +50,7 @@ pub(crate) use meta::IdIndex;
 /// byte catch text-mode transfers, as PNG's signature does).
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
 /// The newest format version this reader understands.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// The oldest one.
 pub const MIN_VERSION: u16 = 1;
 /// Bytes in the file header: magic, version, reserved.

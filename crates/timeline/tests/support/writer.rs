@@ -1,4 +1,4 @@
-//! A small `.tscap` encoder for tests (version 1, and version 2's additions), written from the format's specification
+//! A small `.tscap` encoder for tests (version 1, and versions 2 and 3's additions), written from the format's specification
 //! (`crates/core/src/capture/format.rs`) and independent of the reader under test: it builds
 //! good captures and, through [`Capture::raw_chunk`] and friends, every kind of damaged one.
 #![allow(dead_code)]
@@ -23,6 +23,9 @@ pub enum Ev {
     Lost2(u64, u64, u64),
     /// A version 2 CPU sample: (ticks, tid, stack id).
     Sample(u64, u64, u64),
+    /// A version 3 async event: (ticks, scope id, async id, what: 0 begin, 1 end,
+    /// 2 cancelled).
+    Async(u64, u64, u64, u8),
 }
 
 impl Ev {
@@ -35,7 +38,8 @@ impl Ev {
             | Ev::Message(t, _)
             | Ev::Lost(t, _)
             | Ev::Lost2(t, _, _)
-            | Ev::Sample(t, _, _) => t,
+            | Ev::Sample(t, _, _)
+            | Ev::Async(t, _, _, _) => t,
         }
     }
 }
@@ -242,6 +246,11 @@ pub fn streams(base: u64, evs: &[Ev]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
                 varint(&mut payload, *tid);
                 varint(&mut payload, *stack);
                 (6, 0)
+            }
+            Ev::Async(_, id, aid, what) => {
+                varint(&mut payload, *aid);
+                payload.push(*what);
+                (7, *id)
             }
         };
         let tag = kind | id << 3;

@@ -448,7 +448,8 @@ impl Out for Build<'_> {
                 *self.samples.entry(tid).or_default().at(bin) += 1;
             }
             EventKind::Lost => self.losses.push((ticks, e.lost_count().unwrap_or(0))),
-            EventKind::Begin | EventKind::End => {}
+            // Futures' and spans' lives are not drawn yet (their polls and entries are).
+            EventKind::Begin | EventKind::End | EventKind::Async => {}
         }
     }
 }

@@ -514,7 +514,8 @@ impl Out for Decode<'_> {
                     .or_insert_with(|| vec![0; w.px as usize])[p] += 1;
             }
             // Losses come from the index (each is kept there).
-            EventKind::Lost | EventKind::Begin | EventKind::End => {}
+            // Futures' and spans' lives are not drawn yet (their polls and entries are).
+            EventKind::Lost | EventKind::Begin | EventKind::End | EventKind::Async => {}
         }
     }
 }
