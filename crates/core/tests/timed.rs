@@ -54,51 +54,36 @@ struct Seen {
     inner_wall: Duration,
 }
 
-/// Measures every poll of `F` from inside the profiled future.
-struct Inner<F> {
+/// Measures every poll of `F`: from inside the profiled future (`inner`, which also counts
+/// the polls and the threads they ran on) or from outside it.
+struct Watch<F> {
     f: Pin<Box<F>>,
     seen: Arc<Mutex<Seen>>,
     first: Option<Instant>,
+    inner: bool,
 }
 
-impl<F: Future> Future for Inner<F> {
+impl<F: Future> Future for Watch<F> {
     type Output = F::Output;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let t = Instant::now();
         let first = *self.first.get_or_insert(t);
         let r = self.f.as_mut().poll(cx);
         let d = t.elapsed();
-        let mut s = self.seen.lock().unwrap();
-        s.polls += 1;
-        s.threads.push(std::thread::current().id());
-        s.inner_busy += d;
-        s.inner_max = s.inner_max.max(d);
+        let inner = self.inner;
+        let mut guard = self.seen.lock().unwrap();
+        let s = &mut *guard;
+        let (busy, max, wall) = if inner {
+            s.polls += 1;
+            s.threads.push(std::thread::current().id());
+            (&mut s.inner_busy, &mut s.inner_max, &mut s.inner_wall)
+        } else {
+            (&mut s.outer_busy, &mut s.outer_max, &mut s.outer_wall)
+        };
+        *busy += d;
+        *max = (*max).max(d);
         if r.is_ready() {
-            s.inner_wall = first.elapsed();
-        }
-        r
-    }
-}
-
-/// Measures every poll of the profiled future from outside it.
-struct Outer<F> {
-    f: Pin<Box<F>>,
-    seen: Arc<Mutex<Seen>>,
-    first: Option<Instant>,
-}
-
-impl<F: Future> Future for Outer<F> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let t = Instant::now();
-        let first = *self.first.get_or_insert(t);
-        let r = self.f.as_mut().poll(cx);
-        let d = t.elapsed();
-        let mut s = self.seen.lock().unwrap();
-        s.outer_busy += d;
-        s.outer_max = s.outer_max.max(d);
-        if r.is_ready() {
-            s.outer_wall = first.elapsed();
+            *wall = first.elapsed();
         }
         r
     }
@@ -144,15 +129,17 @@ fn futures_that_move_between_threads_are_counted_where_each_poll_ran_and_once_wh
             let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
             let mut handles = Vec::new();
             for (i, s) in seen.iter().enumerate() {
-                let inner = Inner {
+                let inner = Watch {
                     f: Box::pin(task(i as u64, tx.clone())),
                     seen: s.clone(),
                     first: None,
+                    inner: true,
                 };
-                let outer = Outer {
+                let outer = Watch {
                     f: Box::pin(inner.profiled("migrating task")),
                     seen: s.clone(),
                     first: None,
+                    inner: false,
                 };
                 handles.push(tokio::spawn(outer));
             }

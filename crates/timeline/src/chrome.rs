@@ -33,6 +33,11 @@ struct Chrome<W> {
     early: std::collections::HashMap<u64, (u64, u64, AsyncWhat)>,
 }
 
+/// How an async slice's end is marked: a future cancelled.
+fn label(how: AsyncWhat) -> Option<&'static str> {
+    (how == AsyncWhat::Cancelled).then_some("cancelled")
+}
+
 impl<W: Write> Chrome<W> {
     fn event(&mut self) {
         if !self.first {
@@ -57,7 +62,7 @@ impl<W: Write> Chrome<W> {
     ) -> io::Result<()> {
         if how != AsyncWhat::Begin {
             if self.lives.remove(&aid).is_some() {
-                return self.life_event(meta, "e", id, aid, ns, thread, how);
+                return self.life_event(meta, "e", id, aid, ns, thread, label(how));
             }
             if self.early.len() < 1 << 20 {
                 self.early.insert(aid, (ns, thread, how));
@@ -67,9 +72,9 @@ impl<W: Write> Chrome<W> {
         if self.lives.contains_key(&aid) {
             return Ok(());
         }
-        self.life_event(meta, "b", id, aid, ns, thread, how)?;
+        self.life_event(meta, "b", id, aid, ns, thread, None)?;
         match self.early.remove(&aid) {
-            Some((end, t, how)) => self.life_event(meta, "e", id, aid, end.max(ns), t, how),
+            Some((end, t, how)) => self.life_event(meta, "e", id, aid, end.max(ns), t, label(how)),
             None => {
                 self.lives.insert(aid, (id, thread));
                 Ok(())
@@ -86,7 +91,7 @@ impl<W: Write> Chrome<W> {
         aid: u64,
         ns: u64,
         thread: u64,
-        how: AsyncWhat,
+        label: Option<&str>,
     ) -> io::Result<()> {
         self.event();
         self.buf.push_str("\"name\":");
@@ -95,8 +100,10 @@ impl<W: Write> Chrome<W> {
         self.buf.push_str(&format!("{aid:x}"));
         self.buf.push('"');
         self.common(ph, ns, thread);
-        if ph == "e" && how == AsyncWhat::Cancelled {
-            self.buf.push_str(",\"args\":{\"cancelled\":true}");
+        if let Some(label) = label {
+            self.buf.push_str(",\"args\":{\"");
+            self.buf.push_str(label);
+            self.buf.push_str("\":true}");
         }
         self.done()
     }
@@ -185,15 +192,7 @@ impl<W: Write> Sink for Chrome<W> {
         let mut open: Vec<(u64, (u64, u64))> = self.lives.drain().collect();
         open.sort_unstable();
         for (aid, (id, thread)) in open {
-            self.event();
-            self.buf.push_str("\"name\":");
-            json_str(&mut self.buf, &meta.scope_name(id));
-            self.buf.push_str(",\"cat\":\"async\",\"id\":\"0x");
-            self.buf.push_str(&format!("{aid:x}"));
-            self.buf.push('"');
-            self.common("e", ns, thread);
-            self.buf.push_str(",\"args\":{\"unfinished\":true}");
-            self.done()?;
+            self.life_event(meta, "e", id, aid, ns, thread, Some("unfinished"))?;
         }
         self.early.clear();
         Ok(())
