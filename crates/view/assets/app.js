@@ -875,13 +875,34 @@ function renderSummary(box, s, c) {
   ];
   const t = table(cols, s.scopes, { sortable: true, onPick: (r) => { S.highlight = r.id; TL.draw(); }, class: 'summary' });
   t.id = 'summary-table';
+  // Futures and spans: busy (their polls or entries, the rows above) beside wall (their lives).
+  const timed = s.scopes.filter((r) => r.wall);
+  const lives = [];
+  if (timed.length) {
+    const w = (k) => (r) => r.wall[k];
+    const wcols = [
+      cols[0],
+      { key: 'lives', label: 'lives', num: true, value: w('calls'), text: (r) => count(r.wall.calls) },
+      { key: 'cancelled', label: 'cancelled', num: true, value: w('cancelled'), text: (r) => count(r.wall.cancelled) },
+      { key: 'calls', label: 'entries', num: true, value: (r) => r.calls, text: (r) => count(r.calls) },
+      { key: 'total_ns', label: 'busy', num: true, value: (r) => r.total_ns, text: (r) => dur(r.total_ns) },
+      { key: 'wall_ns', label: 'wall', num: true, value: w('total_ns'), text: (r) => dur(r.wall.total_ns) },
+      { key: 'wall_p50', label: 'wall p50', num: true, value: w('p50_ns'), text: (r) => dur(r.wall.p50_ns) },
+      { key: 'wall_p99', label: 'wall p99', num: true, value: w('p99_ns'), text: (r) => dur(r.wall.p99_ns) },
+      { key: 'wall_max', label: 'wall max', num: true, value: w('max_ns'), text: (r) => dur(r.wall.max_ns) },
+    ];
+    const lt = table(wcols, timed, { sortable: true, onPick: (r) => { S.highlight = r.id; TL.draw(); }, class: 'summary' });
+    lt.id = 'lives-table';
+    lives.push(el('p', { class: 'note', text: 'Futures and spans: busy = time polled or entered, wall = first poll → ready or dropped (future), created → closed (span).' }), lt);
+  }
   const l = s.lost;
   const extra = [];
   if (s.frames.length) extra.push(`frames: ${s.frames.map((f) => `${f.name} ${count(f.frames)} (mean ${dur(f.mean_ns ?? NaN)}, p99 ${dur(f.p99_ns ?? NaN)}, max ${dur(f.max_ns ?? NaN)})`).join('; ')}`);
   if (s.counters.length) extra.push(`counters: ${s.counters.map((x) => `${x.name} ${count(x.count)} values, ${x.min} to ${x.max}`).join('; ')}`);
   if (s.messages.count) extra.push(`messages: ${count(s.messages.count)}${s.messages.first.length ? ` — first: ${s.messages.first.map((m) => m.text).join(' | ')}` : ''}`);
   extra.push(`lost: ${count(l.dropped)} events dropped (memory budget spent) · ${count(l.undelivered)} undelivered · ${count(l.evicted)} evicted (flight-recorder window) · scopes: ${count(l.abandoned)} abandoned, ${count(l.unmatched_ends)} ends unmatched, ${count(l.open_at_end)} open at the end, ${count(l.dropped_scopes)} dropped whole, ${count(l.in_flight_at_start)} in flight at the start`);
-  box.replaceChildren(el('p', { class: 'note', text: head }), t, ...extra.map((x) => el('p', { class: 'note', text: x })));
+  if (l.async_unpaired) extra.push(`futures and spans: ${count(l.async_unpaired)} with one end of their life in the capture (no wall time)`);
+  box.replaceChildren(el('p', { class: 'note', text: head }), t, ...lives, ...extra.map((x) => el('p', { class: 'note', text: x })));
 }
 
 // A window's answer (crates/view/src/wire.rs).
