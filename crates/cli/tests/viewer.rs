@@ -123,6 +123,43 @@ fn browse(script: &str, url: &str, out: &Path, flags: &[&str]) -> serde_json::Va
     v
 }
 
+/// Runs live.mjs on `url`, starting the program with `start` once the page is up (its first
+/// line, `loaded`), and returns what the page saw, with the program's exit.
+fn browse_live(
+    url: &str,
+    out: &Path,
+    start: impl FnOnce() -> Child,
+) -> (serde_json::Value, std::process::ExitStatus) {
+    let mut node = Command::new("node")
+        .arg(root().join("crates/view/tests/browser/live.mjs"))
+        .arg(url)
+        .arg(out)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node not found: install Node.js (Debian: nodejs, npm) and run tests/readers/install.sh");
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let mut program = (first == "loaded").then(start);
+    let last = if first == "loaded" {
+        lines.map_while(Result::ok).last().unwrap_or_default()
+    } else {
+        first
+    };
+    let _ = node.wait();
+    let status = match program.as_mut() {
+        Some(p) => p.wait().unwrap(),
+        None => panic!("live.mjs ended before the page was up: {last}"),
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(last.trim()).unwrap_or_else(|e| panic!("live.mjs: {e}: {last}"));
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([]),
+        "live.mjs in Chromium: {v}"
+    );
+    (v, status)
+}
+
 /// The number in a table cell as the page wrote it.
 fn cell(row: &serde_json::Value, col: &str) -> Option<f64> {
     row[col]["value"].as_str().and_then(|v| v.parse().ok())
@@ -528,10 +565,9 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("{:?}", v.stderr))
         .to_owned();
-    let mut program = demo_into(&addr, "3");
     let out = shots("live");
-    let page = browse("live.mjs", &v.url, &out, &[]);
-    assert!(program.wait().unwrap().success());
+    let (page, status) = browse_live(&v.url, &out, || demo_into(&addr, "3"));
+    assert!(status.success());
     check_live(&page);
     drop(v);
 
@@ -573,9 +609,9 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
             .and_then(|r| r.split_whitespace().next())
             .map(str::to_owned);
     }
-    let mut program = demo_into(at.as_deref().unwrap(), "3");
-    let page = browse("live.mjs", url.trim(), &out, &[]);
-    assert!(program.wait().unwrap().success());
+    let at = at.unwrap();
+    let (page, status) = browse_live(url.trim(), &out, || demo_into(&at, "3"));
+    assert!(status.success());
     check_live(&page);
     // The file is the capture: `report` reads it.
     let _ = listen.kill();

@@ -1194,7 +1194,9 @@ async function refreshInfo() {
 }
 
 async function poll() {
-  const live = S.info.captures.some((c) => !c.status.done);
+  // A capture still arriving, or a viewer waiting for programs to connect (a page opened
+  // before its program started must see the capture appear).
+  const live = S.info.captures.some((c) => !c.status.done) || S.info.listening;
   if (live) {
     try {
       const before = S.info.captures[S.c];

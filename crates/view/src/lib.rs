@@ -105,6 +105,8 @@ pub struct Viewer {
     pub profiles: Vec<ProfileDoc>,
     /// The positions in `profiles` of the diff's base and new.
     pub diff: Option<(usize, usize)>,
+    /// Live captures may arrive (`tcp://` inputs, or a feed): the page keeps asking.
+    pub listening: bool,
 }
 
 /// A viewer bound to its address, ready to serve.
@@ -204,6 +206,7 @@ pub fn start(config: &Config) -> Result<Started, Error> {
         captures: RwLock::new(captures),
         profiles,
         diff,
+        listening: !live.is_empty() || config.fed,
     });
     let max = if config.max_connections == 0 {
         64
@@ -291,6 +294,7 @@ impl Viewer {
             "captures": captures,
             "profiles": self.profiles.iter().map(ProfileDoc::info).collect::<Vec<_>>(),
             "diff": self.diff.map(|(b, n)| json!({"base": b, "new": n})),
+            "listening": self.listening,
         })
     }
 

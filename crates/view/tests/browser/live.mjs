@@ -3,6 +3,8 @@
 // what the page showed at two moments while the capture was still arriving, and at its end.
 //
 // usage: node live.mjs URL OUTDIR
+// Prints `loaded` once the page is up (start the program then), and its findings as one JSON
+// line at the end.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +30,10 @@ const look = () => page.evaluate(() => {
 });
 try {
   await page.goto(url);
+  await page.waitForFunction(() => window.tickscope && window.tickscope.S.info, null, { timeout: 60000, polling: 50 });
+  // The test starts the program only now, so that the page sees its capture arrive
+  // however long a loaded machine took to get here.
+  await new Promise((resolve) => process.stdout.write('loaded\n', resolve));
   // The capture appears once its program connects, then grows.
   await page.waitForFunction(() => { const i = window.tickscope && window.tickscope.S.info; const c = i && i.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
