@@ -1205,9 +1205,16 @@ async function poll() {
       const c = S.info.captures[S.c];
       if (S.tab === 'timeline' && c && c.threads) {
         if (S.follow && was !== undefined && S.until !== null) {
-          const span = S.until - S.from;
-          S.until = c.duration_ns * 1.02;
-          S.from = S.until - span;
+          if (S.from <= 0 && S.until >= was) {
+            // The whole capture in view (as when it first appeared): keep it whole.
+            S.from = 0;
+            S.until = Math.max(c.duration_ns, 1000) * 1.02;
+          } else {
+            // A window of the user's: the same span, at the end.
+            const span = S.until - S.from;
+            S.until = c.duration_ns * 1.02;
+            S.from = S.until - span;
+          }
         }
         // A live capture's summary is recomputed every few seconds, and once at its end.
         if (c.live && (Date.now() - (TL.summaryAt || 0) > 3000 || c.status.done)) TL.summaryFor = null;

@@ -97,7 +97,8 @@ try {
     out.panned = await state();
     await shot('timeline-zoomed');
 
-    // A scope: click the middle of the widest slice drawn on a worker's first row.
+    // A scope: click the middle of the widest slice drawn (narrower than the window when
+    // one is: a slice that fills it says less of where the click landed).
     const target = await page.evaluate(() => {
       const { TL, S } = window.tickscope;
       const box = document.getElementById('tl-canvas').getBoundingClientRect();
@@ -110,7 +111,9 @@ try {
           for (const s of row.slices) {
             const x0 = Math.max(TL.x(s.b), 181), x1 = Math.min(TL.x(s.e), 1390);
             const y = tr.y - S.scrollY + 18 + d * 16 + 8;
-            if (x1 - x0 > 20 && x1 - x0 < 1000 && (!best || x1 - x0 > best.w) && y > 30 && y < box.height - 10) best = { x: box.left + (x0 + x1) / 2, y: box.top + y, w: x1 - x0, id: s.id, b: s.b, e: s.e };
+            const w = x1 - x0;
+            const rank = w < 1000 ? w + 10000 : w; // narrower than the window first
+            if (w > 20 && (!best || rank > best.rank) && y > 30 && y < box.height - 10) best = { x: box.left + (x0 + x1) / 2, y: box.top + y, w, rank, id: s.id, b: s.b, e: s.e };
           }
         });
       }
