@@ -38,12 +38,22 @@ try {
   await page.waitForFunction(() => { const i = window.tickscope && window.tickscope.S.info; const c = i && i.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
   await page.screenshot({ path: path.join(outdir, 'live-1.png') });
+  // Then the page follows it: a later window, drawn (its answer is the window's).
+  const drawnAfter = (u) => {
+    const { S, TL } = window.tickscope;
+    return S.until > u && !TL.inflight && TL.answer && Math.abs(TL.answer.from - Math.max(0, Math.floor(S.from))) < 2;
+  };
   await page.waitForFunction((d) => { const c = window.tickscope.S.info.captures[0]; return c.duration_ns > d; }, out.seen[0].duration, { timeout: 60000, polling: 50 });
-  await page.waitForTimeout(600);
+  await page.waitForFunction(drawnAfter, out.seen[0].until, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
   await page.screenshot({ path: path.join(outdir, 'live-2.png') });
+  // Its end: the connection closed, and the last window drawn.
   await page.waitForFunction(() => window.tickscope.S.info.captures[0].status.done, null, { timeout: 120000, polling: 100 });
-  await page.waitForTimeout(1200);
+  const last = await page.evaluate(() => window.tickscope.S.until);
+  await page.waitForFunction((u) => {
+    const { S, TL } = window.tickscope;
+    return (S.until > u || !S.follow) && !TL.inflight && TL.answer && Math.abs(TL.answer.from - Math.max(0, Math.floor(S.from))) < 2;
+  }, last - 1, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
 } catch (e) {
   out.errors.push(`driver: ${e && e.stack ? e.stack : e}`);
