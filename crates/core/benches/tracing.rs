@@ -12,6 +12,9 @@
 //!   themselves ~20 ns on a VM where one `rdtsc` costs ~10 ns: see the `floor`);
 //! - **scope!**: a bare `tickscope::scope!` for comparison, and the **floor** (two counter
 //!   reads and a thread-local add, as in the overhead benchmark).
+//! - **registry + tracing-chrome**: a peer layer (it writes Chrome trace events on a thread
+//!   of its own), in the same run, after the others (its writer thread would slow them). tracing-timing was left out: it measures the time between
+//!   events, not spans, and brings crossbeam, hdrhistogram and quanta.
 //! - **future**: a ready future polled once through `.profiled()` against the same future
 //!   bare.
 //!
@@ -90,8 +93,13 @@ fn main() {
     let layered = tracing::Dispatch::new(
         tracing_subscriber::registry().with(tickscope::tracing::Layer::default()),
     );
-    let (mut reg, mut lay, mut scope, mut floor, mut bare, mut prof) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let trace = std::env::temp_dir().join(format!("tickscope-bench-{}.json", std::process::id()));
+    let (chrome_layer, chrome_guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .file(&trace)
+        .build();
+    let chrome = tracing::Dispatch::new(tracing_subscriber::registry().with(chrome_layer));
+    let (mut reg, mut lay, mut scope, mut floor, mut bare, mut prof, mut chr) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..ROUNDS {
         reg.push(tracing::dispatcher::with_default(&registry, || time(spans)));
         lay.push(tracing::dispatcher::with_default(&layered, || time(spans)));
@@ -101,12 +109,23 @@ fn main() {
         prof.push(time(|n| futures(n, true)));
     }
     let (reg, lay, scope, floor) = (best(&reg), best(&lay), best(&scope), best(&floor));
-    let (bare, prof) = (best(&bare), best(&prof));
+    // tracing-chrome last and apart: its writer thread keeps a core busy while it drains, which
+    // would slow whatever ran beside it.
+    for _ in 0..ROUNDS {
+        chr.push(tracing::dispatcher::with_default(&chrome, || time(spans)));
+    }
+    let (bare, prof, chr) = (best(&bare), best(&prof), best(&chr));
+    drop(chrome_guard);
+    let _ = std::fs::remove_file(&trace);
     println!("tracing spans, enter + exit, best of {ROUNDS} rounds of {N}:");
     println!("  registry alone          {reg:7.2} ns");
     println!(
         "  registry + our layer    {lay:7.2} ns   (the layer adds {:.2} ns)",
         lay - reg
+    );
+    println!(
+        "  registry + tracing-chrome {chr:5.2} ns   (it adds {:.2} ns)",
+        chr - reg
     );
     println!("  scope! alone            {scope:7.2} ns   (floor: two counter reads + a TLS add {floor:.2} ns)");
     println!(
@@ -116,6 +135,10 @@ fn main() {
     println!(
         "  RATIO layer's cost / scope!: {:.3}   (what the span lookup and the entered list add)",
         (lay - reg) / scope
+    );
+    println!(
+        "  RATIO layer's cost / tracing-chrome's: {:.3}",
+        (lay - reg) / (chr - reg)
     );
     println!("a ready future polled once: bare {bare:.2} ns, .profiled() {prof:.2} ns (adds {:.2} ns: the poll as a scope, whose readings are also the wall time's, and the wall time's atomics)", prof - bare);
 }
