@@ -128,6 +128,30 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
 }
 
 /// A report's row for scope `name`.
+/// `tickscope convert CAP --to TO -o OUT`, which must succeed.
+fn convert(cap: &Path, to: &str, out: &Path) {
+    ok(&tickscope()
+        .arg("convert")
+        .arg(cap)
+        .args(["--to", to, "-o"])
+        .arg(out)
+        .output()
+        .unwrap());
+}
+
+/// What tests/readers/perfetto-decode.py (Perfetto's protos) made of a trace, and its text.
+fn decode_perfetto(trace: &Path, flags: &[&str]) -> (serde_json::Value, String) {
+    let out = Command::new(readers().join(".venv/bin/python"))
+        .arg(readers().join("perfetto-decode.py"))
+        .args(flags)
+        .arg(trace)
+        .output()
+        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
+    let summary = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = serde_json::from_str(&summary).unwrap_or_else(|e| panic!("{e}: {summary}"));
+    (v, summary)
+}
+
 fn scope_row<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     v["scopes"]
         .as_array()
@@ -218,13 +242,7 @@ fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
     let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
     assert!(text.contains("demo: all clients done"), "{text}");
     let chrome = d.join("async.json");
-    ok(&tickscope()
-        .arg("convert")
-        .arg(&cap)
-        .args(["--to", "chrome", "-o"])
-        .arg(&chrome)
-        .output()
-        .unwrap());
+    convert(&cap, "chrome", &chrome);
     let trace: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
     let mut tids: Vec<u64> = trace["traceEvents"]
@@ -258,20 +276,8 @@ fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
     // Perfetto: a track per life under the process, begun and ended on the sequences of the
     // threads that polled it, balanced as trace_processor pairs them.
     let pftrace = d.join("async.pftrace");
-    ok(&tickscope()
-        .arg("convert")
-        .arg(&cap)
-        .args(["--to", "perfetto", "-o"])
-        .arg(&pftrace)
-        .output()
-        .unwrap());
-    let decoded = Command::new(readers().join(".venv/bin/python"))
-        .arg(readers().join("perfetto-decode.py"))
-        .arg(&pftrace)
-        .output()
-        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
-    let summary = String::from_utf8_lossy(&decoded.stdout);
-    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    convert(&cap, "perfetto", &pftrace);
+    let (v, summary) = decode_perfetto(&pftrace, &[]);
     assert_eq!(
         (v["ok"].as_bool(), v["balanced"].as_bool()),
         (Some(true), Some(true)),
@@ -441,21 +447,8 @@ fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
         "{samples} of {profiled}"
     );
     let trace = d.join("both.pftrace");
-    ok(&tickscope()
-        .arg("convert")
-        .arg(&cap)
-        .args(["--to", "perfetto", "-o"])
-        .arg(&trace)
-        .output()
-        .unwrap());
-    let perfetto = Command::new(readers().join(".venv/bin/python"))
-        .arg(readers().join("perfetto-decode.py"))
-        .arg("--no-events")
-        .arg(&trace)
-        .output()
-        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
-    let summary = String::from_utf8_lossy(&perfetto.stdout);
-    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    convert(&cap, "perfetto", &trace);
+    let (v, summary) = decode_perfetto(&trace, &["--no-events"]);
     assert_eq!(v["ok"], true, "{summary}");
     assert_eq!(v["perf_samples"].as_u64(), Some(samples), "{summary}");
     let functions = v["sample_functions"].as_object().unwrap();
