@@ -21,33 +21,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::clock::Ticks;
-use crate::scope::callsite::{Callsite, Kind, Name};
-use crate::scope::wall::{Wall, WallKind};
+use crate::scope::callsite::{Kind, Name};
+use crate::scope::wall::TimedSite;
 
-/// A future call site: the scope its polls are, and its wall times. The macros put one in a
-/// static; [`FutureExt::profiled`] makes one per name and caller location. Not a stable API.
+/// A future's call site: its polls' scope and its lives. Not a stable API.
 #[doc(hidden)]
-pub struct AsyncSite {
-    cs: Callsite,
-    wall: Wall,
-}
-
-impl AsyncSite {
-    /// A call site; `file`, `line` and `module` come from `file!()`, `line!()`,
-    /// `module_path!()`.
-    pub const fn new(
-        name: Name,
-        kind: Kind,
-        file: &'static str,
-        line: u32,
-        module: &'static str,
-    ) -> AsyncSite {
-        AsyncSite {
-            cs: Callsite::new(name, kind, file, line, module),
-            wall: Wall::new(WallKind::Future),
-        }
-    }
-}
+pub type AsyncSite = TimedSite;
 
 pin_project_lite::pin_project! {
     /// A future measured as a tickscope call site: see the [module docs](self).
@@ -77,39 +56,7 @@ pin_project_lite::pin_project! {
 
 #[cold]
 fn cancelled(site: &'static AsyncSite, first: Ticks, async_id: u64) {
-    let t = crate::now();
-    site.wall.record(site.cs.id(), first, t, true);
-    timeline_end(site, async_id, t, true);
-}
-
-/// Records a future's begin on the running capture's timeline; returns its async id (0:
-/// none running).
-#[inline]
-fn timeline_begin(site: &'static AsyncSite, t: Ticks) -> u64 {
-    #[cfg(feature = "capture")]
-    if crate::imp::capturing() {
-        let id = crate::capture::next_async_id();
-        crate::capture::async_event(site.cs.id(), id, crate::capture::format::what::BEGIN, t);
-        return id;
-    }
-    let _ = (site, t);
-    0
-}
-
-/// Records a future's end on the timeline, if its begin is there.
-#[inline]
-fn timeline_end(site: &'static AsyncSite, async_id: u64, t: Ticks, cancelled: bool) {
-    #[cfg(feature = "capture")]
-    if async_id != 0 && crate::capture::running() {
-        use crate::capture::format::what;
-        let what = if cancelled {
-            what::CANCELLED
-        } else {
-            what::END
-        };
-        crate::capture::async_event(site.cs.id(), async_id, what, t);
-    }
-    let _ = (site, async_id, t, cancelled);
+    site.end(first, async_id, crate::now(), true);
 }
 
 /// Measures `fut` as the future call site `site` (what `#[profile]` on an `async fn`
@@ -146,15 +93,18 @@ impl<F: Future> Future for Profiled<F> {
                 .as_ref()
                 .map_or_else(crate::now, crate::imp::raw_t0)
                 .max(1);
-            *this.async_id = timeline_begin(site, *this.first);
+            *this.async_id = site.begin(*this.first);
         }
         let r = this.inner.poll(cx);
         let t1 = open.as_ref().and_then(crate::imp::exit_raw);
         if r.is_ready() {
             *this.done = true;
-            let t1 = t1.unwrap_or_else(crate::now);
-            site.wall.record(site.cs.id(), *this.first, t1, false);
-            timeline_end(site, *this.async_id, t1, false);
+            site.end(
+                *this.first,
+                *this.async_id,
+                t1.unwrap_or_else(crate::now),
+                false,
+            );
         }
         r
     }
@@ -201,21 +151,9 @@ fn site_for(name: &'static str, at: &'static std::panic::Location<'static>) -> &
     if let Some(s) = cached {
         return s;
     }
-    let site = {
-        let mut sites = crate::scope::lock_within(&SITES, None).expect("no deadline");
-        *sites
-            .get_or_insert_with(Default::default)
-            .entry(key)
-            .or_insert_with(|| {
-                Box::leak(Box::new(AsyncSite::new(
-                    Name::Static(name),
-                    Kind::Scope,
-                    at.file(),
-                    at.line(),
-                    "",
-                )))
-            })
-    };
+    let site = TimedSite::interned(&SITES, key, || {
+        TimedSite::new(Name::Static(name), Kind::Scope, at.file(), at.line(), "")
+    });
     let _ = RECENT.try_with(|r| {
         let mut r = r.borrow_mut();
         if r.len() >= 32 {

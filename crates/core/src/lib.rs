@@ -315,6 +315,7 @@ pub mod __private {
     pub use crate::imp::capturing;
     pub use crate::imp::{enter, enter_cached};
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
+    pub use crate::scope::wall::TimedSite;
     pub use crate::scope::SlotCache;
 
     /// A `TICKSCOPE_*` variable, ignored in a setuid or setgid process (with one warning):

@@ -37,8 +37,8 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::clock::Ticks;
-use crate::scope::callsite::{Callsite, Kind, Name};
-use crate::scope::wall::{Wall, WallKind};
+use crate::scope::callsite::{Kind, Name};
+use crate::scope::wall::{TimedSite, WallKind};
 
 /// The `tracing_subscriber` layer: `registry().with(tickscope::tracing::Layer::default())`.
 /// See the [module docs](self).
@@ -54,11 +54,8 @@ impl Layer {
     }
 }
 
-/// A span call site: the scope its entries are, and its wall times.
-struct Site {
-    cs: Callsite,
-    wall: Wall,
-}
+/// A span call site: the scope its entries are, and its lives.
+type Site = TimedSite;
 
 /// A span's creation, kept in the registry's extensions until its close.
 struct Created {
@@ -137,25 +134,16 @@ fn site_of(meta: &'static Metadata<'static>) -> &'static Site {
 #[cold]
 #[inline(never)]
 fn site_slow(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
-    let site = {
-        let mut sites = crate::scope::lock_within(&SITES, None).expect("no deadline");
-        *sites
-            .get_or_insert_with(HashMap::new)
-            .entry(key)
-            .or_insert_with(|| {
-                Box::leak(Box::new(Site {
-                    cs: Callsite::new(
-                        Name::Static(meta.name()),
-                        Kind::Scope,
-                        meta.file().unwrap_or(""),
-                        meta.line().unwrap_or(0),
-                        meta.module_path().unwrap_or(""),
-                    ),
-                    wall: Wall::new(WallKind::Span),
-                }))
-            })
-    };
-    site
+    TimedSite::interned(&SITES, key, || {
+        TimedSite::of(
+            WallKind::Span,
+            Name::Static(meta.name()),
+            Kind::Scope,
+            meta.file().unwrap_or(""),
+            meta.line().unwrap_or(0),
+            meta.module_path().unwrap_or(""),
+        )
+    })
 }
 
 impl<S> tracing_subscriber::Layer<S> for Layer
@@ -169,17 +157,7 @@ where
         let site = site_of(attrs.metadata());
         if let Some(span) = ctx.span(id) {
             let at = crate::now();
-            #[cfg(feature = "capture")]
-            let async_id = if crate::imp::capturing() {
-                let a = crate::capture::next_async_id();
-                let what = crate::capture::format::what::BEGIN;
-                crate::capture::async_event(site.cs.id(), a, what, at);
-                a
-            } else {
-                0
-            };
-            #[cfg(not(feature = "capture"))]
-            let async_id = 0;
+            let async_id = site.begin(at);
             span.extensions_mut().insert(Created { site, at, async_id });
         }
     }
@@ -228,13 +206,7 @@ where
         let Some(span) = ctx.span(&id) else { return };
         let ext = span.extensions();
         if let Some(c) = ext.get::<Created>() {
-            let t = crate::now();
-            c.site.wall.record(c.site.cs.id(), c.at, t, false);
-            #[cfg(feature = "capture")]
-            if c.async_id != 0 && crate::capture::running() {
-                let what = crate::capture::format::what::END;
-                crate::capture::async_event(c.site.cs.id(), c.async_id, what, t);
-            }
+            c.site.end(c.at, c.async_id, crate::now(), false);
         }
     }
 

@@ -7,12 +7,101 @@
 //! figures are shared atomics (one `fetch_add` each), not a thread's slot. Call sites with a
 //! wall time are listed here on their first record, for the reports.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use tickscope_fmt::hist::{bucket, Counts, BUCKETS};
 
+use super::callsite::{Callsite, Kind, Name};
 use crate::clock::Ticks;
+
+/// A call site measured twice: each entry (a future's poll, a span's enter) a scope of `cs`,
+/// each life (first poll to ready; creation to close) a wall time in `wall` and, while a
+/// capture runs, an async slice on its timeline. The macros put one in a static (futures);
+/// `tracing` spans and `.profiled(name)` make theirs at run time ([`TimedSite::interned`]).
+/// Not a stable API.
+#[doc(hidden)]
+pub struct TimedSite {
+    pub(crate) cs: Callsite,
+    pub(crate) wall: Wall,
+}
+
+impl TimedSite {
+    /// A future's call site; `file`, `line` and `module` come from `file!()`, `line!()`,
+    /// `module_path!()`.
+    pub const fn new(
+        name: Name,
+        kind: Kind,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+    ) -> TimedSite {
+        TimedSite::of(WallKind::Future, name, kind, file, line, module)
+    }
+
+    pub(crate) const fn of(
+        wall: WallKind,
+        name: Name,
+        kind: Kind,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+    ) -> TimedSite {
+        TimedSite {
+            cs: Callsite::new(name, kind, file, line, module),
+            wall: Wall::new(wall),
+        }
+    }
+
+    /// The site stored under `key` in `map`, made by `make` (and kept for the process's
+    /// life) the first time.
+    pub(crate) fn interned<K: Hash + Eq>(
+        map: &'static Mutex<Option<HashMap<K, &'static TimedSite>>>,
+        key: K,
+        make: impl FnOnce() -> TimedSite,
+    ) -> &'static TimedSite {
+        let mut sites = super::lock_within(map, None).expect("no deadline: always locks");
+        sites
+            .get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_insert_with(|| Box::leak(Box::new(make())))
+    }
+
+    /// A life begins at `t`; returns its async id on the running capture's timeline (0:
+    /// none runs).
+    #[inline]
+    pub(crate) fn begin(&'static self, t: Ticks) -> u64 {
+        #[cfg(feature = "capture")]
+        if crate::imp::capturing() {
+            let id = crate::capture::next_async_id();
+            let what = crate::capture::format::what::BEGIN;
+            crate::capture::async_event(self.cs.id(), id, what, t);
+            return id;
+        }
+        let _ = t;
+        0
+    }
+
+    /// The life begun at `t0` (async id `async_id`, from [`begin`](Self::begin)) ends at
+    /// `t1`, ready or closed, or `cancelled`: its wall time, and its end on the timeline.
+    #[inline]
+    pub(crate) fn end(&'static self, t0: Ticks, async_id: u64, t1: Ticks, cancelled: bool) {
+        self.wall.record(self.cs.id(), t0, t1, cancelled);
+        #[cfg(feature = "capture")]
+        if async_id != 0 && crate::capture::running() {
+            use crate::capture::format::what;
+            let what = if cancelled {
+                what::CANCELLED
+            } else {
+                what::END
+            };
+            crate::capture::async_event(self.cs.id(), async_id, what, t1);
+        }
+        let _ = async_id;
+    }
+}
 
 /// What a call site's wall time measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
