@@ -136,6 +136,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lives_table_puts_busy_beside_wall_and_a_kind_column_only_when_known() {
+        assert_eq!(lives_table(&[]), "");
+        let row = LivesRow {
+            name: "fetch".into(),
+            kind: Some("future"),
+            lives: 3,
+            cancelled: 1,
+            entries: 7,
+            busy_ns: 1500.0,
+            self_ns: 1000.0,
+            wall_ns: 3e6,
+            wall: [Some(1e6), Some(2e6), Some(2e6)],
+            entry: [Some(200.0), None, Some(900.0)],
+        };
+        let t = lives_table(std::slice::from_ref(&row));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("futures and spans: busy"), "{t}");
+        let cells = |l: &str| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cells(lines[1])[..3], ["name", "kind", "calls"]);
+        assert_eq!(
+            cells(lines[2]),
+            [
+                "fetch", "future", "3", "1", "7", "1.50 µs", "1.00 µs", "3.00 ms", "1.00 ms",
+                "2.00 ms", "2.00 ms", "200 ns", "-", "900 ns"
+            ]
+        );
+        let t = lives_table(&[LivesRow { kind: None, ..row }]);
+        assert_eq!(cells(t.lines().nth(1).unwrap())[..2], ["name", "calls"]);
+    }
+
+    #[test]
     fn durations_pick_a_unit_and_three_significant_digits() {
         let cases = [
             (0.0, "0 ns"),
@@ -187,4 +224,83 @@ mod tests {
             "name   calls    total\nparse     12  1.50 ms\nx       1200\n"
         );
     }
+}
+
+/// One row of the "futures and spans" table: a call site whose entries (a future's polls, a
+/// span's enters) are timed as scopes and whose lives (first poll to ready or drop, creation
+/// to close) as wall times. Durations in ns; `None` where nothing supports a figure.
+#[derive(Clone, Debug, Default)]
+pub struct LivesRow {
+    /// The call site's name.
+    pub name: String,
+    /// `future` or `span`, where known (a capture does not say).
+    pub kind: Option<&'static str>,
+    /// Lives ended, ready or cancelled.
+    pub lives: u64,
+    /// Futures dropped before ready (in `lives`).
+    pub cancelled: u64,
+    /// Entries (polls, enters).
+    pub entries: u64,
+    /// Time entered.
+    pub busy_ns: f64,
+    /// Time entered and not in child scopes.
+    pub self_ns: f64,
+    /// The lives' wall time.
+    pub wall_ns: f64,
+    /// Wall time p50, p99 and max.
+    pub wall: [Option<f64>; 3],
+    /// Entry p50, p99 and max.
+    pub entry: [Option<f64>; 3],
+}
+
+/// The "futures and spans" table, busy beside wall (either alone misleads: a future waiting
+/// on a timer is long and idle), with its heading line: what the exit summary and `tickscope
+/// report` print alike. Empty for no rows.
+pub fn lives_table(rows: &[LivesRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let kinds = rows.iter().any(|r| r.kind.is_some());
+    let opt = |v: Option<f64>| v.map_or("-".to_owned(), duration);
+    let mut table: Vec<Vec<String>> = Vec::with_capacity(rows.len() + 1);
+    let mut header = vec!["name"];
+    if kinds {
+        header.push("kind");
+    }
+    header.extend([
+        "calls",
+        "cancelled",
+        "entries",
+        "busy",
+        "self busy",
+        "wall",
+        "wall p50",
+        "wall p99",
+        "wall max",
+        "entry p50",
+        "entry p99",
+        "entry max",
+    ]);
+    table.push(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        let mut cells = vec![r.name.clone()];
+        if kinds {
+            cells.push(r.kind.unwrap_or("-").to_owned());
+        }
+        cells.extend([
+            r.lives.to_string(),
+            r.cancelled.to_string(),
+            r.entries.to_string(),
+            duration(r.busy_ns),
+            duration(r.self_ns),
+            duration(r.wall_ns),
+        ]);
+        cells.extend(r.wall.iter().chain(&r.entry).map(|v| opt(*v)));
+        table.push(cells);
+    }
+    let mut out = String::from(
+        "futures and spans: busy = time polled or entered (self: not in child scopes), wall = first poll → ready or dropped (future), created → closed (span)\n",
+    );
+    out.push_str(&align(&table, 1));
+    out
 }

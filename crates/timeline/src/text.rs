@@ -317,50 +317,29 @@ fn header(cells: &mut Vec<String>, names: &[&str]) {
 }
 
 /// Futures and spans: their busy time (polls or entries: the row's figures) beside their
-/// wall time (first poll to ready or drop; creation to close), as the exit summary gives.
+/// wall time, as the exit summary prints it (`tickscope_fmt::lives_table`).
 fn lives(out: &mut Out<'_>, rows: &[ScopeRow]) -> io::Result<()> {
-    let timed: Vec<&ScopeRow> = rows.iter().filter(|r| r.wall.is_some()).collect();
-    if timed.is_empty() {
-        return Ok(());
-    }
-    out.buf.push_str(
-        "futures and spans: busy = time polled or entered (self: not in child scopes), wall = first poll → ready or dropped (future), created → closed (span)\n",
-    );
-    align_to(out, timed.len() + 1, 1, |i, cells| {
-        let Some(r) = i.checked_sub(1).map(|i| timed[i]) else {
-            return header(
-                cells,
-                &[
-                    "name",
-                    "calls",
-                    "cancelled",
-                    "entries",
-                    "busy",
-                    "self busy",
-                    "wall",
-                    "wall p50",
-                    "wall p99",
-                    "wall max",
-                    "entry max",
-                ],
-            );
-        };
-        let w = r.wall.as_ref().expect("filtered");
-        let d = |v: u64| duration(v as f64);
-        cells.extend([
-            r.name.clone(),
-            w.count.to_string(),
-            w.cancelled.to_string(),
-            r.calls.to_string(),
-            d(r.total_ns),
-            d(r.self_ns),
-            d(w.total_ns),
-            d(w.p50_ns),
-            d(w.p99_ns),
-            d(w.max_ns),
-            opt(r.max_ns),
-        ]);
-    })
+    let f = |v: u64| v as f64;
+    let rows: Vec<tickscope_fmt::LivesRow> = rows
+        .iter()
+        .filter_map(|r| {
+            let w = r.wall.as_ref()?;
+            Some(tickscope_fmt::LivesRow {
+                name: r.name.clone(),
+                kind: None,
+                lives: w.count,
+                cancelled: w.cancelled,
+                entries: r.calls,
+                busy_ns: f(r.total_ns),
+                self_ns: f(r.self_ns),
+                wall_ns: f(w.total_ns),
+                wall: [Some(f(w.p50_ns)), Some(f(w.p99_ns)), Some(f(w.max_ns))],
+                entry: [r.p50_ns.map(f), r.p99_ns.map(f), r.max_ns.map(f)],
+            })
+        })
+        .collect();
+    out.buf.push_str(&tickscope_fmt::lives_table(&rows));
+    out.flush_some()
 }
 
 /// The scope table; `full` adds location, min, percentiles, %wall and clock errors.

@@ -197,62 +197,38 @@ fn table(entries: &[Entry], meta: &Context, full: bool) -> String {
     tickscope_fmt::align(&rows, if full { 2 } else { 1 })
 }
 
-/// Spans and futures: their busy time (entered or polled: the row's scope figures) beside
-/// their wall time (created → closed; first poll → ready or dropped). Either alone misleads:
-/// a future waiting on a timer is long and idle, a span entered on many threads at once is
-/// busier than it is long.
+/// Futures and spans: their busy time (the row's scope figures) beside their wall time
+/// (`tickscope_fmt::lives_table`, as `tickscope report` prints it).
 fn timed(out: &mut String, entries: &[Entry], meta: &Context) {
-    let timed: Vec<&Entry> = entries.iter().filter(|e| e.wall.is_some()).collect();
-    if timed.is_empty() {
-        return;
-    }
-    out.push_str(
-        "futures and spans: busy = time polled or entered (self: not in child scopes), wall = first poll → ready or dropped (future), created → closed (span)\n",
-    );
-    let ns = |t: u64| duration(meta.ns(t));
-    let mut rows = vec![[
-        "name",
-        "kind",
-        "calls",
-        "cancelled",
-        "entries",
-        "busy",
-        "self busy",
-        "wall",
-        "wall p50",
-        "wall p99",
-        "wall max",
-        "entry p50",
-        "entry p99",
-        "entry max",
-    ]
-    .iter()
-    .map(|h| h.to_string())
-    .collect::<Vec<_>>()];
-    for e in timed {
-        let (r, w) = (&e.row, e.wall.as_ref().expect("filtered"));
-        let q = |v: Option<u64>| v.map_or("-".into(), ns);
-        let complete = r.outer > 0 && r.min <= r.max;
-        let entry_q = |q: f64| match r.hist.quantile(q) {
-            Some(v) if complete => ns(v.max(r.min).min(r.max)),
-            _ => "-".into(),
-        };
-        rows.push(vec![
-            e.info.name.to_owned(),
-            w.kind.name().to_owned(),
-            w.count().to_string(),
-            w.cancelled.to_string(),
-            r.calls.to_string(),
-            ns(r.incl),
-            ns(r.self_ticks),
-            ns(w.total),
-            q(w.quantile(0.5)),
-            q(w.quantile(0.99)),
-            if w.count() > 0 { ns(w.max) } else { "-".into() },
-            entry_q(0.5),
-            entry_q(0.99),
-            if complete { ns(r.max) } else { "-".into() },
-        ]);
-    }
-    out.push_str(&tickscope_fmt::align(&rows, 1));
+    let ns = |t: u64| meta.ns(t);
+    let rows: Vec<tickscope_fmt::LivesRow> = entries
+        .iter()
+        .filter_map(|e| {
+            let (r, w) = (&e.row, e.wall.as_ref()?);
+            let complete = r.outer > 0 && r.min <= r.max;
+            let entry_q = |q: f64| {
+                r.hist
+                    .quantile(q)
+                    .filter(|_| complete)
+                    .map(|v| ns(v.max(r.min).min(r.max)))
+            };
+            Some(tickscope_fmt::LivesRow {
+                name: e.info.name.to_owned(),
+                kind: Some(w.kind.name()),
+                lives: w.count(),
+                cancelled: w.cancelled,
+                entries: r.calls,
+                busy_ns: ns(r.incl),
+                self_ns: ns(r.self_ticks),
+                wall_ns: ns(w.total),
+                wall: [
+                    w.quantile(0.5).map(ns),
+                    w.quantile(0.99).map(ns),
+                    (w.count() > 0).then(|| ns(w.max)),
+                ],
+                entry: [entry_q(0.5), entry_q(0.99), complete.then(|| ns(r.max))],
+            })
+        })
+        .collect();
+    out.push_str(&tickscope_fmt::lives_table(&rows));
 }
