@@ -141,16 +141,8 @@ pub use tickscope_macros::profile;
 #[macro_export]
 macro_rules! scope {
     () => {
-        let __tickscope_scope = $crate::__tickscope_enter!(
-            $crate::__private::Name::Function({
-                fn __tickscope_name() -> &'static str {
-                    fn f() {}
-                    $crate::__private::type_name_of(f)
-                }
-                __tickscope_name
-            }),
-            Scope
-        );
+        let __tickscope_scope =
+            $crate::__tickscope_enter!($crate::__tickscope_function_name!(), Scope);
     };
     (group = $group:expr $(,)?) => {
         let __tickscope_scope =
@@ -169,26 +161,46 @@ macro_rules! scope {
 #[macro_export]
 macro_rules! __tickscope_enter {
     ($name:expr, $kind:ident) => {
-        $crate::__private::enter_cached(
-            {
-                static __TICKSCOPE_CALLSITE: $crate::__private::Callsite =
-                    $crate::__private::Callsite::new(
-                        $name,
-                        $crate::__private::Kind::$kind,
-                        file!(),
-                        line!(),
-                        module_path!(),
-                    );
-                &__TICKSCOPE_CALLSITE
-            },
-            {
-                ::std::thread_local! {
-                    static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
-                        const { $crate::__private::SlotCache::new() };
-                }
-                &__TICKSCOPE_SLOT
-            },
-        )
+        $crate::__private::enter_cached($crate::__tickscope_site!(Callsite, $name, $kind), {
+            ::std::thread_local! {
+                static __TICKSCOPE_SLOT: $crate::__private::SlotCache =
+                    const { $crate::__private::SlotCache::new() };
+            }
+            &__TICKSCOPE_SLOT
+        })
+    };
+}
+
+/// A call site's static (`Callsite` for a scope, `AsyncSite` for a future) named `$name`,
+/// of kind `$kind`, at the place the macro was used. Not a stable API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tickscope_site {
+    ($ty:ident, $name:expr, $kind:ident) => {{
+        static __TICKSCOPE_CALLSITE: $crate::__private::$ty = $crate::__private::$ty::new(
+            $name,
+            $crate::__private::Kind::$kind,
+            file!(),
+            line!(),
+            module_path!(),
+        );
+        &__TICKSCOPE_CALLSITE
+    }};
+}
+
+/// The name of the function the macro is used in, resolved at registration. Not a stable
+/// API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tickscope_function_name {
+    () => {
+        $crate::__private::Name::Function({
+            fn __tickscope_name() -> &'static str {
+                fn f() {}
+                $crate::__private::type_name_of(f)
+            }
+            __tickscope_name
+        })
     };
 }
 
@@ -198,13 +210,7 @@ macro_rules! __tickscope_enter {
 #[macro_export]
 macro_rules! __tickscope_profiled {
     ((), $fut:expr) => {
-        $crate::__tickscope_profiled!(@site $crate::__private::Name::Function({
-            fn __tickscope_name() -> &'static str {
-                fn f() {}
-                $crate::__private::type_name_of(f)
-            }
-            __tickscope_name
-        }), Scope, $fut)
+        $crate::__tickscope_profiled!(@site $crate::__tickscope_function_name!(), Scope, $fut)
     };
     ((group = $group:expr), $fut:expr) => {
         $crate::__tickscope_profiled!(@site $crate::__private::Name::Static($group), Group, $fut)
@@ -213,20 +219,7 @@ macro_rules! __tickscope_profiled {
         $crate::__tickscope_profiled!(@site $crate::__private::Name::Static($name), Scope, $fut)
     };
     (@site $name:expr, $kind:ident, $fut:expr) => {
-        $crate::__private::profiled_at(
-            {
-                static __TICKSCOPE_CALLSITE: $crate::__private::AsyncSite =
-                    $crate::__private::AsyncSite::new(
-                        $name,
-                        $crate::__private::Kind::$kind,
-                        file!(),
-                        line!(),
-                        module_path!(),
-                    );
-                &__TICKSCOPE_CALLSITE
-            },
-            $fut,
-        )
+        $crate::__private::profiled_at($crate::__tickscope_site!(AsyncSite, $name, $kind), $fut)
     };
 }
 

@@ -251,6 +251,32 @@ fn async_fns_count_cancellations_apart_and_futures_never_polled_not_at_all() {
     assert!(ns(&r["total_ns"]) <= ns(&w["total_ns"]), "{r}");
 }
 
+/// `#[profile]` without a name on an `async fn` (and on a method) names the row after the
+/// function, as on a plain one.
+#[test]
+fn an_unnamed_async_fn_is_named_after_its_function() {
+    struct Store;
+    impl Store {
+        #[tickscope::profile]
+        async fn lookup(&self) -> u32 {
+            4
+        }
+    }
+    #[tickscope::profile]
+    async fn unnamed_async_step() -> u32 {
+        Store.lookup().await + 1
+    }
+    let _turn = crate::scopes_turn();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(unnamed_async_step()), 5);
+    for name in ["unnamed_async_step", "Store::lookup"] {
+        let r = row(name);
+        assert_eq!(r["wall"]["calls"].as_u64(), Some(1), "{r}");
+    }
+}
+
 #[cfg(feature = "tracing")]
 mod spans {
     use super::*;
