@@ -23,19 +23,29 @@ const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 const out = { errors: [], seen: [] };
 page.on('pageerror', (e) => out.errors.push(String(e)));
 const look = () => page.evaluate(() => {
-  const { S, TL } = window.tickscope;
+  const { S } = window.tickscope;
   const c = S.info.captures[S.c];
-  const slices = TL.answer ? [...TL.answer.byIndex.values()].reduce((n, t) => n + t.rows.reduce((m, r) => m + r.slices.length + r.busyPx.length, 0), 0) : 0;
-  return c ? { duration: c.duration_ns || 0, done: c.status.done, until: S.until, slices, follow: S.follow } : null;
+  return c ? { duration: c.duration_ns || 0, done: c.status.done, until: S.until, slices: window.drawn(), follow: S.follow } : null;
 });
 try {
   await page.goto(url);
+  // What the last answer drew: slices, and pixels of slices too narrow to draw one by one.
+  await page.evaluate(() => {
+    window.drawn = () => {
+      const a = window.tickscope && window.tickscope.TL.answer;
+      return a ? [...a.byIndex.values()].reduce((n, t) => n + t.rows.reduce((m, r) => m + r.slices.length + r.busyPx.length, 0), 0) : 0;
+    };
+  });
   await page.waitForFunction(() => window.tickscope && window.tickscope.S.info, null, { timeout: 60000, polling: 50 });
   // The test starts the program only now, so that the page sees its capture arrive
   // however long a loaded machine took to get here.
   await new Promise((resolve) => process.stdout.write('loaded\n', resolve));
-  // The capture appears once its program connects, then grows.
-  await page.waitForFunction(() => { const i = window.tickscope && window.tickscope.S.info; const c = i && i.captures[0]; return c && c.threads && c.duration_ns > 0 && window.tickscope.TL.answer; }, null, { timeout: 60000, polling: 50 });
+  // The capture appears once its program connects, then grows. An answer drawn while the
+  // program had only just connected may hold no scopes yet: wait for one that does.
+  await page.waitForFunction(() => {
+    const i = window.tickscope && window.tickscope.S.info; const c = i && i.captures[0];
+    return c && c.threads && c.duration_ns > 0 && window.drawn() > 0;
+  }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
   await page.screenshot({ path: path.join(outdir, 'live-1.png') });
   // Then the page follows it: a later window, drawn (its answer is the window's).
