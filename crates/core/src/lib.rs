@@ -46,7 +46,7 @@
 //! - A scope (or group) entered again while it is open on the same thread — recursion, or an
 //!   API calling its own public function — counts the call, but its time is added once, at
 //!   the outermost exit. `mean`, `min`, `max` and percentiles describe outermost calls.
-//! - Percentiles come from a log-linear histogram: within 2% of the exact value.
+//! - Percentiles come from a log-linear histogram: within 1% of the exact value.
 //! - A thread that exits is folded into the totals; nothing it recorded is lost. Whatever
 //!   cannot be recorded (nesting deeper than 4096, a scope opened during thread teardown) is
 //!   counted and shown in the report.

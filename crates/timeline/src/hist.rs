@@ -1,18 +1,18 @@
 //! The histogram of durations `tickscope report` takes percentiles from: the in-process
-//! summary's, from [`tickscope_fmt::hist`], so both report the same p50/p99 (good to 2%;
+//! summary's, from [`tickscope_fmt::hist`], so both report the same p50/p99 (good to 1%;
 //! reports clamp every percentile to the exact min and max).
 //!
-//! A full histogram is ~11 KB, and a capture may call millions of scopes a few times each:
+//! A full histogram is ~20 KB, and a capture may call millions of scopes a few times each:
 //! [`Dist`] holds the same counts in memory that grows with the calls recorded (nothing for
 //! none, its bucket for one, a sorted list of the buckets seen for a few), and becomes the
 //! full histogram from its [`DENSE_AFTER`]th value, when the calls have paid for it.
 
-use tickscope_fmt::hist::{bucket, bucket_range, Counts as Hist, BUCKETS};
+use tickscope_fmt::hist::{bucket, mid, quantile_of, Counts as Hist, BUCKETS};
 
 /// Values recorded before a distribution becomes a full histogram.
 const DENSE_AFTER: u32 = 512;
-/// A sparse entry is a bucket (below 2^11) and its count (below 2^21) in one `u32`.
-const COUNT_BITS: u32 = 21;
+/// A sparse entry is a bucket (below 2^12) and its count (below 2^20) in one `u32`.
+const COUNT_BITS: u32 = 20;
 const COUNT_MAX: u32 = (1 << COUNT_BITS) - 1;
 const _: () = assert!(BUCKETS <= 1 << (32 - COUNT_BITS) && DENSE_AFTER < COUNT_MAX);
 
@@ -91,26 +91,15 @@ impl Dist {
             Dist::Dense(h) => return h.quantile(q),
             Dist::Sparse(s) => (&s.list, s.n as u64),
         };
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
-        for &e in list {
-            seen += (e & COUNT_MAX) as u64;
-            if seen >= rank {
-                return Some(mid((e >> COUNT_BITS) as usize));
-            }
-        }
-        None
+        let buckets = list
+            .iter()
+            .map(|&e| ((e >> COUNT_BITS) as usize, (e & COUNT_MAX) as u64));
+        quantile_of(buckets, n, q)
     }
 }
 
 fn entry(b: usize, count: u32) -> u32 {
     (b as u32) << COUNT_BITS | count
-}
-
-/// A bucket's value, as [`Hist::quantile`] reports it.
-fn mid(b: usize) -> u64 {
-    let (lo, hi) = bucket_range(b);
-    lo + (hi - lo - 1) / 2
 }
 
 #[cfg(test)]

@@ -96,11 +96,11 @@ pub struct ScopeRow {
     pub mean_ns: Option<u64>,
     /// Shortest outermost call.
     pub min_ns: Option<u64>,
-    /// Median outermost call (within 2%).
+    /// Median outermost call (within 1%).
     pub p50_ns: Option<u64>,
-    /// 90th percentile (within 2%).
+    /// 90th percentile (within 1%).
     pub p90_ns: Option<u64>,
-    /// 99th percentile (within 2%).
+    /// 99th percentile (within 1%).
     pub p99_ns: Option<u64>,
     /// Longest outermost call.
     pub max_ns: Option<u64>,
@@ -130,9 +130,9 @@ pub struct WallRow {
     pub total_ns: u64,
     /// Shortest.
     pub min_ns: u64,
-    /// Median (within 2%).
+    /// Median (within 1%).
     pub p50_ns: u64,
-    /// 99th percentile (within 2%).
+    /// 99th percentile (within 1%).
     pub p99_ns: u64,
     /// Longest.
     pub max_ns: u64,
@@ -176,7 +176,7 @@ pub struct FrameRow {
     pub min_ns: Option<u64>,
     /// Mean frame.
     pub mean_ns: Option<u64>,
-    /// 99th percentile (within 2%).
+    /// 99th percentile (within 1%).
     pub p99_ns: Option<u64>,
     /// Longest frame.
     pub max_ns: Option<u64>,

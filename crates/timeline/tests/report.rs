@@ -114,7 +114,7 @@ fn frames_counters_messages_and_threads_are_summarised() {
     assert_eq!((f.marks, f.frames), (3, 2));
     assert_eq!(
         (f.min_ns, f.mean_ns, f.p99_ns, f.max_ns),
-        (Some(1600), Some(1800), Some(1999), Some(2000))
+        (Some(1600), Some(1800), Some(2000), Some(2000))
     );
     assert_eq!(r.counters.len(), 1);
     let c = &r.counters[0];
@@ -307,8 +307,8 @@ fn the_text_table_has_the_summary_columns() {
             "ns",
             "100",
             "ns",
-            "999",
-            "ns",
+            "1.00",
+            "µs",
             "1.00",
             "µs",
             "6.1",

@@ -9,6 +9,7 @@
 //! [`thread::Stack`] with a fake clock.)
 
 pub(crate) mod callsite;
+#[allow(unsafe_code)] // the histograms' windows: pool memory published through atomic pointers
 pub(crate) mod hist;
 pub(crate) mod registry;
 pub(crate) mod thread;

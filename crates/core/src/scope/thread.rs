@@ -24,7 +24,7 @@ use std::sync::atomic::{
 };
 use std::sync::{Mutex, OnceLock};
 
-use super::hist::{Counts, Hist};
+use super::hist::{Counts, Hist, Pool};
 use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
 
 pub(crate) const PAGE_LEN: usize = 64;
@@ -50,7 +50,8 @@ fn add(a: &AtomicU64, v: u64) {
 }
 
 /// One call site's statistics on one thread. `repr(C)` keeps the counters the hot path
-/// touches together at the front, in one cache line, with the histogram after them.
+/// touches together in the first cache line, with the histogram's handles in the second (its
+/// counts live in the thread's [`Pool`]).
 #[repr(C, align(64))]
 pub(crate) struct Slot {
     /// How many entries of this call site are open on the thread's stack now.
@@ -84,8 +85,8 @@ impl Slot {
         }
     }
 
-    /// Clears the slot for reuse by another thread.
-    fn reset(&self) {
+    /// Clears the slot for reuse by another thread (no reader may be reading it).
+    fn reset(&self, pool: &Pool) {
         for a in [
             &self.calls,
             &self.outer,
@@ -98,7 +99,7 @@ impl Slot {
         }
         self.min.store(u64::MAX, Relaxed);
         self.depth.store(0, Relaxed);
-        self.hist.reset();
+        self.hist.release(pool);
     }
 }
 
@@ -112,6 +113,8 @@ pub(crate) struct ThreadStats {
     pub tid: AtomicU64,
     pub name: Mutex<Option<String>>,
     dir: [OnceLock<Box<Page>>; DIR_LEN],
+    /// Where the slots' histograms keep their counts.
+    pub pool: Pool,
     /// One past the highest page index allocated, so scans stop early.
     pages: AtomicU32,
     /// Scopes not recorded because the stack was [`MAX_DEPTH`] deep.
@@ -167,6 +170,7 @@ impl ThreadStats {
             tid: AtomicU64::new(0),
             name: Mutex::new(None),
             dir: [const { OnceLock::new() }; DIR_LEN],
+            pool: Pool::new(),
             pages: AtomicU32::new(0),
             lost_too_deep: AtomicU64::new(0),
             unbalanced: AtomicU64::new(0),
@@ -176,7 +180,7 @@ impl ThreadStats {
 
     /// Clears every figure, for reuse by another thread.
     pub(crate) fn reset(&self) {
-        self.for_each_slot(|_, s| s.reset());
+        self.for_each_slot(|_, s| s.reset(&self.pool));
         self.lost_too_deep.store(0, Relaxed);
         self.unbalanced.store(0, Relaxed);
         *self.anchors.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -224,10 +228,11 @@ impl ThreadStats {
         }
     }
 
-    /// Bytes this thread's statistics occupy: the fixed part, its pages and slots, and the
-    /// thread-local stack.
+    /// Bytes this thread's statistics occupy: the fixed part, its pages and slots, the
+    /// histograms' memory, and the thread-local stack.
     pub(crate) fn bytes(&self) -> usize {
-        let mut n = std::mem::size_of::<ThreadStats>() + std::mem::size_of::<Stack>();
+        let mut n =
+            std::mem::size_of::<ThreadStats>() + std::mem::size_of::<Stack>() + self.pool.bytes();
         for page in self.dir.iter().filter_map(|p| p.get()) {
             n += std::mem::size_of::<Page>();
             n += page.0.iter().filter(|s| s.get().is_some()).count() * std::mem::size_of::<Slot>();
@@ -255,6 +260,8 @@ pub(crate) struct Row {
     /// Entries open right now (not yet in the other figures).
     pub open: u64,
     pub hist: Counts,
+    /// Whether `hist` is kept (per-thread breakdowns keep none).
+    with_hist: bool,
 }
 
 impl Row {
@@ -269,13 +276,14 @@ impl Row {
             clock_errors: 0,
             open: 0,
             hist: Counts::new(),
+            with_hist: true,
         }
     }
 
     /// An empty row without a histogram (per-thread breakdowns do not keep one).
     pub(crate) fn light() -> Row {
         Row {
-            hist: Counts(Box::new([])),
+            with_hist: false,
             ..Row::empty()
         }
     }
@@ -291,11 +299,8 @@ impl Row {
             max: slot.max.load(Relaxed),
             clock_errors: slot.clock_errors.load(Relaxed),
             open: slot.depth.load(Relaxed) as u64,
-            hist: if with_hist {
-                Counts::new()
-            } else {
-                Counts(Box::new([]))
-            },
+            hist: Counts::new(),
+            with_hist,
         };
         if with_hist {
             slot.hist.add_to(&mut row.hist);
@@ -312,7 +317,7 @@ impl Row {
         self.max = self.max.max(o.max);
         self.clock_errors += o.clock_errors;
         self.open += o.open;
-        if self.hist.0.len() == o.hist.0.len() {
+        if self.with_hist {
             self.hist.merge(&o.hist);
         }
     }
@@ -579,7 +584,7 @@ pub(crate) fn exit(
         if dt > slot.max.load(Relaxed) {
             slot.max.store(dt, Relaxed);
         }
-        slot.hist.record(dt);
+        slot.hist.record(dt, &stats.pool);
     }
     if index > 0 {
         set(
