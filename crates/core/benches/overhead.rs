@@ -10,7 +10,10 @@
 //! - **disabled**: a scope with `set_enabled(false)`, against an empty loop.
 //! - **two threads**: scope throughput of two threads in parallel ÷ one thread (no shared
 //!   writes, so ≥ 1.9 on two free cores).
-//! - **memory**: bytes of scope state per thread, by call sites touched.
+//! - **memory**: bytes of scope state per thread, by call sites touched; and a service's
+//!   shape: 1,000 call sites on each of 64 threads, each site called 200 times with durations
+//!   spread over a few powers of two, its total statistics memory (target ≤ 32 MB) and the
+//!   time to make the exit summary of it (target ≤ 100 ms).
 //!
 //! Every figure is the best of several interleaved rounds, so a noisy neighbour shows up as
 //! spread between rounds rather than as a skewed ratio.
@@ -115,6 +118,7 @@ fn main() {
         );
         two_threads();
         memory();
+        many_sites();
     } else {
         println!(
             "  scope!, compiled out:               {:6.2} ns  [{:.2}]",
@@ -176,4 +180,70 @@ fn memory() {
     .join()
     .unwrap();
     println!("  memory per thread: {one} bytes with 1 call site touched, {ten} with 10 ({} per call site)", (ten - one) / 9);
+}
+
+/// 1,000 call sites × 64 threads: statistics memory and the time to summarise them.
+fn many_sites() {
+    use tickscope::__private::{enter, Callsite, Kind, Name};
+    const SITES: usize = 1_000;
+    const THREADS: usize = 64;
+    const CALLS: usize = 200;
+    // Call sites made at run time, as the `tracing` layer makes them for span call sites.
+    let sites: Vec<&'static Callsite> = (0..SITES)
+        .map(|i| {
+            let name: &'static str = Box::leak(format!("site {i}").into_boxed_str());
+            &*Box::leak(Box::new(Callsite::new(
+                Name::Static(name),
+                Kind::Scope,
+                "bench.rs",
+                i as u32 + 1,
+                "overhead",
+            )))
+        })
+        .collect();
+    let sites = &sites;
+    let (ready, done) = (
+        std::sync::Barrier::new(THREADS + 1),
+        std::sync::Barrier::new(THREADS + 1),
+    );
+    let bytes = std::sync::atomic::AtomicUsize::new(0);
+    let mut summary_ms = 0.0;
+    let mut summary_len = 0;
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (ready, done, bytes) = (&ready, &done, &bytes);
+            s.spawn(move || {
+                let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ t as u64;
+                for _ in 0..CALLS {
+                    for cs in sites {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Work of 1 to 64 units: durations over six powers of two.
+                        let units = 1u64 << (x % 7);
+                        let _g = enter(cs);
+                        for i in 0..units {
+                            black_box(i);
+                        }
+                    }
+                }
+                bytes.fetch_add(tickscope::thread_bytes(), std::sync::atomic::Ordering::Relaxed);
+                ready.wait();
+                done.wait(); // alive while the summary is made
+            });
+        }
+        ready.wait();
+        let t = Instant::now();
+        let text = tickscope::report_string(tickscope::SummaryFormat::Text);
+        summary_ms = t.elapsed().as_secs_f64() * 1e3;
+        summary_len = text.lines().count();
+        done.wait();
+    });
+    let mb = bytes.into_inner() as f64 / 1e6;
+    println!(
+        "  {SITES} call sites x {THREADS} threads, {CALLS} calls each: statistics {mb:.1} MB ({:.0} bytes per call site per thread), exit summary of {summary_len} lines in {summary_ms:.1} ms",
+        mb * 1e6 / (SITES * THREADS) as f64
+    );
+    println!("  RATIO statistics memory / 32 MB:    {:6.3}   (target <= 1)", mb / 32.0);
+    println!("  RATIO exit summary time / 100 ms:   {:6.3}   (target <= 1)", summary_ms / 100.0);
 }
