@@ -134,6 +134,51 @@ fn scope_guard_is_inert_when_disabled_at_run_time() {
     .unwrap();
 }
 
+/// Looks up the number at `"key":N` in the object of the scope named `name`.
+fn field(json: &str, name: &str, key: &str) -> Option<u64> {
+    let obj = &json[json.find(&format!("{{\"name\":{name:?},"))?..];
+    let obj = &obj[..obj.find('}')?];
+    let at = &obj[obj.find(&format!("\"{key}\":"))? + key.len() + 3..];
+    at[..at.find(|c: char| !c.is_ascii_digit())?].parse().ok()
+}
+
+/// The exit records a thread's latest duration into the histogram at the thread's next exit
+/// (off the clock reading's path): until then it waits in its slot, and every reader counts
+/// it. A thread that made one call and lives on, and one that ended, both have percentiles.
+#[test]
+fn a_threads_latest_call_is_in_the_percentiles_while_it_lives_and_after() {
+    let _scopes = crate::scopes_turn();
+    tickscope::Config::new()
+        .summary(SummaryFormat::Off)
+        .install();
+    let (entered, stay) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    let (entered_tx, stay_rx) = (entered.0, stay.1);
+    let t = std::thread::spawn(move || {
+        {
+            tickscope::scope!("macros latest call");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        entered_tx.send(()).unwrap();
+        let _ = stay_rx.recv(); // alive until the test has read the summary
+    });
+    entered.1.recv().unwrap();
+    let json = tickscope::report_string(SummaryFormat::Json);
+    let name = "macros latest call";
+    assert_eq!(calls(&json, name), Some(1), "{json}");
+    let (min, p50, max) = (
+        field(&json, name, "min_ns"),
+        field(&json, name, "p50_ns"),
+        field(&json, name, "max_ns"),
+    );
+    assert!(min.is_some() && p50 == min && p50 == max, "{json}");
+    assert!(p50 >= Some(2_000_000), "{json}");
+    stay.0.send(()).unwrap();
+    t.join().unwrap();
+    let json = tickscope::report_string(SummaryFormat::Json);
+    assert_eq!(calls(&json, name), Some(1), "{json}");
+    assert_eq!(field(&json, name, "p50_ns"), p50, "{json}");
+}
+
 /// Compile errors: `#[profile]` on `const fn`, bad arguments, sending a guard to another
 /// thread or holding one across `.await` in a `Send` future; and the shapes accepted,
 /// `async fn` among them. Re-bless the expected messages with `TRYBUILD=overwrite`.

@@ -37,6 +37,8 @@ thread_local! {
     static LEVELS: [[Cell<Ticks>; 2]; INLINE_DEPTH] = const { [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH] };
     static DEEP: Cell<Option<&'static DeepStack>> = const { Cell::new(None) };
     static ANCHOR: Cell<(Ticks, u32)> = const { Cell::new((0, 0)) };
+    /// The slot whose latest duration waits for the next exit (see `thread::exit`).
+    static PENDING: Cell<Option<&'static Slot>> = const { Cell::new(None) };
 }
 
 /// The calling thread's stack, in the thread-locals above.
@@ -72,6 +74,14 @@ impl StackStore for TlsStack {
     fn set_anchor(&self, ticks: Ticks, epoch: u32) {
         ANCHOR.set((ticks, epoch))
     }
+    #[inline(always)]
+    fn pending(&self) -> Option<&'static Slot> {
+        PENDING.get()
+    }
+    #[inline(always)]
+    fn set_pending(&self, slot: Option<&'static Slot>) {
+        PENDING.set(slot)
+    }
 }
 
 /// Registered (by first access) when a thread registers; its destructor folds the thread
@@ -82,6 +92,9 @@ impl Drop for ExitHook {
     fn drop(&mut self) {
         EXITED.set(true);
         if let Some(stats) = STATS.take() {
+            // The thread's last outermost duration joins its histogram before the fold.
+            thread::record_pending(&TlsStack, stats);
+            PENDING.set(None);
             registry::retire(stats, thread::depth(&TlsStack), DEEP.take());
         }
     }

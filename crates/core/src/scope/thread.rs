@@ -67,8 +67,14 @@ pub(crate) struct Slot {
     pub min: AtomicU64,
     pub max: AtomicU64,
     pub clock_errors: AtomicU64,
+    /// The duration of this call site's latest outermost call on the thread, not in `hist`
+    /// yet ([`NONE`] if there is none): the thread's next exit records it (see [`exit`]).
+    pub pending: AtomicU64,
     pub hist: Hist,
 }
+
+/// [`Slot::pending`]: nothing waiting.
+pub(crate) const NONE: u64 = u64::MAX;
 
 impl Slot {
     const fn new() -> Slot {
@@ -80,6 +86,7 @@ impl Slot {
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
             clock_errors: AtomicU64::new(0),
+            pending: AtomicU64::new(NONE),
             depth: AtomicU32::new(0),
             hist: Hist::new(),
         }
@@ -98,6 +105,7 @@ impl Slot {
             a.store(0, Relaxed);
         }
         self.min.store(u64::MAX, Relaxed);
+        self.pending.store(NONE, Relaxed);
         self.depth.store(0, Relaxed);
         self.hist.release(pool);
     }
@@ -304,6 +312,13 @@ impl Row {
         };
         if with_hist {
             slot.hist.add_to(&mut row.hist);
+            // The latest call, not in the histogram yet (a read racing the owner's next exit
+            // may count it twice or not at all: like every relaxed read here, it trails the
+            // owner by at most that exit).
+            let p = slot.pending.load(Relaxed);
+            if p != NONE {
+                row.hist.add(tickscope_fmt::hist::bucket(p), 1);
+            }
         }
         row
     }
@@ -386,6 +401,9 @@ pub(crate) trait StackStore {
     /// The current anchor's counter reading and epoch.
     fn anchor(&self) -> (Ticks, u32);
     fn set_anchor(&self, ticks: Ticks, epoch: u32);
+    /// The slot whose [`Slot::pending`] duration waits for the thread's next exit.
+    fn pending(&self) -> Option<&'static Slot>;
+    fn set_pending(&self, slot: Option<&'static Slot>);
 }
 
 /// A stack in plain cells (tests and the overhead probe).
@@ -394,6 +412,7 @@ pub(crate) struct Stack {
     levels: [[Cell<Ticks>; 2]; INLINE_DEPTH],
     deep: Cell<Option<&'static DeepStack>>,
     anchor: Cell<(Ticks, u32)>,
+    pending: Cell<Option<&'static Slot>>,
 }
 
 impl Stack {
@@ -404,6 +423,7 @@ impl Stack {
             deep: Cell::new(None),
             // Ticks 0: the first entry refreshes the anchor.
             anchor: Cell::new((0, 0)),
+            pending: Cell::new(None),
         }
     }
 }
@@ -437,6 +457,12 @@ impl StackStore for Stack {
     }
     fn set_anchor(&self, ticks: Ticks, epoch: u32) {
         self.anchor.set((ticks, epoch))
+    }
+    fn pending(&self) -> Option<&'static Slot> {
+        self.pending.get()
+    }
+    fn set_pending(&self, slot: Option<&'static Slot>) {
+        self.pending.set(slot)
     }
 }
 
@@ -584,7 +610,15 @@ pub(crate) fn exit(
         if dt > slot.max.load(Relaxed) {
             slot.max.store(dt, Relaxed);
         }
-        slot.hist.record(dt, &stats.pool);
+        // The histogram takes the thread's previous outermost duration, not this one: its
+        // bucket, window compare and count update form the longest chain of work hanging
+        // off the clock reading, and the next reading waits for that chain (measured: the
+        // whole cost of a scope above the floor). The previous duration was stored an exit
+        // ago, so this work runs beside the reading instead of after it. This one waits in
+        // the slot, where readers count it too.
+        record_pending(s, stats);
+        slot.pending.store(dt, Relaxed);
+        s.set_pending(Some(slot));
     }
     if index > 0 {
         set(
@@ -596,6 +630,16 @@ pub(crate) fn exit(
     }
     s.set_depth(index as u32);
     t1
+}
+
+/// Records the duration waiting in the thread's pending slot, if any, into its histogram.
+#[inline(always)]
+pub(crate) fn record_pending(s: &impl StackStore, stats: &ThreadStats) {
+    if let Some(p) = s.pending() {
+        let dt = p.pending.load(Relaxed);
+        p.pending.store(NONE, Relaxed);
+        p.hist.record(dt, &stats.pool);
+    }
 }
 
 /// The stack does not end with `o`'s scope. If that scope is still open lower down, abandon
@@ -736,6 +780,45 @@ pub(crate) mod tests {
         assert_eq!((inner.calls, inner.incl, inner.self_ticks), (3, 150, 150));
         assert_eq!((inner.min, inner.max), (50, 50));
         assert_eq!(r.depth(), 0);
+    }
+
+    /// The histogram takes each outermost duration at the thread's next exit; until then
+    /// the duration waits in its slot, and a read counts it either way, exactly once.
+    #[test]
+    fn the_latest_duration_waits_in_its_slot_and_is_read_once() {
+        static WAIT: Callsite = Callsite::new(Name::Static("wait"), Kind::Scope, "t.rs", 21, "t");
+        let (r, c) = (recorder(), FakeCounter::new());
+        let o = r.enter(WAIT.id(), &c).unwrap();
+        c.advance_ns(100);
+        r.exit(o, &c);
+        let slot = r.stats.slot(WAIT.id());
+        assert_eq!(slot.pending.load(Relaxed), 100);
+        let mut in_hist = super::super::hist::Counts::new();
+        slot.hist.add_to(&mut in_hist);
+        assert_eq!(in_hist.quantile(0.5), None, "not in the histogram yet");
+        assert_eq!(row(&r, &WAIT).hist.quantile(0.5), Some(100), "but read");
+        // The next exit (of any scope) moves it in; the new one waits.
+        let i = r.enter(INNER.id(), &c).unwrap();
+        c.advance_ns(7);
+        r.exit(i, &c);
+        assert_eq!(slot.pending.load(Relaxed), NONE);
+        let mut in_hist = super::super::hist::Counts::new();
+        slot.hist.add_to(&mut in_hist);
+        assert_eq!(in_hist.quantile(1.0), Some(100));
+        assert_eq!(row(&r, &WAIT).hist.quantile(1.0), Some(100), "counted once");
+        assert_eq!(row(&r, &INNER).hist.quantile(0.5), Some(7));
+        // Nested calls add no duration of their own (their time is in the outer call's).
+        let a = r.enter(WAIT.id(), &c).unwrap();
+        let b = r.enter(WAIT.id(), &c).unwrap();
+        c.advance_ns(50);
+        r.exit(b, &c);
+        r.exit(a, &c);
+        let w = row(&r, &WAIT);
+        assert_eq!((w.calls, w.outer), (3, 2));
+        assert_eq!(
+            (w.hist.quantile(0.0), w.hist.quantile(1.0)),
+            (Some(50), Some(100))
+        );
     }
 
     #[test]
