@@ -162,6 +162,7 @@ fn main() {
             "  RATIO disabled scope / empty loop:  {:6.3}",
             off_ns / best(&empty)
         );
+        busy_body();
         two_threads();
         memory();
         many_sites();
@@ -176,6 +177,65 @@ fn main() {
             best(scope) / best(&empty)
         );
     }
+}
+
+/// Work that keeps the integer units busy: a dependent multiply-add chain per lane, four
+/// lanes (about 100 ns here).
+#[inline(always)]
+fn busy(seed: u64) -> u64 {
+    let mut x = [seed, seed ^ 1, seed ^ 2, seed ^ 3];
+    for _ in 0..64 {
+        for v in &mut x {
+            *v = v.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(*v >> 29);
+        }
+    }
+    x.iter().fold(0, |a, v| a ^ v)
+}
+
+#[inline(never)]
+fn busy_loop(n: u64) {
+    for i in 0..n / 50 {
+        black_box(busy(i));
+    }
+}
+
+#[inline(never)]
+fn busy_scope_loop(n: u64) {
+    for i in 0..n / 50 {
+        tickscope::scope!("bench busy scope");
+        black_box(busy(i));
+    }
+}
+
+#[inline(never)]
+fn busy_floor_loop(n: u64) {
+    for i in 0..n / 50 {
+        let a = floor::raw();
+        black_box(busy(i));
+        floor::add(floor::raw().wrapping_sub(a));
+    }
+}
+
+/// An empty scope's bookkeeping runs while the CPU waits for the counter; around work that
+/// keeps the execution units busy it competes with that work. What a scope adds there, and
+/// what the floor adds.
+fn busy_body() {
+    let (mut bare, mut floored, mut scoped) = (vec![], vec![], vec![]);
+    for _ in 0..ROUNDS {
+        bare.push(time(busy_loop) * 50.0);
+        floored.push(time(busy_floor_loop) * 50.0);
+        scoped.push(time(busy_scope_loop) * 50.0);
+    }
+    let (bare, floored, scoped) = (best(&bare), best(&floored), best(&scoped));
+    println!(
+        "  around {bare:.0} ns of busy arithmetic: the floor adds {:.1} ns, a scope {:.1} ns",
+        floored - bare,
+        scoped - bare
+    );
+    println!(
+        "  RATIO scope / floor around busy work: {:6.3}",
+        (scoped - bare) / (floored - bare)
+    );
 }
 
 /// Scope throughput of two threads at once ÷ one thread.

@@ -25,6 +25,13 @@ pub fn raw() -> u64 {
     }
 }
 
+/// The floor's thread-local add.
+#[inline(always)]
+#[allow(dead_code)] // used by the overhead benchmark, not by the capture one
+pub fn add(v: u64) {
+    ACC.with(|c| c.set(c.get().wrapping_add(v)));
+}
+
 /// `n` iterations of the floor.
 #[inline(never)]
 pub fn floor_loop(n: u64) {
