@@ -73,6 +73,19 @@ pub const SUSPECT_TICKS: Ticks = 1 << 21;
 /// branch; the first call chooses the source.
 #[inline(always)]
 pub fn now() -> Ticks {
+    // The counter falls through; anything else is an out-of-line call, so a scope's two
+    // readings take no branch.
+    if SOURCE.load(Relaxed) == SRC_COUNTER {
+        counter::read()
+    } else {
+        now_otherwise()
+    }
+}
+
+/// [`now`] when the source is the monotonic clock or not chosen yet.
+#[cold]
+#[inline(never)]
+fn now_otherwise() -> Ticks {
     match SOURCE.load(Relaxed) {
         SRC_COUNTER => counter::read(),
         SRC_MONOTONIC => sys::monotonic_ns(),
