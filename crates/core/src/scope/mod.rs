@@ -24,21 +24,40 @@ use crate::clock::{SystemCounter, Ticks};
 use callsite::Callsite;
 use thread::{DeepStack, Open, Slot, StackStore, ThreadStats, INLINE_DEPTH};
 
-// The calling thread's hot-path state, in thread-locals without destructors: `thread_local!`
-// compiles each access to a plain `%fs`-relative address, with no "initialised / destroyed"
-// check. They are separate and reached through tiny closures so every access inlines.
-thread_local! {
+// The calling thread's hot-path state, in one thread-local without a destructor:
+// `thread_local!` compiles each access to a plain `%fs`-relative address, with no
+// "initialised / destroyed" check, and each field is reached through a tiny closure, so every
+// access inlines. One `repr(C)` block, cache-line aligned: the scalars every scope touches
+// share one line, the stack levels follow, and their places do not depend on how the linker
+// orders a program's thread-locals.
+#[repr(C, align(64))]
+struct Hot {
     /// `None` before the thread's first scope and after its exit hook ran.
-    static STATS: Cell<Option<&'static ThreadStats>> = const { Cell::new(None) };
-    /// The exit hook ran: scopes from later thread-local destructors cannot be recorded.
-    static EXITED: Cell<bool> = const { Cell::new(false) };
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Per open scope: its children's time and its start reading (see `thread.rs`).
-    static LEVELS: [[Cell<Ticks>; 2]; INLINE_DEPTH] = const { [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH] };
-    static DEEP: Cell<Option<&'static DeepStack>> = const { Cell::new(None) };
-    static ANCHOR: Cell<(Ticks, u32)> = const { Cell::new((0, 0)) };
+    stats: Cell<Option<&'static ThreadStats>>,
     /// The slot whose latest duration waits for the next exit (see `thread::exit`).
-    static PENDING: Cell<Option<&'static Slot>> = const { Cell::new(None) };
+    pending: Cell<Option<&'static Slot>>,
+    anchor: Cell<(Ticks, u32)>,
+    deep: Cell<Option<&'static DeepStack>>,
+    depth: Cell<u32>,
+    /// The exit hook ran: scopes from later thread-local destructors cannot be recorded.
+    exited: Cell<bool>,
+    /// Per open scope: its children's time and its start reading (see `thread.rs`), from
+    /// the second cache line on.
+    levels: [[Cell<Ticks>; 2]; INLINE_DEPTH],
+}
+
+thread_local! {
+    static HOT: Hot = const {
+        Hot {
+            stats: Cell::new(None),
+            pending: Cell::new(None),
+            anchor: Cell::new((0, 0)),
+            deep: Cell::new(None),
+            depth: Cell::new(0),
+            exited: Cell::new(false),
+            levels: [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH],
+        }
+    };
 }
 
 /// The calling thread's stack, in the thread-locals above.
@@ -47,40 +66,40 @@ struct TlsStack;
 impl StackStore for TlsStack {
     #[inline(always)]
     fn depth(&self) -> u32 {
-        DEPTH.get()
+        HOT.with(|h| h.depth.get())
     }
     #[inline(always)]
     fn set_depth(&self, d: u32) {
-        DEPTH.set(d)
+        HOT.with(|h| h.depth.set(d))
     }
     #[inline(always)]
     fn inline(&self, i: usize, k: usize) -> Ticks {
-        LEVELS.with(|l| l[i][k].get())
+        HOT.with(|h| h.levels[i][k].get())
     }
     #[inline(always)]
     fn set_inline(&self, i: usize, k: usize, v: Ticks) {
-        LEVELS.with(|l| l[i][k].set(v))
+        HOT.with(|h| h.levels[i][k].set(v))
     }
     fn deep(&self) -> Option<&'static DeepStack> {
-        DEEP.get()
+        HOT.with(|h| h.deep.get())
     }
     fn set_deep(&self, d: Option<&'static DeepStack>) {
-        DEEP.set(d)
+        HOT.with(|h| h.deep.set(d))
     }
     #[inline(always)]
     fn anchor(&self) -> (Ticks, u32) {
-        ANCHOR.get()
+        HOT.with(|h| h.anchor.get())
     }
     fn set_anchor(&self, ticks: Ticks, epoch: u32) {
-        ANCHOR.set((ticks, epoch))
+        HOT.with(|h| h.anchor.set((ticks, epoch)))
     }
     #[inline(always)]
     fn pending(&self) -> Option<&'static Slot> {
-        PENDING.get()
+        HOT.with(|h| h.pending.get())
     }
     #[inline(always)]
     fn set_pending(&self, slot: Option<&'static Slot>) {
-        PENDING.set(slot)
+        HOT.with(|h| h.pending.set(slot))
     }
 }
 
@@ -90,12 +109,12 @@ struct ExitHook;
 
 impl Drop for ExitHook {
     fn drop(&mut self) {
-        EXITED.set(true);
-        if let Some(stats) = STATS.take() {
+        HOT.with(|h| h.exited.set(true));
+        if let Some(stats) = HOT.with(|h| h.stats.take()) {
             // The thread's last outermost duration joins its histogram before the fold.
             thread::record_pending(&TlsStack, stats);
-            PENDING.set(None);
-            registry::retire(stats, thread::depth(&TlsStack), DEEP.take());
+            HOT.with(|h| h.pending.set(None));
+            registry::retire(stats, thread::depth(&TlsStack), HOT.with(|h| h.deep.take()));
         }
     }
 }
@@ -111,7 +130,7 @@ pub(crate) static LOST_AFTER_THREAD_EXIT: AtomicU64 = AtomicU64::new(0);
 /// Opens a scope of call site `id` on the calling thread; `None` if it cannot be recorded.
 #[inline(always)]
 pub(crate) fn enter(id: u32) -> Option<Open> {
-    let stats = match STATS.get() {
+    let stats = match HOT.with(|h| h.stats.get()) {
         Some(s) => s,
         None => register()?,
     };
@@ -139,7 +158,7 @@ pub(crate) fn enter_cached(
     cs: &'static Callsite,
     cache: &'static LocalKey<SlotCache>,
 ) -> Option<Open> {
-    let stats = match STATS.get() {
+    let stats = match HOT.with(|h| h.stats.get()) {
         Some(s) => s,
         None => register()?,
     };
@@ -167,13 +186,13 @@ fn fill_cache(
 #[cold]
 #[inline(never)]
 fn register() -> Option<&'static ThreadStats> {
-    if EXITED.get() || EXIT_HOOK.try_with(|_| ()).is_err() {
-        EXITED.set(true);
+    if HOT.with(|h| h.exited.get()) || EXIT_HOOK.try_with(|_| ()).is_err() {
+        HOT.with(|h| h.exited.set(true));
         LOST_AFTER_THREAD_EXIT.fetch_add(1, Relaxed);
         return None;
     }
     let stats = registry::register_current();
-    STATS.set(Some(stats));
+    HOT.with(|h| h.stats.set(Some(stats)));
     // Registration read the environment: TICKSCOPE_ENABLED=0 applies to this first scope too.
     if !crate::state::is_enabled() {
         return None;
@@ -185,7 +204,7 @@ fn register() -> Option<&'static ThreadStats> {
 /// statistics are gone, during thread teardown).
 #[inline(always)]
 pub(crate) fn exit(open: &Open) -> Option<Ticks> {
-    let stats = STATS.get()?;
+    let stats = HOT.with(|h| h.stats.get())?;
     Some(thread::exit(&TlsStack, stats, open, &SystemCounter))
 }
 
@@ -216,7 +235,7 @@ pub(crate) fn lock_within<T>(
 /// How many scopes are open on the calling thread.
 #[cfg(feature = "capture")]
 pub(crate) fn open_depth() -> u32 {
-    DEPTH.get()
+    HOT.with(|h| h.depth.get())
 }
 
 /// Per call-site id, how many entries are open now on all live threads (the scopes in
@@ -238,7 +257,7 @@ pub(crate) fn open_everywhere() -> Vec<(u32, u64)> {
 
 /// Bytes of scope state the calling thread holds (0 if it never entered a scope).
 pub(crate) fn current_thread_bytes() -> usize {
-    STATS.get().map_or(0, |s| s.bytes())
+    HOT.with(|h| h.stats.get()).map_or(0, |s| s.bytes())
 }
 
 /// The calling thread's open scopes, as call-site (row) ids in ascending order, written into
@@ -248,7 +267,7 @@ pub(crate) fn current_thread_bytes() -> usize {
 /// thread's own slots — atomics and `OnceLock::get`, itself one atomic load.
 #[cfg(feature = "sampler")]
 pub(crate) fn active_scopes(out: &mut [u32]) -> usize {
-    let Some(stats) = STATS.get() else { return 0 };
+    let Some(stats) = HOT.with(|h| h.stats.get()) else { return 0 };
     let mut n = 0;
     stats.for_each_slot(|id, slot| {
         if n < out.len() && slot.depth.load(Relaxed) > 0 {
