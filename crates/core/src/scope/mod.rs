@@ -267,7 +267,9 @@ pub(crate) fn current_thread_bytes() -> usize {
 /// thread's own slots — atomics and `OnceLock::get`, itself one atomic load.
 #[cfg(feature = "sampler")]
 pub(crate) fn active_scopes(out: &mut [u32]) -> usize {
-    let Some(stats) = HOT.with(|h| h.stats.get()) else { return 0 };
+    let Some(stats) = HOT.with(|h| h.stats.get()) else {
+        return 0;
+    };
     let mut n = 0;
     stats.for_each_slot(|id, slot| {
         if n < out.len() && slot.depth.load(Relaxed) > 0 {
