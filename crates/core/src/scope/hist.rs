@@ -175,7 +175,7 @@ impl Hist {
             }
             Err(at) => {
                 let len = e.len();
-                let list = grown32(p, &self.sparse, len + 1);
+                let list = grown(p, &self.sparse, len + 1);
                 for i in (at..len).rev() {
                     list[i + 1].store(list[i].load(Relaxed), Relaxed);
                 }
@@ -189,7 +189,7 @@ impl Hist {
     /// Counts one wrap of window bucket `b` (inside a write).
     fn carry_one(&self, p: &mut PoolInner, b: usize) {
         let len = self.carry_len.load(Relaxed) as usize;
-        let list = grown64(p, &self.carry, len + 1);
+        let list = grown(p, &self.carry, len + 1);
         match list[..len]
             .iter()
             .find(|x| (x.load(Relaxed) >> 32) as usize == b)
@@ -269,12 +269,12 @@ impl Hist {
     /// Puts in a zeroed window of `len` counts from bucket `base` (inside a write), giving
     /// the old one back to the pool.
     fn set_window(&self, p: &mut PoolInner, base: usize, len: usize) {
-        let new = p.take32(len);
+        let new = p.take::<AtomicU32>(len);
         let old = self.win.swap(new.as_ptr() as *mut AtomicU32, Release);
         self.span.store((len as u32) << 16 | base as u32, Relaxed);
         if !old.is_null() {
-            // SAFETY: `old` came from `take32`, with its capacity in element 0.
-            p.give32(unsafe { whole32(old) });
+            // SAFETY: `old` came from `take`, with its capacity in element 0.
+            p.give(unsafe { whole(old) });
         }
     }
 
@@ -295,7 +295,7 @@ impl Hist {
                 // SAFETY: `w` came from the pool (never freed), published with Release after
                 // its capacity word was written; reading at most that capacity stays in it.
                 // A window replaced meanwhile is caught by the version check below.
-                let win = unsafe { whole32(w) };
+                let win = unsafe { whole(w) };
                 let n = len.min(win.len() - 1);
                 for (i, c) in win[1..=n].iter().enumerate() {
                     let n = c.load(Relaxed);
@@ -307,7 +307,7 @@ impl Hist {
             let s = self.sparse.load(Acquire);
             if !s.is_null() {
                 // SAFETY: as for the window.
-                let list = unsafe { whole32(s) };
+                let list = unsafe { whole(s) };
                 let n = (self.sparse_len.load(Relaxed) as usize).min(list.len() - 1);
                 for x in &list[1..=n] {
                     let x = x.load(Relaxed);
@@ -316,8 +316,8 @@ impl Hist {
             }
             let c = self.carry.load(Acquire);
             if !c.is_null() {
-                // SAFETY: as for the window, from `take64`.
-                let list = unsafe { whole64(c) };
+                // SAFETY: as for the window.
+                let list = unsafe { whole(c) };
                 let n = (self.carry_len.load(Relaxed) as usize).min(list.len() - 1);
                 for x in &list[1..=n] {
                     let x = x.load(Relaxed);
@@ -341,14 +341,14 @@ impl Hist {
         for a in [&self.win, &self.sparse] {
             let w = a.swap(std::ptr::null_mut(), Relaxed);
             if !w.is_null() {
-                // SAFETY: from `take32`.
-                p.give32(unsafe { whole32(w) });
+                // SAFETY: from `take`.
+                p.give(unsafe { whole(w) });
             }
         }
         let c = self.carry.swap(std::ptr::null_mut(), Relaxed);
         if !c.is_null() {
-            // SAFETY: from `take64`.
-            p.give64(unsafe { whole64(c) });
+            // SAFETY: from `take`.
+            p.give(unsafe { whole(c) });
         }
         self.span.store(0, Relaxed);
         self.sparse_len.store(0, Relaxed);
@@ -357,71 +357,76 @@ impl Hist {
     }
 }
 
+/// The atomic words windows and lists are made of: `u32` counts and entries, `u64` carries.
+trait Word: Sync + Sized + 'static {
+    fn new(v: u64) -> Self;
+    fn get(&self) -> u64;
+    fn set(&self, v: u64);
+    /// The pool's free allocations of this word, by capacity class.
+    fn free(p: &mut PoolInner) -> &mut Vec<Vec<&'static [Self]>>;
+}
+
+impl Word for AtomicU32 {
+    fn new(v: u64) -> Self {
+        AtomicU32::new(v as u32)
+    }
+    fn get(&self) -> u64 {
+        self.load(Relaxed) as u64
+    }
+    fn set(&self, v: u64) {
+        self.store(v as u32, Relaxed)
+    }
+    fn free(p: &mut PoolInner) -> &mut Vec<Vec<&'static [Self]>> {
+        &mut p.free32
+    }
+}
+
+impl Word for AtomicU64 {
+    fn new(v: u64) -> Self {
+        AtomicU64::new(v)
+    }
+    fn get(&self) -> u64 {
+        self.load(Relaxed)
+    }
+    fn set(&self, v: u64) {
+        self.store(v, Relaxed)
+    }
+    fn free(p: &mut PoolInner) -> &mut Vec<Vec<&'static [Self]>> {
+        &mut p.free64
+    }
+}
+
 /// The entries of the list at `at` (after its capacity word), with room for `need` of them:
 /// the list itself, or a copy twice as large (the old one back to the pool). Inside a write.
-fn grown32(p: &mut PoolInner, at: &AtomicPtr<AtomicU32>, need: usize) -> &'static [AtomicU32] {
+fn grown<T: Word>(p: &mut PoolInner, at: &AtomicPtr<T>, need: usize) -> &'static [T] {
     let old = at.load(Relaxed);
-    // SAFETY: a non-null list came from `take32`.
-    let old = (!old.is_null()).then(|| unsafe { whole32(old) });
+    // SAFETY: a non-null list came from `take`.
+    let old = (!old.is_null()).then(|| unsafe { whole(old) });
     match old {
         Some(o) if o.len() > need => &o[1..],
         _ => {
-            let new = p.take32((2 * need).max(4));
+            let new = p.take::<T>((2 * need).max(4));
             if let Some(o) = old {
                 for (d, s) in new[1..].iter().zip(&o[1..]) {
-                    d.store(s.load(Relaxed), Relaxed);
+                    d.set(s.get());
                 }
-                at.store(new.as_ptr() as *mut AtomicU32, Release);
-                p.give32(o);
-            } else {
-                at.store(new.as_ptr() as *mut AtomicU32, Release);
+                p.give(o);
             }
+            at.store(new.as_ptr() as *mut T, Release);
             &new[1..]
         }
     }
 }
 
-/// As [`grown32`], for the carry list.
-fn grown64(p: &mut PoolInner, at: &AtomicPtr<AtomicU64>, need: usize) -> &'static [AtomicU64] {
-    let old = at.load(Relaxed);
-    // SAFETY: a non-null list came from `take64`.
-    let old = (!old.is_null()).then(|| unsafe { whole64(old) });
-    match old {
-        Some(o) if o.len() > need => &o[1..],
-        _ => {
-            let new = p.take64((2 * need).max(4));
-            if let Some(o) = old {
-                for (d, s) in new[1..].iter().zip(&o[1..]) {
-                    d.store(s.load(Relaxed), Relaxed);
-                }
-                p.give64(o);
-            }
-            at.store(new.as_ptr() as *mut AtomicU64, Release);
-            &new[1..]
-        }
-    }
-}
-
-/// The whole allocation behind a window pointer: its capacity word and counts.
+/// The whole allocation behind a window's or list's pointer: its capacity word and entries.
 ///
 /// # Safety
-/// `p` must have come from [`PoolInner::take32`].
-unsafe fn whole32(p: *mut AtomicU32) -> &'static [AtomicU32] {
+/// `p` must have come from [`PoolInner::take`].
+unsafe fn whole<T: Word>(p: *mut T) -> &'static [T] {
     // SAFETY: the caller's promise: element 0 holds the capacity.
-    let cap = unsafe { &*p }.load(Relaxed) as usize;
-    // SAFETY: the allocation holds the capacity word and `cap` counts, and is leaked (never
+    let cap = unsafe { &*p }.get() as usize;
+    // SAFETY: the allocation holds the capacity word and `cap` entries, and is leaked (never
     // freed), so `'static`.
-    unsafe { std::slice::from_raw_parts(p, cap + 1) }
-}
-
-/// As [`whole32`], for a sparse list from [`PoolInner::take64`].
-///
-/// # Safety
-/// `p` must have come from [`PoolInner::take64`].
-unsafe fn whole64(p: *mut AtomicU64) -> &'static [AtomicU64] {
-    // SAFETY: as in `whole32`.
-    let cap = unsafe { &*p }.load(Relaxed) as usize;
-    // SAFETY: as in `whole32`.
     unsafe { std::slice::from_raw_parts(p, cap + 1) }
 }
 
@@ -462,52 +467,29 @@ impl Pool {
 }
 
 impl PoolInner {
-    /// A zeroed window of `len` counts (rounded up to a power of two).
-    fn take32(&mut self, len: usize) -> &'static [AtomicU32] {
+    /// A zeroed window or list of `len` entries (rounded up to a power of two), its capacity
+    /// in element 0.
+    fn take<T: Word>(&mut self, len: usize) -> &'static [T] {
         let cap = len.next_power_of_two();
         let class = cap.trailing_zeros() as usize;
-        if let Some(w) = self.free32.get_mut(class).and_then(Vec::pop) {
+        if let Some(w) = T::free(self).get_mut(class).and_then(Vec::pop) {
             return w;
         }
-        let w: Box<[AtomicU32]> = (0..=cap).map(|_| AtomicU32::new(0)).collect();
-        w[0].store(cap as u32, Relaxed);
-        self.grew(4 * (cap + 1));
+        let w: Box<[T]> = (0..=cap).map(|_| T::new(0)).collect();
+        w[0].set(cap as u64);
+        self.bytes += std::mem::size_of::<T>() * (cap + 1);
         Box::leak(w)
     }
 
-    fn give32(&mut self, w: &'static [AtomicU32]) {
+    /// Takes back a window or list, zeroed for its next use.
+    fn give<T: Word>(&mut self, w: &'static [T]) {
         let class = (w.len() - 1).trailing_zeros() as usize;
-        if self.free32.len() <= class {
-            self.free32.resize_with(class + 1, Vec::new);
+        let free = T::free(self);
+        if free.len() <= class {
+            free.resize_with(class + 1, Vec::new);
         }
-        // Windows are handed out zeroed; `set_window` and `release` zero their counts.
-        w[1..].iter().for_each(|c| c.store(0, Relaxed));
-        self.free32[class].push(w);
-    }
-
-    fn take64(&mut self, len: usize) -> &'static [AtomicU64] {
-        let cap = len.next_power_of_two();
-        let class = cap.trailing_zeros() as usize;
-        if let Some(w) = self.free64.get_mut(class).and_then(Vec::pop) {
-            return w;
-        }
-        let w: Box<[AtomicU64]> = (0..=cap).map(|_| AtomicU64::new(0)).collect();
-        w[0].store(cap as u64, Relaxed);
-        self.grew(8 * (cap + 1));
-        Box::leak(w)
-    }
-
-    fn give64(&mut self, w: &'static [AtomicU64]) {
-        let class = (w.len() - 1).trailing_zeros() as usize;
-        if self.free64.len() <= class {
-            self.free64.resize_with(class + 1, Vec::new);
-        }
-        w[1..].iter().for_each(|c| c.store(0, Relaxed));
-        self.free64[class].push(w);
-    }
-
-    fn grew(&mut self, n: usize) {
-        self.bytes += n;
+        w[1..].iter().for_each(|c| c.set(0));
+        free[class].push(w);
     }
 }
 
