@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use tickscope_fmt::hist::{bucket, Counts, BUCKETS};
 
@@ -134,7 +134,9 @@ pub struct Wall {
     min: AtomicU64,
     max: AtomicU64,
     clock_errors: AtomicU64,
-    hist: [AtomicU64; BUCKETS],
+    /// Allocated at the first record: in the static, 20 KB per call site would be in every
+    /// binary's data whether or not the site ever runs.
+    hist: OnceLock<Box<[AtomicU64]>>,
 }
 
 impl Wall {
@@ -148,7 +150,7 @@ impl Wall {
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
             clock_errors: AtomicU64::new(0),
-            hist: [const { AtomicU64::new(0) }; BUCKETS],
+            hist: OnceLock::new(),
         }
     }
 
@@ -181,7 +183,10 @@ impl Wall {
         if dt > self.max.load(Relaxed) {
             self.max.fetch_max(dt, Relaxed);
         }
-        self.hist[bucket(dt)].fetch_add(1, Relaxed);
+        let hist = self
+            .hist
+            .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
+        hist[bucket(dt)].fetch_add(1, Relaxed);
     }
 
     #[cold]
@@ -196,8 +201,10 @@ impl Wall {
     /// A snapshot (relaxed reads: may trail a record in progress).
     pub(crate) fn read(&self) -> WallRow {
         let mut hist = Counts::new();
-        for (dst, src) in hist.0.iter_mut().zip(self.hist.iter()) {
-            *dst = src.load(Relaxed);
+        if let Some(h) = self.hist.get() {
+            for (dst, src) in hist.0.iter_mut().zip(h.iter()) {
+                *dst = src.load(Relaxed);
+            }
         }
         WallRow {
             kind: self.kind,
