@@ -2,12 +2,13 @@
 //! summary's, from [`tickscope_fmt::hist`], so both report the same p50/p99 (good to 1%;
 //! reports clamp every percentile to the exact min and max).
 //!
-//! A full histogram is ~20 KB, and a capture may call millions of scopes a few times each:
+//! A full histogram is 20 KB, and a capture may call millions of scopes a few times each:
 //! [`Dist`] holds the same counts in memory that grows with the calls recorded (nothing for
-//! none, its bucket for one, a sorted list of the buckets seen for a few), and becomes the
-//! full histogram from its [`DENSE_AFTER`]th value, when the calls have paid for it.
+//! none, its bucket for one, a sorted list of the buckets seen for a few), and becomes a
+//! window of counts over the buckets between its lowest and highest value from its
+//! [`DENSE_AFTER`]th value, when the calls have paid for it.
 
-use tickscope_fmt::hist::{bucket, mid, quantile_of, Counts as Hist, BUCKETS};
+use tickscope_fmt::hist::{bucket, mid, quantile_of, Window, BUCKETS};
 
 /// Values recorded before a distribution becomes a full histogram.
 const DENSE_AFTER: u32 = 512;
@@ -26,8 +27,8 @@ pub(crate) enum Dist {
     One(u16),
     /// A few.
     Sparse(Box<Sparse>),
-    /// Many: the full histogram, inline, so that recording is one indirection as it was.
-    Dense(Hist),
+    /// Many: counts over the range of buckets seen.
+    Dense(Window),
 }
 
 #[derive(Clone, Debug)]
@@ -72,18 +73,18 @@ impl Dist {
                 }
                 s.n += 1;
                 if s.n >= DENSE_AFTER {
-                    let mut h = Hist::new();
+                    let mut h = Window::new();
                     for &e in &s.list {
-                        h.0[(e >> COUNT_BITS) as usize] += (e & COUNT_MAX) as u64;
+                        h.add((e >> COUNT_BITS) as usize, (e & COUNT_MAX) as u64);
                     }
                     *self = Dist::Dense(h);
                 }
             }
-            Dist::Dense(h) => h.0[b] += 1,
+            Dist::Dense(h) => h.add(b, 1),
         }
     }
 
-    /// The value at quantile `q` (0..=1), as [`Hist::quantile`] gives it. `None` when empty.
+    /// The value at quantile `q` (0..=1), as the full histogram gives it. `None` when empty.
     pub(crate) fn quantile(&self, q: f64) -> Option<u64> {
         let (list, n) = match self {
             Dist::Empty => return None,
@@ -110,7 +111,7 @@ mod tests {
     #[test]
     fn quantiles_match_the_full_histogram_at_every_size() {
         let mut d = Dist::default();
-        let mut h = Hist::new();
+        let mut h = tickscope_fmt::hist::Counts::new();
         let mut x = 12345u64;
         for i in 0..3000u64 {
             x = x

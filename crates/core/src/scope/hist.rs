@@ -28,7 +28,9 @@ use std::sync::atomic::{
 };
 use std::sync::Mutex;
 
-use tickscope_fmt::hist::{bucket, quantile_of, BUCKETS};
+/// A histogram snapshot: counts over the range of buckets seen; plain, mergeable.
+pub(crate) use tickscope_fmt::hist::Window as Counts;
+use tickscope_fmt::hist::{bucket, BUCKETS};
 
 /// Buckets of a first window: a quarter of a power of two.
 const FIRST_LEN: usize = 16;
@@ -493,63 +495,6 @@ impl PoolInner {
     }
 }
 
-/// A histogram snapshot: counts over a range of buckets, grown as values are added; plain,
-/// mergeable.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    base: usize,
-    counts: Vec<u64>,
-}
-
-impl Counts {
-    /// An empty histogram (it holds nothing until something is added).
-    pub(crate) fn new() -> Counts {
-        Counts::default()
-    }
-
-    /// Adds `n` values in bucket `b`.
-    pub(crate) fn add(&mut self, b: usize, n: u64) {
-        if self.counts.is_empty() {
-            self.base = b;
-        } else if b < self.base {
-            let mut c = vec![0; self.base - b];
-            c.append(&mut self.counts);
-            self.counts = c;
-            self.base = b;
-        }
-        let i = b - self.base;
-        if i >= self.counts.len() {
-            self.counts.resize(i + 1, 0);
-        }
-        self.counts[i] += n;
-    }
-
-    /// Adds `other`'s counts.
-    pub(crate) fn merge(&mut self, other: &Counts) {
-        if other.counts.is_empty() {
-            return;
-        }
-        // Cover both ranges first, so the adds below do not grow it one bucket at a time.
-        self.add(other.base, 0);
-        self.add(other.base + other.counts.len() - 1, 0);
-        for (i, &n) in other.counts.iter().enumerate() {
-            self.counts[other.base + i - self.base] += n;
-        }
-    }
-
-    /// The value at quantile `q` (0..=1), as [`tickscope_fmt::hist::Counts::quantile`]
-    /// gives it. `None` when empty.
-    pub(crate) fn quantile(&self, q: f64) -> Option<u64> {
-        let n = self.counts.iter().sum();
-        let buckets = self
-            .counts
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| (self.base + i, c));
-        quantile_of(buckets, n, q)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -661,7 +606,7 @@ mod tests {
         );
         let mut c = Counts::new();
         warm.add_to(&mut c);
-        assert_eq!(c.counts.iter().sum::<u64>(), 3_001_000);
+        assert_eq!(c.total(), 3_001_000);
         // The full range still works, at the cost of a wide window.
         let wide = Hist::new();
         (0..40).for_each(|e| (0..200).for_each(|_| wide.record(1 << e, &pool)));
@@ -682,7 +627,7 @@ mod tests {
         h.record(500, &pool); // wraps: 0 in the window, 2^32 in the list
         h.record(500, &pool);
         let c = snapshot(&h);
-        assert_eq!(c.counts.iter().sum::<u64>(), (1u64 << 32) + 1);
+        assert_eq!(c.total(), (1u64 << 32) + 1);
     }
 
     /// Readers on another thread, while the owner stretches its window and fills its list,
@@ -707,7 +652,7 @@ mod tests {
             let mut last = 0;
             while !done.load(Acquire) {
                 let before = recorded.load(Acquire);
-                let n: u64 = snapshot(h).counts.iter().sum();
+                let n = snapshot(h).total();
                 let after = recorded.load(Acquire);
                 assert!(
                     n >= before.max(last) && n <= after + 1,
@@ -716,7 +661,7 @@ mod tests {
                 last = n;
             }
         });
-        assert_eq!(snapshot(h).counts.iter().sum::<u64>(), 300_000);
+        assert_eq!(snapshot(h).total(), 300_000);
     }
 
     #[test]
