@@ -185,6 +185,24 @@ pub fn rate() -> f64 {
     *RATE.get_or_init(calibrate)
 }
 
+/// The calibrated rate if calibration is done; else the best estimate from the time since the
+/// clock's baseline, without waiting (and without fixing the rate: a later [`rate`] still
+/// calibrates over its full window). For figures a short-lived process reports as it exits
+/// (the sampler's own cost), where sleeping up to [`MIN_CALIBRATION`] would be most of its
+/// life. `None` if no time has passed to estimate it from.
+pub(crate) fn rate_without_waiting() -> Option<f64> {
+    if let Some(r) = RATE.get() {
+        return Some(*r);
+    }
+    if source() == ClockSource::Monotonic {
+        return Some(1e9);
+    }
+    let (t0, n0) = *BASELINE.get_or_init(read_pair);
+    let (t1, n1) = read_pair();
+    let (dn, dt) = (n1.saturating_sub(n0), t1.wrapping_sub(t0));
+    (dn > 0 && dt > 0 && dt < 1 << 62).then(|| dt as f64 * 1e9 / dn as f64)
+}
+
 fn calibrate() -> f64 {
     if source() == ClockSource::Monotonic {
         return 1e9;

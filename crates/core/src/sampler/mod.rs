@@ -644,7 +644,11 @@ fn parts(
         before_start: d.before_start,
         lost: shared.store.lost(),
         signals: shared.signals.load(Relaxed),
-        handler_ns: crate::clock::ticks_to_ns(shared.handler_ticks.load(Relaxed)),
+        // Without waiting for the clock's calibration: a process that lived a few ms would
+        // otherwise sleep out the rest of its window at exit, for a diagnostic figure.
+        handler_ns: crate::clock::rate_without_waiting().map_or(0, |r| {
+            (shared.handler_ticks.load(Relaxed) as f64 * 1e9 / r) as u64
+        }),
         leaf_only: shared.leaf_only.load(Relaxed),
         truncated: shared.truncated.load(Relaxed),
         overrun_signals: shared.overrun_signals.load(Relaxed),
