@@ -114,6 +114,40 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
 }
 
+/// A program that cannot run ends `record` as a shell ends: 127 for one not found, 126 for
+/// a file that is not executable; no profile is written, an earlier one is kept.
+#[test]
+fn record_exits_as_a_shell_does_for_a_program_that_cannot_run() {
+    let dir = scratch("cannot-run");
+    let lib = library();
+    std::fs::write(dir.join("old.pb.gz"), b"earlier").unwrap();
+    std::fs::write(dir.join("data.txt"), b"not a program").unwrap();
+    for (prog, code) in [
+        ("./no-such-program", 127),
+        ("no-such-program-on-path", 127),
+        ("./data.txt", 126),
+    ] {
+        let out = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .args(["record", "-o", "old.pb.gz", "--", prog])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{prog}: {stderr}");
+        assert!(
+            stderr.contains("cannot run") && stderr.contains(prog.trim_start_matches("./")),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(dir.join("old.pb.gz")).unwrap(), b"earlier");
+    }
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "nothing left behind: {names:?}");
+}
+
 /// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
 /// the program is given is refused before the program starts; the file is untouched.
 #[test]

@@ -93,7 +93,8 @@ pub fn run(args: Args) -> Result<u8> {
         preload.push(":");
         preload.push(old);
     }
-    let status = Command::new(prog)
+    let mut command = Command::new(prog);
+    command
         .args(rest)
         .env("LD_PRELOAD", preload)
         .env("TICKSCOPE_CPUPROFILE", pending.tmp_path())
@@ -104,9 +105,22 @@ pub fn run(args: Args) -> Result<u8> {
         )
         .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
         .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
-        .env_remove("TICKSCOPE_CPUPROFILE_PID")
-        .status()
-        .with_context(|| format!("cannot run {}", Path::new(prog).display()))?;
+        .env_remove("TICKSCOPE_CPUPROFILE_PID");
+    let status = match command.status() {
+        Ok(s) => s,
+        // As a shell says it: 127 for a program not found, 126 for one that cannot run.
+        Err(e) => {
+            let code = match e.kind() {
+                std::io::ErrorKind::NotFound => 127,
+                _ => 126,
+            };
+            eprintln!(
+                "tickscope: error: cannot run {}: {e}",
+                Path::new(prog).display()
+            );
+            return Ok(code);
+        }
+    };
     let code = match (
         status.code(),
         std::os::unix::process::ExitStatusExt::signal(&status),
