@@ -338,3 +338,40 @@ mod tests {
         assert_ne!(here, there);
     }
 }
+
+/// Types whose all-zero bytes are a valid value: integers, atomics of them, and arrays and
+/// `struct`s of those only.
+///
+/// # Safety
+/// Implement it only for such types.
+pub(crate) unsafe trait Zeroable: Sized {}
+
+/// `n` values of all-zero bytes, in one zeroed allocation: a large one comes from pages the
+/// kernel maps on first touch, so memory a sampler reserves for its busiest moments costs
+/// nothing at start (writing each value would touch every page: most of a short-lived
+/// program's start-up under `LD_PRELOAD`).
+pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Box<[T]> {
+    if n == 0 || std::mem::size_of::<T>() == 0 {
+        return (0..n)
+            .map(|_| {
+                // SAFETY: `T: Zeroable`: all-zero bytes are a valid `T`.
+                unsafe { std::mem::zeroed() }
+            })
+            .collect();
+    }
+    let layout = std::alloc::Layout::array::<T>(n).expect("a table that fits in memory");
+    // SAFETY: the layout's size is not zero (n > 0 and T is not zero-sized).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    let slice = std::ptr::slice_from_raw_parts_mut(p, n);
+    // SAFETY: `p` holds `n` zeroed `T`s (valid: `T: Zeroable`), allocated by the global
+    // allocator with the layout `Box<[T]>` frees it with.
+    unsafe { Box::from_raw(slice) }
+}
+
+// SAFETY: an integer's atomic: all-zero bytes are 0.
+unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
+// SAFETY: as for `AtomicU32`.
+unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}

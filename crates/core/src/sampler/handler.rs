@@ -79,11 +79,7 @@ const TOMBSTONE: u32 = u32::MAX;
 
 impl Tids {
     pub(crate) fn new(cap: usize) -> Tids {
-        Tids(
-            (0..cap.next_power_of_two())
-                .map(|_| AtomicU32::new(0))
-                .collect(),
-        )
+        Tids(crate::sys::zeroed_slice(cap.next_power_of_two()))
     }
 
     fn start(&self, tid: u32) -> usize {

@@ -80,16 +80,6 @@ struct KeyCells {
 }
 
 impl KeyCells {
-    fn new() -> KeyCells {
-        KeyCells {
-            tid: AtomicU32::new(0),
-            nframes: AtomicU32::new(0),
-            nscopes: AtomicU32::new(0),
-            frames: [const { AtomicU64::new(0) }; MAX_FRAMES],
-            scopes: [const { AtomicU32::new(0) }; MAX_SCOPES],
-        }
-    }
-
     fn store(&self, s: &Raw<'_>) {
         self.tid.store(s.tid, Relaxed);
         self.nframes
@@ -151,11 +141,34 @@ struct Entry {
 }
 
 struct Cell {
+    /// The cell's sequence number less its index in the log (see [`Cell::seq`]).
     seq: AtomicU64,
     count: AtomicU64,
     weight: AtomicU64,
     key: KeyCells,
 }
+
+impl Cell {
+    /// The sequence number of cell `index`. Stored less the index, so a log of zeroed cells
+    /// is a fresh one (cell `i` at `i`) and needs no write at start.
+    fn seq(&self, index: u64) -> u64 {
+        self.seq.load(Acquire).wrapping_add(index)
+    }
+
+    fn set_seq(&self, index: u64, seq: u64) {
+        self.seq.store(seq.wrapping_sub(index), Release);
+    }
+}
+
+// SAFETY: atomics of integers and arrays of them only: all-zero bytes are a valid value.
+#[allow(unsafe_code)]
+unsafe impl crate::sys::Zeroable for Entry {}
+// SAFETY: as for `Entry`.
+#[allow(unsafe_code)]
+unsafe impl crate::sys::Zeroable for KeyCells {}
+// SAFETY: as for `Entry` (its `KeyCells` too).
+#[allow(unsafe_code)]
+unsafe impl crate::sys::Zeroable for Cell {}
 
 /// Why a sample could not be stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,11 +225,28 @@ pub(crate) struct SampleLog {
 
 #[cfg(feature = "capture")]
 struct SampleCell {
+    /// The cell's sequence number less its index, as [`Cell::seq`].
     seq: AtomicU64,
     ticks: AtomicU64,
     tid: AtomicU32,
     stack: AtomicU64,
 }
+
+#[cfg(feature = "capture")]
+impl SampleCell {
+    fn seq(&self, index: u64) -> u64 {
+        self.seq.load(Acquire).wrapping_add(index)
+    }
+
+    fn set_seq(&self, index: u64, seq: u64) {
+        self.seq.store(seq.wrapping_sub(index), Release);
+    }
+}
+
+// SAFETY: atomics of integers only: all-zero bytes are a valid value.
+#[cfg(feature = "capture")]
+#[allow(unsafe_code)]
+unsafe impl crate::sys::Zeroable for SampleCell {}
 
 /// One sample taken from a [`SampleLog`].
 #[cfg(feature = "capture")]
@@ -232,14 +262,8 @@ impl SampleLog {
     pub(crate) fn new(cells: usize) -> SampleLog {
         let n = cells.max(2).next_power_of_two() as u64;
         SampleLog {
-            cells: (0..n)
-                .map(|i| SampleCell {
-                    seq: AtomicU64::new(i),
-                    ticks: AtomicU64::new(0),
-                    tid: AtomicU32::new(0),
-                    stack: AtomicU64::new(0),
-                })
-                .collect(),
+            // Zeroed: cell `i` at sequence `i`, untouched until used.
+            cells: crate::sys::zeroed_slice(n as usize),
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             lost: AtomicU64::new(0),
@@ -252,7 +276,7 @@ impl SampleLog {
         let mut pos = self.head.load(Relaxed);
         loop {
             let cell = &self.cells[(pos & mask) as usize];
-            let seq = cell.seq.load(Acquire);
+            let seq = cell.seq(pos & mask);
             if seq == pos {
                 match self
                     .head
@@ -262,7 +286,7 @@ impl SampleLog {
                         cell.ticks.store(ticks, Relaxed);
                         cell.tid.store(tid, Relaxed);
                         cell.stack.store(stack, Relaxed);
-                        cell.seq.store(pos + 1, Release);
+                        cell.set_seq(pos & mask, pos + 1);
                         return;
                     }
                     Err(now) => pos = now,
@@ -282,7 +306,7 @@ impl SampleLog {
         let mut pos = self.tail.load(Relaxed);
         loop {
             let cell = &self.cells[(pos & mask) as usize];
-            if cell.seq.load(Acquire) != pos + 1 {
+            if cell.seq(pos & mask) != pos + 1 {
                 break;
             }
             out.push(TimedSample {
@@ -290,7 +314,7 @@ impl SampleLog {
                 tid: cell.tid.load(Relaxed),
                 stack: cell.stack.load(Relaxed),
             });
-            cell.seq.store(pos + mask + 1, Release);
+            cell.set_seq(pos & mask, pos + mask + 1);
             pos += 1;
         }
         self.tail.store(pos, Relaxed);
@@ -331,26 +355,13 @@ impl Store {
     pub(crate) fn new(entries: usize, log: usize) -> Store {
         let entries = entries.max(PROBES).next_power_of_two();
         let log = log.max(2).next_power_of_two();
+        // All zero is a fresh store (EMPTY entries, cell `i` at sequence `i`): from zeroed
+        // memory, the megabytes reserved for a busy run are not touched until used.
+        const _: () = assert!(EMPTY == 0);
         Store {
-            entries: (0..entries)
-                .map(|_| Entry {
-                    state: AtomicU64::new(EMPTY),
-                    users: AtomicU32::new(0),
-                    count: AtomicU64::new(0),
-                    weight: AtomicU64::new(0),
-                    idle: AtomicU32::new(0),
-                    generation: AtomicU32::new(0),
-                })
-                .collect(),
-            keys: (0..entries).map(|_| KeyCells::new()).collect(),
-            log: (0..log as u64)
-                .map(|i| Cell {
-                    seq: AtomicU64::new(i),
-                    count: AtomicU64::new(0),
-                    weight: AtomicU64::new(0),
-                    key: KeyCells::new(),
-                })
-                .collect(),
+            entries: crate::sys::zeroed_slice(entries),
+            keys: crate::sys::zeroed_slice(entries),
+            log: crate::sys::zeroed_slice(log),
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             lost: [AtomicU64::new(0)],
@@ -415,7 +426,7 @@ impl Store {
         let mut pos = self.head.load(Relaxed);
         loop {
             let cell = &self.log[(pos & mask) as usize];
-            let seq = cell.seq.load(Acquire);
+            let seq = cell.seq(pos & mask);
             if seq == pos {
                 match self
                     .head
@@ -425,7 +436,7 @@ impl Store {
                         cell.key.store(s);
                         cell.count.store(s.count, Relaxed);
                         cell.weight.store(s.weight, Relaxed);
-                        cell.seq.store(pos + 1, Release);
+                        cell.set_seq(pos & mask, pos + 1);
                         return true;
                     }
                     Err(now) => pos = now,
@@ -519,7 +530,7 @@ impl Store {
         loop {
             let pos = self.tail.load(Relaxed);
             let cell = &self.log[(pos & mask) as usize];
-            if cell.seq.load(Acquire) != pos + 1 {
+            if cell.seq(pos & mask) != pos + 1 {
                 return;
             }
             let c = Counts {
@@ -527,7 +538,7 @@ impl Store {
                 weight: cell.weight.load(Relaxed),
             };
             into.entry(cell.key.key()).or_default().add(c);
-            cell.seq.store(pos + self.log.len() as u64, Release);
+            cell.set_seq(pos & mask, pos + self.log.len() as u64);
             self.tail.store(pos + 1, Relaxed);
         }
     }

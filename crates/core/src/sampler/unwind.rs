@@ -91,7 +91,7 @@ struct RangeBuf {
 
 impl RangeBuf {
     fn new(cap: usize) -> RangeBuf {
-        let v = |n| (0..n).map(|_| AtomicU64::new(0)).collect();
+        let v = crate::sys::zeroed_slice;
         RangeBuf {
             readers: AtomicU32::new(0),
             stack_len: AtomicUsize::new(0),
