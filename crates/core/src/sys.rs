@@ -313,32 +313,6 @@ pub(crate) fn own_name() -> [u8; 16] {
     name
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn monotonic_clock_advances() {
-        let a = monotonic_ns();
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let b = monotonic_ns();
-        assert!(b > a + 1_000_000, "{a} then {b}");
-    }
-
-    #[test]
-    fn process_start_is_in_the_past() {
-        let start = process_start_boottime_ns().expect("/proc/self/stat readable on Linux");
-        assert!(start <= boottime_ns());
-    }
-
-    #[test]
-    fn gettid_of_main_test_thread_differs_from_spawned() {
-        let here = gettid();
-        let there = std::thread::spawn(gettid).join().unwrap();
-        assert_ne!(here, there);
-    }
-}
-
 /// Types whose all-zero bytes are a valid value: integers, atomics of them, and arrays and
 /// `struct`s of those only.
 ///
@@ -375,3 +349,29 @@ pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Box<[T]> {
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 // SAFETY: as for `AtomicU32`.
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_clock_advances() {
+        let a = monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = monotonic_ns();
+        assert!(b > a + 1_000_000, "{a} then {b}");
+    }
+
+    #[test]
+    fn process_start_is_in_the_past() {
+        let start = process_start_boottime_ns().expect("/proc/self/stat readable on Linux");
+        assert!(start <= boottime_ns());
+    }
+
+    #[test]
+    fn gettid_of_main_test_thread_differs_from_spawned() {
+        let here = gettid();
+        let there = std::thread::spawn(gettid).join().unwrap();
+        assert_ne!(here, there);
+    }
+}
