@@ -354,6 +354,21 @@ unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 mod tests {
     use super::*;
 
+    /// A zeroed table reads as zeros, at every length, and writes stick.
+    #[test]
+    fn zeroed_slices_are_zero_and_usable() {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        for n in [0, 1, 7, 1 << 20] {
+            let t = zeroed_slice::<AtomicU64>(n);
+            assert_eq!(t.len(), n);
+            assert!(t.iter().all(|c| c.load(Relaxed) == 0));
+            if let Some(last) = t.last() {
+                last.store(7, Relaxed);
+                assert_eq!(t[n - 1].load(Relaxed), 7);
+            }
+        }
+    }
+
     #[test]
     fn monotonic_clock_advances() {
         let a = monotonic_ns();
