@@ -148,6 +148,38 @@ fn record_exits_as_a_shell_does_for_a_program_that_cannot_run() {
     assert_eq!(names.len(), 2, "nothing left behind: {names:?}");
 }
 
+/// tickscope's own messages from every process of the run go to `record`'s stderr, never to
+/// the program's (here a file the shell redirected its stderr to before running two
+/// programs, each of which warns of its tiny profile); alike messages are said once, counted.
+#[test]
+fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
+    let dir = scratch("messages");
+    let child = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", library())
+        .args(["record", "--top", "0", "-o", "p.pb.gz", "--", "sh", "-c"])
+        .arg("exec 2>child.err; /bin/true; /bin/true")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let theirs = std::fs::read_to_string(dir.join("child.err")).unwrap();
+    assert_eq!(
+        theirs, "",
+        "the program's stderr holds only its own: {theirs}"
+    );
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("holds only"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(warned[0].contains("and 1 more like it"), "{stderr}");
+    let left = std::env::temp_dir().join(format!("tickscope-messages-{pid}-0"));
+    assert!(!left.exists(), "{} left behind", left.display());
+}
+
 /// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
 /// the program is given is refused before the program starts; the file is untouched.
 #[test]

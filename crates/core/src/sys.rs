@@ -164,8 +164,28 @@ fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
 /// tickscope's own messages ([`write_stderr`]). If descriptor 2 is closed now, those messages
 /// are dropped: a file the program later opens as descriptor 2 is the program's. Called by
 /// the preload library when it is loaded.
+///
+/// With `TICKSCOPE_MESSAGES=PATH` (what `tickscope record` sets), the messages go to that
+/// file instead, appended, one `write` each; the file must exist (it is never created), so
+/// the variable cannot make a file appear. `record` collects them there, so that nothing of
+/// tickscope's lands in the stderr of the program it runs. If it cannot be opened, stderr.
 pub(crate) fn keep_stderr() {
     use std::sync::atomic::Ordering::SeqCst;
+    if let Some(path) = crate::config::env_var("TICKSCOPE_MESSAGES").filter(|p| !p.is_empty()) {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::IntoRawFd;
+        let opened = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(file_above_stdio);
+        if let Ok(f) = opened {
+            let fd = f.into_raw_fd();
+            if keep(fd) {
+                return;
+            }
+        }
+    }
     // SAFETY: duplicates descriptor 2 if it is open; no memory involved.
     let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
     if fd < 0 {
@@ -174,10 +194,17 @@ pub(crate) fn keep_stderr() {
         }
         return;
     }
+    keep(fd);
+}
+
+/// Makes `fd` (a descriptor of ours, close-on-exec, above 2) where messages go; closes it and
+/// returns false if it cannot be identified.
+fn keep(fd: libc::c_int) -> bool {
+    use std::sync::atomic::Ordering::SeqCst;
     let Some(id) = file_id(fd) else {
-        // SAFETY: closes the copy just made, which nothing else holds.
+        // SAFETY: closes the descriptor just made, which nothing else holds.
         unsafe { libc::close(fd) };
-        return;
+        return false;
     };
     *KEPT_ID.lock().unwrap_or_else(|p| p.into_inner()) = id;
     let old = KEPT_STDERR.swap(fd, SeqCst);
@@ -185,6 +212,7 @@ pub(crate) fn keep_stderr() {
         // SAFETY: a copy an earlier call made, no longer referenced.
         unsafe { libc::close(old) };
     }
+    true
 }
 
 /// Writes one message of tickscope's own to the process's standard error: the one kept by

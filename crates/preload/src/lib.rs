@@ -19,6 +19,7 @@
 //! | `TICKSCOPE_CPUPROFILE_SIGNALS=1` | also write the profile on `SIGINT`/`SIGTERM`, then die of the signal |
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
+//! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr |
 //!
 //! - **setuid and setgid programs** (the kernel's `AT_SECURE`, as glibc's `secure_getenv`):
 //!   every `TICKSCOPE_*` variable is ignored, with one warning, so that no user can make a

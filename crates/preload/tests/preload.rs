@@ -541,6 +541,46 @@ fn messages_go_to_the_stderr_the_program_started_with_not_to_its_own_file() {
     assert_eq!(log, "", "the library wrote into the program's file");
 }
 
+/// `TICKSCOPE_MESSAGES=PATH` (what `record` sets): the messages are appended to that file;
+/// a path that does not exist is never created, and the messages go to stderr instead.
+#[test]
+fn messages_go_to_the_named_file_if_it_exists_and_to_stderr_if_not() {
+    let dir = scratch("messages-file");
+    let profile = dir.join("out.pb.gz");
+    let messages = dir.join("messages");
+    std::fs::write(&messages, "earlier line\n").unwrap();
+    // The program sends its own errors to a log of its own, as in the test above.
+    let log = dir.join("program.log");
+    let reopen = |messages: &Path| {
+        run(profiled(fds_program(), &profile, &["reopen"])
+            .arg(&log)
+            .env("TICKSCOPE_MESSAGES", messages))
+    };
+    let (out, _, stderr) = reopen(&messages);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("tickscope"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+    let got = std::fs::read_to_string(&messages).unwrap();
+    assert!(
+        got.starts_with("earlier line\n")
+            && got.contains(&format!("CPU profile written to {}", profile.display())),
+        "{got}"
+    );
+    let missing = dir.join("no-such-dir").join("messages");
+    let (out, _, stderr) = reopen(&missing);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("CPU profile written to"), "{stderr}");
+    assert!(!missing.exists() && !missing.parent().unwrap().exists());
+    let absent = dir.join("absent");
+    let (out, _, stderr) = reopen(&absent);
+    assert!(
+        out.status.success() && stderr.contains("CPU profile written to"),
+        "{stderr}"
+    );
+    assert!(!absent.exists(), "the variable made a file appear");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+}
+
 #[test]
 fn a_setuid_program_linked_with_the_library_ignores_the_variables() {
     use std::os::unix::fs::PermissionsExt;

@@ -88,6 +88,9 @@ pub fn run(args: Args) -> Result<u8> {
     // profile: a run that writes none leaves an earlier profile as it was, and an earlier
     // one never passes for this run's.
     let pending = Output::create(&output)?;
+    // tickscope's messages from every process of the run come here, not into the program's
+    // stderr (which may be a file, or parsed by a build tool); printed once it ends.
+    let messages = Messages::create()?;
     let mut preload = OsString::from(&lib);
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
         preload.push(":");
@@ -105,6 +108,7 @@ pub fn run(args: Args) -> Result<u8> {
         )
         .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
         .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+        .env("TICKSCOPE_MESSAGES", messages.path())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
     let status = match command.status() {
         Ok(s) => s,
@@ -129,6 +133,7 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
+    messages.print();
     // Programs it exec'd profiled into files of their own: `<tmp>.<pid>`, renamed to
     // `<output>.<pid>` whatever became of the main profile.
     let others = rename_children(pending.tmp_path(), &output);
@@ -168,6 +173,72 @@ pub fn run(args: Args) -> Result<u8> {
         eprintln!("tickscope: a program it exec'd: {}", p.display());
     }
     Ok(code)
+}
+
+/// The file the run's processes append tickscope's messages to (`TICKSCOPE_MESSAGES`): new,
+/// private to this user, in the temporary directory; removed when dropped.
+struct Messages(PathBuf);
+
+impl Messages {
+    fn create() -> Result<Messages> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir();
+        for n in 0u32.. {
+            let path = dir.join(format!("tickscope-messages-{}-{n}", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(_) => return Ok(Messages(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("cannot create a file for messages in {}", dir.display())
+                    })
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Prints the messages to this process's stderr: each kind once, with how many of the
+    /// run's processes said it (lines alike but for their numbers are one kind).
+    fn print(&self) {
+        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+        let mut kinds: Vec<(String, &str, usize)> = Vec::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let shape: String = line
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                .collect();
+            match kinds.iter_mut().find(|k| k.0 == shape) {
+                Some(k) => k.2 += 1,
+                None => kinds.push((shape, line, 1)),
+            }
+        }
+        for (_, line, n) in kinds {
+            if n > 1 {
+                eprintln!(
+                    "{line} (and {} more like it from the run's processes)",
+                    n - 1
+                );
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+impl Drop for Messages {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The file `prog` runs: itself when it names a path, else the first match on `PATH`.
