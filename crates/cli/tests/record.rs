@@ -180,6 +180,86 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
     assert!(!left.exists(), "{} left behind", left.display());
 }
 
+/// The program `record` (pid `parent`) runs, once libtickscope is loaded in it and catches
+/// SIGINT and SIGTERM (to write the profile): its pid.
+fn profiled_child(parent: u32) -> u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        for pid in children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
+            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let caught = status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+                .unwrap_or(0);
+            let wanted = 1 << (libc::SIGINT - 1) | 1 << (libc::SIGTERM - 1);
+            if maps.contains("libtickscope.so") && caught & wanted == wanted {
+                return pid;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no profiled child of {parent}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Ctrl-C (SIGINT to the terminal's whole group) ends the program, not `record`: it waits
+/// for the program's profile and shows it, and exits as the program did (130). A SIGTERM sent
+/// to `record` alone is passed on to the program, with the same result (143). (bash: dash
+/// replaces the library's SIGINT handler and ends by `_exit`, which writes nothing yet.)
+#[test]
+fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("signals");
+    let lib = library();
+    for (to_group, sig, code) in [(true, libc::SIGINT, 130), (false, libc::SIGTERM, 143)] {
+        let _ = std::fs::remove_file(dir.join("p.pb.gz"));
+        let child = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .args([
+                "record",
+                "--top",
+                "3",
+                "-o",
+                "p.pb.gz",
+                "--",
+                "bash",
+                "-c",
+                "while :; do :; done",
+            ])
+            .process_group(0)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let record = child.id();
+        profiled_child(record);
+        let target = if to_group {
+            -(record as i32)
+        } else {
+            record as i32
+        };
+        // SAFETY: kill has no memory arguments.
+        assert_eq!(unsafe { libc::kill(target, sig) }, 0);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert!(
+            stderr.contains("profile written to p.pb.gz") && stderr.contains("flat%"),
+            "{stderr}"
+        );
+        assert!(dir.join("p.pb.gz").exists());
+    }
+}
+
 /// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
 /// the program is given is refused before the program starts; the file is untouched.
 #[test]

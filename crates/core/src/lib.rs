@@ -334,4 +334,21 @@ pub mod __private {
     pub fn above_stdio(fd: i32) -> std::io::Result<i32> {
         crate::sys::above_stdio(fd)
     }
+
+    /// SIGINT, SIGTERM, SIGHUP and SIGQUIT stop ending the process; [`held_signal`] says
+    /// which came (for `tickscope record`, which outlives the program it runs).
+    pub fn hold_terminal_signals() -> std::io::Result<()> {
+        crate::sys::hold_terminal_signals()
+    }
+
+    /// The last signal held, once: the signal, and whether a process sent it to this one
+    /// alone (`kill`) rather than a terminal to its group (Ctrl-C).
+    pub fn held_signal() -> Option<(i32, bool)> {
+        crate::sys::held_signal()
+    }
+
+    /// Sends signal `sig` to process `pid`.
+    pub fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
+        crate::sys::signal_process(pid, sig)
+    }
 }

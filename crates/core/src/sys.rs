@@ -341,6 +341,55 @@ pub(crate) fn own_name() -> [u8; 16] {
     name
 }
 
+/// The terminating signal that reached a process holding them (see [`hold_terminal_signals`]),
+/// and whether another process sent it to this one alone (`kill`), rather than a terminal to
+/// its whole group (Ctrl-C): 0 if none yet. Bits 0-7 the signal, bit 8 "sent by a process".
+static HELD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn hold(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let code = unsafe { (*info).si_code };
+    let by_process = (code == libc::SI_USER || code == libc::SI_QUEUE) as u32;
+    HELD.store(
+        sig as u32 & 0xff | by_process << 8,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT no longer end this process; [`held_signal`] says which
+/// came last. For a command that runs a program and must outlive it (`tickscope record`): a
+/// Ctrl-C reaches the whole terminal group, the program included, and the command waits for
+/// it to finish writing. The handler is async-signal-safe (one atomic store).
+pub(crate) fn hold_terminal_signals() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = hold as *const () as usize;
+        act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SAFETY: installs a handler that only stores to an atomic; `act` is valid.
+        if unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The last signal [`hold_terminal_signals`] held, taken (so each is seen once): the signal,
+/// and whether a process sent it to this one alone.
+pub(crate) fn held_signal() -> Option<(i32, bool)> {
+    let v = HELD.swap(0, std::sync::atomic::Ordering::SeqCst);
+    (v != 0).then_some(((v & 0xff) as i32, v & 0x100 != 0))
+}
+
+/// Sends `sig` to process `pid`.
+pub(crate) fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
+    // SAFETY: kill has no memory arguments; a wrong pid or signal only fails.
+    if unsafe { libc::kill(pid as libc::pid_t, sig) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Types whose all-zero bytes are a valid value: integers, atomics of them, and arrays and
 /// `struct`s of those only.
 ///

@@ -110,7 +110,13 @@ pub fn run(args: Args) -> Result<u8> {
         .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
         .env("TICKSCOPE_MESSAGES", messages.path())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
-    let status = match command.status() {
+    // A Ctrl-C reaches the program and this command alike: this one waits for the program
+    // (which writes its profile on SIGINT/SIGTERM), then shows it. A signal sent to this
+    // process alone (`kill`) is passed on to the program.
+    if let Err(e) = tickscope::__private::hold_terminal_signals() {
+        eprintln!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
+    }
+    let status = match command.spawn().and_then(|child| wait_forwarding(child)) {
         Ok(s) => s,
         // As a shell says it: 127 for a program not found, 126 for one that cannot run.
         Err(e) => {
@@ -173,6 +179,27 @@ pub fn run(args: Args) -> Result<u8> {
         eprintln!("tickscope: a program it exec'd: {}", p.display());
     }
     Ok(code)
+}
+
+/// Waits for the program, passing on to it each signal a process sent to `record` alone.
+fn wait_forwarding(mut child: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let forwarder = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if let Some((sig, true)) = tickscope::__private::held_signal() {
+                    let _ = tickscope::__private::signal_process(pid, sig);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })
+    };
+    let status = child.wait();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = forwarder.join();
+    status
 }
 
 /// The file the run's processes append tickscope's messages to (`TICKSCOPE_MESSAGES`): new,
