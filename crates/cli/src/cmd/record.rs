@@ -116,7 +116,7 @@ pub fn run(args: Args) -> Result<u8> {
     if let Err(e) = tickscope::__private::hold_terminal_signals() {
         eprintln!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
-    let status = match command.spawn().and_then(|child| wait_forwarding(child)) {
+    let status = match command.spawn().and_then(wait_forwarding) {
         Ok(s) => s,
         // As a shell says it: 127 for a program not found, 126 for one that cannot run.
         Err(e) => {
