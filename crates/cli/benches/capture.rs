@@ -28,18 +28,10 @@ use counting::{LIVE, PEAK};
 
 #[path = "../../core/benches/common/floor.rs"]
 mod floor;
-use floor::floor_loop;
+use floor::{best, floor_loop, per_iter, scope_loop};
 
 const N: u64 = 1_000_000;
 const ROUNDS: usize = 9;
-
-#[inline(never)]
-fn scope_loop(n: u64) {
-    for i in 0..n {
-        tickscope::scope!("bench scope");
-        black_box(i);
-    }
-}
 
 /// The regular workload: an outer scope around four inner ones, each around a little work.
 #[inline(never)]
@@ -53,16 +45,6 @@ fn workload(n: u64) -> u64 {
         }
     }
     acc
-}
-
-fn time(f: fn(u64)) -> f64 {
-    let t = Instant::now();
-    f(N);
-    t.elapsed().as_nanos() as f64 / N as f64
-}
-
-fn best(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
 fn dir() -> PathBuf {
@@ -84,12 +66,12 @@ fn main() {
     let (mut floor, mut plain, mut captured) = (vec![], vec![], vec![]);
     let mut dropped = 0;
     for r in 0..ROUNDS {
-        floor.push(time(floor_loop));
-        plain.push(time(scope_loop));
+        floor.push(per_iter(N, floor_loop));
+        plain.push(per_iter(N, scope_loop));
         let c = capture::Builder::new(Sink::File(dir.join(format!("cost{r}.tscap"))))
             .start()
             .unwrap();
-        captured.push(time(scope_loop));
+        captured.push(per_iter(N, scope_loop));
         dropped += c.stop().unwrap().dropped;
     }
     println!("tickscope capture, best of {ROUNDS} interleaved rounds");

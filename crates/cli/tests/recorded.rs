@@ -44,6 +44,18 @@ fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `tickscope report CAP --json ARGS...`, parsed.
+fn report_json(cap: &Path, args: &[&str]) -> serde_json::Value {
+    let out = ok(&tickscope()
+        .arg("report")
+        .arg(cap)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap());
+    serde_json::from_str(&out).unwrap()
+}
+
 /// The demo's timeline, read back: the report names its scopes with the same call counts the
 /// in-process summary counted (when nothing was dropped), with frames and messages.
 #[test]
@@ -62,13 +74,7 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
     ok(&out);
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
-    let report = ok(&tickscope()
-        .arg("report")
-        .arg(&cap)
-        .arg("--json")
-        .output()
-        .unwrap());
-    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let report = report_json(&cap, &[]);
     let calls = |v: &serde_json::Value, name: &str| -> Option<u64> {
         v["scopes"]
             .as_array()?
@@ -94,15 +100,7 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
     // Two halves of the capture: each counts the calls inside it, and with those crossing
     // the middle the halves make up the whole.
     let mid = format!("{}ns", report["wall_ns"].as_u64().unwrap() / 2);
-    let half = |range: [&str; 2]| -> serde_json::Value {
-        let out = ok(&tickscope()
-            .arg("report")
-            .arg(&cap)
-            .args(["--json", range[0], range[1]])
-            .output()
-            .unwrap());
-        serde_json::from_str(&out).unwrap()
-    };
+    let half = |range: [&str; 2]| report_json(&cap, &range);
     let first = half(["--until", &mid]);
     let second = half(["--from", &mid]);
     let crossing = |v: &serde_json::Value| v["range"]["crossing"].as_u64().unwrap();
@@ -211,13 +209,7 @@ fn demo_async_puts_busy_beside_wall_and_its_polls_on_the_timeline() {
 
     // The timeline: every poll a slice (as many as the summary counted, or dropped whole),
     // polls of `handle` on both worker threads, the tracing event a message.
-    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
-        .arg("report")
-        .arg(&cap)
-        .arg("--json")
-        .output()
-        .unwrap()))
-    .unwrap();
+    let report = report_json(&cap, &[]);
     let polls = scope_row(&report, "handle");
     assert_eq!(
         polls["calls"].as_u64().unwrap() + polls["dropped"].as_u64().unwrap(),
@@ -316,13 +308,7 @@ fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figu
     ok(&out);
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
-    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
-        .arg("report")
-        .arg(&cap)
-        .arg("--json")
-        .output()
-        .unwrap()))
-    .unwrap();
+    let report = report_json(&cap, &[]);
     let lost = &report["lost"];
     assert!(lost["dropped_scopes"].as_u64().unwrap() > 0, "{lost}");
     for k in [
@@ -433,13 +419,7 @@ fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stderr}"));
-    let report: serde_json::Value = serde_json::from_str(&ok(&tickscope()
-        .arg("report")
-        .arg(&cap)
-        .arg("--json")
-        .output()
-        .unwrap()))
-    .unwrap();
+    let report = report_json(&cap, &[]);
     let samples = report["samples"]["count"].as_u64().unwrap_or(0);
     // The sampler ran before the capture began and after it ended: the timeline has fewer.
     assert!(

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 #[path = "common/floor.rs"]
 mod floor;
-use floor::floor_loop;
+use floor::{best, floor_loop, per_iter, scope_loop, spread};
 
 const N: u64 = 2_000_000;
 const ROUNDS: usize = 15;
@@ -31,14 +31,6 @@ const ROUNDS: usize = 15;
 #[inline(never)]
 fn empty_loop(n: u64) {
     for i in 0..n {
-        black_box(i);
-    }
-}
-
-#[inline(never)]
-fn scope_loop(n: u64) {
-    for i in 0..n {
-        tickscope::scope!("bench scope");
         black_box(i);
     }
 }
@@ -67,23 +59,6 @@ macro_rules! placed_scope_loops {
 placed_scope_loops!(scope_loop_16 16, scope_loop_32 32, scope_loop_48 48);
 const PLACED: [fn(u64); 4] = [scope_loop, scope_loop_16, scope_loop_32, scope_loop_48];
 
-/// Nanoseconds per iteration of `f(N)`.
-fn time(f: fn(u64)) -> f64 {
-    let t = Instant::now();
-    f(N);
-    t.elapsed().as_nanos() as f64 / N as f64
-}
-
-fn best(samples: &[f64]) -> f64 {
-    samples.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn spread(samples: &[f64]) -> f64 {
-    let mut s = samples.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s[s.len() / 2] / s[0]
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     tickscope::Config::new()
@@ -98,15 +73,15 @@ fn main() {
     let mut placed: [Vec<f64>; 4] = Default::default();
     let mut placed_off: [Vec<f64>; 4] = Default::default();
     for _ in 0..ROUNDS {
-        empty.push(time(empty_loop));
-        floor.push(time(floor_loop));
+        empty.push(per_iter(N, empty_loop));
+        floor.push(per_iter(N, floor_loop));
         tickscope::set_enabled(true);
         for (f, t) in PLACED.iter().zip(placed.iter_mut()) {
-            t.push(time(*f));
+            t.push(per_iter(N, f));
         }
         tickscope::set_enabled(false);
         for (f, t) in PLACED.iter().zip(placed_off.iter_mut()) {
-            t.push(time(*f));
+            t.push(per_iter(N, f));
         }
     }
     let off: Vec<f64> = placed_off.iter().map(|t| best(t)).collect();
@@ -222,9 +197,9 @@ fn busy_floor_loop(n: u64) {
 fn busy_body() {
     let (mut bare, mut floored, mut scoped) = (vec![], vec![], vec![]);
     for _ in 0..ROUNDS {
-        bare.push(time(busy_loop) * 50.0);
-        floored.push(time(busy_floor_loop) * 50.0);
-        scoped.push(time(busy_scope_loop) * 50.0);
+        bare.push(per_iter(N, busy_loop) * 50.0);
+        floored.push(per_iter(N, busy_floor_loop) * 50.0);
+        scoped.push(per_iter(N, busy_scope_loop) * 50.0);
     }
     let (bare, floored, scoped) = (best(&bare), best(&floored), best(&scoped));
     println!(

@@ -24,14 +24,13 @@ use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
-use std::time::Instant;
 
 use tickscope::future::FutureExt;
 use tracing_subscriber::layer::SubscriberExt;
 
 #[path = "common/floor.rs"]
 mod floor;
-use floor::floor_loop;
+use floor::{best, floor_loop, per_iter, scope_loop};
 
 const N: u64 = 1_000_000;
 const ROUNDS: usize = 11;
@@ -40,14 +39,6 @@ fn spans(n: u64) {
     let span = tracing::info_span!("bench span");
     for i in 0..n {
         let _g = span.enter();
-        black_box(i);
-    }
-}
-
-#[inline(never)]
-fn scope_loop(n: u64) {
-    for i in 0..n {
-        tickscope::scope!("bench scope");
         black_box(i);
     }
 }
@@ -74,16 +65,6 @@ fn futures(n: u64, profiled: bool) {
     }
 }
 
-fn time(f: impl Fn(u64)) -> f64 {
-    let t = Instant::now();
-    f(N);
-    t.elapsed().as_nanos() as f64 / N as f64
-}
-
-fn best(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 fn main() {
     tickscope::Config::new()
         .summary(tickscope::SummaryFormat::Off)
@@ -101,18 +82,24 @@ fn main() {
     let (mut reg, mut lay, mut scope, mut floor, mut bare, mut prof, mut chr) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..ROUNDS {
-        reg.push(tracing::dispatcher::with_default(&registry, || time(spans)));
-        lay.push(tracing::dispatcher::with_default(&layered, || time(spans)));
-        scope.push(time(scope_loop));
-        floor.push(time(floor_loop));
-        bare.push(time(|n| futures(n, false)));
-        prof.push(time(|n| futures(n, true)));
+        reg.push(tracing::dispatcher::with_default(&registry, || {
+            per_iter(N, spans)
+        }));
+        lay.push(tracing::dispatcher::with_default(&layered, || {
+            per_iter(N, spans)
+        }));
+        scope.push(per_iter(N, scope_loop));
+        floor.push(per_iter(N, floor_loop));
+        bare.push(per_iter(N, |n| futures(n, false)));
+        prof.push(per_iter(N, |n| futures(n, true)));
     }
     let (reg, lay, scope, floor) = (best(&reg), best(&lay), best(&scope), best(&floor));
     // tracing-chrome last and apart: its writer thread keeps a core busy while it drains, which
     // would slow whatever ran beside it.
     for _ in 0..ROUNDS {
-        chr.push(tracing::dispatcher::with_default(&chrome, || time(spans)));
+        chr.push(tracing::dispatcher::with_default(&chrome, || {
+            per_iter(N, spans)
+        }));
     }
     let (bare, prof, chr) = (best(&bare), best(&prof), best(&chr));
     drop(chrome_guard);

@@ -37,7 +37,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::clock::Ticks;
-use crate::scope::callsite::{Kind, Name};
+use crate::scope::callsite::{Callsite, Kind, Name};
 use crate::scope::wall::{TimedSite, WallKind};
 
 /// The `tracing_subscriber` layer: `registry().with(tickscope::tracing::Layer::default())`.
@@ -137,11 +137,13 @@ fn site_slow(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
     TimedSite::interned(&SITES, key, || {
         TimedSite::of(
             WallKind::Span,
-            Name::Static(meta.name()),
-            Kind::Scope,
-            meta.file().unwrap_or(""),
-            meta.line().unwrap_or(0),
-            meta.module_path().unwrap_or(""),
+            Callsite::new(
+                Name::Static(meta.name()),
+                Kind::Scope,
+                meta.file().unwrap_or(""),
+                meta.line().unwrap_or(0),
+                meta.module_path().unwrap_or(""),
+            ),
         )
     })
 }

@@ -359,6 +359,23 @@ impl<W: Write> Perfetto<W> {
         self.put(&p.0)
     }
 
+    /// Declares a track under the process's, named `name` (a counter track if `counter`).
+    fn process_child_track(&mut self, track: u64, name: &str, counter: bool) -> io::Result<()> {
+        let mut p = Message::new();
+        p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE).message(
+            field::PACKET_TRACK_DESCRIPTOR,
+            |d| {
+                d.uint(field::TRACK_UUID, track)
+                    .uint(field::TRACK_PARENT_UUID, PROCESS_TRACK)
+                    .string(field::TRACK_NAME, name);
+                if counter {
+                    d.message(field::TRACK_COUNTER, |_| {});
+                }
+            },
+        );
+        self.process_packet(&p)
+    }
+
     /// A future's or span's life: a slice on a track of its own (under the process, named
     /// by its call site), its begin and end each on the sequence of the thread it happened
     /// on (a future moves between threads; trace_processor sorts across sequences, as for
@@ -377,17 +394,7 @@ impl<W: Write> Perfetto<W> {
         let track = ASYNC_TRACKS + aid;
         let known = self.lives.contains_key(&aid) || self.early.contains_key(&aid);
         if !known {
-            let name = meta.scope_name(id);
-            let mut p = Message::new();
-            p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE).message(
-                field::PACKET_TRACK_DESCRIPTOR,
-                |d| {
-                    d.uint(field::TRACK_UUID, track)
-                        .uint(field::TRACK_PARENT_UUID, PROCESS_TRACK)
-                        .string(field::TRACK_NAME, &name);
-                },
-            );
-            self.process_packet(&p)?;
+            self.process_child_track(track, &meta.scope_name(id), false)?;
         }
         let mut e = Message(std::mem::take(&mut self.event));
         e.0.clear();
@@ -707,17 +714,7 @@ impl<W: Write> Sink for Perfetto<W> {
         let (ord, new) = self.counters.get_or_insert(id);
         let track = COUNTER_TRACKS + ord as u64;
         if new {
-            let mut p = Message::new();
-            p.uint(field::PACKET_SEQUENCE_ID, PROCESS_SEQUENCE).message(
-                field::PACKET_TRACK_DESCRIPTOR,
-                |d| {
-                    d.uint(field::TRACK_UUID, track)
-                        .uint(field::TRACK_PARENT_UUID, PROCESS_TRACK)
-                        .string(field::TRACK_NAME, &meta.marker_name(id))
-                        .message(field::TRACK_COUNTER, |_| {});
-                },
-            );
-            self.process_packet(&p)?;
+            self.process_child_track(track, &meta.marker_name(id), true)?;
         }
         let mut e = Message(std::mem::take(&mut self.event));
         e.0.clear();

@@ -1,6 +1,11 @@
-//! The floor every scope-cost ratio is measured against: two raw counter reads and a
-//! thread-local add, the least any timing scope can cost. Shared by `overhead.rs` (core) and
-//! the capture benchmark (`crates/cli/benches/capture.rs`) with `#[path]`.
+//! The floor every scope-cost ratio is measured against (two raw counter reads and a
+//! thread-local add, the least any timing scope can cost), the plain scope loop measured
+//! against it, and the timing helpers. Shared by `overhead.rs`, `tracing.rs` and the capture
+//! benchmark (`crates/cli/benches/capture.rs`) with `#[path]`; not every bench uses all.
+#![allow(dead_code)]
+
+use std::hint::black_box;
+use std::time::Instant;
 
 use std::cell::Cell;
 
@@ -27,7 +32,6 @@ pub fn raw() -> u64 {
 
 /// The floor's thread-local add.
 #[inline(always)]
-#[allow(dead_code)] // used by the overhead benchmark, not by the capture one
 pub fn add(v: u64) {
     ACC.with(|c| c.set(c.get().wrapping_add(v)));
 }
@@ -40,4 +44,32 @@ pub fn floor_loop(n: u64) {
         let b = raw();
         ACC.with(|c| c.set(c.get().wrapping_add(b.wrapping_sub(a))));
     }
+}
+
+/// `n` scopes around nothing.
+#[inline(never)]
+pub fn scope_loop(n: u64) {
+    for i in 0..n {
+        tickscope::scope!("bench scope");
+        black_box(i);
+    }
+}
+
+/// Nanoseconds per iteration of `f(n)`.
+pub fn per_iter(n: u64, f: impl Fn(u64)) -> f64 {
+    let t = Instant::now();
+    f(n);
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// The least of `samples`: the round least disturbed by the rest of the machine.
+pub fn best(samples: &[f64]) -> f64 {
+    samples.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Median ÷ best of `samples`: how much the rounds varied.
+pub fn spread(samples: &[f64]) -> f64 {
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    s[s.len() / 2] / s[0]
 }

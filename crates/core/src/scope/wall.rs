@@ -38,19 +38,16 @@ impl TimedSite {
         line: u32,
         module: &'static str,
     ) -> TimedSite {
-        TimedSite::of(WallKind::Future, name, kind, file, line, module)
+        TimedSite::of(
+            WallKind::Future,
+            Callsite::new(name, kind, file, line, module),
+        )
     }
 
-    pub(crate) const fn of(
-        wall: WallKind,
-        name: Name,
-        kind: Kind,
-        file: &'static str,
-        line: u32,
-        module: &'static str,
-    ) -> TimedSite {
+    /// Call site `cs`, its lives of kind `wall`.
+    pub(crate) const fn of(wall: WallKind, cs: Callsite) -> TimedSite {
         TimedSite {
-            cs: Callsite::new(name, kind, file, line, module),
+            cs,
             wall: Wall::new(wall),
         }
     }
