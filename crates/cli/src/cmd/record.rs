@@ -210,7 +210,9 @@ impl Messages {
     fn create() -> Result<Messages> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = std::env::temp_dir();
-        for n in 0u32.. {
+        let mut last = None;
+        // A name nobody holds: this process's id, then a counter past files left by others.
+        for n in 0..1000 {
             let path = dir.join(format!("tickscope-messages-{}-{n}", std::process::id()));
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -219,15 +221,15 @@ impl Messages {
                 .open(&path)
             {
                 Ok(_) => return Ok(Messages(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
                 Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!("cannot create a file for messages in {}", dir.display())
-                    })
+                    last = Some(e);
+                    break;
                 }
             }
         }
-        unreachable!("the loop returns")
+        Err(last.expect("the loop ran"))
+            .with_context(|| format!("cannot create a file for messages in {}", dir.display()))
     }
 
     fn path(&self) -> &Path {
