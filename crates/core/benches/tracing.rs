@@ -120,7 +120,7 @@ fn main() {
         (lay - reg) / 30.0
     );
     println!(
-        "  RATIO layer's cost / scope!: {:.3}   (what the span lookup and the entered list add)",
+        "  RATIO layer's cost / scope!: {:.3}   (what finding the span's call site and the entered list add)",
         (lay - reg) / scope
     );
     println!(

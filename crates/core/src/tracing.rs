@@ -27,7 +27,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Release;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use tracing_core::field::{Field, Visit};
@@ -44,7 +45,10 @@ use crate::scope::wall::{TimedSite, WallKind};
 /// See the [module docs](self).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layer {
-    _private: (),
+    /// This layer's number among the layers attached to a subscriber (set by `on_layer`;
+    /// 0 until then): span ids are unique only within one subscriber, so the table of live
+    /// spans' sites is keyed by both.
+    tag: u32,
 }
 
 impl Layer {
@@ -56,6 +60,79 @@ impl Layer {
 
 /// A span call site: the scope its entries are, and its lives.
 type Site = TimedSite;
+
+/// Layers attached so far (the next one's tag, less one).
+static LAYERS: AtomicU32 = AtomicU32::new(0);
+
+/// Slots of the table of live spans' sites (a power of two).
+const LIVE_SLOTS: usize = 4096;
+
+/// One slot of [`LIVE`]: the site of the span last created with an id that maps here,
+/// written under a sequence count (odd while written).
+struct LiveSlot {
+    seq: AtomicU64,
+    id: AtomicU64,
+    /// The layer's tag (high half) and the call site's id (low half, never 0).
+    site: AtomicU64,
+}
+
+/// The sites of live spans by span id, direct-mapped, so that an entry finds its call site
+/// without the registry's span lookup (16.5 ns of the layer's 47 when every entry looked the
+/// span up). Written at each span's creation, which precedes its every entry and follows the
+/// close of any earlier span with its id, so a slot holding an id holds that span's site:
+///
+/// - a creation that finds the slot being written by another gives up: the other writes a
+///   different live span's id, so no stale entry for this id survives it;
+/// - a reader takes a slot's pair only when the sequence count was even and unchanged around
+///   its reads, and the id and the layer's tag are its own; anything else (a collision, a
+///   write in progress, a layer never attached) looks the span up as before.
+static LIVE: [LiveSlot; LIVE_SLOTS] = [const {
+    LiveSlot {
+        seq: AtomicU64::new(0),
+        id: AtomicU64::new(0),
+        site: AtomicU64::new(0),
+    }
+}; LIVE_SLOTS];
+
+/// The slot of span id `id`.
+#[inline(always)]
+fn live_slot(id: u64) -> &'static LiveSlot {
+    &LIVE[((id ^ (id >> 16)) as usize) & (LIVE_SLOTS - 1)]
+}
+
+/// Records that span `id`, just created through the layer tagged `tag`, is of the call site
+/// whose id is `cs`.
+fn live_insert(tag: u32, id: u64, cs: u32) {
+    let slot = live_slot(id);
+    let s = slot.seq.load(Relaxed);
+    if s & 1 != 0
+        || slot
+            .seq
+            .compare_exchange(s, s + 1, Acquire, Relaxed)
+            .is_err()
+    {
+        // Another creation is writing this slot: it leaves a different live span's id here.
+        return;
+    }
+    fence(Release);
+    slot.id.store(id, Relaxed);
+    slot.site
+        .store((u64::from(tag) << 32) | u64::from(cs), Relaxed);
+    slot.seq.store(s + 2, Release);
+}
+
+/// The call site id of live span `id` of the layer tagged `tag`, if its slot holds it.
+#[inline(always)]
+fn live_site(tag: u32, id: u64) -> Option<u32> {
+    let slot = live_slot(id);
+    let s = slot.seq.load(Acquire);
+    let (got, site) = (slot.id.load(Relaxed), slot.site.load(Relaxed));
+    fence(Acquire);
+    if s & 1 != 0 || slot.seq.load(Relaxed) != s || got != id || (site >> 32) as u32 != tag {
+        return None;
+    }
+    Some(site as u32)
+}
 
 /// A span's creation, kept in the registry's extensions until its close.
 struct Created {
@@ -148,15 +225,35 @@ fn site_slow(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
     })
 }
 
+/// The call site id of span `id` from the registry's lookup of its metadata (a span the
+/// table of live spans does not hold).
+#[cold]
+#[inline(never)]
+fn looked_up<S>(l: &mut Local, id: &Id, ctx: &Context<'_, S>) -> Option<u32>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    Some(l.site(ctx.metadata(id)?).cs.id())
+}
+
 impl<S> tracing_subscriber::Layer<S> for Layer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn on_layer(&mut self, _subscriber: &mut S) {
+        // 0 (no table) should the count ever wrap.
+        self.tag = LAYERS.fetch_add(1, Relaxed).wrapping_add(1);
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let site = site_of(attrs.metadata());
+        // Also while turned off: a later entry must not find an earlier span's site.
+        if self.tag != 0 && crate::COMPILED_IN {
+            live_insert(self.tag, id.into_u64(), site.cs.id());
+        }
         if !crate::is_enabled() {
             return;
         }
-        let site = site_of(attrs.metadata());
         if let Some(span) = ctx.span(id) {
             let at = crate::now();
             let async_id = site.begin(at);
@@ -165,12 +262,22 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(meta) = ctx.metadata(id) else { return };
+        let known = if self.tag != 0 {
+            live_site(self.tag, id.into_u64())
+        } else {
+            None
+        };
         let _ = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            let site = l.site(meta);
+            let cs = match known {
+                Some(cs) => cs,
+                None => match looked_up(&mut l, id, &ctx) {
+                    Some(cs) => cs,
+                    None => return,
+                },
+            };
             // Pushed even when nothing records (turned off): its exit finds it.
-            let open = crate::imp::enter_raw(&site.cs);
+            let open = crate::imp::enter_raw_id(cs);
             l.entered.push((id.into_u64(), open));
         });
     }

@@ -406,4 +406,54 @@ mod spans {
         // Its entry, never exited on its thread, was not given the thread's end as its end.
         assert_eq!(crossing["calls"].as_u64(), Some(0), "{crossing}");
     }
+
+    #[test]
+    fn span_ids_reused_or_shared_by_two_subscribers_count_at_their_own_call_sites() {
+        let _turn = crate::scopes_turn();
+        let (d1, d2) = (dispatch(), dispatch());
+        // Two subscribers hand out the same ids: each entry counts at its own span's site.
+        let a =
+            tracing::dispatcher::with_default(&d1, || tracing::info_span!("first subscriber's"));
+        let b =
+            tracing::dispatcher::with_default(&d2, || tracing::info_span!("second subscriber's"));
+        assert_eq!(a.id(), b.id(), "the case this test is for");
+        for _ in 0..3 {
+            a.in_scope(|| b.in_scope(|| ()));
+        }
+        for _ in 0..5 {
+            b.in_scope(|| ());
+        }
+        assert_eq!(row("first subscriber's")["calls"].as_u64(), Some(3));
+        assert_eq!(row("second subscriber's")["calls"].as_u64(), Some(8));
+        // A closed span's id is taken again by a later span, once its slot's generation
+        // wraps: spans of two call sites in turn, until an id repeats at the other site.
+        let mut seen = std::collections::HashMap::new();
+        let mut repeated = 0;
+        let mut counts = [0u64; 2];
+        tracing::dispatcher::with_default(&d1, || {
+            for i in 0..1_000_000u64 {
+                let which = (i % 2) as usize;
+                let s = if which == 0 {
+                    tracing::info_span!("even span")
+                } else {
+                    tracing::info_span!("odd span")
+                };
+                let id = s.id().unwrap().into_u64();
+                if seen.insert(id, which).is_some_and(|w| w != which) {
+                    repeated += 1;
+                }
+                s.in_scope(|| ());
+                counts[which] += 1;
+                if repeated >= 10 {
+                    break;
+                }
+            }
+        });
+        assert!(
+            repeated >= 10,
+            "no id was reused at another call site: {counts:?}"
+        );
+        assert_eq!(row("even span")["calls"].as_u64(), Some(counts[0]));
+        assert_eq!(row("odd span")["calls"].as_u64(), Some(counts[1]));
+    }
 }

@@ -75,13 +75,23 @@ pub(crate) type RawOpen = crate::scope::thread::Open;
 /// Opens a scope of call site `cs` on the calling thread, without a guard.
 #[inline(always)]
 pub(crate) fn enter_raw(cs: &'static Callsite) -> Option<RawOpen> {
+    if STATE.load(Relaxed) & ON == 0 {
+        return None;
+    }
+    enter_raw_id(cs.id())
+}
+
+/// Opens a scope of the call site whose id is `id` (from [`Callsite::id`]) on the calling
+/// thread, without a guard.
+#[inline(always)]
+pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
     let state = STATE.load(Relaxed);
     if state & ON == 0 {
         return None;
     }
-    let mut open = crate::scope::enter(cs.id());
+    let mut open = crate::scope::enter(id);
     if state & CAPTURE != 0 {
-        capture_begin(cs, &mut open);
+        capture_begin(id, &mut open);
     }
     open
 }
@@ -113,10 +123,9 @@ fn capture_end(id: u32, t1: Option<crate::Ticks>) {
 
 /// Records a scope's begin into the running capture and marks its guard to record the end.
 #[inline]
-fn capture_begin(cs: &'static Callsite, open: &mut Option<crate::scope::thread::Open>) {
+fn capture_begin(id: u32, open: &mut Option<crate::scope::thread::Open>) {
     #[cfg(feature = "capture")]
     if let Some(o) = open {
-        let id = cs.id();
         // A begin dropped (memory budget spent) takes its end with it: the guard records
         // no end.
         if crate::capture::begin(id, o.t0(), o.depth()) {
@@ -124,7 +133,7 @@ fn capture_begin(cs: &'static Callsite, open: &mut Option<crate::scope::thread::
         }
     }
     #[cfg(not(feature = "capture"))]
-    let _ = (cs, open);
+    let _ = (id, open);
 }
 
 /// Opens a scope of call site `cs` on the calling thread.
@@ -137,7 +146,7 @@ pub fn enter(cs: &'static Callsite) -> Scope {
     let id = cs.id();
     let mut open = crate::scope::enter(id);
     if state & CAPTURE != 0 {
-        capture_begin(cs, &mut open);
+        capture_begin(id, &mut open);
     }
     Scope {
         open,
@@ -157,7 +166,7 @@ pub fn enter_cached(
     }
     let mut open = crate::scope::enter_cached(cs, cache);
     if state & CAPTURE != 0 {
-        capture_begin(cs, &mut open);
+        capture_begin(cs.id(), &mut open);
     }
     Scope {
         open,
