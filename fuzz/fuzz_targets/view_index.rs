@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
     for (from, until, px) in windows {
         if let Ok(w) = Window::new(from, until.max(from + 1), px) {
             let _ = idx.query(&source, w);
+            let _ = idx.lives(w);
         }
     }
 });

@@ -226,6 +226,109 @@ fn bad_files_and_addresses_are_one_line_and_status_2_before_anything_is_served()
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `demo --async`'s futures and spans: each call site's lives drawn in lanes on the timeline
+/// (concurrent requests side by side), as many as `report --json` counts, with the same wall
+/// time; a life clicked shows its details.
+#[test]
+fn futures_and_spans_lives_are_drawn_as_report_counts_them() {
+    let d = dir("lives");
+    let cap = d.join("async.tscap");
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.4",
+            "--threads",
+            "2",
+            "--interval",
+            "off",
+        ])
+        .arg("--async")
+        .arg("--capture")
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let report = json(
+        &tickscope()
+            .arg("report")
+            .arg(&cap)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    let v = view(&[cap.to_str().unwrap()]);
+    let page = browse("check.mjs", &v.url, &shots("lives"), &["--lives"]);
+    let lives = &page["lives"];
+    let (mut on_page, mut in_report, mut lanes) = (0, 0, 0);
+    for s in report["scopes"].as_array().unwrap() {
+        let wall = &s["wall"];
+        if wall.is_null() {
+            continue;
+        }
+        let name = s["name"].as_str().unwrap();
+        let l = &lives[s["id"].as_u64().unwrap().to_string()];
+        assert!(l.is_object(), "{name}: no lives on the page: {lives}");
+        let drawn = l["drawn"].as_array().unwrap();
+        let (narrow, hidden) = (l["narrow"].as_u64().unwrap(), l["hidden"].as_u64().unwrap());
+        on_page += drawn.len() as u64 + narrow + hidden;
+        in_report += wall["calls"].as_u64().unwrap();
+        lanes = lanes.max(l["tracks_lanes"].as_u64().unwrap());
+        let ended: Vec<_> = drawn
+            .iter()
+            .filter(|x| x["how"].as_u64() < Some(2))
+            .collect();
+        let cancelled = ended.iter().filter(|x| x["how"] == 1).count() as u64;
+        if narrow + hidden == 0 && ended.len() as u64 == wall["calls"].as_u64().unwrap() {
+            // Every life of this call site drawn: the same count, cancellations and wall.
+            assert_eq!(
+                cancelled,
+                wall["cancelled"].as_u64().unwrap(),
+                "{name}: {l}"
+            );
+            let total: f64 = ended
+                .iter()
+                .map(|x| x["e"].as_f64().unwrap() - x["b"].as_f64().unwrap())
+                .sum();
+            let want = wall["total_ns"].as_f64().unwrap();
+            assert!(
+                (total - want).abs() <= 1e-4 * want + ended.len() as f64 * 2.0,
+                "{name}: page {total} ns, report {want} ns"
+            );
+        } else {
+            assert!(
+                cancelled <= wall["cancelled"].as_u64().unwrap(),
+                "{name}: {l}"
+            );
+        }
+    }
+    // Lives with one end in the capture are drawn too (to its end, or from its start); the
+    // report counts them apart.
+    let unpaired = report["lost"]["async_unpaired"].as_u64().unwrap();
+    assert_eq!(on_page, in_report + unpaired, "{lives}");
+    assert!(in_report > 0);
+    assert!(lanes > 1, "concurrent requests side by side: {lives}");
+    // The widest life, clicked: its wall time.
+    let clicked = &page["clicked_life"];
+    let details = &page["life_details"];
+    let want = (clicked["e"].as_f64().unwrap() - clicked["b"].as_f64().unwrap()).round();
+    assert_eq!(
+        details["wall time"]["value"]
+            .as_str()
+            .and_then(|v| v.parse::<f64>().ok()),
+        Some(want),
+        "{details}"
+    );
+    let site = &report["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == clicked["site"])
+        .unwrap();
+    assert_eq!(details["call site"]["text"], site["name"], "{details}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     let d = dir("page");

@@ -439,10 +439,14 @@ function table(cols, rows, opts) {
 
 // ---- The timeline -----------------------------------------------------------------------
 
-const GUTTER = 180, RULER = 24, ROW = 16, HEAD = 18, SAMPLES = 10, COUNTER = 34;
+const GUTTER = 180, RULER = 24, ROW = 16, HEAD = 18, SAMPLES = 10, COUNTER = 34, LANE = 12, NARROW = 6;
+// How a life ended (the server's codes).
+const HOW = ['ended', 'cancelled', 'still alive at the capture\'s end', 'begun before the capture started'];
 
 const TL = {
   answer: null, // the last answer, decoded
+  lives: null, // the last answer's futures' and spans' lives, by call site
+  lanes: {}, // the most lanes each call site's lives have needed, so tracks do not jump
   inflight: false, again: false,
   summary: null, summaryFor: null,
   drag: null,
@@ -493,8 +497,10 @@ const TL = {
     this.inflight = true;
     const w = { from: Math.max(0, Math.floor(S.from)), until: Math.ceil(S.until), px: this.width() };
     try {
-      const buf = await api('timeline', { c: S.c, from: w.from, until: Math.max(w.until, w.from + 1), px: w.px }, true);
+      const q = { c: S.c, from: w.from, until: Math.max(w.until, w.from + 1), px: w.px };
+      const [buf, lives] = await Promise.all([api('timeline', q, true), c.lives && c.lives.length ? api('lives', q) : null]);
       this.answer = readAnswer(buf);
+      this.lives = lives ? new Map(lives.sites.map((l) => [l.site, l])) : null;
       this.draw();
       if (!this.again) { document.body.dataset.painted = '1'; this.ready = true; }
     } catch (e) {
@@ -538,6 +544,14 @@ const TL = {
     const out = [];
     let y = RULER;
     for (const id of c.counters || []) { out.push({ kind: 'counter', id, y, h: COUNTER }); y += COUNTER; }
+    for (const site of c.lives || []) {
+      const l = this.lives && this.lives.get(site);
+      const lanes = Math.max(1, this.lanes[site] || 0, l ? l.lanes.length : 0);
+      this.lanes[site] = lanes;
+      const h = HEAD + lanes * LANE + NARROW + 4;
+      out.push({ kind: 'lives', site, y, h, lanes });
+      y += h;
+    }
     for (const t of [...c.threads].sort((a, b) => a.index - b.index)) {
       const depth = Math.max(t.depth, this.answerRows(t.index));
       const h = HEAD + depth * ROW + (t.sampled ? SAMPLES : 0) + 4;
@@ -578,6 +592,7 @@ const TL = {
       const y = tr.y - S.scrollY;
       if (y > h || y + tr.h < RULER) continue;
       if (tr.kind === 'counter') { this.drawCounter(ctx, tr, y, w, a); continue; }
+      if (tr.kind === 'lives') { this.drawLives(ctx, tr, y, w, scopeName(tr.site)); continue; }
       const t = tr.t;
       ctx.fillStyle = '#f1f1f2';
       ctx.fillRect(0, y, w, HEAD);
@@ -691,6 +706,51 @@ const TL = {
     ctx.fillText('time since capture start', 6, RULER / 2);
   },
 
+  // A call site's futures or spans, each life a bar from its first poll (creation) to its end
+  // (close), concurrent ones in lanes; those narrower than a pixel as ticks under the lanes.
+  drawLives(ctx, tr, y, w, name) {
+    ctx.fillStyle = '#eef3fb';
+    ctx.fillRect(0, y, w, HEAD);
+    ctx.fillStyle = '#1d1f21';
+    ctx.font = '600 11px system-ui, sans-serif';
+    ctx.fillText(fit(ctx, name, GUTTER - 12), 6, y + HEAD / 2);
+    ctx.font = '11px system-ui, sans-serif';
+    const l = this.lives && this.lives.get(tr.site);
+    ctx.fillStyle = '#6b6f76';
+    ctx.fillText(fit(ctx, `lives${l ? ` · ${count(l.ended)} ended` : ''}`, w - GUTTER - 8), GUTTER + 4, y + HEAD / 2);
+    if (!l) return;
+    l.lanes.forEach((lane, i) => {
+      const ly = y + HEAD + i * LANE;
+      for (const [b, e, how] of lane) {
+        let x0 = this.x(b), x1 = this.x(e);
+        if (x1 < GUTTER || x0 > w) continue;
+        x0 = Math.max(x0, GUTTER); x1 = Math.min(x1, w);
+        const bw = Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 0.5 : 0));
+        ctx.fillStyle = scopeColour(tr.site, how === 1 ? 88 : 78);
+        ctx.fillRect(x0, ly + 1, bw, LANE - 2);
+        if (how === 1) { ctx.fillStyle = '#b3261e'; ctx.fillRect(x1 - 2, ly + 1, 2, LANE - 2); }
+        if (how === 2) { ctx.fillStyle = '#1d1f21'; for (let k = 0; k < LANE - 2; k += 3) ctx.fillRect(x1 - 1, ly + 1 + k, 1, 2); }
+        if (how === 3) { ctx.fillStyle = '#1d1f21'; for (let k = 0; k < LANE - 2; k += 3) ctx.fillRect(x0, ly + 1 + k, 1, 2); }
+        if (x1 - x0 > 30) {
+          ctx.fillStyle = '#1d1f21';
+          ctx.fillText(fit(ctx, `${name} ${dur(e - b)}`, x1 - x0 - 6), x0 + 3, ly + LANE / 2);
+        }
+      }
+    });
+    const ny = y + HEAD + tr.lanes * LANE + 1;
+    let max = 1;
+    for (const [, n] of l.narrow) max = Math.max(max, n);
+    const npp = (S.until - S.from) / this.width();
+    ctx.fillStyle = scopeColour(tr.site, 50);
+    for (const [p, n] of l.narrow) {
+      const x = this.x(this.answer ? this.answer.from + p * (this.answer.until - this.answer.from) / this.answer.px : S.from + p * npp);
+      if (x < GUTTER || x > w) continue;
+      ctx.globalAlpha = 0.3 + 0.7 * n / max;
+      ctx.fillRect(x, ny, 1, NARROW - 2);
+    }
+    ctx.globalAlpha = 1;
+  },
+
   drawCounter(ctx, tr, y, w, a) {
     const c = this.capture();
     const name = c.markers[tr.id] ? c.markers[tr.id][0] : `counter #${tr.id}`;
@@ -723,6 +783,16 @@ const TL = {
     const tr = this.layout.find((t) => yy >= t.y && yy < t.y + t.h);
     if (!tr || x < GUTTER) return { tr };
     const ns = this.ns(x);
+    if (tr.kind === 'lives') {
+      const lane = Math.floor((yy - tr.y - HEAD) / LANE);
+      const l = this.lives && this.lives.get(tr.site);
+      const pxNs = (S.until - S.from) / this.width();
+      let life = null;
+      if (l && lane >= 0 && lane < l.lanes.length) {
+        for (const v of l.lanes[lane]) if (v[0] - pxNs <= ns && v[1] + pxNs >= ns) { life = v; if (v[0] <= ns && v[1] >= ns) break; }
+      }
+      return { tr, ns, life };
+    }
     if (tr.kind !== 'thread') return { tr, ns };
     const rel = yy - tr.y - HEAD;
     if (rel < 0) return { tr, ns, header: true };
@@ -752,7 +822,10 @@ const TL = {
     const h = this.hit(x, y);
     const c = this.capture();
     let text = null;
-    if (h.slice) {
+    if (h.life) {
+      const s = c.scopes[h.tr.site];
+      text = `${s ? s[0] : `<scope #${h.tr.site}>`}: a life of ${dur(h.life[1] - h.life[0])}${s ? ` · ${s[1]}:${s[2]}` : ''}\n${HOW[h.life[2]]}`;
+    } else if (h.slice) {
       const s = c.scopes[h.slice.id];
       text = `${s ? s[0] : `<scope #${h.slice.id}>`}\n${dur(h.slice.e - h.slice.b)}${s ? ` · ${s[1]}:${s[2]}` : ''}${['', ' · abandoned', ' · cut', ' · still open'][h.slice.close]}`;
     } else if (h.busy) {
@@ -798,6 +871,23 @@ const TL = {
     ], d.children) : el('p', { class: 'note', text: d.exact ? 'No child scopes.' : '' });
     box.replaceChildren(el('h2', { text: 'Scope' }), kv, kids,
       el('button', { text: 'Zoom to it', onclick: () => this.setView(d.begin_ns - (d.end_ns - d.begin_ns) * 0.05, d.end_ns + (d.end_ns - d.begin_ns) * 0.05) }));
+  },
+
+  lifeDetails(site, life) {
+    const c = this.capture();
+    const s = c.scopes[site] || [`<scope #${site}>`, '', 0];
+    const [b, e, how] = life;
+    S.highlight = site;
+    const kv = el('dl', { class: 'kv' },
+      el('dt', { text: 'call site' }), el('dd', { class: 'mono', text: s[0] }),
+      el('dt', { text: 'location' }), el('dd', { class: 'mono', text: s[1] ? `${s[1]}:${s[2]}` : '-' }),
+      el('dt', { text: 'begins' }), el('dd', { class: 'mono', text: fmtAt(b, 1) }),
+      el('dt', { text: 'wall time' }), el('dd', { class: 'mono', text: dur(e - b), 'data-value': e - b }),
+      el('dt', { text: 'ended' }), el('dd', { text: HOW[how] }));
+    $('details').replaceChildren(el('h2', { text: 'Life of a future or span' }), kv,
+      el('p', { class: 'note', text: 'From its first poll to ready or drop (a future), or its creation to its close (a span). Its polls or entries are the slices of the same name on the threads that ran them.' }),
+      el('button', { text: 'Zoom to it', onclick: () => this.setView(b - (e - b) * 0.05, e + (e - b) * 0.05) }));
+    this.draw();
   },
 
   async loadSummary() {
@@ -1003,6 +1093,7 @@ function setupTimeline() {
     if (!d.moved) {
       const h = TL.hit(x, y);
       if (h.tr && h.tr.kind === 'thread' && h.depth !== undefined && !h.samples) TL.details(h.slice ? { ...h, ns: (h.slice.b + h.slice.e) / 2 } : h);
+      if (h.life) TL.lifeDetails(h.tr.site, h.life);
     }
     TL.draw();
   });

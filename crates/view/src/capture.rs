@@ -292,6 +292,11 @@ impl Capture {
         self.with_index(|i| i.query(&*self.source, w))
     }
 
+    /// Futures' and spans' lives in window `w`, by call site (None until indexed).
+    pub fn lives(&self, w: Window) -> Option<Vec<crate::index::lives::SiteLives>> {
+        self.with_index(|i| i.lives(w))
+    }
+
     /// The whole capture's summary: `None` while it is computed. A live capture's is
     /// computed from what arrived so far, each time.
     pub fn summary(&self) -> Option<Result<Arc<Summary>, String>> {

@@ -407,6 +407,7 @@ fn capture_info(c: &Capture) -> Value {
             "scopes": scopes,
             "markers": markers,
             "counters": idx.counters.keys().collect::<Vec<_>>(),
+            "lives": idx.lives.sites(),
         })
     });
     if let (Some(Value::Object(m)), Value::Object(o)) = (more, &mut v) {

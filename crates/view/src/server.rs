@@ -195,6 +195,34 @@ async fn handle(viewer: Arc<Viewer>, req: Request<Incoming>) -> Result<Resp, Inf
     })
 }
 
+/// A window's lives as JSON: per call site its lanes of `[begin_ns, end_ns, how]` (how: 0
+/// ended, 1 cancelled, 2 alive at the end, 3 begun before the capture), its narrower lives
+/// as `[pixel, count]`, and how many were left out.
+fn lives_json(sites: &[crate::index::lives::SiteLives]) -> Value {
+    let sites: Vec<Value> = sites
+        .iter()
+        .map(|s| {
+            let lanes: Vec<Value> = s
+                .lanes
+                .iter()
+                .map(|lane| {
+                    lane.iter()
+                        .map(|l| json!([l.begin_ns.round(), l.end_ns.round(), l.how as u8]))
+                        .collect()
+                })
+                .collect();
+            json!({
+                "site": s.site,
+                "lanes": lanes,
+                "narrow": s.narrow,
+                "hidden": s.hidden,
+                "ended": s.ended,
+            })
+        })
+        .collect();
+    json!({ "sites": sites })
+}
+
 /// An API request, on a blocking thread.
 fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, &m);
@@ -246,6 +274,18 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
                     StatusCode::INTERNAL_SERVER_ERROR,
                     &format!("{}: {e}", c.name),
                 ),
+            })
+        }
+        "/api/lives" => {
+            let c = capture()?;
+            let w = Window::new(
+                q.num("from", true)?.unwrap_or(0),
+                q.num("until", true)?.unwrap_or(0),
+                q.num("px", true)?.unwrap_or(0).min(u32::MAX as u64) as u32,
+            )?;
+            Ok(match c.lives(w) {
+                None => not_ready(),
+                Some(sites) => json_resp(&lives_json(&sites)),
             })
         }
         "/api/summary" => {

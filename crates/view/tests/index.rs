@@ -8,6 +8,7 @@ use std::io;
 
 use tickscope_timeline::tscap::Reader;
 use tickscope_timeline::{Options, TimeMap};
+use tickscope_view::index::lives::How;
 use tickscope_view::index::query::{Source, Window};
 use tickscope_view::index::{Budget, Index};
 
@@ -383,4 +384,107 @@ fn a_scopes_details_and_a_ranges_summary_are_exact() {
         assert_eq!(got.scopes.iter().map(|r| r.calls).sum::<u64>(), inside);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The real writer's version 3 capture (a tokio service: requests as spans, `#[profile]`
+/// async fns, cancelled cache lookups) and its `tickscope report --json`.
+fn v3_writer() -> (Vec<u8>, serde_json::Value) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../timeline/tests/data/");
+    let bytes = std::fs::read(format!("{dir}v3-writer.tscap")).unwrap();
+    let report = std::fs::read(format!("{dir}v3-writer.report.json")).unwrap();
+    (bytes, serde_json::from_slice(&report).unwrap())
+}
+
+#[test]
+fn lives_are_paired_across_threads_laid_out_in_lanes_and_agree_with_report() {
+    let (bytes, report) = v3_writer();
+    let idx = index(&bytes, Budget::for_capture(bytes.len() as u64));
+    let tiny = index(
+        &bytes,
+        Budget {
+            limit: 16 << 10,
+            used: 0,
+        },
+    );
+    assert!(tiny.lives.min > 0, "the tiny budget coarsened the bins");
+    let dur = report["wall_ns"].as_u64().unwrap();
+    let whole = Window::new(0, dur + 1, 16_384).unwrap();
+    let wide = idx.lives(whole);
+    let coarse = idx.lives(Window::new(0, dur + 1, 20).unwrap());
+    let mut checked = 0;
+    for s in report["scopes"].as_array().unwrap() {
+        let wall = &s["wall"];
+        if wall.is_null() {
+            continue;
+        }
+        let (name, id) = (&s["name"], s["id"].as_u64().unwrap());
+        let calls = wall["calls"].as_u64().unwrap();
+        let site = wide
+            .iter()
+            .find(|l| l.site == id)
+            .unwrap_or_else(|| panic!("{name}"));
+        // At ~1 µs a pixel every life here is drawn whole, each once.
+        let all: Vec<_> = site.lanes.iter().flatten().collect();
+        assert!(
+            site.narrow.is_empty() && site.hidden == 0,
+            "{name}: {site:?}"
+        );
+        assert_eq!(all.len() as u64, calls, "{name}");
+        assert_eq!(site.ended, calls, "{name}");
+        let cancelled = all.iter().filter(|l| l.how == How::Cancelled).count() as u64;
+        assert_eq!(cancelled, wall["cancelled"].as_u64().unwrap(), "{name}");
+        let total: f64 = all.iter().map(|l| l.end_ns - l.begin_ns).sum();
+        let want = wall["total_ns"].as_f64().unwrap();
+        assert!(
+            (total - want).abs() <= 1e-4 * want + calls as f64,
+            "{name}: {total} vs {want}"
+        );
+        let max = all
+            .iter()
+            .map(|l| l.end_ns - l.begin_ns)
+            .fold(0.0, f64::max);
+        let want_max = wall["max_ns"].as_f64().unwrap();
+        assert!(
+            (max - want_max).abs() <= 1e-4 * want_max + 1.0,
+            "{name}: {max} vs {want_max}"
+        );
+        // A lane's lives follow one another.
+        for lane in &site.lanes {
+            for p in lane.windows(2) {
+                assert!(p[0].end_ns <= p[1].begin_ns, "{name}: {p:?}");
+            }
+        }
+        // Twenty pixels: the lives narrower than a pixel are counted where they begin.
+        let c = coarse.iter().find(|l| l.site == id).unwrap();
+        let counted: u64 = c.narrow.iter().map(|&(_, n)| u64::from(n)).sum();
+        let drawn = c.lanes.iter().map(Vec::len).sum::<usize>() as u64;
+        assert_eq!(drawn + counted + c.hidden, calls, "{name}: {c:?}");
+        // Bins coarsened by a tiny budget: the lives shorter than a bin are counted, the
+        // others drawn whole.
+        let t = tiny.lives(whole);
+        let t = t.iter().find(|l| l.site == id).unwrap();
+        let counted: u64 = t.narrow.iter().map(|&(_, n)| u64::from(n)).sum();
+        let drawn: Vec<_> = t.lanes.iter().flatten().collect();
+        assert_eq!(
+            drawn.len() as u64 + counted + t.hidden,
+            calls,
+            "{name}: {t:?}"
+        );
+        assert!(drawn.iter().all(|l| all.contains(l)), "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} call sites with lives");
+    // Concurrent requests overlap: side by side in lanes.
+    assert!(wide.iter().any(|s| s.lanes.len() > 1));
+    // A window that holds none of a life holds none of its lanes; one inside a life holds
+    // it, whole.
+    let longest = wide
+        .iter()
+        .flat_map(|s| s.lanes.iter().flatten().map(move |l| (s.site, *l)))
+        .max_by(|a, b| (a.1.end_ns - a.1.begin_ns).total_cmp(&(b.1.end_ns - b.1.begin_ns)))
+        .unwrap();
+    let mid = ((longest.1.begin_ns + longest.1.end_ns) / 2.0) as u64;
+    let inside = idx.lives(Window::new(mid, mid + 10, 100).unwrap());
+    let s = inside.iter().find(|s| s.site == longest.0).unwrap();
+    assert!(s.lanes.iter().flatten().any(|l| *l == longest.1), "{s:?}");
 }

@@ -10,7 +10,8 @@
 //! - per depth, the busy time of every bin ([`series`]): what a wide window draws where its
 //!   scopes are narrower than a pixel; likewise per bin the frame marks, messages, CPU samples
 //!   and counter ranges;
-//! - the scopes open now ([`Track`]).
+//! - the scopes open now ([`Track`]);
+//! - futures' and spans' lives, paired across threads ([`lives`]).
 //!
 //! Bins are a power of two of counter ticks, about 8 µs to start with; when the index
 //! outgrows its memory budget ([`Budget`]: twice the capture's size and 16 MiB) the bin width
@@ -24,6 +25,7 @@
 //! beside the one the index needs: 3.8 s for the demo's 266 M events through the replay.
 //! Times in the index are counter ticks; queries convert to ns ([`TimeMap`]).
 
+pub mod lives;
 pub mod query;
 pub mod series;
 pub mod track;
@@ -143,6 +145,8 @@ pub struct Index {
     pub counters: BTreeMap<u64, Series<Range>>,
     /// CPU samples per bin, by the OS thread id they are of.
     pub samples: HashMap<u64, Series<u32>>,
+    /// Futures' and spans' lives.
+    pub lives: lives::Lives,
     /// The definitions read so far.
     pub meta: Meta,
     /// The process chunk.
@@ -179,6 +183,7 @@ impl Index {
             threads: Vec::new(),
             counters: BTreeMap::new(),
             samples: HashMap::new(),
+            lives: lives::Lives::default(),
             meta: reader.meta().clone(),
             process_chunk: Span {
                 offset: tickscope_timeline::tscap::HEADER_LEN as u64,
@@ -237,6 +242,7 @@ impl Index {
                     losses: &mut th.losses,
                     counters: &mut self.counters,
                     samples: &mut self.samples,
+                    lives: &mut self.lives,
                 };
                 th.track.chunk(info, &mut sink);
                 let mut first = u64::MAX;
@@ -298,6 +304,7 @@ impl Index {
         }
         b += self.counters.values().map(Series::bytes).sum::<usize>();
         b += self.samples.values().map(Series::bytes).sum::<usize>();
+        b += self.lives.bytes();
         b as u64
     }
 
@@ -328,6 +335,7 @@ impl Index {
         }
         self.counters.values_mut().for_each(Series::coarsen);
         self.samples.values_mut().for_each(Series::coarsen);
+        self.lives.coarsen(shift + 1, self.process.start_ticks);
         self.shift += 1;
     }
 
@@ -410,6 +418,7 @@ struct Build<'a> {
     losses: &'a mut Vec<(u64, u64)>,
     counters: &'a mut BTreeMap<u64, Series<Range>>,
     samples: &'a mut HashMap<u64, Series<u32>>,
+    lives: &'a mut lives::Lives,
 }
 
 impl Out for Build<'_> {
@@ -448,8 +457,13 @@ impl Out for Build<'_> {
                 *self.samples.entry(tid).or_default().at(bin) += 1;
             }
             EventKind::Lost => self.losses.push((ticks, e.lost_count().unwrap_or(0))),
-            // Futures' and spans' lives are not drawn yet (their polls and entries are).
-            EventKind::Begin | EventKind::End | EventKind::Async => {}
+            EventKind::Async => {
+                if let Some((id, what)) = e.async_event() {
+                    self.lives
+                        .event(self.shift, self.origin, e.id, id, what, ticks);
+                }
+            }
+            EventKind::Begin | EventKind::End => {}
         }
     }
 }

@@ -230,7 +230,12 @@ impl Index {
 
     /// Calls `put(pixel, bins)` with the bins of `series` whose middle is in each pixel of
     /// window `w` (pixels without bins are passed over).
-    fn per_px<T: Bin>(&self, w: Window, series: &Series<T>, mut put: impl FnMut(usize, &[T])) {
+    pub(crate) fn per_px<T: Bin>(
+        &self,
+        w: Window,
+        series: &Series<T>,
+        mut put: impl FnMut(usize, &[T]),
+    ) {
         if series.is_empty() {
             return;
         }

@@ -4,10 +4,12 @@
 // stdout; screenshots of each view go to OUTDIR. The Rust tests (crates/cli/tests/viewer.rs)
 // compare the figures with `tickscope report --json` / `top --json` and look at the rest.
 //
-// usage: node check.mjs URL OUTDIR [--diff] [--first-page-only]
+// usage: node check.mjs URL OUTDIR [--diff] [--first-page-only] [--lives]
 //   URL: what `tickscope view` printed (with its token)
 //   --diff: the viewer was started with --diff (check the diff tab)
 //   --first-page-only: the first page's tables and banner, nothing more
+//   --lives: the futures' and spans' lives of the first page: each call site's lives as
+//     drawn, and the details of the widest one, clicked; nothing more
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +78,52 @@ try {
     }
     await shot('timeline');
     if (flags.includes('--first-page-only')) throw 'done';
+    if (flags.includes('--lives')) {
+      out.lives = await page.evaluate(() => {
+        const { TL } = window.tickscope;
+        const o = {};
+        for (const tr of TL.layout) {
+          if (tr.kind !== 'lives') continue;
+          const l = TL.lives.get(tr.site);
+          o[tr.site] = {
+            tracks_lanes: tr.lanes,
+            drawn: l.lanes.flat().map(([b, e, how]) => ({ b, e, how })),
+            narrow: l.narrow.reduce((a, [, n]) => a + n, 0),
+            hidden: l.hidden,
+          };
+        }
+        return o;
+      });
+      // The widest life that fits in the window, clicked where it is drawn.
+      const target = await page.evaluate(() => {
+        const { TL, S } = window.tickscope;
+        const box = document.getElementById('tl-canvas').getBoundingClientRect();
+        let best = null;
+        for (const tr of TL.layout) {
+          if (tr.kind !== 'lives') continue;
+          TL.lives.get(tr.site).lanes.forEach((lane, i) => {
+            for (const [b, e] of lane) {
+              const x0 = Math.max(TL.x(b), 181), x1 = Math.min(TL.x(e), 1390);
+              const y = tr.y - S.scrollY + 18 + i * 12 + 6;
+              if (x1 - x0 > 8 && (!best || x1 - x0 > best.w) && y > 30 && y < box.height - 10) best = { x: box.left + (x0 + x1) / 2, y: box.top + y, w: x1 - x0, site: tr.site, b, e };
+            }
+          });
+        }
+        return best;
+      });
+      out.clicked_life = target;
+      if (target) {
+        await page.mouse.click(target.x, target.y);
+        await page.waitForFunction(() => document.querySelector('#details dl'), null, { timeout: 30000 });
+        out.life_details = await page.evaluate(() => {
+          const d = {};
+          for (const dt of document.querySelectorAll('#details dt')) d[dt.textContent] = { text: dt.nextElementSibling.textContent, value: dt.nextElementSibling.dataset.value };
+          return d;
+        });
+        await shot('timeline-life');
+      }
+      throw 'done';
+    }
     out.dom_text = await page.evaluate(() => document.body.innerText);
     out.whole = await state();
 
