@@ -742,3 +742,46 @@ fn gperftools_profile_is_read_and_symbolised_from_the_binary() {
     assert!(first_row.ends_with("hot_loop"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Several files: merged into one profile, as `go tool pprof FILE FILE...` merges them (the
+/// processes of one `record` run, say).
+#[test]
+fn several_profiles_are_merged_as_go_tool_pprof_merges_them() {
+    let (cpu, _) = go_profiles();
+    let other = testdata().join("sample.cpu.pb.gz");
+    let go = Command::new("go")
+        .args(["tool", "pprof", "-top"])
+        .arg(cpu)
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(
+        go.status.success(),
+        "{}",
+        String::from_utf8_lossy(&go.stderr)
+    );
+    let want = String::from_utf8_lossy(&go.stdout).into_owned();
+    let got = tickscope(&["top", cpu.to_str().unwrap(), other.to_str().unwrap()]);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let got = String::from_utf8_lossy(&got.stdout).into_owned();
+    assert!(rows_of(&want).len() > 3, "{want}");
+    assert_eq!(
+        rows_of(&got),
+        rows_of(&want),
+        "-- go:\n{want}\n-- ours:\n{got}"
+    );
+    // Profiles of different kinds are not merged: one line naming the file, exit 2.
+    let (_, heap) = go_profiles();
+    let bad = tickscope(&["top", cpu.to_str().unwrap(), heap.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains(heap.to_str().unwrap()) && err.contains("incompatible"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -14,9 +14,11 @@ use tickscope_profile::{self as profile, Profile};
 #[derive(clap::Args, Clone)]
 pub struct Common {
     /// The profile: pprof protobuf (gzip or raw), gperftools CPU or heap, a legacy text
-    /// profile, or folded stacks. The format is found from the content.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// profile, or folded stacks. The format is found from the content. Several profiles of
+    /// the same kind (the processes of one `record`, say) are merged into one, as `go tool
+    /// pprof` merges the files it is given.
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
     /// Which sample value to show: an index or a type name (`cpu`, `alloc_space`, ...).
     #[arg(long, value_name = "INDEX|TYPE")]
     pub sample_index: Option<String>,
@@ -143,17 +145,49 @@ impl Common {
         }
     }
 
-    /// Loads the file and prepares it for `view`.
+    /// Loads the files (merged into one profile when there are several) and prepares them
+    /// for `view`.
     pub fn report(&self, view: View, sort: Sort) -> Result<Report> {
-        let profile = load(&self.file, self.limits())?;
-        prepare(profile, &self.file, view, &self.options(sort))
+        let profile = load_all(&self.inputs, self.limits())?;
+        prepare(profile, &self.name(), view, &self.options(sort))
+    }
+
+    /// The input files, as `out::refuse_inputs` takes them.
+    pub fn input_paths(&self) -> Vec<&Path> {
+        self.inputs.iter().map(PathBuf::as_path).collect()
+    }
+
+    /// The files as errors name them: the file, or the first and how many more.
+    pub fn name(&self) -> String {
+        files_name(&self.inputs)
     }
 }
 
-/// Prepares a loaded profile; warnings go to stderr.
-pub fn prepare(profile: Profile, file: &Path, view: View, options: &Options) -> Result<Report> {
-    let report = Report::new(profile, view, options)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+/// `files` as errors name them: the file, or the first and how many more.
+pub fn files_name(files: &[PathBuf]) -> String {
+    match files {
+        [one] => one.display().to_string(),
+        [first, rest @ ..] => format!("{} (and {} more)", first.display(), rest.len()),
+        [] => String::new(),
+    }
+}
+
+/// Loads `files` and merges them into one profile when there are several.
+pub fn load_all(files: &[PathBuf], limits: profile::Limits) -> Result<Profile> {
+    let mut profiles = Vec::with_capacity(files.len());
+    for f in files {
+        profiles.push(load(f, limits.clone())?);
+    }
+    if profiles.len() == 1 {
+        return Ok(profiles.pop().expect("one"));
+    }
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    tickscope_profile::views::merge(profiles, &names).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Prepares a loaded profile (`name`: its file or files, for errors); warnings go to stderr.
+pub fn prepare(profile: Profile, name: &str, view: View, options: &Options) -> Result<Report> {
+    let report = Report::new(profile, view, options).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     for w in &report.warnings {
         eprintln!("tickscope: warning: {w}");
     }

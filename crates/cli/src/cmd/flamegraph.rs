@@ -27,7 +27,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     if !args.common.json {
-        out::refuse_inputs(&args.output, &[&args.common.file])?;
+        out::refuse_inputs(&args.output, &args.common.input_paths())?;
     }
     let report = args.common.report(View::Flame, Sort::Flat)?;
     if args.common.json {
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<()> {
             title: args.title,
         },
     )
-    .map_err(|e| anyhow::anyhow!("{}: {e}", args.common.file.display()))?;
+    .map_err(|e| anyhow::anyhow!("{}: {e}", args.common.name()))?;
     out::write_output(&args.output, &svg)?;
     if !out::is_stdout(&args.output) {
         eprintln!(

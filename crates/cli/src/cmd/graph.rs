@@ -60,7 +60,7 @@ pub fn run(args: Args) -> Result<()> {
         None => Format::Dot,
     };
     if let Some(path) = args.output.as_ref().filter(|_| !args.common.json) {
-        out::refuse_inputs(path, &[&args.common.file])?;
+        out::refuse_inputs(path, &args.common.input_paths())?;
     }
     let mut report = args.common.report(View::Graph, Sort::Flat)?;
     if args.common.json {

@@ -56,9 +56,46 @@ pub fn check_compatible(base: &Profile, new: &Profile) -> Result<(), String> {
 /// `combineHeaders`: the new profile's sample types, period type, `drop_frames` and
 /// `keep_frames`; the earliest time, the summed durations, the larger period, the comments of
 /// both (once each).
-pub fn merge_for_diff(mut base: Profile, new: Profile) -> Result<Profile, String> {
+pub fn merge_for_diff(base: Profile, new: Profile) -> Result<Profile, String> {
     check_compatible(&base, &new)?;
     let mut p = new;
+    let values = std::mem::take(&mut p.values);
+    p.samples
+        .retain(|s| values[s.values.range()].iter().any(|&v| v != 0));
+    p.values = values;
+    append(&mut p, base, true);
+    p.seal();
+    Ok(p)
+}
+
+/// Merges profiles of the same kind into one, as `go tool pprof` does when given several
+/// files: every sample of each, with its mappings, locations and functions (the views name
+/// functions by name, so a function in several profiles is one node); the header is pprof's
+/// `combineHeaders` over them (see [`merge_for_diff`]). `names` name the profiles in errors.
+pub fn merge(profiles: Vec<Profile>, names: &[String]) -> Result<Profile, String> {
+    let mut it = profiles.into_iter().enumerate();
+    let Some((_, mut p)) = it.next() else {
+        return Err("no profile to merge".into());
+    };
+    for (i, other) in it {
+        check_compatible(&p, &other).map_err(|e| {
+            let e = e
+                .replace("the base", "the first")
+                .replace("the new profile", "this one");
+            format!("{}: {e}", names.get(i).map_or("", String::as_str))
+        })?;
+        append(&mut p, other, false);
+    }
+    p.seal();
+    Ok(p)
+}
+
+/// Appends `other`'s samples (negated and labelled `pprof::base=true` when `as_base`), with
+/// its mappings, locations and functions (references and ids offset), to `p`, combining the
+/// headers as pprof's `combineHeaders`; samples of `other` whose values are all zero are
+/// dropped. `p` is sealed by the caller.
+fn append(p: &mut Profile, mut other: Profile, as_base: bool) {
+    let base = &mut other;
     let (nm, nl, nf) = (
         p.mappings.len() as u32,
         p.locations.len() as u32,
@@ -68,7 +105,7 @@ pub fn merge_for_diff(mut base: Profile, new: Profile) -> Result<Profile, String
     let mapping_id = max_id(&mut p.mappings.iter().map(|m| m.id));
     let location_id = max_id(&mut p.locations.iter().map(|l| l.id));
     let function_id = max_id(&mut p.functions.iter().map(|f| f.id));
-    // pprof's combineHeaders, over [new, base].
+    // pprof's combineHeaders.
     if p.time_nanos == 0 || base.time_nanos < p.time_nanos {
         p.time_nanos = base.time_nanos;
     }
@@ -82,10 +119,6 @@ pub fn merge_for_diff(mut base: Profile, new: Profile) -> Result<Profile, String
     if p.default_sample_type.is_empty() {
         p.default_sample_type = base.default_sample_type.clone();
     }
-    let values = std::mem::take(&mut p.values);
-    p.samples
-        .retain(|s| values[s.values.range()].iter().any(|&v| v != 0));
-    p.values = values;
     for mut m in std::mem::take(&mut base.mappings) {
         m.id = m.id.saturating_add(mapping_id);
         p.mappings.push(m);
@@ -120,17 +153,19 @@ pub fn merge_for_diff(mut base: Profile, new: Profile) -> Result<Profile, String
             continue;
         }
         values.clear();
-        values.extend(base.values(s).iter().map(|v| v.saturating_neg()));
         labels.clear();
         labels.extend_from_slice(base.labels(s));
-        labels.push(Label::Str {
-            key: BASE_LABEL.into(),
-            value: "true".into(),
-        });
+        if as_base {
+            values.extend(base.values(s).iter().map(|v| v.saturating_neg()));
+            labels.push(Label::Str {
+                key: BASE_LABEL.into(),
+                value: "true".into(),
+            });
+        } else {
+            values.extend_from_slice(base.values(s));
+        }
         p.push_sample(base.stack(s).map(|l| l + nl), &values, &labels);
     }
-    p.seal();
-    Ok(p)
 }
 
 /// The base's total of each sample value: the sum of absolute values over the samples

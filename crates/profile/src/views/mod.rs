@@ -21,7 +21,7 @@ use crate::filter::{self, FilterSpec};
 use crate::{Profile, ValueType};
 
 pub use diff::{
-    check_compatible, diff_json, diff_report, diff_report_for, diff_text, merge_for_diff,
+    check_compatible, diff_json, diff_report, diff_report_for, diff_text, merge, merge_for_diff,
     BASE_LABEL,
 };
 pub use dot::{dot_text, graph_json, shorten_function_name};
