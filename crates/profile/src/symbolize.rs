@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use object::{Object, ObjectKind, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use super::{Line, Mapping, Profile, StrId};
 
@@ -115,6 +115,8 @@ struct Binary {
     segments: Vec<(u64, u64, u64, u64)>,
     /// Function symbols by address: (address, size, name); one per address.
     symbols: Vec<(u64, u64, String)>,
+    /// Sections loaded in memory: (address, size), by address.
+    sections: Vec<(u64, u64)>,
 }
 
 impl Binary {
@@ -139,10 +141,17 @@ impl Binary {
         // Per address, prefer a symbol with a size, then the first name alphabetically.
         symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
         symbols.dedup_by_key(|s| s.0);
+        let mut sections: Vec<(u64, u64)> = file
+            .sections()
+            .map(|s| (s.address(), s.size()))
+            .filter(|&(a, n)| a != 0 && n != 0)
+            .collect();
+        sections.sort_unstable();
         Ok(Binary {
             fixed: file.kind() == ObjectKind::Executable,
             segments,
             symbols,
+            sections,
         })
     }
 
@@ -167,11 +176,25 @@ impl Binary {
     }
 
     /// The function whose symbol covers `address`: the nearest symbol at or below it, if
-    /// its size reaches the address (a symbol without a size covers up to the next one).
+    /// its size reaches the address (a symbol without a size covers up to the next one in
+    /// its own section: `_init` does not cover the PLT stubs after it, which are unnamed, as
+    /// pprof leaves them).
     fn function_at(&self, address: u64) -> Option<&str> {
         let i = self.symbols.partition_point(|s| s.0 <= address);
         let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
-        (*size == 0 || address - start < *size).then_some(name.as_str())
+        let covers = if *size == 0 {
+            self.section_of(*start) == self.section_of(address)
+        } else {
+            address - start < *size
+        };
+        covers.then_some(name.as_str())
+    }
+
+    /// The section holding `address`, by its start.
+    fn section_of(&self, address: u64) -> Option<u64> {
+        let i = self.sections.partition_point(|s| s.0 <= address);
+        let &(start, size) = self.sections.get(i.checked_sub(1)?)?;
+        (address - start < size).then_some(start)
     }
 }
 
@@ -315,6 +338,38 @@ int main(void) {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
+    /// below them (`_init`, sized 0) must not take them.
+    #[test]
+    fn plt_stubs_are_left_unnamed_and_functions_still_named() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = maps
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.ends_with("/libc.so.6"))
+            .expect("the test links libc");
+        let data = std::fs::read(libc).unwrap();
+        let bin = Binary::parse(&data).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let plt = file.section_by_name(".plt").expect("libc has a PLT");
+        for stub in (plt.address()..plt.address() + plt.size()).step_by(16) {
+            assert_eq!(bin.function_at(stub + 4), None, "{libc}: PLT at {stub:#x}");
+        }
+        // A sized function is still found, inside it.
+        let &(start, size, ref name) = bin.symbols.iter().find(|s| s.1 > 16).unwrap();
+        assert_eq!(bin.function_at(start + size / 2), Some(name.as_str()));
+        // A zero-sized symbol covers up to the next one in its section, as before.
+        let zero = Binary {
+            fixed: false,
+            segments: vec![],
+            symbols: vec![(0x100, 0, "_init".into()), (0x200, 0x10, "f".into())],
+            sections: vec![(0x100, 0x20), (0x120, 0x40), (0x200, 0x100)],
+        };
+        assert_eq!(zero.function_at(0x110), Some("_init"));
+        assert_eq!(zero.function_at(0x130), None, "the PLT after .init");
+        assert_eq!(zero.function_at(0x205), Some("f"));
     }
 
     #[test]

@@ -194,10 +194,11 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.requested_hz
         ),
         format!(
-            "{} signals, {} threads seen, {} lost samples, {} leaf-only stacks, {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
+            "{} signals, {} threads seen, {} lost samples, {} stacks cut at the leaf (its mapping not in the unwinder's snapshot), {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
             p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
         ),
         "stacks are walked by frame pointers: a function built without them (most C libraries) hides its callers up to the next function that has them, and its caller appears to be that function's; no frame is ever invented".to_string(),
+        depth_comment(&samples),
         format!(
             "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
             p.handler_ns.checked_div(p.signals).unwrap_or(0),
@@ -322,4 +323,34 @@ fn effective_samples(p: &Parts) -> f64 {
         true => n * n / n2,
         false => 0.0,
     }
+}
+
+/// What the stacks' depths say: their mean, and the share of samples whose walk stopped at
+/// the leaf (one frame), the mark of code built without frame pointers.
+fn depth_comment(samples: &[Sample]) -> String {
+    let (mut n, mut frames, mut one) = (0u64, 0u64, 0u64);
+    for s in samples {
+        let depth = s.locs.iter().filter(|l| matches!(l, Loc::Addr(_))).count() as u64;
+        if depth == 0 {
+            continue;
+        }
+        n += s.counts.count;
+        frames += depth * s.counts.count;
+        if depth == 1 {
+            one += s.counts.count;
+        }
+    }
+    if n == 0 {
+        return "stack depth: no sampled stacks".into();
+    }
+    let share = one as f64 / n as f64;
+    let mut c = format!(
+        "stack depth: {:.2} frames on average; {:.1}% of samples one frame deep",
+        frames as f64 / n as f64,
+        100.0 * share
+    );
+    if share > 0.5 {
+        c.push_str(" (the walk stopped at the leaf: most of the sampled code has no frame pointers, so callers are unknown)");
+    }
+    c
 }

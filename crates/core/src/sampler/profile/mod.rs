@@ -486,10 +486,21 @@ impl Profile {
             default_sample_type: kind.into(),
             ..pprof::Profile::default()
         };
-        // Mappings: the modules any sample touched, in address order.
+        // Mappings: the program's own first (pprof's `File:` is the first mapping's), then
+        // the modules any sample touched, in address order.
         let used: BTreeSet<usize> = self.module_of.values().copied().collect();
+        let exe = std::fs::read_link("/proc/self/exe").ok();
+        let main = exe.as_ref().and_then(|exe| {
+            self.modules
+                .iter()
+                .position(|m| std::path::Path::new(&m.path) == exe.as_path())
+        });
+        let order: Vec<usize> = main
+            .into_iter()
+            .chain(used.iter().copied().filter(|&m| Some(m) != main))
+            .collect();
         let mut mapping_id = HashMap::new();
-        for &m in &used {
+        for &m in &order {
             let module = &self.modules[m];
             let id = out.mappings.len() as u64 + 1;
             mapping_id.insert(m, id);
