@@ -404,10 +404,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
         .find(|n| n.starts_with("old.pb.gz."))
         .unwrap_or_else(|| panic!("{names:?}"));
     assert!(
-        stderr.contains(&format!(
-            "a program it exec'd: {}",
-            dir.join(child).display()
-        )),
+        stderr.contains(&format!("a program it exec'd: {child}")),
         "{stderr}"
     );
     for f in ["old.pb.gz", child] {
@@ -431,4 +428,107 @@ fn assert_old_profile_kept(dir: &Path) {
         "the old profile"
     );
     assert_eq!(crate::names(dir), ["old.pb.gz", "workload"]);
+}
+
+/// The processes of a run: the printed table covers all of them; the programs it exec'd keep
+/// files named by the run, so a second run into the same `-o` never takes or replaces the
+/// first one's; `--merge` writes one file that `go tool pprof` reads, each sample labelled
+/// with its process.
+#[test]
+fn runs_into_one_output_never_mix_and_merge_writes_one_profile_of_every_process() {
+    let lib = library();
+    let dir = scratch("runs");
+    let exe = workload(&dir);
+    let script = format!("{0} 60; {0} 60; true", exe.display());
+    let record = |args: &[&str]| {
+        let out = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .arg("record")
+            .args(args)
+            .args(["--", "bash", "-c", &script])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    let first = record(&["-o", "s.pb.gz"]);
+    let files = |prefix: &str| -> Vec<String> {
+        crate::names(&dir)
+            .into_iter()
+            .filter(|n| n.starts_with(prefix))
+            .collect()
+    };
+    let runs1 = files("s.pb.gz.");
+    assert_eq!(runs1.len(), 2, "{runs1:?}\n{first}");
+    assert!(first.contains("Processes: 3"), "{first}");
+    assert!(first.contains("2 programs it exec'd"), "{first}");
+    let saved: Vec<Vec<u8>> = runs1
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
+    // The table is of every process: the workload's functions (in the exec'd programs)
+    // lead it, though the program itself (bash) hardly ran.
+    assert!(first.contains("work_a"), "{first}");
+
+    let second = record(&["-o", "s.pb.gz"]);
+    let runs2: Vec<String> = files("s.pb.gz.")
+        .into_iter()
+        .filter(|f| !runs1.contains(f))
+        .collect();
+    assert_eq!(runs2.len(), 2, "{runs2:?}");
+    for (f, bytes) in runs1.iter().zip(&saved) {
+        assert_eq!(&std::fs::read(dir.join(f)).unwrap(), bytes, "{f} changed");
+        assert!(
+            !second.contains(f.as_str()),
+            "the second run names {f}: {second}"
+        );
+    }
+    // Each run's files share its run id, and differ from the other run's.
+    let run = |f: &String| f.split('.').nth(3).unwrap().to_string();
+    assert_eq!(run(&runs2[0]), run(&runs2[1]));
+    assert_ne!(run(&runs1[0]), run(&runs2[0]));
+
+    let merged = record(&["-o", "m.pb.gz", "--merge"]);
+    assert_eq!(files("m.pb.gz"), ["m.pb.gz"], "{merged}");
+    assert!(
+        merged.contains("profile of 3 processes written to m.pb.gz"),
+        "{merged}"
+    );
+    let m = dir.join("m.pb.gz");
+    // go tool pprof reads it: the same rows as ours, and the processes' labels.
+    let go = |args: &[&str]| {
+        let out = Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(&m)
+            .output()
+            .expect("`go` not found: install Go (Debian: golang-go; .ci/run does)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let rows = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip_while(|l| !l.trim_start().starts_with("flat  flat%"))
+            .skip(1)
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let ours = Command::new(bin()).arg("top").arg(&m).output().unwrap();
+    let ours = String::from_utf8_lossy(&ours.stdout).into_owned();
+    let theirs = go(&["-top"]);
+    assert!(!rows(&theirs).is_empty(), "{theirs}");
+    assert_eq!(
+        rows(&ours),
+        rows(&theirs),
+        "-- go:\n{theirs}\n-- ours:\n{ours}"
+    );
+    let tags = go(&["-tags"]);
+    assert!(tags.contains("pid") && tags.contains("program"), "{tags}");
+    assert!(tags.contains("workload") && tags.contains("bash"), "{tags}");
 }

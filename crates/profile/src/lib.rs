@@ -43,6 +43,7 @@ pub mod symbolize;
 #[cfg(test)]
 mod testutil;
 pub mod views;
+pub mod write;
 
 pub use load::{
     load, load_with, parse, parse_format, parse_with, parse_with_limit, Limits, MAX_DECOMPRESSED,
@@ -278,6 +279,18 @@ impl Profile {
     /// A location's lines, innermost first.
     pub fn lines(&self, loc: &Location) -> &[Line] {
         &self.lines[loc.lines.range()]
+    }
+
+    /// Gives every sample the labels `extra` besides its own (the process a sample came
+    /// from, when the profiles of several processes are merged).
+    pub fn label_all(&mut self, extra: &[Label]) {
+        let old = std::mem::take(&mut self.labels);
+        for s in &mut self.samples {
+            let start = self.labels.len();
+            self.labels.extend_from_slice(&old[s.labels.range()]);
+            self.labels.extend_from_slice(extra);
+            s.labels = Span::new(start, self.labels.len() - start);
+        }
     }
 
     /// Adds a sample (stack leaf first).

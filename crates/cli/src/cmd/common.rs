@@ -176,7 +176,7 @@ pub fn files_name(files: &[PathBuf]) -> String {
 pub fn load_all(files: &[PathBuf], limits: profile::Limits) -> Result<Profile> {
     let mut profiles = Vec::with_capacity(files.len());
     for f in files {
-        profiles.push(load(f, limits.clone())?);
+        profiles.push(load(f, limits)?);
     }
     if profiles.len() == 1 {
         return Ok(profiles.pop().expect("one"));

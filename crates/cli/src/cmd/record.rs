@@ -1,6 +1,9 @@
-//! `tickscope record [-F HZ] [--wall] [-o FILE] -- PROG ARGS...`: runs an unmodified program
-//! with libtickscope.so preloaded (`TICKSCOPE_CPUPROFILE`), forwards its exit status, then
-//! prints the top functions and where the profile was written.
+//! `tickscope record [-F HZ] [--wall] [-o FILE] [--merge] -- PROG ARGS...`: runs an
+//! unmodified program with libtickscope.so preloaded (`TICKSCOPE_CPUPROFILE`), forwards its
+//! exit status, then prints the top functions of every process of the run and where their
+//! profiles were written: the program's to FILE, each program it exec'd to
+//! `FILE.<run>.<pid>` (the run is the program's pid, so two runs never mix), or all of them
+//! merged into FILE with `--merge`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -27,6 +30,14 @@ pub struct Args {
     /// Rows of the top table printed at the end (0: none).
     #[arg(long, default_value_t = 10, value_name = "N")]
     top: usize,
+    /// Write one profile of every process of the run to FILE (each sample labelled with its
+    /// process's `pid` and `program`) instead of a file per program it exec'd.
+    #[arg(long)]
+    merge: bool,
+    /// Keep tickscope's own threads (its sampler's) in the printed table; they are always in
+    /// the profile, labelled `thread=tickscope-...`.
+    #[arg(long)]
+    own_threads: bool,
     /// The program and its arguments.
     #[arg(required = true, last = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -116,7 +127,11 @@ pub fn run(args: Args) -> Result<u8> {
     if let Err(e) = tickscope::__private::hold_terminal_signals() {
         eprintln!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
-    let status = match command.spawn().and_then(wait_forwarding) {
+    let mut run = 0;
+    let status = match command.spawn().and_then(|c| {
+        run = c.id();
+        wait_forwarding(c)
+    }) {
         Ok(s) => s,
         // As a shell says it: 127 for a program not found, 126 for one that cannot run.
         Err(e) => {
@@ -140,45 +155,199 @@ pub fn run(args: Args) -> Result<u8> {
         (None, None) => 1,
     };
     messages.print();
-    // Programs it exec'd profiled into files of their own: `<tmp>.<pid>`, renamed to
-    // `<output>.<pid>` whatever became of the main profile.
-    let others = rename_children(pending.tmp_path(), &output);
+    // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
+    let children = child_profiles(pending.tmp_path());
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
+        let others = keep_children(&children, &output, run);
         eprintln!(
             "tickscope: error: {} wrote no profile to {}: it ended by _exit, abort or a signal, or it is statically linked (LD_PRELOAD cannot load into it)",
             Path::new(prog).display(),
             args.output.display()
         );
+        say_children(&others, &args.output);
         return Ok(if code != 0 { code } else { 2 });
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
-    if let Err(e) = tickscope_profile::load(pending.tmp_path()) {
-        let e = e.to_string();
-        let tmp = format!("{}: ", pending.tmp_path().display());
+    let main = match tickscope_profile::load(pending.tmp_path()) {
+        Ok(p) => p,
+        Err(e) => {
+            let others = keep_children(&children, &output, run);
+            let e = e.to_string();
+            let tmp = format!("{}: ", pending.tmp_path().display());
+            eprintln!(
+                "tickscope: error: {} wrote a damaged profile, not kept ({}); {} is unchanged",
+                Path::new(prog).display(),
+                e.strip_prefix(&tmp).unwrap_or(&e),
+                args.output.display()
+            );
+            say_children(&others, &args.output);
+            return Ok(if code != 0 { code } else { 2 });
+        }
+    };
+    // Every process's profile, labelled with its process when there are several.
+    let mut profiles = vec![main];
+    let mut names = vec![args.output.display().to_string()];
+    let mut damaged = Vec::new();
+    for (pid, path) in &children {
+        match tickscope_profile::load(path) {
+            Ok(p) => {
+                profiles.push(p);
+                names.push(format!("{} {pid}", names[0]));
+            }
+            Err(e) => damaged.push((*pid, e.to_string())),
+        }
+    }
+    let pids: Vec<u32> = std::iter::once(run)
+        .chain(children.iter().map(|c| c.0))
+        .collect();
+    let several = profiles.len() > 1;
+    if several {
+        for (p, pid) in profiles.iter_mut().zip(&pids) {
+            let program = p
+                .mappings
+                .first()
+                .and_then(|m| Path::new(&m.file).file_name())
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            p.label_all(&[
+                tickscope_profile::Label::Num {
+                    key: "pid".into(),
+                    value: i64::from(*pid),
+                    unit: String::new(),
+                },
+                tickscope_profile::Label::Str {
+                    key: "program".into(),
+                    value: program,
+                },
+            ]);
+        }
+    }
+    let merged = if several {
+        match tickscope_profile::views::merge(profiles, &names) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("tickscope: warning: the run's profiles cannot be merged: {e}");
+                None
+            }
+        }
+    } else {
+        profiles.pop()
+    };
+    let others = if let (true, true, Some(m)) = (args.merge, several, merged.as_ref()) {
+        let mut f = std::fs::File::create(pending.tmp_path())
+            .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
+        tickscope_profile::write::write_gz(m, &mut f)
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
+        for (_, path) in &children {
+            let _ = std::fs::remove_file(path);
+        }
+        Vec::new()
+    } else {
+        keep_children(&children, &output, run)
+    };
+    pending.commit()?;
+    for (pid, e) in damaged {
+        eprintln!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
+    }
+    // Named as the user named the output (not by the absolute path the run used).
+    let others: Vec<PathBuf> = others
+        .iter()
+        .map(|p| {
+            args.output
+                .with_file_name(p.file_name().unwrap_or_default())
+        })
+        .collect();
+    if let (true, Some(mut profile)) = (args.top > 0, merged) {
+        let own = own_threads_share(&profile);
+        if several {
+            // Each process's comments, once per kind of process: too many for a terminal
+            // (the file keeps them).
+            profile.comments.clear();
+        }
+        let mut argv = vec![
+            OsString::from("top"),
+            OsString::from("-"),
+            OsString::from(format!("--nodecount={}", args.top)),
+        ];
+        if !args.own_threads && own.0 > 0 {
+            argv.push(OsString::from(format!("--tagignore=thread={OWN_THREADS}")));
+        }
+        let top = TopOnly::try_parse_from(argv)?;
+        let mut report = top
+            .args
+            .report_of(profile, &args.output.display().to_string())?;
+        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
+        if several {
+            eprintln!(
+                "Processes: {} (the program and the programs it exec'd)",
+                pids.len()
+            );
+        }
+        eprint!("{text}");
+        if !args.own_threads && own.0 > 0 {
+            eprintln!(
+                "tickscope: its own threads (the sampler's) took {:.1}% of the samples, left out of this table (--own-threads shows them; the profile keeps them, labelled thread=tickscope-...)",
+                100.0 * own.0 as f64 / own.1.max(1) as f64
+            );
+        }
+    }
+    if args.merge && several {
         eprintln!(
-            "tickscope: error: {} wrote a damaged profile, not kept ({}); {} is unchanged",
-            Path::new(prog).display(),
-            e.strip_prefix(&tmp).unwrap_or(&e),
+            "tickscope: profile of {} processes written to {} (labelled pid and program)",
+            pids.len(),
             args.output.display()
         );
-        return Ok(if code != 0 { code } else { 2 });
-    }
-    pending.commit()?;
-    if args.top > 0 {
-        let top = TopOnly::try_parse_from([
-            OsString::from("top"),
-            output.clone().into_os_string(),
-            OsString::from(format!("--nodecount={}", args.top)),
-        ])?;
-        let mut report = top.args.common_report()?;
-        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
-        eprint!("{text}");
-    }
-    eprintln!("tickscope: profile written to {}", args.output.display());
-    for p in others {
-        eprintln!("tickscope: a program it exec'd: {}", p.display());
+    } else {
+        eprintln!("tickscope: profile written to {}", args.output.display());
+        say_children(&others, &args.output);
     }
     Ok(code)
+}
+
+/// The thread label value tickscope's own threads match.
+const OWN_THREADS: &str = "^tickscope-";
+
+/// Samples of tickscope's own threads, and of all threads (default sample type's values).
+fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
+    let index = p
+        .sample_types
+        .iter()
+        .position(|t| t.ty == p.default_sample_type)
+        .unwrap_or(p.sample_types.len().saturating_sub(1));
+    let (mut own, mut all) = (0i64, 0i64);
+    for s in &p.samples {
+        let v = p.values(s).get(index).copied().unwrap_or(0);
+        all = all.saturating_add(v);
+        let mine = p.labels(s).iter().any(|l| {
+            matches!(l, tickscope_profile::Label::Str { key, value }
+                if key == "thread" && value.starts_with("tickscope-"))
+        });
+        if mine {
+            own = own.saturating_add(v);
+        }
+    }
+    (own, all)
+}
+
+/// Says where the profiles of the programs the run exec'd are.
+fn say_children(others: &[PathBuf], output: &Path) {
+    match others {
+        [] => {}
+        [one] => eprintln!("tickscope: a program it exec'd: {}", one.display()),
+        [first, .., last] => eprintln!(
+            "tickscope: {} programs it exec'd: {} … {} (`tickscope top {} {}.*` shows them together; record --merge writes one file)",
+            others.len(),
+            first.display(),
+            last.display(),
+            output.display(),
+            first
+                .display()
+                .to_string()
+                .rsplit_once('.')
+                .map_or(String::new(), |(stem, _)| stem.to_string())
+        ),
+    }
 }
 
 /// Waits for the program, passing on to it each signal a process sent to `record` alone.
@@ -281,42 +450,67 @@ fn find_program(prog: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Renames the profiles of the programs the run exec'd, `<tmp>.<pid>`, to `<output>.<pid>`;
-/// returns the new names, sorted.
-fn rename_children(tmp: &Path, output: &Path) -> Vec<PathBuf> {
-    let (Some(dir), Some(tmp_name), Some(out_name)) =
-        (tmp.parent(), tmp.file_name(), output.file_name())
-    else {
+/// The profiles of the programs the run exec'd: `<tmp>.<pid>`, by pid.
+fn child_profiles(tmp: &Path) -> Vec<(u32, PathBuf)> {
+    let (Some(dir), Some(tmp_name)) = (tmp.parent(), tmp.file_name()) else {
         return Vec::new();
     };
     let tmp_name = tmp_name.to_string_lossy().into_owned();
-    let mut renamed: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .filter_map(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
                     let pid = name.strip_prefix(&tmp_name)?.strip_prefix('.')?;
-                    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-                        return None;
-                    }
-                    let mut new_name = out_name.to_owned();
-                    new_name.push(format!(".{pid}"));
-                    let to = output.with_file_name(new_name);
-                    match std::fs::rename(e.path(), &to) {
-                        Ok(()) => Some(to),
-                        Err(err) => {
-                            eprintln!(
-                                "tickscope: warning: cannot rename {} to {}: {err}",
-                                e.path().display(),
-                                to.display()
-                            );
-                            None
-                        }
-                    }
+                    let pid = pid
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|_| pid.bytes().all(|b| b.is_ascii_digit()))?;
+                    Some((pid, e.path()))
                 })
                 .collect()
         })
         .unwrap_or_default();
-    renamed.sort();
-    renamed
+    found.sort();
+    found
+}
+
+/// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the
+/// program's pid), never replacing a file already there (a later name is taken instead);
+/// returns the new names.
+fn keep_children(children: &[(u32, PathBuf)], output: &Path, run: u32) -> Vec<PathBuf> {
+    let Some(out_name) = output.file_name() else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    for (pid, from) in children {
+        let mut done = None;
+        for n in 0..100 {
+            let mut name = out_name.to_owned();
+            name.push(format!(".{run}.{pid}"));
+            if n > 0 {
+                name.push(format!("-{n}"));
+            }
+            let to = output.with_file_name(name);
+            // A hard link fails where a file exists: nothing of an earlier run is replaced.
+            match std::fs::hard_link(from, &to) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(from);
+                    done = Some(to);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    eprintln!(
+                        "tickscope: warning: cannot keep {} as {}: {e}",
+                        from.display(),
+                        to.display()
+                    );
+                    break;
+                }
+            }
+        }
+        kept.extend(done);
+    }
+    kept
 }

@@ -35,9 +35,18 @@ impl From<SortBy> for Sort {
 }
 
 impl Args {
-    /// The loaded, prepared report these options ask for.
-    pub fn common_report(&self) -> Result<tickscope_profile::views::Report> {
-        self.common.report(View::Top, self.sort.into())
+    /// The report these options ask for, of a profile already loaded (`name`: its files).
+    pub fn report_of(
+        &self,
+        profile: tickscope_profile::Profile,
+        name: &str,
+    ) -> Result<tickscope_profile::views::Report> {
+        super::common::prepare(
+            profile,
+            name,
+            View::Top,
+            &self.common.options(self.sort.into()),
+        )
     }
 }
 
