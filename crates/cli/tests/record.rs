@@ -532,3 +532,48 @@ fn runs_into_one_output_never_mix_and_merge_writes_one_profile_of_every_process(
     assert!(tags.contains("pid") && tags.contains("program"), "{tags}");
     assert!(tags.contains("workload") && tags.contains("bash"), "{tags}");
 }
+
+/// A fork child that does not exec (a bash subshell looping in bash) is not profiled: the
+/// CPU time it used is said beside what the profiles hold, never silently missing.
+#[test]
+fn cpu_of_processes_not_profiled_is_said() {
+    let lib = library();
+    let dir = scratch("fork");
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "f.pb.gz", "--", "bash", "-c"])
+        .arg("( i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done ); true")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("of CPU time the run's processes used"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    // "the profiles hold H s of the T s ... (P%)": most of T ran in the subshell.
+    let pct: f64 = line
+        .split_once("used (")
+        .and_then(|(_, r)| r.split('%').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(pct < 50.0, "{line}");
+    assert!(line.contains("fork children that did not exec"), "{line}");
+    // A run whose processes are all profiled says nothing of the kind.
+    let exe = workload(&dir);
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "g.pb.gz", "--"])
+        .arg(&exe)
+        .arg("100")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("CPU time the run's processes used"),
+        "{stderr}"
+    );
+}

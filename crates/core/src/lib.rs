@@ -351,4 +351,20 @@ pub mod __private {
     pub fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
         crate::sys::signal_process(pid, sig)
     }
+
+    /// CPU time (ns) this process has used so far, all its threads together.
+    pub fn process_cpu_ns() -> Option<u64> {
+        crate::sys::process_cpu_ns()
+    }
+
+    /// The mark of a line a profiled process leaves in `TICKSCOPE_MESSAGES` for `tickscope
+    /// record` alone (not shown): the CPU time (ns) tickscope spent after its profile's
+    /// accounting ended (writing the profile), so that `record` can tell it from CPU time no
+    /// profile holds.
+    pub const EXIT_CPU_MARK: &str = "tickscope-record-stat exit-cpu-ns=";
+
+    /// CPU time (ns) of the children this process has waited for, and of theirs.
+    pub fn children_cpu_ns() -> std::io::Result<u64> {
+        crate::sys::children_cpu_ns()
+    }
 }

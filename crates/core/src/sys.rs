@@ -390,6 +390,24 @@ pub(crate) fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// CPU time the whole process has used so far, in nanoseconds.
+pub(crate) fn process_cpu_ns() -> Option<u64> {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time (user and system, ns) of this process's children that have ended and been
+/// waited for, with theirs in turn (`getrusage(RUSAGE_CHILDREN)`).
+pub(crate) fn children_cpu_ns() -> std::io::Result<u64> {
+    // SAFETY: all-zero bytes are a valid `rusage` (integers and timevals only).
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rusage for the call to fill.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut r) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Ok(ns(r.ru_utime) + ns(r.ru_stime))
+}
+
 /// Types whose all-zero bytes are a valid value: integers, atomics of them, and arrays and
 /// `struct`s of those only.
 ///

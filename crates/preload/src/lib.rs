@@ -19,7 +19,7 @@
 //! | `TICKSCOPE_CPUPROFILE_SIGNALS=1` | also write the profile on `SIGINT`/`SIGTERM`, then die of the signal |
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
-//! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr |
+//! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took |
 //!
 //! - **setuid and setgid programs** (the kernel's `AT_SECURE`, as glibc's `secure_getenv`):
 //!   every `TICKSCOPE_*` variable is ignored, with one warning, so that no user can make a
@@ -47,7 +47,8 @@
 //!   closes descriptors it did not open stops those threads' sampling (the profile counts
 //!   the events and reports their time as not sampled); numbers it reuses are never touched.
 //! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time
-//!   is not in the parent's profile). A program exec'd by the profiled process inherits the
+//!   is not in the parent's profile; `record` says how much CPU time the run's processes
+//!   used that no profile holds). A program exec'd by the profiled process inherits the
 //!   environment and profiles into `PATH.<pid>`.
 //! - **Frame pointers**: stacks are walked by frame pointers. Code built without them (most
 //!   distributions build libc so) cannot say who called it: the frames between it and the

@@ -175,8 +175,23 @@ pub(crate) fn finish(why: &str) {
     }
     let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
     match stop() {
-        Ok(w) if !quiet => ts::__private::say(&format!("tickscope: {w}")),
-        Ok(_) => {}
+        Ok(w) => {
+            // Under `record`, what writing the profile cost, which no profile can hold.
+            let recorded =
+                ts::__private::env_var("TICKSCOPE_MESSAGES").is_some_and(|v| !v.is_empty());
+            if let (true, Mode::Cpu, Some(cpu)) =
+                (recorded, w.mode, ts::__private::process_cpu_ns())
+            {
+                ts::__private::say(&format!(
+                    "{}{}",
+                    ts::__private::EXIT_CPU_MARK,
+                    cpu.saturating_sub(w.total_ns)
+                ));
+            }
+            if !quiet {
+                ts::__private::say(&format!("tickscope: {w}"));
+            }
+        }
         // Stopped by the program already, or another exit path is writing.
         Err(f) if f.code == Code::State => {}
         Err(f) => ts::__private::say(&format!("tickscope: {why}: {}", f.message)),

@@ -154,7 +154,7 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
-    messages.print();
+    let exit_cpu = messages.print();
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
@@ -233,6 +233,10 @@ pub fn run(args: Args) -> Result<u8> {
     } else {
         profiles.pop()
     };
+    // The CPU the profiles hold against what the whole tree used: a process that was not
+    // profiled (a fork child that did not exec, a static program) is said, not hidden.
+    let tree_cpu = tickscope::__private::children_cpu_ns().ok();
+    let held_cpu = merged.as_ref().and_then(cpu_ns);
     let others = if let (true, true, Some(m)) = (args.merge, several, merged.as_ref()) {
         let mut f = std::fs::File::create(pending.tmp_path())
             .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
@@ -292,6 +296,20 @@ pub fn run(args: Args) -> Result<u8> {
             );
         }
     }
+    if let (false, Some(tree), Some(held)) = (args.wall, tree_cpu, held_cpu) {
+        // Writing the profiles is tickscope's, after their accounting ended: not a process
+        // left out.
+        let tree = tree.saturating_sub(exit_cpu);
+        if (held as f64) < 0.9 * tree as f64 && tree - held > 20_000_000 {
+            eprintln!(
+                "tickscope: the profiles hold {:.2} s of the {:.2} s of CPU time the run's processes used ({:.0}%; {:.2} s more went to writing the profiles): the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)",
+                held as f64 / 1e9,
+                tree as f64 / 1e9,
+                100.0 * held as f64 / tree.max(1) as f64,
+                exit_cpu as f64 / 1e9
+            );
+        }
+    }
     if args.merge && several {
         eprintln!(
             "tickscope: profile of {} processes written to {} (labelled pid and program)",
@@ -328,6 +346,20 @@ fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
         }
     }
     (own, all)
+}
+
+/// The CPU time a profile holds (its `cpu` nanoseconds), if it measures CPU time.
+fn cpu_ns(p: &tickscope_profile::Profile) -> Option<u64> {
+    let i = p
+        .sample_types
+        .iter()
+        .position(|t| t.ty == "cpu" && t.unit == "nanoseconds")?;
+    Some(
+        p.samples
+            .iter()
+            .map(|s| p.values(s).get(i).copied().unwrap_or(0).max(0) as u64)
+            .sum(),
+    )
 }
 
 /// Says where the profiles of the programs the run exec'd are.
@@ -406,11 +438,18 @@ impl Messages {
     }
 
     /// Prints the messages to this process's stderr: each kind once, with how many of the
-    /// run's processes said it (lines alike but for their numbers are one kind).
-    fn print(&self) {
+    /// run's processes said it (lines alike but for their numbers are one kind). Returns the
+    /// CPU time (ns) the processes said writing their profiles took (lines for `record`
+    /// alone, not printed).
+    fn print(&self) -> u64 {
         let text = std::fs::read_to_string(&self.0).unwrap_or_default();
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
+        let mut exit_cpu = 0u64;
         for line in text.lines().filter(|l| !l.is_empty()) {
+            if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
+                exit_cpu = exit_cpu.saturating_add(ns.trim().parse().unwrap_or(0));
+                continue;
+            }
             let shape: String = line
                 .chars()
                 .map(|c| if c.is_ascii_digit() { '#' } else { c })
@@ -430,6 +469,7 @@ impl Messages {
                 eprintln!("{line}");
             }
         }
+        exit_cpu
     }
 }
 
