@@ -150,7 +150,8 @@ fn record_exits_as_a_shell_does_for_a_program_that_cannot_run() {
 
 /// tickscope's own messages from every process of the run go to `record`'s stderr, never to
 /// the program's (here a file the shell redirected its stderr to before running two
-/// programs, each of which warns of its tiny profile); alike messages are said once, counted.
+/// programs; each of the three warns of its tiny profile); alike messages are said once,
+/// counted.
 #[test]
 fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
     let dir = scratch("messages");
@@ -175,7 +176,8 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
         .filter(|l| l.contains("holds only"))
         .collect();
     assert_eq!(warned.len(), 1, "{stderr}");
-    assert!(warned[0].contains("and 1 more like it"), "{stderr}");
+    // The two programs and the shell (dash, at its `_exit`).
+    assert!(warned[0].contains("and 2 more like it"), "{stderr}");
     let left = std::env::temp_dir().join(format!("tickscope-messages-{pid}-0"));
     assert!(!left.exists(), "{} left behind", left.display());
 }
@@ -214,7 +216,7 @@ fn profiled_child(parent: u32) -> u32 {
 /// Ctrl-C (SIGINT to the terminal's whole group) ends the program, not `record`: it waits
 /// for the program's profile and shows it, and exits as the program did (130). A SIGTERM sent
 /// to `record` alone is passed on to the program, with the same result (143). (bash: dash
-/// replaces the library's SIGINT handler and ends by `_exit`, which writes nothing yet.)
+/// replaces the library's SIGINT handler.)
 #[test]
 fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
     use std::os::unix::process::CommandExt;
@@ -386,8 +388,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
     );
     assert_old_profile_kept(&dir);
 
-    // `bash` runs the workload as a child: both write a profile, each to its own name (dash
-    // ends by `_exit` and writes none).
+    // `bash` runs the workload as a child: both write a profile, each to its own name.
     let out = Command::new(bin())
         .current_dir(&dir)
         .env("TICKSCOPE_LIB", &lib)
@@ -576,4 +577,64 @@ fn cpu_of_processes_not_profiled_is_said() {
         !stderr.contains("CPU time the run's processes used"),
         "{stderr}"
     );
+}
+
+/// dash ends by `_exit`, and so does Python's `os._exit`: neither runs the exit hooks, yet
+/// each leaves its profile (written by the library's writer thread before `_exit` goes on),
+/// and its exit status is forwarded exactly.
+#[test]
+fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
+    let lib = library();
+    let dir = scratch("underscore");
+    for (i, (script, code)) in [("true", 0), ("exit 3", 3)].into_iter().enumerate() {
+        let name = format!("d{i}.pb.gz");
+        let out = Command::new(bin())
+            .current_dir(&dir)
+            .env("TICKSCOPE_LIB", &lib)
+            .args(["record", "-o", &name, "--", "dash", "-c", script])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{script}: {stderr}");
+        assert!(!stderr.contains("wrote no profile"), "{stderr}");
+        assert!(stderr.contains("File: dash"), "the program named: {stderr}");
+        let top = Command::new(bin())
+            .arg("top")
+            .arg(dir.join(&name))
+            .output()
+            .unwrap();
+        assert!(
+            top.status.success(),
+            "{}",
+            String::from_utf8_lossy(&top.stderr)
+        );
+    }
+    // A C program that calls _exit after its work: the work is in the profile.
+    let exe = dir.join("quick_exit");
+    let src = dir.join("quick_exit.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n#include <unistd.h>\n#include <time.h>\n\
+         __attribute__((noinline)) static double spin(void) { double x = 0; \
+         for (long i = 0; i < 300000000L; i++) x += i * 1e-9; return x; }\n\
+         int main(void) { volatile double v = spin(); (void)v; _exit(7); }\n",
+    )
+    .unwrap();
+    let cc = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("a C compiler (Debian: gcc)");
+    assert!(cc.success());
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "q.pb.gz", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    assert!(stderr.contains("spin"), "{stderr}");
 }

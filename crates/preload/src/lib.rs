@@ -35,9 +35,11 @@
 //!   started is `[not sampled: before the profiler started]`: the profile's total is the
 //!   process's CPU time, and nothing is lost silently.
 //! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
-//!   when the library loads, so it runs after the program's own). `_exit`, `abort` and fatal
-//!   signals write nothing, except `SIGINT`/`SIGTERM` with `TICKSCOPE_CPUPROFILE_SIGNALS=1`
-//!   when the program has not installed handlers of its own for them.
+//!   when the library loads, so it runs after the program's own). With
+//!   `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which `record` sets) also at `_exit`/`_Exit` (dash
+//!   ends by it, Python's `os._exit` too: the library's writer thread writes the profile
+//!   while `_exit` waits, at most 3 s) and on `SIGINT`/`SIGTERM` when the program has not
+//!   installed handlers of its own for them. `abort` and other fatal signals write nothing.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
 //! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel

@@ -165,7 +165,7 @@ pub fn run(args: Args) -> Result<u8> {
             args.output.display()
         );
         say_children(&others, &args.output);
-        return Ok(if code != 0 { code } else { 2 });
+        return Ok(code);
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
     let main = match tickscope_profile::load(pending.tmp_path()) {
@@ -181,7 +181,7 @@ pub fn run(args: Args) -> Result<u8> {
                 args.output.display()
             );
             say_children(&others, &args.output);
-            return Ok(if code != 0 { code } else { 2 });
+            return Ok(code);
         }
     };
     // Every process's profile, labelled with its process when there are several.

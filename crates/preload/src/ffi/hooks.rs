@@ -75,8 +75,17 @@ extern "C" fn at_exit() {
     let _ = catch_unwind(|| profile::finish("at exit"));
 }
 
-/// The pipe's write end: the signal handler's only way to the writer thread.
+/// The pipe's write end: the signal handler's (and `_exit`'s) only way to the writer thread.
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// The read end of the pipe the writer thread answers `_exit` on, once the profile is
+/// written.
+static EXIT_DONE: AtomicI32 = AtomicI32::new(-1);
+/// What `_exit` writes on [`SIGNAL_PIPE`] (not a signal number).
+const EXIT_BYTE: u8 = 0xff;
+/// How long `_exit` waits for the profile, at most (ms): a program that calls `_exit` from
+/// a signal handler may have interrupted a lock the writer needs; it then ends without its
+/// profile rather than hang.
+const EXIT_WAIT_MS: c_int = 3000;
 /// The process that installed the handlers (a fork child dies of the signal directly).
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 
@@ -109,23 +118,15 @@ extern "C" fn on_terminate(sig: c_int) {
 /// process dies of the signal as it would have. Dispositions the program inherited as
 /// ignored stay ignored; handlers the program installs later replace ours.
 fn write_on_signals() -> std::io::Result<()> {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // Never descriptors 0-2, which a program started with them closed will open as its own
-    // standard streams.
-    let read_fd = ts::__private::above_stdio(fds[0]);
-    let write_fd = ts::__private::above_stdio(fds[1]);
-    let (read_fd, write_fd) = match (read_fd, write_fd) {
-        (Ok(r), Ok(w)) => (r, w),
-        (r, w) => {
-            for fd in [&r, &w].into_iter().flatten() {
+    let (read_fd, write_fd) = pipe_above_stdio()?;
+    let (done_read, done_write) = match pipe_above_stdio() {
+        Ok(p) => p,
+        Err(e) => {
+            for fd in [read_fd, write_fd] {
                 // SAFETY: closes a pipe end this function opened and nothing else holds.
-                unsafe { libc::close(*fd) };
+                unsafe { libc::close(fd) };
             }
-            return Err(r.and(w).expect_err("one of them failed"));
+            return Err(e);
         }
     };
     std::thread::Builder::new()
@@ -139,6 +140,13 @@ fn write_on_signals() -> std::io::Result<()> {
             }
             if n != 1 {
                 return;
+            }
+            if byte == EXIT_BYTE {
+                // `_exit`: the profile, then the answer it waits for.
+                let _ = catch_unwind(|| profile::finish("at _exit"));
+                // SAFETY: writes one byte from a local to the pipe this thread owns.
+                unsafe { libc::write(done_write, (&byte as *const u8).cast(), 1) };
+                continue;
             }
             let sig = byte as c_int;
             // Only the handler writes here, and only these two; anything else is not ours to
@@ -155,6 +163,7 @@ fn write_on_signals() -> std::io::Result<()> {
             unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
         })?;
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
+    EXIT_DONE.store(done_read, Relaxed);
     SIGNAL_PIPE.store(write_fd, Relaxed);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only
@@ -175,6 +184,79 @@ fn write_on_signals() -> std::io::Result<()> {
         unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
     }
     Ok(())
+}
+
+/// A pipe, close-on-exec, neither end on descriptors 0-2 (which a program started with them
+/// closed will open as its own standard streams): (read end, write end).
+fn pipe_above_stdio() -> std::io::Result<(c_int, c_int)> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    match (
+        ts::__private::above_stdio(fds[0]),
+        ts::__private::above_stdio(fds[1]),
+    ) {
+        (Ok(r), Ok(w)) => Ok((r, w)),
+        (r, w) => {
+            for fd in [&r, &w].into_iter().flatten() {
+                // SAFETY: closes a pipe end this function opened and nothing else holds.
+                unsafe { libc::close(*fd) };
+            }
+            Err(r.and(w).expect_err("one of them failed"))
+        }
+    }
+}
+
+/// Interposes `_exit` (dash ends by it, Python's `os._exit` too, and neither runs the exit
+/// hooks): with the writer thread running (`TICKSCOPE_CPUPROFILE_SIGNALS=1`, as `record`
+/// sets), the profile is written first, by that thread, while this one waits at most
+/// [`EXIT_WAIT_MS`]; then the process ends as `_exit` ends it. The writing is never done
+/// here: `_exit` is the way out of a signal handler, and the code it interrupted may hold a
+/// lock the writing needs. Async-signal-safe: `getpid`, `write`, `poll`, `read`,
+/// `exit_group`.
+#[no_mangle]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    profile_before_exit();
+    loop {
+        // SAFETY: exit_group ends every thread of the process and does not return.
+        unsafe { libc::syscall(libc::SYS_exit_group, status as libc::c_long) };
+    }
+}
+
+/// `_Exit`, C99's name for [`_exit`] (a separate symbol a program may call).
+#[no_mangle]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    _exit(status)
+}
+
+/// Hands the profile's writing to the writer thread and waits for it (bounded); nothing in
+/// a fork child, without the writer thread, or when another thread is already exiting.
+fn profile_before_exit() {
+    static EXITING: AtomicBool = AtomicBool::new(false);
+    let (fd, done) = (SIGNAL_PIPE.load(Relaxed), EXIT_DONE.load(Relaxed));
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
+    if fd < 0 || done < 0 || !here || EXITING.swap(true, Relaxed) {
+        return;
+    }
+    let byte = EXIT_BYTE;
+    // SAFETY: writes one byte from a local to the pipe (a bad descriptor only fails).
+    if unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) } != 1 {
+        return;
+    }
+    let mut p = libc::pollfd {
+        fd: done,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polls one valid pollfd on the stack; a signal only ends the wait early.
+    if unsafe { libc::poll(&mut p, 1, EXIT_WAIT_MS) } == 1 {
+        let mut b = 0u8;
+        // SAFETY: reads one byte into a local.
+        unsafe { libc::read(done, (&mut b as *mut u8).cast(), 1) };
+    }
 }
 
 // ---- Threads: sampled from their first instruction ---------------------------------------

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::ptr::addr_of_mut;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering::*};
 use std::sync::{Mutex, Once};
 
 use ts::__private::{Callsite, Kind, Name};
