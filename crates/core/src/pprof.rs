@@ -291,15 +291,73 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
 }
 
 /// Writes `p` gzip-compressed to `w`, the form `go tool pprof` and Pyroscope read.
-pub(crate) fn write_gz(p: &Profile, w: impl Write) -> io::Result<()> {
+pub(crate) fn write_gz(p: &Profile, mut w: impl Write) -> io::Result<()> {
+    let raw = encode(p);
+    if raw.len() <= STORED_UP_TO {
+        w.write_all(&gzip_stored(&raw))?;
+        return w.flush();
+    }
     let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-    gz.write_all(&encode(p))?;
+    gz.write_all(&raw)?;
     gz.finish()?.flush()
+}
+
+/// Profiles up to this size (encoded) are gzipped without compression: setting up deflate's
+/// state (~300 KiB, zeroed) cost a short-lived program more than the rest of writing its
+/// profile, which is a few KiB.
+const STORED_UP_TO: usize = 32 << 10;
+
+/// `data` as a gzip member of stored (uncompressed) deflate blocks: what every gzip reader
+/// reads.
+fn gzip_stored(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / 0xffff * 5 + 25);
+    // Magic, deflate, no flags, no time, no extra flags, OS unknown.
+    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    let mut blocks = data.chunks(0xffff).peekable();
+    if data.is_empty() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(block) = blocks.next() {
+        // BFINAL on the last; BTYPE 00 (stored); then LEN and its complement.
+        out.push(u8::from(blocks.peek().is_none()));
+        let n = block.len() as u16;
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(!n).to_le_bytes());
+        out.extend_from_slice(block);
+    }
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Small profiles are stored, large ones compressed: both read back by a gzip reader.
+    #[test]
+    fn gzip_stored_and_compressed_read_back() {
+        use std::io::Read;
+        for n in [0usize, 1, 1000, 0xffff, 0x10000, 200_000] {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+            let gz = gzip_stored(&data);
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&gz[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, data, "{n} bytes");
+        }
+        let p = sample_profile();
+        let mut out = Vec::new();
+        write_gz(&p, &mut out).unwrap();
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&out[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert_eq!(back, encode(&p));
+    }
 
     /// A minimal protobuf reader for the tests: (field, wire type, varint or bytes).
     fn fields(mut b: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {

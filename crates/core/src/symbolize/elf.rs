@@ -79,12 +79,24 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
         .unwrap_or_default();
     // Compressed DWARF keeps the name (`SHF_COMPRESSED`) or takes a `z` (GNU style); a
     // file stripped to a separate debug file keeps the name as `SHT_NOBITS`.
-    let has_debug_info = [&b".debug_line"[..], b".zdebug_line"].iter().any(|name| {
-        sections
-            .section_by_name(endian, name)
-            .is_some_and(|(_, section)| {
-                section.sh_type(endian) != elf::SHT_NOBITS && section.sh_size(endian).into() > 0
-            })
+    // The section names are read in one piece: looking a name up through `ReadCache` reads
+    // the string table from that name's offset on, one read per section (~450 system calls
+    // for libc and ld.so at a short program's exit).
+    let names: &[u8] = header
+        .shstrndx(endian, data)
+        .ok()
+        .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
+        .and_then(|table| table.data(endian, data).ok())
+        .unwrap_or_default();
+    let has_debug_info = sections.iter().any(|section| {
+        let start = section.sh_name(endian) as usize;
+        let name = names
+            .get(start..)
+            .map(|rest| &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())])
+            .unwrap_or_default();
+        (name == b".debug_line" || name == b".zdebug_line")
+            && section.sh_type(endian) != elf::SHT_NOBITS
+            && section.sh_size(endian).into() > 0
     });
     Some(ElfInfo {
         build_id,
