@@ -17,7 +17,8 @@ if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
 # google-perftools (a real gperftools CPU profile for the legacy reader; libprofiler.so and
 # google-pprof for the comparison below), gcc and g++ to build the C and C++ programs the
 # tests profile and link against libtickscope, python3 (+ venv) for the comparison script and
-# the Perfetto reader, chromium and node/npm for speedscope.
+# the Perfetto reader, chromium and node/npm for speedscope, libc6-dbg (libc's separate debug
+# file, which the symboliser finds by build id).
 missing=""
 command -v go >/dev/null 2>&1 || missing="$missing golang-go"
 command -v dot >/dev/null 2>&1 || missing="$missing graphviz"
@@ -28,6 +29,7 @@ command -v google-pprof >/dev/null 2>&1 || missing="$missing google-perftools"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
+dpkg -s libc6-dbg >/dev/null 2>&1 || missing="$missing libc6-dbg"
 if [ -n "$missing" ]; then
     echo "test.sh: installing Debian packages:$missing" >&2
     $sudo_cmd apt-get update -qq

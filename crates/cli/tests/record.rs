@@ -638,3 +638,69 @@ fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
     assert_eq!(out.status.code(), Some(7), "{stderr}");
     assert!(stderr.contains("spin"), "{stderr}");
 }
+
+/// A stripped program whose debug info was put in a separate file (`objcopy
+/// --only-keep-debug`, `.gnu_debuglink`, as distributions ship them): its static functions
+/// are named, with source lines, from that file.
+#[test]
+fn a_stripped_programs_functions_are_named_from_its_debug_file() {
+    let lib = library();
+    let dir = scratch("debuglink");
+    let (src, exe) = (dir.join("hidden.c"), dir.join("hidden"));
+    std::fs::write(
+        &src,
+        "static __attribute__((noinline)) double hidden_spin(long n) { double x = 0; \
+         for (long i = 0; i < n; i++) x += i * 1e-9; return x; }\n\
+         int main(void) { volatile double v = hidden_spin(400000000L); (void)v; return 0; }\n",
+    )
+    .unwrap();
+    let run = |cmd: &mut Command| {
+        let out = cmd.output().expect("gcc and binutils (Debian: gcc)");
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src));
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&exe)
+        .arg(dir.join("hidden.debug")));
+    run(Command::new("strip").arg("--strip-all").arg(&exe));
+    run(Command::new("objcopy")
+        .arg("--add-gnu-debuglink=hidden.debug")
+        .arg(&exe)
+        .current_dir(&dir));
+    let nm = Command::new("nm").arg(&exe).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&nm.stdout).contains("hidden_spin"),
+        "the program is stripped"
+    );
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-o", "h.pb.gz", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("hidden_spin"), "{stderr}");
+    // With its source line, from the debug file's DWARF.
+    let lines = Command::new(bin())
+        .args(["top", "--lines"])
+        .arg(dir.join("h.pb.gz"))
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&lines.stdout);
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.contains("hidden_spin ") && l.contains("hidden.c:1")),
+        "{lines}"
+    );
+}

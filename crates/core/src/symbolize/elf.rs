@@ -13,6 +13,8 @@ pub(super) struct ElfInfo {
     pub(super) build_id: String,
     pub(super) has_debug_info: bool,
     pub(super) loads: Vec<LoadSegment>,
+    /// The file name in `.gnu_debuglink`: where a stripped file's debug info was put.
+    pub(super) debug_link: Option<String>,
 }
 
 /// A `PT_LOAD` program header: the file bytes `file_offset..file_offset + file_size` sit
@@ -88,20 +90,35 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
         .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
         .and_then(|table| table.data(endian, data).ok())
         .unwrap_or_default();
-    let has_debug_info = sections.iter().any(|section| {
+    let name_of = |section: &Elf::SectionHeader| -> &[u8] {
         let start = section.sh_name(endian) as usize;
-        let name = names
+        names
             .get(start..)
             .map(|rest| &rest[..rest.iter().position(|&b| b == 0).unwrap_or(rest.len())])
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let has_debug_info = sections.iter().any(|section| {
+        let name = name_of(section);
         (name == b".debug_line" || name == b".zdebug_line")
             && section.sh_type(endian) != elf::SHT_NOBITS
             && section.sh_size(endian).into() > 0
     });
+    // `.gnu_debuglink`: the debug file's name, NUL-terminated (then padding and a CRC).
+    let debug_link = sections
+        .iter()
+        .find(|section| name_of(section) == b".gnu_debuglink")
+        .and_then(|section| section.data(endian, data).ok())
+        .and_then(|bytes| {
+            let name = &bytes[..bytes.iter().position(|&b| b == 0)?];
+            let name = std::str::from_utf8(name).ok()?;
+            // A file name, never a path: nothing outside the directories searched.
+            (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+        });
     Some(ElfInfo {
         build_id,
         has_debug_info,
         loads,
+        debug_link,
     })
 }
 
@@ -121,6 +138,31 @@ fn find_build_id<Elf: FileHeader>(
         }
     }
     None
+}
+
+/// The separate debug file of the ELF file at `path` (stripped, its DWARF and symbols put
+/// aside as Debian's `-dbg`/`-dbgsym` packages and `objcopy --only-keep-debug` do): by build
+/// id, `ROOT/.build-id/ab/cdef….debug`; by `.gnu_debuglink`, the name beside the file, in
+/// its `.debug/` directory, or under `ROOT` at the file's directory, as gdb and perf look
+/// (`ROOT` is `/usr/lib/debug`). Only a file that exists and, when both have a build id,
+/// has the same one.
+pub(super) fn debug_file(path: &str, info: &ElfInfo, root: &str) -> Option<String> {
+    let id = &info.build_id;
+    let mut candidates = Vec::new();
+    if id.len() > 2 {
+        candidates.push(format!("{root}/.build-id/{}/{}.debug", &id[..2], &id[2..]));
+    }
+    if let Some(link) = &info.debug_link {
+        let dir = std::path::Path::new(path).parent()?.to_str()?;
+        candidates.push(format!("{dir}/{link}"));
+        candidates.push(format!("{dir}/.debug/{link}"));
+        candidates.push(format!("{root}{dir}/{link}"));
+    }
+    candidates.into_iter().find(|c| {
+        c != path
+            && read_elf_file(c)
+                .is_some_and(|d| d.build_id.is_empty() || id.is_empty() || d.build_id == *id)
+    })
 }
 
 /// A function symbol: `size` bytes of code at file address `start`.
@@ -231,6 +273,55 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stripped file's debug file: found under the root by build id, or beside the file by
+    /// its `.gnu_debuglink` name; a file whose build id differs is never taken.
+    #[test]
+    fn a_debug_file_is_found_by_build_id_or_debuglink_and_must_match() {
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let exe = exe.to_str().unwrap();
+        let info = read_elf_file(exe).unwrap();
+        assert!(info.build_id.len() > 2, "the test binary has a build id");
+        let root = std::env::temp_dir().join(format!("tickscope-debug-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let by_id = root.join(".build-id").join(&info.build_id[..2]);
+        std::fs::create_dir_all(&by_id).unwrap();
+        let found = by_id.join(format!("{}.debug", &info.build_id[2..]));
+        std::fs::copy(exe, &found).unwrap();
+        let r = root.to_str().unwrap();
+        assert_eq!(
+            debug_file("/nowhere/prog", &info, r).as_deref(),
+            found.to_str()
+        );
+        // The same path for a file of another build id: not its debug file.
+        let mut other = info.clone();
+        other.build_id = format!(
+            "{}{}",
+            &info.build_id[..2],
+            "0".repeat(info.build_id.len() - 2)
+        );
+        std::fs::copy(exe, by_id.join(format!("{}.debug", &other.build_id[2..]))).unwrap();
+        assert_eq!(debug_file("/nowhere/prog", &other, r), None);
+        // By debuglink, beside the file (no build id to go by).
+        let beside = root.join("bin");
+        std::fs::create_dir_all(&beside).unwrap();
+        std::fs::copy(exe, beside.join("prog.debug")).unwrap();
+        let mut linked = info.clone();
+        linked.build_id.clear();
+        linked.debug_link = Some("prog.debug".into());
+        let prog = beside.join("prog");
+        assert_eq!(
+            debug_file(prog.to_str().unwrap(), &linked, r).as_deref(),
+            beside.join("prog.debug").to_str()
+        );
+        // A link that names a path is not followed.
+        linked.debug_link = Some("../x.debug".into());
+        assert_eq!(
+            debug_file(prog.to_str().unwrap(), &linked, "/nonexistent"),
+            None
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn symbol_names_only_addresses_from_its_start_to_its_end() {

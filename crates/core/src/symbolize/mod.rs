@@ -155,6 +155,9 @@ pub(crate) struct Frame {
     pub line: u32,
 }
 
+/// Where distributions install separate debug files (`libc6-dbg`, `*-dbgsym`).
+const DEBUG_ROOT: &str = "/usr/lib/debug";
+
 /// Maps addresses of this process to modules and source frames.
 ///
 /// Built from one snapshot of the process's mappings: libraries loaded after it are
@@ -172,6 +175,9 @@ pub(crate) struct Symbolizer {
 /// lookup opens it again.
 struct ObjectFile {
     path: String,
+    /// Where its DWARF and symbols are read: the file itself, or its separate debug file
+    /// when it has no debug info of its own ([`elf::debug_file`]).
+    debug_path: String,
     info: ElfInfo,
     loader: LoaderState,
     /// Read on the first lookup that DWARF does not name; empty if that failed.
@@ -190,7 +196,7 @@ impl ObjectFile {
     /// or earlier.
     fn loader(&mut self) -> Option<&addr2line::Loader> {
         if let LoaderState::NotLoaded = self.loader {
-            self.loader = match addr2line::Loader::new(&self.path) {
+            self.loader = match addr2line::Loader::new(&self.debug_path) {
                 Ok(loader) => LoaderState::Loaded(Box::new(loader)),
                 Err(_) => LoaderState::Failed,
             };
@@ -204,7 +210,7 @@ impl ObjectFile {
     /// The symbol-table name of the function at `svma`, demangled (no DWARF read).
     #[cfg(feature = "capture")]
     fn symbol(&mut self, svma: u64) -> Option<String> {
-        let path = &self.path;
+        let path = &self.debug_path;
         let symbols = self
             .symbols
             .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
@@ -224,10 +230,13 @@ impl ObjectFile {
         if !frames.last().map_or(true, |frame| frame.name.is_empty()) {
             return frames;
         }
-        let path = &self.path;
-        let symbols = self
-            .symbols
-            .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
+        let (path, fallback) = (&self.debug_path, &self.path);
+        let symbols = self.symbols.get_or_insert_with(|| {
+            read_symbols(path)
+                .filter(|t| !t.symbols.is_empty())
+                .or_else(|| read_symbols(fallback))
+                .unwrap_or_default()
+        });
         if let Some(raw) = symbols.find(svma) {
             let name = demangle(raw, None);
             match frames.last_mut() {
@@ -264,21 +273,29 @@ impl Symbolizer {
         let mut module_files = Vec::with_capacity(entries.len());
         for entry in entries {
             let file = *file_of_path.entry(&entry.path).or_insert_with(|| {
+                let info = read_elf_file(&entry.path).unwrap_or_default();
+                let debug_path = if info.has_debug_info {
+                    None
+                } else {
+                    elf::debug_file(&entry.path, &info, DEBUG_ROOT)
+                };
                 files.push(ObjectFile {
                     path: entry.path.clone(),
-                    info: read_elf_file(&entry.path).unwrap_or_default(),
+                    debug_path: debug_path.unwrap_or_else(|| entry.path.clone()),
+                    info,
                     loader: LoaderState::NotLoaded,
                     symbols: None,
                 });
                 files.len() - 1
             });
+            let f = &files[file];
             modules.push(Module {
                 start: entry.start,
                 limit: entry.end,
                 offset: entry.offset,
                 path: entry.path.clone(),
-                build_id: files[file].info.build_id.clone(),
-                has_debug_info: files[file].info.has_debug_info,
+                build_id: f.info.build_id.clone(),
+                has_debug_info: f.info.has_debug_info || f.debug_path != f.path,
             });
             module_files.push(file);
         }
@@ -554,16 +571,38 @@ this is not a mapping
     }
 
     #[test]
-    fn libc_function_is_named_from_its_dynamic_symbol_table() {
+    /// libc is stripped: named from its dynamic symbols, or, with its separate debug file
+    /// installed (`libc6-dbg`, which test.sh installs: required under CI), from that file's
+    /// symbols and DWARF, with a source file and line.
+    fn libc_function_is_named_from_its_symbols_or_its_debug_file() {
         let addr = libc::getpid as *const () as usize as u64;
         let mut symbolizer = self_symbolizer();
         let module = symbolizer.module_of(addr).expect("getpid in no module");
-        let path = &symbolizer.modules()[module].path;
-        assert!(path.contains("libc"), "{path}");
+        let m = symbolizer.modules()[module].clone();
+        assert!(m.path.contains("libc"), "{}", m.path);
         let frames = symbolizer.lookup(addr);
-        assert_eq!(frames.len(), 1, "{frames:#?}");
-        assert!(frames[0].name.contains("getpid"), "{frames:#?}");
-        assert_eq!(frames[0].line, 0);
+        let outer = frames.last().unwrap_or_else(|| panic!("no frames"));
+        assert!(outer.name.contains("getpid"), "{frames:#?}");
+        let installed = std::path::Path::new(&format!(
+            "{DEBUG_ROOT}/.build-id/{}/{}.debug",
+            &m.build_id[..2],
+            &m.build_id[2..]
+        ))
+        .exists();
+        assert!(
+            installed || std::env::var("CI").as_deref() != Ok("true"),
+            "libc's debug file is not installed (test.sh installs libc6-dbg)"
+        );
+        assert_eq!(m.has_debug_info, installed);
+        if installed {
+            assert!(
+                frames[0].line > 0 && !frames[0].file.is_empty(),
+                "{frames:#?}"
+            );
+        } else {
+            assert_eq!(frames.len(), 1, "{frames:#?}");
+            assert_eq!(frames[0].line, 0);
+        }
     }
 
     #[test]

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""tickscope record on unmodified Debian programs, against perf and gperftools (issue 21).
+
+For each workload the script runs the program plain, under `tickscope record -F HZ`, under
+`perf record -F HZ -g` (frame pointers) and under gperftools (LD_PRELOAD libprofiler.so,
+which unwinds with libunwind), interleaved, and prints one row per workload:
+
+- wall time of each profiled run / the plain run's (medians of --rounds runs);
+- CPU accounted: the CPU time tickscope's profiles hold / the CPU time the run's processes
+  used (getrusage of the children);
+- mean stack depth (frames per sample) of tickscope's and gperftools' profiles, and the
+  share of samples with `main` on the stack (single-threaded programs);
+- the top 5 leaf functions of tickscope's profile against perf's on its own run, and the
+  largest difference in points.
+
+Workloads: sqlite3 on an in-memory join, xz -9 -T1 and xz -6 -T2 on generated text, python3
+on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
+
+Needs: a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`),
+perf, google-perftools, go (for `go tool pprof`), sqlite3, xz. Takes a few minutes.
+
+usage: debian_programs.py [--hz HZ] [--rounds N] [--mb TEXT_MB] [--only NAME...]
+"""
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+TICKSCOPE = os.path.join(ROOT, "target", "release", "tickscope")
+
+
+def need(tool, hint):
+    if not shutil.which(tool):
+        sys.exit(f"{tool} not found: {hint}")
+
+
+def libprofiler():
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "libprofiler.so" in line and "=>" in line:
+            return line.split("=>")[1].strip()
+    sys.exit("libprofiler.so not found: apt-get install google-perftools")
+
+
+def workloads(tmp, mb):
+    text = os.path.join(tmp, "text.txt")
+    words = [w.encode() for w in "the quick brown fox jumps over a lazy dog while profilers "
+             "count every sample they take and some of them unwind each stack".split()]
+    with open(text, "wb") as f:
+        x, n = 12345, 0
+        while n < mb << 20:
+            line = []
+            for _ in range(16):
+                x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+                line.append(words[x % len(words)])
+            b = b" ".join(line) + b"\n"
+            f.write(b)
+            n += len(b)
+    sql = ("CREATE TABLE a(k INTEGER, v TEXT); CREATE TABLE b(k INTEGER, w TEXT);"
+           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) "
+           "INSERT INTO a SELECT x % 5000, printf('v%d', x) FROM c;"
+           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 20000) "
+           "INSERT INTO b SELECT x % 5000, printf('w%d', x) FROM c;"
+           "SELECT count(*), sum(length(v) + length(w)) FROM a JOIN b USING (k);")
+    py = "s = 0\nfor i in range(6_000_000):\n    s += i * i % 7\nprint(s)\n"
+    return [
+        ("sqlite3 join", ["sqlite3", ":memory:", sql], True),
+        ("xz -9 -T1", ["xz", "-9", "-T1", "-c", "-k", text], True),
+        ("xz -6 -T2", ["xz", "-6", "-T2", "-c", "-k", text], False),
+        ("python3 loop", ["/usr/bin/python3", "-c", py], True),
+        ("bash 400 execs", ["bash", "-c", "for i in $(seq 400); do /bin/true; done"], True),
+    ]
+
+
+def timed(cmd, env=None):
+    """(wall seconds, children's CPU seconds) of one run, its output discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0}
+
+
+def traces(profile, binary=None):
+    """Samples of a profile as (weight, [frames leaf first]) from `go tool pprof -traces`
+    (inlined frames count as frames; tickscope's synthetic `[...]` rows are left out)."""
+    cmd = ["go", "tool", "pprof", "-traces"] + ([binary] if binary else []) + [profile]
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    samples, frames, weight = [], [], 0.0
+    for line in out.splitlines():
+        if line.startswith("-----------+"):
+            if frames and not frames[0].startswith("["):
+                samples.append((weight, frames))
+            frames, weight = [], 0.0
+            continue
+        m = re.match(r"^\s+(-?[\d.]+)([a-z]*)\s{3}(\S.*)$", line)
+        if m and not frames:
+            weight = float(m.group(1)) * UNITS.get(m.group(2), 1.0)
+            frames.append(m.group(3).strip())
+        elif frames and line.startswith(" " * 13) and line.strip():
+            frames.append(line.strip())
+    if frames and not frames[0].startswith("["):
+        samples.append((weight, frames))
+    return samples
+
+
+def depth_and_main(samples):
+    n = sum(c for c, _ in samples) or 1
+    depth = sum(c * len(f) for c, f in samples) / n
+    main = sum(c for c, f in samples if any(x.split(" ")[0] == "main" for x in f)) / n
+    return depth, main
+
+
+def tickscope_leaves(profile_files):
+    out = subprocess.run([TICKSCOPE, "top", "--nodecount=200", "--unit=ms"] + profile_files,
+                         capture_output=True, text=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        cols = line.split(None, 5)
+        if len(cols) == 6 and cols[1].endswith("%"):
+            rows[cols[5]] = rows.get(cols[5], 0.0) + float(cols[1][:-1])
+    return rows
+
+
+def perf_leaves(data):
+    out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym",
+                          "--stdio", "-q", "-g", "none"], capture_output=True, text=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(.*)$", line)
+        if m:
+            rows[m.group(2).strip()] = rows.get(m.group(2).strip(), 0.0) + float(m.group(1))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hz", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mb", type=int, default=20, help="size of the generated text for xz")
+    ap.add_argument("--only", nargs="*")
+    a = ap.parse_args()
+    for tool, hint in [("perf", "apt-get install linux-perf"), ("go", "apt-get install golang-go"),
+                       ("sqlite3", "apt-get install sqlite3"), ("xz", "apt-get install xz-utils")]:
+        need(tool, hint)
+    if not os.path.exists(TICKSCOPE):
+        sys.exit("build first: cargo build --release -p tickscope-cli -p tickscope-preload")
+    prof = libprofiler()
+    tmp = tempfile.mkdtemp(prefix="tickscope-debian-")
+    print(f"tickscope record -F {a.hz} against perf record -F {a.hz} -g and gperftools "
+          f"(CPUPROFILE_FREQUENCY={a.hz}); medians of {a.rounds} interleaved rounds\n")
+    head = (f"{'workload':16} {'plain s':>8} {'record':>7} {'perf -g':>7} {'gperf':>7} "
+            f"{'CPU acc':>7} {'depth':>6} {'gperf':>6} {'main%':>6} {'top5 vs perf (max diff)'}")
+    print(head)
+    for name, cmd, single in workloads(tmp, a.mb):
+        if a.only and not any(o in name for o in a.only):
+            continue
+        plain, rec, perf, gp, acc = [], [], [], [], []
+        out = os.path.join(tmp, "t.pb.gz")
+        for r in range(a.rounds):
+            plain.append(timed(cmd)[0])
+            for f in os.listdir(tmp):
+                if f.startswith("t.pb.gz"):
+                    os.remove(os.path.join(tmp, f))
+            w, cpu = timed([TICKSCOPE, "record", "--top", "0", "-F", str(a.hz), "-o", out,
+                            "--merge", "--"] + cmd)
+            rec.append(w)
+            held = subprocess.run([TICKSCOPE, "top", "--nodecount=1", "--unit=ms", out],
+                                  capture_output=True, text=True).stdout
+            m = re.search(r"of ([\d.]+)ms total", held)
+            if m and cpu > 0:
+                acc.append(float(m.group(1)) / 1000 / cpu)
+            pdata = os.path.join(tmp, "perf.data")
+            perf.append(timed(["perf", "record", "-q", "-F", str(a.hz), "-g", "-o", pdata, "--"]
+                              + cmd)[0])
+            genv = dict(os.environ, LD_PRELOAD=prof, CPUPROFILE=os.path.join(tmp, "g.prof"),
+                        CPUPROFILE_FREQUENCY=str(a.hz))
+            gp.append(timed(cmd, env=genv)[0])
+        p = statistics.median(plain)
+        ours = traces(out)
+        d, mn = depth_and_main(ours)
+        gprof = os.path.join(tmp, "g.prof")
+        gd = depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))[0] if os.path.exists(gprof) else 0.0
+        t5 = sorted(tickscope_leaves([out]).items(), key=lambda kv: -kv[1])[:5]
+        pl = perf_leaves(os.path.join(tmp, "perf.data"))
+        diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
+        top = ", ".join(f"{k[:24]} {v:.1f}/{pl.get(k, 0.0):.1f}" for k, v in t5[:3])
+        print(f"{name:16} {p:8.3f} {statistics.median(rec) / p:7.2f} {statistics.median(perf) / p:7.2f} "
+              f"{statistics.median(gp) / p:7.2f} {statistics.median(acc) if acc else 0:7.3f} "
+              f"{d:6.2f} {gd:6.2f} {100 * mn if single else float('nan'):6.1f} "
+              f"{max(diffs) if diffs else 0:.1f}  [{top}]")
+    print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
+          "(getrusage). depth: frames per sample, tickscope's and gperftools'. main%: samples "
+          "with main on the stack (tickscope). top5: tickscope's leaf shares / perf's (points).")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
