@@ -704,3 +704,89 @@ fn a_stripped_programs_functions_are_named_from_its_debug_file() {
         "{lines}"
     );
 }
+
+/// Time in system calls: with the perf source (which samples user mode only) it is each
+/// thread's `[kernel mode]` row, near the program's own system time, and never spread over
+/// its user functions; the user spin keeps its user time.
+#[test]
+fn kernel_time_is_its_own_row_not_spread_over_user_code() {
+    let lib = library();
+    let dir = scratch("kernel");
+    let (src, exe) = (dir.join("sys.c"), dir.join("sys"));
+    std::fs::write(
+        &src,
+        "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/resource.h>\n\
+         static char buf[1 << 16];\n\
+         __attribute__((noinline)) static double user_spin(long n) { double x = 0; \
+         for (long i = 0; i < n; i++) x += i * 1e-9; return x; }\n\
+         __attribute__((noinline)) static long kernel_reads(int fd, int n) { long t = 0; \
+         for (int i = 0; i < n; i++) t += read(fd, buf, sizeof buf); return t; }\n\
+         int main(void) { int fd = open(\"/dev/zero\", O_RDONLY); \
+         volatile double v = user_spin(300000000L); volatile long r = kernel_reads(fd, 60000); \
+         (void)v; (void)r; struct rusage u; getrusage(RUSAGE_SELF, &u); \
+         printf(\"user_ms %ld sys_ms %ld\\n\", u.ru_utime.tv_sec * 1000 + u.ru_utime.tv_usec / 1000, \
+         u.ru_stime.tv_sec * 1000 + u.ru_stime.tv_usec / 1000); return 0; }\n",
+    )
+    .unwrap();
+    let cc = Command::new("cc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("a C compiler (Debian: gcc)");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-F", "1000", "-o", "k.pb.gz", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let num = |key: &str| -> f64 {
+        stdout
+            .split_whitespace()
+            .skip_while(|w| *w != key)
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {stdout}"))
+    };
+    let (user_ms, sys_ms) = (num("user_ms"), num("sys_ms"));
+    let top = Command::new(bin())
+        .args(["top", "--unit=ms", "--nodecount=50"])
+        .arg(dir.join("k.pb.gz"))
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    let flat = |name: &str| -> f64 {
+        top.lines()
+            .find(|l| l.trim_end().ends_with(name))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.trim_end_matches("ms").parse().ok())
+            .unwrap_or(0.0)
+    };
+    if !top.contains("source perf_event") {
+        // The CPU timer's signals arrive as the system call returns: its time is at the
+        // call site, in user code, as the kernel reports it.
+        return;
+    }
+    let kernel = flat("[kernel mode]");
+    // The kernel's own split is sampled at its ticks: tolerances of a few ticks and 25%.
+    assert!(
+        (kernel - sys_ms).abs() <= 0.25 * sys_ms + 40.0,
+        "[kernel mode] {kernel} ms against the program's system time {sys_ms} ms:\n{top}"
+    );
+    let spin = flat("user_spin");
+    assert!(
+        spin <= user_ms + 40.0 && spin >= 0.6 * user_ms - 40.0,
+        "user_spin {spin} ms against the program's user time {user_ms} ms:\n{top}"
+    );
+    // The reading loop's user part is small: its system calls are not put on it.
+    assert!(flat("kernel_reads") < 0.25 * sys_ms + 20.0, "{top}");
+}

@@ -64,12 +64,12 @@ def workloads(tmp, mb):
             f.write(b)
             n += len(b)
     sql = ("CREATE TABLE a(k INTEGER, v TEXT); CREATE TABLE b(k INTEGER, w TEXT);"
-           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 200000) "
+           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 600000) "
            "INSERT INTO a SELECT x % 5000, printf('v%d', x) FROM c;"
            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 20000) "
            "INSERT INTO b SELECT x % 5000, printf('w%d', x) FROM c;"
            "SELECT count(*), sum(length(v) + length(w)) FROM a JOIN b USING (k);")
-    py = "s = 0\nfor i in range(6_000_000):\n    s += i * i % 7\nprint(s)\n"
+    py = "s = 0\nfor i in range(12_000_000):\n    s += i * i % 7\nprint(s)\n"
     return [
         ("sqlite3 join", ["sqlite3", ":memory:", sql], True),
         ("xz -9 -T1", ["xz", "-9", "-T1", "-c", "-k", text], True),
@@ -101,7 +101,7 @@ def traces(profile, binary=None):
     samples, frames, weight = [], [], 0.0
     for line in out.splitlines():
         if line.startswith("-----------+"):
-            if frames and not frames[0].startswith("["):
+            if frames and not synthetic(frames[0]):
                 samples.append((weight, frames))
             frames, weight = [], 0.0
             continue
@@ -111,9 +111,19 @@ def traces(profile, binary=None):
             frames.append(m.group(3).strip())
         elif frames and line.startswith(" " * 13) and line.strip():
             frames.append(line.strip())
-    if frames and not frames[0].startswith("["):
+    if frames and not synthetic(frames[0]):
         samples.append((weight, frames))
     return samples
+
+
+def synthetic(frame):
+    """tickscope's rows for CPU time it measured but could not put on a stack."""
+    return frame.startswith("[not sampled") or frame.startswith("[lost")
+
+
+def named(name):
+    """A function name (not a bare module or address, which the tools split differently)."""
+    return not (name.startswith("[") or name.startswith("0x"))
 
 
 def depth_and_main(samples):
@@ -124,7 +134,9 @@ def depth_and_main(samples):
 
 
 def tickscope_leaves(profile_files):
-    out = subprocess.run([TICKSCOPE, "top", "--nodecount=200", "--unit=ms"] + profile_files,
+    """Leaf shares (%) of the program's own threads (tickscope's sampler left out)."""
+    out = subprocess.run([TICKSCOPE, "top", "--nodecount=200", "--unit=ms",
+                          "--tagignore=thread=^tickscope-"] + profile_files,
                          capture_output=True, text=True).stdout
     rows = {}
     for line in out.splitlines():
@@ -162,7 +174,8 @@ def main():
     print(f"tickscope record -F {a.hz} against perf record -F {a.hz} -g and gperftools "
           f"(CPUPROFILE_FREQUENCY={a.hz}); medians of {a.rounds} interleaved rounds\n")
     head = (f"{'workload':16} {'plain s':>8} {'record':>7} {'perf -g':>7} {'gperf':>7} "
-            f"{'CPU acc':>7} {'depth':>6} {'gperf':>6} {'main%':>6} {'top5 vs perf (max diff)'}")
+            f"{'CPU acc':>7} {'named':>6} {'depth':>6} {'gperf':>6} {'main%':>6} "
+            f"{'top5 vs perf (max diff)'}")
     print(head)
     for name, cmd, single in workloads(tmp, a.mb):
         if a.only and not any(o in name for o in a.only):
@@ -193,16 +206,20 @@ def main():
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
         gd = depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))[0] if os.path.exists(gprof) else 0.0
-        t5 = sorted(tickscope_leaves([out]).items(), key=lambda kv: -kv[1])[:5]
+        leaves = tickscope_leaves([out])
+        named_share = sum(v for k, v in leaves.items() if named(k))
+        t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
+                    key=lambda kv: -kv[1])[:5]
         pl = perf_leaves(os.path.join(tmp, "perf.data"))
         diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
         top = ", ".join(f"{k[:24]} {v:.1f}/{pl.get(k, 0.0):.1f}" for k, v in t5[:3])
         print(f"{name:16} {p:8.3f} {statistics.median(rec) / p:7.2f} {statistics.median(perf) / p:7.2f} "
               f"{statistics.median(gp) / p:7.2f} {statistics.median(acc) if acc else 0:7.3f} "
+              f"{named_share:6.1f} "
               f"{d:6.2f} {gd:6.2f} {100 * mn if single else float('nan'):6.1f} "
               f"{max(diffs) if diffs else 0:.1f}  [{top}]")
     print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
-          "(getrusage). depth: frames per sample, tickscope's and gperftools'. main%: samples "
+          "(getrusage). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
           "with main on the stack (tickscope). top5: tickscope's leaf shares / perf's (points).")
     shutil.rmtree(tmp, ignore_errors=True)
 

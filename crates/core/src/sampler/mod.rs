@@ -662,6 +662,7 @@ fn parts(
         arm_error: d.arm_error,
         threads_seen: d.threads_seen,
         counted: d.counted,
+        kernel: d.kernel,
         steal_ns: d.steal_ns,
         adopted: d.adopted,
         maps_reads: d.maps_reads,

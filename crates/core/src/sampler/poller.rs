@@ -71,6 +71,9 @@ pub(super) struct Drained {
     /// Per thread, the CPU time it used while armed (its perf event's count, in the CPU
     /// clock's terms: see [`Poller::task_clock_to_cpu`]).
     pub counted: HashMap<u32, u64>,
+    /// Perf source: per thread, the part of its CPU time spent in the kernel (the event
+    /// samples user mode only), from the kernel's user/system split; left out of `counted`.
+    pub kernel: HashMap<u32, u64>,
     /// Task-clock time left out of `counted`: the hypervisor ran another guest while the
     /// thread was scheduled in (steal).
     pub steal_ns: u64,
@@ -107,6 +110,8 @@ pub(super) struct Poller {
     /// the share of the task clock that was the thread's CPU time).
     perf_seen: HashMap<i32, (u64, u64)>,
     perf_seen_sum: (u64, u64),
+    /// Perf source: each thread's user and system time (ticks) at the last reading.
+    times_seen: HashMap<i32, (u64, u64)>,
     polls: u64,
     /// When the mappings were last read for the handler.
     maps_read_at: Instant,
@@ -143,6 +148,7 @@ impl Poller {
             initial: Default::default(),
             armed_at: HashMap::new(),
             perf_seen: HashMap::new(),
+            times_seen: HashMap::new(),
             perf_seen_sum: (0, 0),
             polls: 0,
             maps_read_at: Instant::now(),
@@ -373,6 +379,9 @@ impl Poller {
                 continue;
             };
             let cpu = now.saturating_sub(at);
+            if let Some(t) = procfs::thread_times(tid) {
+                self.times_seen.insert(tid, t);
+            }
             let prev = self.perf_seen.insert(tid, (cpu, count)).unwrap_or((0, 0));
             self.perf_seen_sum.0 += cpu.saturating_sub(prev.0);
             self.perf_seen_sum.1 += count.saturating_sub(prev.1);
@@ -418,12 +427,22 @@ impl Poller {
             (false, Some(count)) => {
                 let cpu = self.task_clock_to_cpu(tid, count);
                 self.out.steal_ns += count - cpu;
-                Some(cpu)
+                // The event samples user mode only: the thread's time in the kernel is its
+                // own row, never spread over its user stacks. The kernel's split now if the
+                // thread is alive, else at the last reading.
+                let times =
+                    procfs::thread_times(tid).or_else(|| self.times_seen.get(&tid).copied());
+                let kernel = kernel_part(cpu, times);
+                if kernel > 0 {
+                    *self.out.kernel.entry(tid as u32).or_default() += kernel;
+                }
+                Some(cpu - kernel)
             }
             (false, None) => None,
         };
         self.armed_at.remove(&tid);
         self.perf_seen.remove(&tid);
+        self.times_seen.remove(&tid);
         if let Some(ns) = counted {
             *self.out.counted.entry(tid as u32).or_default() += ns;
         }
@@ -455,6 +474,17 @@ impl Drop for Poller {
                 timer::disarm(a);
             }
         }
+    }
+}
+
+/// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so
+/// far (user, system ticks); 0 without one.
+fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
+    match times {
+        Some((user, system)) if user + system > 0 => {
+            (cpu as u128 * system as u128 / (user + system) as u128) as u64
+        }
+        _ => 0,
     }
 }
 

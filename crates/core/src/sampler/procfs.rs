@@ -64,6 +64,23 @@ pub(crate) fn thread_alive(tid: i32) -> bool {
 }
 
 /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
+/// Thread `tid`'s user and system CPU time so far, in clock ticks (`/proc/self/task/TID/stat`
+/// fields 14 and 15: the kernel's split of its CPU time, sampled at its ticks).
+pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
+    use std::io::Read;
+    let mut s = String::new();
+    crate::sys::open_read(format!("/proc/self/task/{tid}/stat").as_ref())
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    // The name (field 2) may hold spaces and parentheses: the fields after it follow the
+    // last ')', from field 3 (the state) on.
+    let mut rest = s[s.rfind(')')? + 1..].split_ascii_whitespace();
+    let utime = rest.nth(11)?.parse().ok()?;
+    let stime = rest.next()?.parse().ok()?;
+    Some((utime, stime))
+}
+
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
     use std::io::Read;
     let mut s = String::new();

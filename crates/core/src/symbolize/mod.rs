@@ -176,8 +176,9 @@ pub(crate) struct Symbolizer {
 struct ObjectFile {
     path: String,
     /// Where its DWARF and symbols are read: the file itself, or its separate debug file
-    /// when it has no debug info of its own ([`elf::debug_file`]).
-    debug_path: String,
+    /// when it has no debug info of its own ([`elf::debug_file`]); looked for on the first
+    /// lookup (a short program's exit reads only the files its samples are in).
+    debug_path: Option<String>,
     info: ElfInfo,
     loader: LoaderState,
     /// Read on the first lookup that DWARF does not name; empty if that failed.
@@ -192,11 +193,30 @@ enum LoaderState {
 }
 
 impl ObjectFile {
+    /// Where its DWARF and symbols are read (see `debug_path`).
+    fn debug_path(&mut self) -> &str {
+        let (path, info) = (&self.path, &self.info);
+        self.debug_path.get_or_insert_with(|| {
+            if info.has_debug_info {
+                path.clone()
+            } else {
+                elf::debug_file(path, info, DEBUG_ROOT).unwrap_or_else(|| path.clone())
+            }
+        })
+    }
+
+    /// Whether frames get files and lines: DWARF of its own or in its debug file (once
+    /// looked for).
+    fn has_debug_info(&self) -> bool {
+        self.info.has_debug_info || self.debug_path.as_ref().is_some_and(|d| *d != self.path)
+    }
+
     /// The file's DWARF and symbol tables, opened on first use; `None` if that failed, then
     /// or earlier.
     fn loader(&mut self) -> Option<&addr2line::Loader> {
         if let LoaderState::NotLoaded = self.loader {
-            self.loader = match addr2line::Loader::new(&self.debug_path) {
+            let path = self.debug_path().to_string();
+            self.loader = match addr2line::Loader::new(&path) {
                 Ok(loader) => LoaderState::Loaded(Box::new(loader)),
                 Err(_) => LoaderState::Failed,
             };
@@ -210,7 +230,8 @@ impl ObjectFile {
     /// The symbol-table name of the function at `svma`, demangled (no DWARF read).
     #[cfg(feature = "capture")]
     fn symbol(&mut self, svma: u64) -> Option<String> {
-        let path = &self.debug_path;
+        self.debug_path();
+        let path = self.debug_path.as_deref().unwrap_or(&self.path);
         let symbols = self
             .symbols
             .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
@@ -230,7 +251,8 @@ impl ObjectFile {
         if !frames.last().map_or(true, |frame| frame.name.is_empty()) {
             return frames;
         }
-        let (path, fallback) = (&self.debug_path, &self.path);
+        self.debug_path();
+        let (path, fallback) = (self.debug_path.as_deref().unwrap_or(&self.path), &self.path);
         let symbols = self.symbols.get_or_insert_with(|| {
             read_symbols(path)
                 .filter(|t| !t.symbols.is_empty())
@@ -274,14 +296,9 @@ impl Symbolizer {
         for entry in entries {
             let file = *file_of_path.entry(&entry.path).or_insert_with(|| {
                 let info = read_elf_file(&entry.path).unwrap_or_default();
-                let debug_path = if info.has_debug_info {
-                    None
-                } else {
-                    elf::debug_file(&entry.path, &info, DEBUG_ROOT)
-                };
                 files.push(ObjectFile {
                     path: entry.path.clone(),
-                    debug_path: debug_path.unwrap_or_else(|| entry.path.clone()),
+                    debug_path: None,
                     info,
                     loader: LoaderState::NotLoaded,
                     symbols: None,
@@ -295,7 +312,7 @@ impl Symbolizer {
                 offset: entry.offset,
                 path: entry.path.clone(),
                 build_id: f.info.build_id.clone(),
-                has_debug_info: f.info.has_debug_info || f.debug_path != f.path,
+                has_debug_info: f.has_debug_info(),
             });
             module_files.push(file);
         }
@@ -309,6 +326,14 @@ impl Symbolizer {
     /// The executable file mappings, sorted by start address.
     pub(crate) fn modules(&self) -> &[Module] {
         &self.modules
+    }
+
+    /// Counts in each module's `has_debug_info` the separate debug file a lookup in it
+    /// found (they are looked for at the first lookup).
+    pub(crate) fn refresh_debug_info(&mut self) {
+        for (m, &f) in self.modules.iter_mut().zip(&self.module_files) {
+            m.has_debug_info = self.files[f].has_debug_info();
+        }
     }
 
     /// Index into [`modules()`](Self::modules) of the module containing `addr`.
@@ -578,9 +603,11 @@ this is not a mapping
         let addr = libc::getpid as *const () as usize as u64;
         let mut symbolizer = self_symbolizer();
         let module = symbolizer.module_of(addr).expect("getpid in no module");
+        let frames = symbolizer.lookup(addr);
+        // Its debug file is looked for at the first lookup in it.
+        symbolizer.refresh_debug_info();
         let m = symbolizer.modules()[module].clone();
         assert!(m.path.contains("libc"), "{}", m.path);
-        let frames = symbolizer.lookup(addr);
         let outer = frames.last().unwrap_or_else(|| panic!("no frames"));
         assert!(outer.name.contains("getpid"), "{frames:#?}");
         let installed = std::path::Path::new(&format!(

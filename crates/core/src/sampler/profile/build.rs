@@ -67,6 +67,17 @@ pub(crate) fn build(p: Parts) -> Profile {
             s.counts.weight = (s.counts.weight as f64 * f).round() as u64;
         }
     }
+    for (&tid, &ns) in &p.kernel {
+        samples.push(Sample {
+            tid,
+            locs: vec![Loc::Synthetic(KERNEL)],
+            scopes: Vec::new(),
+            counts: Counts {
+                count: 0,
+                weight: ns,
+            },
+        });
+    }
     let unsampled = p.unsampled.iter().map(|u| (u, UNSAMPLED));
     for ((tid, ns), label) in unsampled.chain(p.before_start.iter().map(|u| (u, BEFORE_START))) {
         samples.push(Sample {
@@ -163,6 +174,7 @@ pub(crate) fn build(p: Parts) -> Profile {
                     symbols.insert(a, frames);
                 }
             }
+            sym.refresh_debug_info();
             (symbols, sym.modules().to_vec(), module_of)
         }
         Err(_) => (HashMap::new(), Vec::new(), HashMap::new()),
@@ -217,6 +229,13 @@ pub(crate) fn build(p: Parts) -> Profile {
                 _ => "its CPU clock",
             },
             scaled.0, scaled.1
+        ));
+    }
+    let kernel: u64 = p.kernel.values().sum();
+    if kernel > 0 {
+        comments.push(format!(
+            "{} in the kernel (system calls, page faults) is each thread's [kernel mode] row, never spread over its user stacks: the perf source samples user mode only; the amount is the kernel's own user/system split of the thread's CPU time",
+            tickscope_fmt::duration(kernel as f64)
         ));
     }
     if p.steal_ns >= 1_000_000 {

@@ -41,6 +41,8 @@ const BEFORE_START: &str = "[not sampled: before the profiler started]";
 const UNACCOUNTED: &str =
     "[not sampled: threads that ended before discovery, last partial periods]";
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
+/// A thread's time in system calls and faults, which the perf source cannot sample.
+const KERNEL: &str = "[kernel mode]";
 const HANDLER_REPLACED: &str = "[not sampled: signal handler replaced by the program]";
 const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
 
@@ -80,6 +82,8 @@ pub(crate) struct Parts {
     pub before_start: HashMap<u32, u64>,
     /// Per thread, the CPU time it used while armed (perf source and CPU timer).
     pub counted: HashMap<u32, u64>,
+    /// Perf source: per thread, its CPU time in the kernel (not in `counted`).
+    pub kernel: HashMap<u32, u64>,
     /// Perf source: task-clock time that was not the threads' CPU time (hypervisor steal).
     pub steal_ns: u64,
     /// Threads that asked to be armed as they started (`adopt_current_thread`), and readings
