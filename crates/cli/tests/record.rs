@@ -790,3 +790,97 @@ fn kernel_time_is_its_own_row_not_spread_over_user_code() {
     // The reading loop's user part is small: its system calls are not put on it.
     assert!(flat("kernel_reads") < 0.25 * sys_ms + 20.0, "{top}");
 }
+
+/// Threads that block every signal (as xz's workers do, inheriting the mask from the thread
+/// that created them, or blocking it themselves once running) are sampled all the same,
+/// through a perf ring: their functions hold their CPU time, not `[not sampled: ...]`.
+#[test]
+fn threads_that_block_signals_are_sampled() {
+    let lib = library();
+    let dir = scratch("blocked");
+    let (src, exe) = (dir.join("blocked.c"), dir.join("blocked"));
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <time.h>\n\
+         #define SPIN(name) __attribute__((noinline)) static double name(long n) { double x = 0; \
+         for (long i = 0; i < n; i++) x += i * 1e-9; return x; }\n\
+         SPIN(inherited_mask)\nSPIN(blocks_itself)\n\
+         static long cpu_ms(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); \
+         return t.tv_sec * 1000 + t.tv_nsec / 1000000; }\n\
+         static void *first(void *a) { volatile double v = inherited_mask(250000000L); \
+         (void)v; printf(\"inherited_ms %ld\\n\", cpu_ms()); return a; }\n\
+         static void *second(void *a) { sigset_t all; sigfillset(&all); \
+         pthread_sigmask(SIG_BLOCK, &all, 0); volatile double v = blocks_itself(250000000L); (void)v; \
+         printf(\"itself_ms %ld\\n\", cpu_ms()); return a; }\n\
+         int main(void) { sigset_t all, old; pthread_t a, b; sigfillset(&all); \
+         pthread_sigmask(SIG_BLOCK, &all, &old); pthread_create(&a, 0, first, 0); \
+         pthread_sigmask(SIG_SETMASK, &old, 0); pthread_create(&b, 0, second, 0); \
+         pthread_join(a, 0); pthread_join(b, 0); fflush(stdout); return 0; }\n",
+    )
+    .unwrap();
+    let cc = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("a C compiler (Debian: gcc)");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", &lib)
+        .args(["record", "-F", "1000", "-o", "b.pb.gz", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let top = Command::new(bin())
+        .args([
+            "top",
+            "--unit=ms",
+            "--nodecount=60",
+            "--tagignore=thread=^tickscope-",
+        ])
+        .arg(dir.join("b.pb.gz"))
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    if !top.contains("source perf_event") {
+        // Without perf events there is no ring: the CPU time is counted as not sampled.
+        assert!(top.contains("[not sampled: no signal arrived]"), "{top}");
+        return;
+    }
+    assert!(top.contains("blocked the sampling signal"), "{top}");
+    let cum = |name: &str| -> f64 {
+        top.lines()
+            .find(|l| l.trim_end().ends_with(name))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.trim_end_matches("ms").parse().ok())
+            .unwrap_or(0.0)
+    };
+    let num = |key: &str| -> f64 {
+        stdout
+            .split_whitespace()
+            .skip_while(|w| *w != key)
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {stdout}"))
+    };
+    for (func, key) in [
+        ("inherited_mask", "inherited_ms"),
+        ("blocks_itself", "itself_ms"),
+    ] {
+        let (got, cpu) = (cum(func), num(key));
+        // The thread that blocks itself runs up to one reading (100 ms) on its first event
+        // before the ring takes over; the inherited mask is on a ring from the start.
+        assert!(
+            got >= 0.6 * cpu - 30.0 && got <= cpu + 30.0,
+            "{func}: {got} ms of its thread's {cpu} ms:\n{top}"
+        );
+    }
+}

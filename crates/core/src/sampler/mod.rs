@@ -656,6 +656,8 @@ fn parts(
         overrun_periods: shared.overrun_periods.load(Relaxed),
         overrun_periods_sq: shared.overrun_periods_sq.load(Relaxed),
         on_cpu_timer: d.on_cpu_timer,
+        ring_threads: d.ring_threads,
+        ring_lost: d.ring_lost,
         closed_by_program: d.closed_by_program,
         overflowed: shared.store.overflowed.load(Relaxed),
         unarmed: d.unarmed,

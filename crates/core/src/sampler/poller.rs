@@ -83,6 +83,10 @@ pub(super) struct Drained {
     pub maps_reads: u64,
     /// Threads put on the CPU timer because the perf source ran out of descriptors.
     pub on_cpu_timer: u64,
+    /// Threads that blocked the signal, sampled through a perf ring instead, and the
+    /// samples their rings lost for want of room.
+    pub ring_threads: u64,
+    pub ring_lost: u64,
     /// perf events whose descriptor the program closed.
     pub closed_by_program: u64,
     /// The process's CPU time (absolute) when the drain thread found that the program had
@@ -112,6 +116,8 @@ pub(super) struct Poller {
     perf_seen_sum: (u64, u64),
     /// Perf source: each thread's user and system time (ticks) at the last reading.
     times_seen: HashMap<i32, (u64, u64)>,
+    /// Samples read from rings, not yet in the table: (thread, call chain).
+    ring_samples: Vec<(u32, Vec<u64>)>,
     polls: u64,
     /// When the mappings were last read for the handler.
     maps_read_at: Instant,
@@ -149,6 +155,7 @@ impl Poller {
             armed_at: HashMap::new(),
             perf_seen: HashMap::new(),
             times_seen: HashMap::new(),
+            ring_samples: Vec::new(),
             perf_seen_sum: (0, 0),
             polls: 0,
             maps_read_at: Instant::now(),
@@ -221,7 +228,9 @@ impl Poller {
         self.polls += 1;
         if self.polls % READ_TASK_CLOCK_EVERY == 0 {
             self.read_task_clocks();
+            self.move_blocking_threads_to_rings();
         }
+        self.read_rings(shared);
         if self.tombstones > 4096 {
             let live: Vec<i32> = self.armed.keys().copied().collect();
             shared.known.rebuild(&live);
@@ -293,6 +302,14 @@ impl Poller {
             Source::PerfTaskClock if self.perf_armed >= self.perf_cap => {
                 Err(std::io::Error::from_raw_os_error(libc::EMFILE))
             }
+            // A thread that blocks the signal would never be sampled by it.
+            Source::PerfTaskClock if procfs::signal_blocked(tid, self.signal) => {
+                let r = timer::arm_ring(tid, self.period_ns);
+                if r.is_ok() {
+                    self.out.ring_threads += 1;
+                }
+                r
+            }
             s => timer::arm(s, tid, self.signal, self.period_ns, first),
         };
         if let (Source::PerfTaskClock, Err(_)) = (self.source, &armed) {
@@ -311,7 +328,7 @@ impl Poller {
         match armed {
             Ok(a) => {
                 // A new event counts from zero (its descriptor number may be reused).
-                if let timer::Armed::Perf { fd, .. } = &a {
+                if let timer::Armed::Perf { fd, .. } | timer::Armed::Ring { fd, .. } = &a {
                     self.perf_armed += 1;
                     if let Some(c) = shared.perf_tid.get(*fd as usize) {
                         c.store(tid as u32, Relaxed);
@@ -371,7 +388,8 @@ impl Poller {
     /// task clock put in CPU-clock terms by its own ratio ([`Self::task_clock_to_cpu`]).
     fn read_task_clocks(&mut self) {
         for (&tid, a) in &self.armed {
-            let (Some(a @ timer::Armed::Perf { .. }), Some(&at)) = (a, self.armed_at.get(&tid))
+            let (Some(a @ (timer::Armed::Perf { .. } | timer::Armed::Ring { .. })), Some(&at)) =
+                (a, self.armed_at.get(&tid))
             else {
                 continue;
             };
@@ -405,8 +423,11 @@ impl Poller {
     /// Disarms one thread's timer, keeping what its thread used while sampled: for a perf
     /// event its final count, in CPU-clock terms; for a CPU timer the thread's CPU clock.
     fn disarm(&mut self, tid: i32, a: timer::Armed) {
-        if let timer::Armed::Perf { .. } = a {
+        if let timer::Armed::Perf { .. } | timer::Armed::Ring { .. } = a {
             self.perf_armed -= 1;
+        }
+        if timer::still_ours(&a) {
+            self.drain_ring(&a);
         }
         if !timer::still_ours(&a) {
             self.out.closed_by_program += 1;
@@ -448,8 +469,96 @@ impl Poller {
         }
     }
 
+    /// Reads the samples of every thread on a ring into the table.
+    fn read_rings(&mut self, shared: &Shared) {
+        let rings: Vec<i32> = self
+            .armed
+            .iter()
+            .filter(|(_, a)| matches!(a, Some(timer::Armed::Ring { .. })))
+            .map(|(&t, _)| t)
+            .collect();
+        for tid in rings {
+            if let Some(Some(a)) = self.armed.remove(&tid) {
+                if timer::still_ours(&a) {
+                    self.drain_ring(&a);
+                }
+                self.armed.insert(tid, Some(a));
+            }
+        }
+        self.flush_ring_samples(shared);
+    }
+
+    /// Moves a ring's samples into `ring_samples`.
+    fn drain_ring(&mut self, a: &timer::Armed) {
+        let out = &mut self.ring_samples;
+        self.out.ring_lost += timer::drain_ring(a, |tid, ips| out.push((tid, ips.to_vec())));
+    }
+
+    /// Records the samples read from rings into the table: each one period of its thread
+    /// (the thread's total is its exact count, as for the signalled perf events), no scopes
+    /// (the thread was not interrupted to read them).
+    fn flush_ring_samples(&mut self, shared: &Shared) {
+        for (tid, ips) in self.ring_samples.drain(..) {
+            // As the handler's walk: a return address outside every executable mapping ends
+            // the chain (the kernel's frame-pointer walk read it from code without frame
+            // pointers).
+            let valid = shared
+                .ranges
+                .with(|v| {
+                    1 + ips[1..]
+                        .iter()
+                        .take_while(|&&ip| v.code_range(ip).is_some())
+                        .count()
+                })
+                .unwrap_or(ips.len());
+            let ips = &ips[..valid];
+            let n = ips.len().min(super::unwind::MAX_FRAMES);
+            shared.store.record(&super::table::Raw {
+                tid,
+                truncated: ips.len() > n,
+                frames: &ips[..n],
+                scopes: &[],
+                count: 1,
+                weight: self.period_ns,
+            });
+        }
+    }
+
+    /// A thread on a signalled perf event that has blocked the signal since: its event is
+    /// closed (its count kept, as at its end) and a ring takes over.
+    fn move_blocking_threads_to_rings(&mut self) {
+        let blocking: Vec<i32> = self
+            .armed
+            .iter()
+            .filter(|(_, a)| matches!(a, Some(timer::Armed::Perf { .. })))
+            .map(|(&t, _)| t)
+            .filter(|&t| procfs::signal_blocked(t, self.signal))
+            .collect();
+        for tid in blocking {
+            let Some(Some(a)) = self.armed.remove(&tid) else {
+                continue;
+            };
+            self.disarm(tid, a);
+            let Some(now) = timer::thread_cpu_ns(tid) else {
+                self.armed.insert(tid, None);
+                continue;
+            };
+            match timer::arm_ring(tid, self.period_ns) {
+                Ok(r) => {
+                    self.perf_armed += 1;
+                    self.out.ring_threads += 1;
+                    self.armed_at.insert(tid, now);
+                    self.armed.insert(tid, Some(r));
+                }
+                Err(_) => {
+                    self.armed.insert(tid, None);
+                }
+            }
+        }
+    }
+
     /// Disarms every timer and returns what was gathered.
-    fn finish(mut self) -> Drained {
+    fn finish(mut self, shared: &Shared) -> Drained {
         self.check_handler();
         let armed: Vec<_> = self.armed.drain().collect();
         for (tid, a) in armed {
@@ -460,6 +569,7 @@ impl Poller {
                 self.disarm(tid, a);
             }
         }
+        self.flush_ring_samples(shared);
         // The table's last counts are taken by `finish`, once no handler can run.
         std::mem::take(&mut self.out)
     }
@@ -534,7 +644,7 @@ pub(super) fn drain_loop(
                 // A thread that asked to be armed as the sampler stopped runs unsampled now,
                 // rather than wait out its 2 s for an answer that will not come: its request,
                 // here or still to come, is answered "not armed" when dropped with `rx`.
-                return poller.finish();
+                return poller.finish(shared);
             }
         };
         next = Instant::now() + every;

@@ -63,7 +63,21 @@ pub(crate) fn thread_alive(tid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
+/// Whether thread `tid` blocks signal `sig` now (`SigBlk` of `/proc/self/task/TID/status`).
+pub(crate) fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
+    use std::io::Read;
+    let mut s = String::new();
+    let read = crate::sys::open_read(format!("/proc/self/task/{tid}/status").as_ref())
+        .and_then(|mut f| f.read_to_string(&mut s));
+    if read.is_err() || !(1..=64).contains(&sig) {
+        return false;
+    }
+    s.lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
+}
+
 /// Thread `tid`'s user and system CPU time so far, in clock ticks (`/proc/self/task/TID/stat`
 /// fields 14 and 15: the kernel's split of its CPU time, sampled at its ticks).
 pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
@@ -81,6 +95,7 @@ pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
     use std::io::Read;
     let mut s = String::new();

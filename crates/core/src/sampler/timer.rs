@@ -74,11 +74,173 @@ pub(crate) enum Armed {
         fd: libc::c_int,
         id: u64,
     },
+    /// A perf event that writes its samples (thread, user call chain) into a ring the drain
+    /// thread reads ([`drain_ring`]) instead of signalling: for a thread that blocks the
+    /// signal. `ring` is the mapping's address, `len` its length.
+    Ring {
+        fd: libc::c_int,
+        id: u64,
+        ring: usize,
+        len: usize,
+    },
 }
 
 // SAFETY: a timer_t is a kernel timer id (an integer in a pointer); the process owns it, not
 // the thread that created it, so any thread may delete it.
 unsafe impl Send for Armed {}
+
+/// `PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN`.
+const RING_SAMPLE_TYPE: u64 = 1 << 1 | 1 << 5;
+/// Data pages of a ring (a power of two), after its control page: 32 KiB holds ~100 ms of
+/// samples at 1000 Hz with deep stacks, and the drain thread reads it every 10 ms.
+const RING_PAGES: usize = 8;
+/// `perf_event_header.type` of a sample and of a loss.
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_LOST: u32 = 2;
+/// Call-chain entries at or above this are context markers (`PERF_CONTEXT_USER`, ...).
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// Arms a task-clock event on thread `tid` that samples into a ring rather than signal it
+/// (see [`Armed::Ring`]); the kernel walks the user stack by frame pointers, as the
+/// handler does, and only where the thread is in user mode.
+pub(crate) fn arm_ring(tid: i32, period_ns: u64) -> io::Result<Armed> {
+    let attr = PerfEventAttr {
+        ty: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: period_ns,
+        sample_type: RING_SAMPLE_TYPE,
+        // disabled, exclude_kernel, exclude_hv (as `arm_perf`), exclude_callchain_kernel (21).
+        flags: 1 | 1 << 5 | 1 << 6 | 1 << 21,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel copies it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = crate::sys::above_stdio(fd)?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let len = page * (1 + RING_PAGES);
+    // SAFETY: maps the event's ring (a control page and a power of two of data pages), as
+    // perf_event_open(2) describes, shared with the kernel; checked against MAP_FAILED.
+    let ring = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if ring == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        // SAFETY: closes the descriptor this function opened.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    let armed = Armed::Ring {
+        fd,
+        id: perf_id(fd).unwrap_or(0),
+        ring: ring as usize,
+        len,
+    };
+    // SAFETY: an ioctl on the descriptor we own.
+    if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } != 0 {
+        let e = io::Error::last_os_error();
+        disarm(armed);
+        return Err(e);
+    }
+    Ok(armed)
+}
+
+/// Reads the samples a ring holds, oldest first, calling `sample(tid, ips)` for each (the
+/// user call chain, its first entry the interrupted address, then return addresses), and
+/// frees their room; returns the samples the kernel lost for want of room. Nothing for
+/// another kind of timer.
+pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> u64 {
+    let Armed::Ring { ring, len, .. } = *armed else {
+        return 0;
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let base = ring as *mut u8;
+    // The control page (struct perf_event_mmap_page): data_head at 1024, data_tail at 1032.
+    let head = base.wrapping_add(1024) as *const std::sync::atomic::AtomicU64;
+    // SAFETY: in the control page of the live mapping, 8-aligned; the kernel writes the head
+    // concurrently, hence an atomic.
+    let head = unsafe { &*head };
+    let tail = base.wrapping_add(1032) as *const std::sync::atomic::AtomicU64;
+    // SAFETY: as above; the kernel reads the tail concurrently.
+    let tail = unsafe { &*tail };
+    let size = (len - page) as u64;
+    // The data pages follow the control page inside the mapping.
+    let data = base.wrapping_add(page);
+    let end = head.load(std::sync::atomic::Ordering::Acquire);
+    let mut at = tail.load(std::sync::atomic::Ordering::Relaxed);
+    let mut lost = 0;
+    let mut record = Vec::new();
+    let mut ips = Vec::new();
+    while at < end {
+        // A record may wrap around the end of the data pages: copied out byte by byte.
+        let copy = |from: u64, n: usize, out: &mut Vec<u8>| {
+            out.clear();
+            for i in 0..n as u64 {
+                let byte = data.wrapping_add(((from + i) % size) as usize);
+                // SAFETY: the index is reduced modulo the data size, inside the mapping;
+                // the bytes between tail and head are the kernel's finished records.
+                out.push(unsafe { byte.read() });
+            }
+        };
+        copy(at, 8, &mut record);
+        let ty = u32::from_ne_bytes(record[0..4].try_into().expect("4 bytes"));
+        let n = u16::from_ne_bytes(record[6..8].try_into().expect("2 bytes")) as usize;
+        if n < 8 || at + n as u64 > end {
+            break;
+        }
+        copy(at, n, &mut record);
+        let word = |i: usize| -> Option<u64> {
+            record
+                .get(8 + i * 8..16 + i * 8)
+                .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        };
+        match ty {
+            PERF_RECORD_SAMPLE => {
+                // pid and tid (u32 each), then the call chain: nr, then nr addresses.
+                if let (Some(ids), Some(nr)) = (word(0), word(1)) {
+                    let tid = (ids >> 32) as u32;
+                    ips.clear();
+                    for i in 0..nr.min(512) as usize {
+                        match word(2 + i) {
+                            Some(ip) if ip < PERF_CONTEXT_MAX => ips.push(ip),
+                            Some(_) => {}
+                            None => break,
+                        }
+                    }
+                    if !ips.is_empty() {
+                        sample(tid, &ips);
+                    }
+                }
+            }
+            PERF_RECORD_LOST => lost += word(1).unwrap_or(0),
+            _ => {}
+        }
+        at += n as u64;
+    }
+    tail.store(at, std::sync::atomic::Ordering::Release);
+    lost
+}
 
 /// The CPU-time clock of thread `tid` (MAKE_THREAD_CPUCLOCK in the kernel's
 /// include/linux/posix-timers.h: `~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`).
@@ -222,7 +384,7 @@ fn perf_id(fd: libc::c_int) -> Option<u64> {
 /// now be one of the program's files, never to be disabled or closed by the sampler.
 pub(crate) fn still_ours(armed: &Armed) -> bool {
     match *armed {
-        Armed::Perf { fd, id } if id != 0 => perf_id(fd) == Some(id),
+        Armed::Perf { fd, id } | Armed::Ring { fd, id, .. } if id != 0 => perf_id(fd) == Some(id),
         _ => true,
     }
 }
@@ -231,7 +393,7 @@ pub(crate) fn still_ours(armed: &Armed) -> bool {
 /// `None` for a CPU timer, or once the program has closed the descriptor (whose number may
 /// hold one of its files now, never to be read by the sampler).
 pub(crate) fn perf_count(armed: &Armed) -> Option<u64> {
-    let Armed::Perf { fd, id } = *armed else {
+    let (Armed::Perf { fd, id } | Armed::Ring { fd, id, .. }) = *armed else {
         return None;
     };
     if id == 0 || perf_id(fd) != Some(id) {
@@ -265,6 +427,16 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
             // SAFETY: an ioctl on the descriptor we own.
             unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
             let count = read_count(fd);
+            // SAFETY: closes the descriptor once (moved in).
+            unsafe { libc::close(fd) };
+            count
+        }
+        Armed::Ring { fd, ring, len, .. } => {
+            // SAFETY: an ioctl on the descriptor we own.
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
+            let count = read_count(fd);
+            // SAFETY: unmaps the ring mapped by `arm_ring`, once (moved in).
+            unsafe { libc::munmap(ring as *mut libc::c_void, len) };
             // SAFETY: closes the descriptor once (moved in).
             unsafe { libc::close(fd) };
             count

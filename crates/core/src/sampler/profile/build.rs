@@ -252,6 +252,17 @@ pub(crate) fn build(p: Parts) -> Profile {
             tickscope_fmt::duration((most * p.period_ns) as f64)
         ));
     }
+    if p.ring_threads > 0 {
+        comments.push(format!(
+            "{} blocked the sampling signal: sampled through a perf ring instead (the kernel walks their user stacks by frame pointers; no scope labels){}",
+            tickscope_fmt::count(p.ring_threads, "thread"),
+            if p.ring_lost > 0 {
+                format!("; {} lost for want of room in the rings (their time is in their threads' other samples)", tickscope_fmt::count(p.ring_lost, "sample"))
+            } else {
+                String::new()
+            }
+        ));
+    }
     if p.on_cpu_timer > 0 {
         comments.push(format!(
             "{} sampled by timer_create(thread CPU clock): the perf source had no file descriptor left (it takes at most a quarter of RLIMIT_NOFILE)",

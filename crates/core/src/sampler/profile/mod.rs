@@ -105,6 +105,9 @@ pub(crate) struct Parts {
     pub overrun_periods_sq: u64,
     /// Threads on the CPU timer because the perf source ran out of descriptors.
     pub on_cpu_timer: u64,
+    /// Threads that blocked the signal, sampled through a perf ring; samples the rings lost.
+    pub ring_threads: u64,
+    pub ring_lost: u64,
     /// perf events whose descriptor the program closed.
     pub closed_by_program: u64,
     pub overflowed: u64,
