@@ -34,6 +34,10 @@
 //!   `[not sampled: ...]`). The CPU time the program used before the library was loaded and
 //!   started is `[not sampled: before the profiler started]`: the profile's total is the
 //!   process's CPU time, and nothing is lost silently.
+//!   A thread that blocks the sampling signal (as xz's workers block every signal) is
+//!   sampled through a perf ring instead, where perf events are permitted (its user stack
+//!   walked by the kernel, no scope labels); time in system calls is each thread's
+//!   `[kernel mode]` row with the perf source.
 //! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
 //!   when the library loads, so it runs after the program's own). With
 //!   `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which `record` sets) also at `_exit`/`_Exit` (dash
