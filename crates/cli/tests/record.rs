@@ -579,63 +579,110 @@ fn cpu_of_processes_not_profiled_is_said() {
     );
 }
 
+/// Builds C program `name` from `source` in `dir` (`-O1 -g -fno-omit-frame-pointer
+/// -pthread`).
+fn build_c(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let (src, exe) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&src, source).unwrap();
+    let cc = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("a C compiler (Debian: gcc)");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    exe
+}
+
+/// `tickscope record ARGS` in `dir`: its exit status, stdout (the program's) and stderr.
+fn record_in(dir: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = Command::new(bin())
+        .current_dir(dir)
+        .env("TICKSCOPE_LIB", library())
+        .arg("record")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `tickscope top --unit=ms --nodecount=60 ARGS FILE`'s text.
+fn top_ms(file: &Path, args: &[&str]) -> String {
+    let top = Command::new(bin())
+        .args(["top", "--unit=ms", "--nodecount=60"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&top.stdout).into_owned()
+}
+
+/// The flat (`column` 0) or cum (3) milliseconds of row `name` of a `top_ms` table; 0 if
+/// it is not there.
+fn ms(top: &str, name: &str, column: usize) -> f64 {
+    top.lines()
+        .find(|l| l.trim_end().ends_with(name))
+        .and_then(|l| l.split_whitespace().nth(column))
+        .and_then(|v| v.trim_end_matches("ms").parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The number after `key` in a program's output (`user_ms 275`).
+fn printed(stdout: &str, key: &str) -> f64 {
+    stdout
+        .split_whitespace()
+        .skip_while(|w| *w != key)
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{key} in {stdout}"))
+}
+
+/// `OsStr`s of `args`, for [`record_in`].
+fn os<'a>(args: &[&'a str]) -> Vec<&'a std::ffi::OsStr> {
+    args.iter().map(|a| std::ffi::OsStr::new(*a)).collect()
+}
+
 /// dash ends by `_exit`, and so does Python's `os._exit`: neither runs the exit hooks, yet
 /// each leaves its profile (written by the library's writer thread before `_exit` goes on),
 /// and its exit status is forwarded exactly.
 #[test]
 fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
-    let lib = library();
     let dir = scratch("underscore");
     for (i, (script, code)) in [("true", 0), ("exit 3", 3)].into_iter().enumerate() {
         let name = format!("d{i}.pb.gz");
-        let out = Command::new(bin())
-            .current_dir(&dir)
-            .env("TICKSCOPE_LIB", &lib)
-            .args(["record", "-o", &name, "--", "dash", "-c", script])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{script}: {stderr}");
+        let (got, _, stderr) = record_in(&dir, &os(&["-o", &name, "--", "dash", "-c", script]));
+        assert_eq!(got, Some(code), "{script}: {stderr}");
         assert!(!stderr.contains("wrote no profile"), "{stderr}");
         assert!(stderr.contains("File: dash"), "the program named: {stderr}");
-        let top = Command::new(bin())
-            .arg("top")
-            .arg(dir.join(&name))
-            .output()
-            .unwrap();
-        assert!(
-            top.status.success(),
-            "{}",
-            String::from_utf8_lossy(&top.stderr)
-        );
+        assert!(top_ms(&dir.join(&name), &[]).contains("Type: cpu"));
     }
     // A C program that calls _exit after its work: the work is in the profile.
-    let exe = dir.join("quick_exit");
-    let src = dir.join("quick_exit.c");
-    std::fs::write(
-        &src,
-        "#include <stdlib.h>\n#include <unistd.h>\n#include <time.h>\n\
+    let exe = build_c(
+        &dir,
+        "quick_exit",
+        "#include <unistd.h>\n\
          __attribute__((noinline)) static double spin(void) { double x = 0; \
          for (long i = 0; i < 300000000L; i++) x += i * 1e-9; return x; }\n\
          int main(void) { volatile double v = spin(); (void)v; _exit(7); }\n",
-    )
-    .unwrap();
-    let cc = Command::new("cc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .expect("a C compiler (Debian: gcc)");
-    assert!(cc.success());
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-o", "q.pb.gz", "--"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    );
+    let (code, _, stderr) = record_in(
+        &dir,
+        &[
+            "-o".as_ref(),
+            "q.pb.gz".as_ref(),
+            "--".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    assert_eq!(code, Some(7), "{stderr}");
     assert!(stderr.contains("spin"), "{stderr}");
 }
 
@@ -644,28 +691,22 @@ fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
 /// are named, with source lines, from that file.
 #[test]
 fn a_stripped_programs_functions_are_named_from_its_debug_file() {
-    let lib = library();
     let dir = scratch("debuglink");
-    let (src, exe) = (dir.join("hidden.c"), dir.join("hidden"));
-    std::fs::write(
-        &src,
+    let exe = build_c(
+        &dir,
+        "hidden",
         "static __attribute__((noinline)) double hidden_spin(long n) { double x = 0; \
          for (long i = 0; i < n; i++) x += i * 1e-9; return x; }\n\
          int main(void) { volatile double v = hidden_spin(400000000L); (void)v; return 0; }\n",
-    )
-    .unwrap();
+    );
     let run = |cmd: &mut Command| {
-        let out = cmd.output().expect("gcc and binutils (Debian: gcc)");
+        let out = cmd.output().expect("binutils (Debian: binutils)");
         assert!(
             out.status.success(),
             "{cmd:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    run(Command::new("cc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src));
     run(Command::new("objcopy")
         .arg("--only-keep-debug")
         .arg(&exe)
@@ -680,23 +721,19 @@ fn a_stripped_programs_functions_are_named_from_its_debug_file() {
         !String::from_utf8_lossy(&nm.stdout).contains("hidden_spin"),
         "the program is stripped"
     );
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-o", "h.pb.gz", "--"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (code, _, stderr) = record_in(
+        &dir,
+        &[
+            "-o".as_ref(),
+            "h.pb.gz".as_ref(),
+            "--".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("hidden_spin"), "{stderr}");
     // With its source line, from the debug file's DWARF.
-    let lines = Command::new(bin())
-        .args(["top", "--lines"])
-        .arg(dir.join("h.pb.gz"))
-        .output()
-        .unwrap();
-    let lines = String::from_utf8_lossy(&lines.stdout);
+    let lines = top_ms(&dir.join("h.pb.gz"), &["--lines"]);
     assert!(
         lines
             .lines()
@@ -710,11 +747,10 @@ fn a_stripped_programs_functions_are_named_from_its_debug_file() {
 /// its user functions; the user spin keeps its user time.
 #[test]
 fn kernel_time_is_its_own_row_not_spread_over_user_code() {
-    let lib = library();
     let dir = scratch("kernel");
-    let (src, exe) = (dir.join("sys.c"), dir.join("sys"));
-    std::fs::write(
-        &src,
+    let exe = build_c(
+        &dir,
+        "sys",
         "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/resource.h>\n\
          static char buf[1 << 16];\n\
          __attribute__((noinline)) static double user_spin(long n) { double x = 0; \
@@ -726,69 +762,39 @@ fn kernel_time_is_its_own_row_not_spread_over_user_code() {
          (void)v; (void)r; struct rusage u; getrusage(RUSAGE_SELF, &u); \
          printf(\"user_ms %ld sys_ms %ld\\n\", u.ru_utime.tv_sec * 1000 + u.ru_utime.tv_usec / 1000, \
          u.ru_stime.tv_sec * 1000 + u.ru_stime.tv_usec / 1000); return 0; }\n",
-    )
-    .unwrap();
-    let cc = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("a C compiler (Debian: gcc)");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
     );
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-F", "1000", "-o", "k.pb.gz", "--"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let num = |key: &str| -> f64 {
-        stdout
-            .split_whitespace()
-            .skip_while(|w| *w != key)
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key} in {stdout}"))
-    };
-    let (user_ms, sys_ms) = (num("user_ms"), num("sys_ms"));
-    let top = Command::new(bin())
-        .args(["top", "--unit=ms", "--nodecount=50"])
-        .arg(dir.join("k.pb.gz"))
-        .output()
-        .unwrap();
-    let top = String::from_utf8_lossy(&top.stdout);
-    let flat = |name: &str| -> f64 {
-        top.lines()
-            .find(|l| l.trim_end().ends_with(name))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|v| v.trim_end_matches("ms").parse().ok())
-            .unwrap_or(0.0)
-    };
+    let (code, stdout, stderr) = record_in(
+        &dir,
+        &[
+            "-F".as_ref(),
+            "1000".as_ref(),
+            "-o".as_ref(),
+            "k.pb.gz".as_ref(),
+            "--".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (user_ms, sys_ms) = (printed(&stdout, "user_ms"), printed(&stdout, "sys_ms"));
+    let top = top_ms(&dir.join("k.pb.gz"), &[]);
     if !top.contains("source perf_event") {
         // The CPU timer's signals arrive as the system call returns: its time is at the
         // call site, in user code, as the kernel reports it.
         return;
     }
-    let kernel = flat("[kernel mode]");
+    let kernel = ms(&top, "[kernel mode]", 0);
     // The kernel's own split is sampled at its ticks: tolerances of a few ticks and 25%.
     assert!(
         (kernel - sys_ms).abs() <= 0.25 * sys_ms + 40.0,
         "[kernel mode] {kernel} ms against the program's system time {sys_ms} ms:\n{top}"
     );
-    let spin = flat("user_spin");
+    let spin = ms(&top, "user_spin", 0);
     assert!(
         spin <= user_ms + 40.0 && spin >= 0.6 * user_ms - 40.0,
         "user_spin {spin} ms against the program's user time {user_ms} ms:\n{top}"
     );
     // The reading loop's user part is small: its system calls are not put on it.
-    assert!(flat("kernel_reads") < 0.25 * sys_ms + 20.0, "{top}");
+    assert!(ms(&top, "kernel_reads", 0) < 0.25 * sys_ms + 20.0, "{top}");
 }
 
 /// Threads that block every signal (as xz's workers do, inheriting the mask from the thread
@@ -796,11 +802,10 @@ fn kernel_time_is_its_own_row_not_spread_over_user_code() {
 /// through a perf ring: their functions hold their CPU time, not `[not sampled: ...]`.
 #[test]
 fn threads_that_block_signals_are_sampled() {
-    let lib = library();
     let dir = scratch("blocked");
-    let (src, exe) = (dir.join("blocked.c"), dir.join("blocked"));
-    std::fs::write(
-        &src,
+    let exe = build_c(
+        &dir,
+        "blocked",
         "#include <pthread.h>\n#include <signal.h>\n#include <stdio.h>\n#include <time.h>\n\
          #define SPIN(name) __attribute__((noinline)) static double name(long n) { double x = 0; \
          for (long i = 0; i < n; i++) x += i * 1e-9; return x; }\n\
@@ -816,66 +821,31 @@ fn threads_that_block_signals_are_sampled() {
          pthread_sigmask(SIG_BLOCK, &all, &old); pthread_create(&a, 0, first, 0); \
          pthread_sigmask(SIG_SETMASK, &old, 0); pthread_create(&b, 0, second, 0); \
          pthread_join(a, 0); pthread_join(b, 0); fflush(stdout); return 0; }\n",
-    )
-    .unwrap();
-    let cc = Command::new("cc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("a C compiler (Debian: gcc)");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
     );
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-F", "1000", "-o", "b.pb.gz", "--"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let top = Command::new(bin())
-        .args([
-            "top",
-            "--unit=ms",
-            "--nodecount=60",
-            "--tagignore=thread=^tickscope-",
-        ])
-        .arg(dir.join("b.pb.gz"))
-        .output()
-        .unwrap();
-    let top = String::from_utf8_lossy(&top.stdout);
+    let (code, stdout, stderr) = record_in(
+        &dir,
+        &[
+            "-F".as_ref(),
+            "1000".as_ref(),
+            "-o".as_ref(),
+            "b.pb.gz".as_ref(),
+            "--".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let top = top_ms(&dir.join("b.pb.gz"), &["--tagignore=thread=^tickscope-"]);
     if !top.contains("source perf_event") {
         // Without perf events there is no ring: the CPU time is counted as not sampled.
         assert!(top.contains("[not sampled: no signal arrived]"), "{top}");
         return;
     }
     assert!(top.contains("blocked the sampling signal"), "{top}");
-    let cum = |name: &str| -> f64 {
-        top.lines()
-            .find(|l| l.trim_end().ends_with(name))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|v| v.trim_end_matches("ms").parse().ok())
-            .unwrap_or(0.0)
-    };
-    let num = |key: &str| -> f64 {
-        stdout
-            .split_whitespace()
-            .skip_while(|w| *w != key)
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key} in {stdout}"))
-    };
     for (func, key) in [
         ("inherited_mask", "inherited_ms"),
         ("blocks_itself", "itself_ms"),
     ] {
-        let (got, cpu) = (cum(func), num(key));
+        let (got, cpu) = (ms(&top, func, 3), printed(&stdout, key));
         // The thread that blocks itself runs up to one reading (100 ms) on its first event
         // before the ring takes over; the inherited mask is on a ring from the start.
         assert!(

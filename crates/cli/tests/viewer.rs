@@ -14,6 +14,34 @@ fn tickscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickscope"))
 }
 
+/// `tickscope report --json` of capture `cap`.
+fn report_json(cap: &Path) -> serde_json::Value {
+    json(
+        &tickscope()
+            .arg("report")
+            .arg(cap)
+            .arg("--json")
+            .output()
+            .unwrap(),
+    )
+}
+
+/// `tickscope demo` for 0.4 s on 2 threads, no interval lines or exit summary.
+fn demo() -> Command {
+    let mut c = tickscope();
+    c.args([
+        "demo",
+        "--seconds",
+        "0.4",
+        "--threads",
+        "2",
+        "--interval",
+        "off",
+    ])
+    .env("TICKSCOPE_SUMMARY", "off");
+    c
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -233,30 +261,13 @@ fn bad_files_and_addresses_are_one_line_and_status_2_before_anything_is_served()
 fn futures_and_spans_lives_are_drawn_as_report_counts_them() {
     let d = dir("lives");
     let cap = d.join("async.tscap");
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.4",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-        ])
+    ok(&demo()
         .arg("--async")
         .arg("--capture")
         .arg(&cap)
-        .env("TICKSCOPE_SUMMARY", "off")
         .output()
         .unwrap());
-    let report = json(
-        &tickscope()
-            .arg("report")
-            .arg(&cap)
-            .arg("--json")
-            .output()
-            .unwrap(),
-    );
+    let report = report_json(&cap);
     let v = view(&[cap.to_str().unwrap()]);
     let page = browse("check.mjs", &v.url, &shots("lives"), &["--lives"]);
     let lives = &page["lives"];
@@ -333,21 +344,11 @@ fn futures_and_spans_lives_are_drawn_as_report_counts_them() {
 fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     let d = dir("page");
     let (cap, prof) = (d.join("run.tscap"), d.join("cpu.pb.gz"));
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.4",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-            "--capture",
-        ])
+    ok(&demo()
+        .arg("--capture")
         .arg(&cap)
         .arg("--cpuprofile")
         .arg(&prof)
-        .env("TICKSCOPE_SUMMARY", "off")
         .output()
         .unwrap());
     let source_path = root().display().to_string();
@@ -361,14 +362,7 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     let page = browse("check.mjs", &v.url, &out, &[]);
 
     // The summary table: `tickscope report --json`, row by row.
-    let report = json(
-        &tickscope()
-            .arg("report")
-            .arg(&cap)
-            .arg("--json")
-            .output()
-            .unwrap(),
-    );
+    let report = report_json(&cap);
     let compare = |table: &serde_json::Value, report: &serde_json::Value, what: &str| {
         let want = report["scopes"].as_array().unwrap();
         let got = table.as_array().unwrap();

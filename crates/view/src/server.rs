@@ -254,15 +254,19 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
             json!({ "pending": "the capture is being indexed" }).to_string(),
         )
     };
+    // A window of the capture: from, until (ns) and its width in pixels.
+    let window = || -> Result<Window, String> {
+        Window::new(
+            q.num("from", true)?.unwrap_or(0),
+            q.num("until", true)?.unwrap_or(0),
+            q.num("px", true)?.unwrap_or(0).min(u32::MAX as u64) as u32,
+        )
+    };
     let result: Result<Resp, String> = (|| match path {
         "/api/info" => Ok(json_resp(&v.info())),
         "/api/timeline" => {
             let c = capture()?;
-            let w = Window::new(
-                q.num("from", true)?.unwrap_or(0),
-                q.num("until", true)?.unwrap_or(0),
-                q.num("px", true)?.unwrap_or(0).min(u32::MAX as u64) as u32,
-            )?;
+            let w = window()?;
             Ok(match c.query(w) {
                 None => not_ready(),
                 Some(Ok(a)) => respond(
@@ -278,11 +282,7 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
         }
         "/api/lives" => {
             let c = capture()?;
-            let w = Window::new(
-                q.num("from", true)?.unwrap_or(0),
-                q.num("until", true)?.unwrap_or(0),
-                q.num("px", true)?.unwrap_or(0).min(u32::MAX as u64) as u32,
-            )?;
+            let w = window()?;
             Ok(match c.lives(w) {
                 None => not_ready(),
                 Some(sites) => json_resp(&lives_json(&sites)),

@@ -100,6 +100,26 @@ const PERF_RECORD_LOST: u32 = 2;
 /// Call-chain entries at or above this are context markers (`PERF_CONTEXT_USER`, ...).
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
+/// Opens the perf event `attr` on thread `tid`, close-on-exec, never on descriptors 0-2 (a
+/// program started with them closed opens its own there).
+fn perf_open(attr: &PerfEventAttr, tid: i32) -> io::Result<libc::c_int> {
+    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel copies it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            tid as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    crate::sys::above_stdio(fd)
+}
+
 /// Arms a task-clock event on thread `tid` that samples into a ring rather than signal it
 /// (see [`Armed::Ring`]); the kernel walks the user stack by frame pointers, as the
 /// handler does, and only where the thread is in user mode.
@@ -114,21 +134,7 @@ pub(crate) fn arm_ring(tid: i32, period_ns: u64) -> io::Result<Armed> {
         flags: 1 | 1 << 5 | 1 << 6 | 1 << 21,
         ..PerfEventAttr::default()
     };
-    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel copies it.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    } as libc::c_int;
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = crate::sys::above_stdio(fd)?;
+    let fd = perf_open(&attr, tid)?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
     let len = page * (1 + RING_PAGES);
@@ -329,22 +335,7 @@ fn arm_perf(tid: i32, signal: libc::c_int, period_ns: u64) -> io::Result<Armed> 
         wakeup_events: 1,
         ..PerfEventAttr::default()
     };
-    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel copies it.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    } as libc::c_int;
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // Never descriptors 0-2: a program started with them closed opens its own there.
-    let fd = crate::sys::above_stdio(fd)?;
+    let fd = perf_open(&attr, tid)?;
     let armed = Armed::Perf { fd, id: 0 };
     let owner = FOwnerEx {
         ty: F_OWNER_TID,
