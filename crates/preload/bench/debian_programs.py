@@ -7,7 +7,8 @@ which unwinds with libunwind), interleaved, and prints one row per workload:
 
 - wall time of each profiled run / the plain run's (medians of --rounds runs);
 - CPU accounted: the CPU time tickscope's profiles hold / the CPU time the run's processes
-  used (getrusage of the children);
+  used, as `record` reports it (getrusage of its process tree, less what writing the
+  profiles took);
 - mean stack depth (frames per sample) of tickscope's and gperftools' profiles, and the
   share of samples with `main` on the stack (single-threaded programs);
 - the top 5 leaf functions of tickscope's profile against perf's on its own run, and the
@@ -187,14 +188,16 @@ def main():
             for f in os.listdir(tmp):
                 if f.startswith("t.pb.gz"):
                     os.remove(os.path.join(tmp, f))
-            w, cpu = timed([TICKSCOPE, "record", "--top", "0", "-F", str(a.hz), "-o", out,
-                            "--merge", "--"] + cmd)
-            rec.append(w)
-            held = subprocess.run([TICKSCOPE, "top", "--nodecount=1", "--unit=ms", out],
-                                  capture_output=True, text=True).stdout
-            m = re.search(r"of ([\d.]+)ms total", held)
-            if m and cpu > 0:
-                acc.append(float(m.group(1)) / 1000 / cpu)
+            t = time.monotonic()
+            r = subprocess.run([TICKSCOPE, "record", "--top", "0", "-F", str(a.hz), "-o", out,
+                                "--merge", "--"] + cmd, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, check=True)
+            rec.append(time.monotonic() - t)
+            # record's own accounting: the profiles' CPU against its process tree's (record's
+            # own work after the run, loading and merging the profiles, left out).
+            m = re.search(r"hold ([\d.]+) s of the ([\d.]+) s of CPU", r.stderr)
+            if m and float(m.group(2)) > 0:
+                acc.append(float(m.group(1)) / float(m.group(2)))
             pdata = os.path.join(tmp, "perf.data")
             perf.append(timed(["perf", "record", "-q", "-F", str(a.hz), "-g", "-o", pdata, "--"]
                               + cmd)[0])
@@ -219,7 +222,7 @@ def main():
               f"{d:6.2f} {gd:6.2f} {100 * mn if single else float('nan'):6.1f} "
               f"{max(diffs) if diffs else 0:.1f}  [{top}]")
     print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
-          "(getrusage). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
+          "(record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
           "with main on the stack (tickscope). top5: tickscope's leaf shares / perf's (points).")
     shutil.rmtree(tmp, ignore_errors=True)
 

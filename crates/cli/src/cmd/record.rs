@@ -300,15 +300,17 @@ pub fn run(args: Args) -> Result<u8> {
         // Writing the profiles is tickscope's, after their accounting ended: not a process
         // left out.
         let tree = tree.saturating_sub(exit_cpu);
+        let share = 100.0 * held as f64 / tree.max(1) as f64;
+        let mut line = format!(
+            "tickscope: the profiles hold {:.2} s of the {:.2} s of CPU time the run's processes used ({share:.0}%); writing them took {:.2} s more",
+            held as f64 / 1e9,
+            tree as f64 / 1e9,
+            exit_cpu as f64 / 1e9
+        );
         if (held as f64) < 0.9 * tree as f64 && tree - held > 20_000_000 {
-            eprintln!(
-                "tickscope: the profiles hold {:.2} s of the {:.2} s of CPU time the run's processes used ({:.0}%; {:.2} s more went to writing the profiles): the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)",
-                held as f64 / 1e9,
-                tree as f64 / 1e9,
-                100.0 * held as f64 / tree.max(1) as f64,
-                exit_cpu as f64 / 1e9
-            );
+            line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)");
         }
+        eprintln!("{line}");
     }
     if args.merge && several {
         eprintln!(
