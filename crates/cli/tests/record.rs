@@ -307,7 +307,7 @@ fn record_refuses_an_output_that_is_the_program_or_an_input() {
 }
 
 /// A directory that is missing or takes no files is refused before the program starts,
-/// with the real cause (not "it ended by _exit, abort or a signal").
+/// with the real cause (not "it was killed or aborted ...").
 #[test]
 fn record_checks_the_output_directory_before_starting_the_program() {
     let lib = library();
@@ -539,47 +539,35 @@ fn runs_into_one_output_never_mix_and_merge_writes_one_profile_of_every_process(
 /// run gives the profiles' CPU time against its process tree's.
 #[test]
 fn cpu_of_processes_not_profiled_is_said() {
-    let lib = library();
     let dir = scratch("fork");
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-o", "f.pb.gz", "--", "bash", "-c"])
-        .arg("( i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done ); true")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let subshell = "( i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done ); true";
+    let (code, _, stderr) = record_in(&dir, ["-o", "f.pb.gz", "--", "bash", "-c", subshell]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // Most of the run's CPU time was the subshell's.
+    let (pct, line) = accounting(&stderr);
+    assert!(pct < 50.0, "{line}");
+    assert!(line.contains("fork children that did not exec"), "{line}");
+    // A run whose processes are all profiled: nearly all held, no explanation to give.
+    let exe = workload(&dir);
+    let (code, _, stderr) = record_in(&dir, ["-o", "g.pb.gz", "--", exe.to_str().unwrap(), "100"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (pct, line) = accounting(&stderr);
+    assert!(pct >= 90.0 && !line.contains("not profiled"), "{line}");
+}
+
+/// `record`'s accounting line in `stderr` ("the profiles hold H s of the T s of CPU time
+/// the run's processes used (P%) ..."): P and the line.
+fn accounting(stderr: &str) -> (f64, &str) {
     let line = stderr
         .lines()
         .find(|l| l.contains("of CPU time the run's processes used"))
-        .unwrap_or_else(|| panic!("{stderr}"));
-    // "the profiles hold H s of the T s ... (P%)": most of T ran in the subshell.
-    let pct: f64 = line
+        .unwrap_or_else(|| panic!("no accounting line: {stderr}"));
+    let pct = line
         .split_once("used (")
         .and_then(|(_, r)| r.split('%').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{line}"));
-    assert!(pct < 50.0, "{line}");
-    assert!(line.contains("fork children that did not exec"), "{line}");
-    // A run whose processes are all profiled.
-    let exe = workload(&dir);
-    let out = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-o", "g.pb.gz", "--"])
-        .arg(&exe)
-        .arg("100")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    // Its accounting, with no explanation to give.
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("of CPU time the run's processes used"))
-        .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(!line.contains("not profiled"), "{line}");
+    (pct, line)
 }
 
 /// Builds C program `name` from `source` in `dir` (`-O1 -g -fno-omit-frame-pointer
@@ -602,7 +590,10 @@ fn build_c(dir: &Path, name: &str, source: &str) -> PathBuf {
 }
 
 /// `tickscope record ARGS` in `dir`: its exit status, stdout (the program's) and stderr.
-fn record_in(dir: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+fn record_in<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: impl IntoIterator<Item = S>,
+) -> (Option<i32>, String, String) {
     let out = Command::new(bin())
         .current_dir(dir)
         .env("TICKSCOPE_LIB", library())
@@ -648,11 +639,6 @@ fn printed(stdout: &str, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} in {stdout}"))
 }
 
-/// `OsStr`s of `args`, for [`record_in`].
-fn os<'a>(args: &[&'a str]) -> Vec<&'a std::ffi::OsStr> {
-    args.iter().map(|a| std::ffi::OsStr::new(*a)).collect()
-}
-
 /// dash ends by `_exit`, and so does Python's `os._exit`: neither runs the exit hooks, yet
 /// each leaves its profile (written by the library's writer thread before `_exit` goes on),
 /// and its exit status is forwarded exactly.
@@ -661,7 +647,7 @@ fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
     let dir = scratch("underscore");
     for (i, (script, code)) in [("true", 0), ("exit 3", 3)].into_iter().enumerate() {
         let name = format!("d{i}.pb.gz");
-        let (got, _, stderr) = record_in(&dir, &os(&["-o", &name, "--", "dash", "-c", script]));
+        let (got, _, stderr) = record_in(&dir, ["-o", &name, "--", "dash", "-c", script]);
         assert_eq!(got, Some(code), "{script}: {stderr}");
         assert!(!stderr.contains("wrote no profile"), "{stderr}");
         assert!(stderr.contains("File: dash"), "the program named: {stderr}");
@@ -676,15 +662,7 @@ fn programs_ending_by_exit_underscore_leave_their_profile_and_status() {
          for (long i = 0; i < 300000000L; i++) x += i * 1e-9; return x; }\n\
          int main(void) { volatile double v = spin(); (void)v; _exit(7); }\n",
     );
-    let (code, _, stderr) = record_in(
-        &dir,
-        &[
-            "-o".as_ref(),
-            "q.pb.gz".as_ref(),
-            "--".as_ref(),
-            exe.as_os_str(),
-        ],
-    );
+    let (code, _, stderr) = record_in(&dir, ["-o", "q.pb.gz", "--", exe.to_str().unwrap()]);
     assert_eq!(code, Some(7), "{stderr}");
     assert!(stderr.contains("spin"), "{stderr}");
 }
@@ -724,15 +702,7 @@ fn a_stripped_programs_functions_are_named_from_its_debug_file() {
         !String::from_utf8_lossy(&nm.stdout).contains("hidden_spin"),
         "the program is stripped"
     );
-    let (code, _, stderr) = record_in(
-        &dir,
-        &[
-            "-o".as_ref(),
-            "h.pb.gz".as_ref(),
-            "--".as_ref(),
-            exe.as_os_str(),
-        ],
-    );
+    let (code, _, stderr) = record_in(&dir, ["-o", "h.pb.gz", "--", exe.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("hidden_spin"), "{stderr}");
     // With its source line, from the debug file's DWARF.
@@ -768,14 +738,7 @@ fn kernel_time_is_its_own_row_not_spread_over_user_code() {
     );
     let (code, stdout, stderr) = record_in(
         &dir,
-        &[
-            "-F".as_ref(),
-            "1000".as_ref(),
-            "-o".as_ref(),
-            "k.pb.gz".as_ref(),
-            "--".as_ref(),
-            exe.as_os_str(),
-        ],
+        ["-F", "1000", "-o", "k.pb.gz", "--", exe.to_str().unwrap()],
     );
     assert_eq!(code, Some(0), "{stderr}");
     let (user_ms, sys_ms) = (printed(&stdout, "user_ms"), printed(&stdout, "sys_ms"));
@@ -827,14 +790,7 @@ fn threads_that_block_signals_are_sampled() {
     );
     let (code, stdout, stderr) = record_in(
         &dir,
-        &[
-            "-F".as_ref(),
-            "1000".as_ref(),
-            "-o".as_ref(),
-            "b.pb.gz".as_ref(),
-            "--".as_ref(),
-            exe.as_os_str(),
-        ],
+        ["-F", "1000", "-o", "b.pb.gz", "--", exe.to_str().unwrap()],
     );
     assert_eq!(code, Some(0), "{stderr}");
     let top = top_ms(&dir.join("b.pb.gz"), &["--tagignore=thread=^tickscope-"]);

@@ -160,7 +160,7 @@ pub fn run(args: Args) -> Result<u8> {
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
         let others = keep_children(&children, &output, run);
         eprintln!(
-            "tickscope: error: {} wrote no profile to {}: it ended by _exit, abort or a signal, or it is statically linked (LD_PRELOAD cannot load into it)",
+            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the writer stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
             Path::new(prog).display(),
             args.output.display()
         );
@@ -275,7 +275,7 @@ pub fn run(args: Args) -> Result<u8> {
             OsString::from(format!("--nodecount={}", args.top)),
         ];
         if !args.own_threads && own.0 > 0 {
-            argv.push(OsString::from(format!("--tagignore=thread={OWN_THREADS}")));
+            argv.push(OsString::from(format!("--tagignore=thread=^{OWN_THREADS}")));
         }
         let top = TopOnly::try_parse_from(argv)?;
         let mut report = top
@@ -325,8 +325,8 @@ pub fn run(args: Args) -> Result<u8> {
     Ok(code)
 }
 
-/// The thread label value tickscope's own threads match.
-const OWN_THREADS: &str = "^tickscope-";
+/// How tickscope's own threads are named (`thread` label).
+const OWN_THREADS: &str = "tickscope-";
 
 /// Samples of tickscope's own threads, and of all threads (default sample type's values).
 fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
@@ -341,7 +341,7 @@ fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
         all = all.saturating_add(v);
         let mine = p.labels(s).iter().any(|l| {
             matches!(l, tickscope_profile::Label::Str { key, value }
-                if key == "thread" && value.starts_with("tickscope-"))
+                if key == "thread" && value.starts_with(OWN_THREADS))
         });
         if mine {
             own = own.saturating_add(v);

@@ -118,6 +118,8 @@ pub(super) struct Poller {
     times_seen: HashMap<i32, (u64, u64)>,
     /// Samples read from rings, not yet in the table: (thread, call chain).
     ring_samples: Vec<(u32, Vec<u64>)>,
+    /// Threads on a signalled perf event that ran since the task clocks' last reading.
+    ran: Vec<i32>,
     polls: u64,
     /// When the mappings were last read for the handler.
     maps_read_at: Instant,
@@ -156,6 +158,7 @@ impl Poller {
             perf_seen: HashMap::new(),
             times_seen: HashMap::new(),
             ring_samples: Vec::new(),
+            ran: Vec::new(),
             perf_seen_sum: (0, 0),
             polls: 0,
             maps_read_at: Instant::now(),
@@ -397,10 +400,18 @@ impl Poller {
                 continue;
             };
             let cpu = now.saturating_sub(at);
-            if let Some(t) = procfs::thread_times(tid) {
-                self.times_seen.insert(tid, t);
-            }
             let prev = self.perf_seen.insert(tid, (cpu, count)).unwrap_or((0, 0));
+            // Only a thread that ran since the last reading has a new user/system split, and
+            // only it may have blocked the signal while running: a file read each, not one
+            // for every idle thread every 100 ms.
+            if cpu > prev.0 || !self.times_seen.contains_key(&tid) {
+                if let Some(t) = procfs::thread_times(tid) {
+                    self.times_seen.insert(tid, t);
+                }
+                if matches!(a, timer::Armed::Perf { .. }) {
+                    self.ran.push(tid);
+                }
+            }
             self.perf_seen_sum.0 += cpu.saturating_sub(prev.0);
             self.perf_seen_sum.1 += count.saturating_sub(prev.1);
         }
@@ -427,7 +438,7 @@ impl Poller {
             self.perf_armed -= 1;
         }
         if timer::still_ours(&a) {
-            self.drain_ring(&a);
+            drain_ring(&a, &mut self.ring_samples, &mut self.out.ring_lost);
         }
         if !timer::still_ours(&a) {
             self.out.closed_by_program += 1;
@@ -471,27 +482,15 @@ impl Poller {
 
     /// Reads the samples of every thread on a ring into the table.
     fn read_rings(&mut self, shared: &Shared) {
-        let rings: Vec<i32> = self
-            .armed
-            .iter()
-            .filter(|(_, a)| matches!(a, Some(timer::Armed::Ring { .. })))
-            .map(|(&t, _)| t)
-            .collect();
-        for tid in rings {
-            if let Some(Some(a)) = self.armed.remove(&tid) {
-                if timer::still_ours(&a) {
-                    self.drain_ring(&a);
-                }
-                self.armed.insert(tid, Some(a));
+        if self.out.ring_threads == 0 {
+            return;
+        }
+        for a in self.armed.values().flatten() {
+            if matches!(a, timer::Armed::Ring { .. }) && timer::still_ours(a) {
+                drain_ring(a, &mut self.ring_samples, &mut self.out.ring_lost);
             }
         }
         self.flush_ring_samples(shared);
-    }
-
-    /// Moves a ring's samples into `ring_samples`.
-    fn drain_ring(&mut self, a: &timer::Armed) {
-        let out = &mut self.ring_samples;
-        self.out.ring_lost += timer::drain_ring(a, |tid, ips| out.push((tid, ips.to_vec())));
     }
 
     /// Records the samples read from rings into the table: each one period of its thread
@@ -527,13 +526,12 @@ impl Poller {
     /// A thread on a signalled perf event that has blocked the signal since: its event is
     /// closed (its count kept, as at its end) and a ring takes over.
     fn move_blocking_threads_to_rings(&mut self) {
-        let blocking: Vec<i32> = self
-            .armed
-            .iter()
-            .filter(|(_, a)| matches!(a, Some(timer::Armed::Perf { .. })))
-            .map(|(&t, _)| t)
+        let mut ran = std::mem::take(&mut self.ran);
+        let blocking: Vec<i32> = ran
+            .drain(..)
             .filter(|&t| procfs::signal_blocked(t, self.signal))
             .collect();
+        self.ran = ran;
         for tid in blocking {
             let Some(Some(a)) = self.armed.remove(&tid) else {
                 continue;
@@ -585,6 +583,11 @@ impl Drop for Poller {
             }
         }
     }
+}
+
+/// Moves a ring's samples into `samples` (thread, call chain), counting what it lost.
+fn drain_ring(a: &timer::Armed, samples: &mut Vec<(u32, Vec<u64>)>, lost: &mut u64) {
+    *lost += timer::drain_ring(a, |tid, ips| samples.push((tid, ips.to_vec())));
 }
 
 /// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so

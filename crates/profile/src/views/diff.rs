@@ -32,19 +32,24 @@ fn types(t: &[ValueType]) -> String {
 /// Checks that two profiles measure the same things: the same sample types (kind and unit,
 /// in the same order) and, when both have one, the same period type.
 pub fn check_compatible(base: &Profile, new: &Profile) -> Result<(), String> {
-    if base.sample_types != new.sample_types {
+    compatible(base, new, "the base", "the new profile")
+}
+
+/// [`check_compatible`], the two profiles called `a_is` and `b_is` in the error.
+fn compatible(a: &Profile, b: &Profile, a_is: &str, b_is: &str) -> Result<(), String> {
+    if a.sample_types != b.sample_types {
         return Err(format!(
-            "incompatible sample types: the base has {}, the new profile {}",
-            types(&base.sample_types),
-            types(&new.sample_types)
+            "incompatible sample types: {a_is} has {}, {b_is} {}",
+            types(&a.sample_types),
+            types(&b.sample_types)
         ));
     }
-    let (bp, np) = (&base.period_type, &new.period_type);
+    let (ap, bp) = (&a.period_type, &b.period_type);
     let known = |t: &ValueType| !t.ty.is_empty() || !t.unit.is_empty();
-    if known(bp) && known(np) && bp != np {
+    if known(ap) && known(bp) && ap != bp {
         return Err(format!(
-            "incompatible period types: the base has {}/{}, the new profile {}/{}",
-            bp.ty, bp.unit, np.ty, np.unit
+            "incompatible period types: {a_is} has {}/{}, {b_is} {}/{}",
+            ap.ty, ap.unit, bp.ty, bp.unit
         ));
     }
     Ok(())
@@ -78,12 +83,8 @@ pub fn merge(profiles: Vec<Profile>, names: &[String]) -> Result<Profile, String
         return Err("no profile to merge".into());
     };
     for (i, other) in it {
-        check_compatible(&p, &other).map_err(|e| {
-            let e = e
-                .replace("the base", "the first")
-                .replace("the new profile", "this one");
-            format!("{}: {e}", names.get(i).map_or("", String::as_str))
-        })?;
+        let name = names.get(i).map_or("", String::as_str);
+        compatible(&p, &other, "the first", "this one").map_err(|e| format!("{name}: {e}"))?;
         append(&mut p, other, false);
     }
     p.seal();
