@@ -195,9 +195,12 @@ def main():
             rec.append(time.monotonic() - t)
             # record's own accounting: the profiles' CPU against its process tree's (record's
             # own work after the run, loading and merging the profiles, left out).
-            m = re.search(r"hold ([\d.]+) s of the ([\d.]+) s of CPU", r.stderr)
-            if m and float(m.group(2)) > 0:
-                acc.append(float(m.group(1)) / float(m.group(2)))
+            m = re.search(r"hold ([\d.]+) (m?s) of the ([\d.]+) (m?s) of CPU", r.stderr)
+            if m:
+                held = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
+                tree = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
+                if tree > 0:
+                    acc.append(held / tree)
             pdata = os.path.join(tmp, "perf.data")
             perf.append(timed(["perf", "record", "-q", "-F", str(a.hz), "-g", "-o", pdata, "--"]
                               + cmd)[0])

@@ -302,10 +302,10 @@ pub fn run(args: Args) -> Result<u8> {
         let tree = tree.saturating_sub(exit_cpu);
         let share = 100.0 * held as f64 / tree.max(1) as f64;
         let mut line = format!(
-            "tickscope: the profiles hold {:.2} s of the {:.2} s of CPU time the run's processes used ({share:.0}%); writing them took {:.2} s more",
-            held as f64 / 1e9,
-            tree as f64 / 1e9,
-            exit_cpu as f64 / 1e9
+            "tickscope: the profiles hold {} of the {} of CPU time the run's processes used ({share:.0}%); writing them took {} more",
+            seconds(held),
+            seconds(tree),
+            seconds(exit_cpu)
         );
         if (held as f64) < 0.9 * tree as f64 && tree - held > 20_000_000 {
             line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)");
@@ -348,6 +348,15 @@ fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
         }
     }
     (own, all)
+}
+
+/// `ns` as seconds, or milliseconds below one second (`2.31 s`, `4.6 ms`).
+fn seconds(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    }
 }
 
 /// The CPU time a profile holds (its `cpu` nanoseconds), if it measures CPU time.
