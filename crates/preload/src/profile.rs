@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use ts::sampler::{ErrorKind, Mode, Sampler};
+use ts::sampler::{ErrorKind, Mode, Sampler, Unwind};
 
 use crate::{Code, Failure};
 
@@ -53,6 +53,9 @@ pub(crate) struct Settings {
     /// The profile accounts for the process's CPU time from its start (a profile started
     /// when the library loads), not from the call.
     pub whole_process: bool,
+    /// How stacks are walked: by the unwind tables unless the environment asks for frame
+    /// pointers (a program's own code is rarely built with them).
+    pub unwind: Unwind,
 }
 
 /// Starts the process's sampler.
@@ -75,7 +78,8 @@ pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
     let mut b = Sampler::builder()
         .frequency(s.hz)
         .mode(s.mode)
-        .whole_process(s.whole_process);
+        .whole_process(s.whole_process)
+        .unwind(s.unwind);
     if let Some(sig) = s.signal {
         b = b.signal(sig);
     }
@@ -264,6 +268,19 @@ pub(crate) fn settings_from_env(
             false
         }
     };
+    let unwind = match var("TICKSCOPE_CPUPROFILE_UNWIND")
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("") | Some("tables") => Unwind::Tables,
+        Some("fp") => Unwind::FramePointers,
+        Some(v) => {
+            warn(format!(
+                "TICKSCOPE_CPUPROFILE_UNWIND={v:?} is neither tables nor fp; using tables"
+            ));
+            Unwind::Tables
+        }
+    };
     Some((
         Settings {
             hz,
@@ -271,6 +288,7 @@ pub(crate) fn settings_from_env(
             path,
             signal,
             whole_process: true,
+            unwind,
         },
         EnvExtras {
             on_signals,

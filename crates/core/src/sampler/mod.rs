@@ -61,6 +61,8 @@
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
 
+#[allow(unsafe_code)] // the vDSO's image, read in place
+mod cfi;
 mod error;
 #[allow(unsafe_code)] // the signal handler: signal context, raw pointers
 mod handler;
@@ -121,6 +123,20 @@ impl Source {
     }
 }
 
+/// How the sampler walks a thread's stack (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwind {
+    /// In the signal handler, by frame pointers. Every sample is labelled with the scopes
+    /// open on its thread. Code built without frame pointers hides its callers.
+    FramePointers,
+    /// By the unwind tables (`.eh_frame`), on the drain thread, from the registers and
+    /// stack bytes a perf event copies at each sample: full stacks in code built without
+    /// frame pointers, threads that block signals included, but no scope labels. CPU mode
+    /// with the perf source only: elsewhere, and for a thread whose ring cannot be had, the
+    /// sampler falls back to frame pointers and the profile says so.
+    Tables,
+}
+
 /// Settings for a [`Sampler`]; from [`Sampler::builder`].
 #[derive(Clone, Debug)]
 pub struct Builder {
@@ -132,6 +148,7 @@ pub struct Builder {
     poll: Duration,
     signal: libc::c_int,
     whole_process: bool,
+    unwind: Unwind,
 }
 
 /// Perf-event descriptors below this map to their thread in the handler; a higher one still
@@ -192,6 +209,13 @@ impl Builder {
     /// process's CPU time, as `getrusage` gives it.
     pub fn whole_process(mut self, yes: bool) -> Builder {
         self.whole_process = yes;
+        self
+    }
+
+    /// How stacks are walked (default [`Unwind::FramePointers`], which keeps scope labels;
+    /// libtickscope, for programs built by others, uses [`Unwind::Tables`]).
+    pub fn unwind(mut self, unwind: Unwind) -> Builder {
+        self.unwind = unwind;
         self
     }
 
@@ -300,6 +324,7 @@ impl Sampler {
             poll: Duration::from_millis(10),
             signal: SIGNAL,
             whole_process: false,
+            unwind: Unwind::FramePointers,
         }
     }
 
@@ -489,7 +514,15 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         true => Some(0),
         false => timer::process_cpu_ns(),
     };
-    let mut poller = Poller::new(source, b.mode, period_ns, signal, n, b.whole_process);
+    let mut poller = Poller::new(
+        source,
+        b.mode,
+        period_ns,
+        signal,
+        n,
+        b.whole_process,
+        b.unwind == Unwind::Tables,
+    );
     poller.poll(&shared);
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
@@ -658,6 +691,13 @@ fn parts(
         on_cpu_timer: d.on_cpu_timer,
         ring_threads: d.ring_threads,
         ring_lost: d.ring_lost,
+        unwind: r.settings.unwind,
+        ring_sampled: d.ring_sampled,
+        stack_threads: d.stack_threads,
+        stack_unarmed: d.stack_unarmed,
+        stack_error: d.stack_error,
+        stack_walked: d.stack_walked,
+        stack_truncated: d.stack_truncated,
         closed_by_program: d.closed_by_program,
         overflowed: shared.store.overflowed.load(Relaxed),
         unarmed: d.unarmed,

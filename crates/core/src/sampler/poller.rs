@@ -87,6 +87,16 @@ pub(super) struct Drained {
     /// samples their rings lost for want of room.
     pub ring_threads: u64,
     pub ring_lost: u64,
+    /// With [`Unwind::Tables`](super::Unwind::Tables): threads sampled through stack rings,
+    /// those that could not be (then on the signal), and the last error; samples walked,
+    /// and those whose walk ran past the copied stack.
+    /// Samples read from rings (call chains and stacks).
+    pub ring_sampled: u64,
+    pub stack_threads: u64,
+    pub stack_unarmed: u64,
+    pub stack_error: Option<String>,
+    pub stack_walked: u64,
+    pub stack_truncated: u64,
     /// perf events whose descriptor the program closed.
     pub closed_by_program: u64,
     /// The process's CPU time (absolute) when the drain thread found that the program had
@@ -116,8 +126,10 @@ pub(super) struct Poller {
     perf_seen_sum: (u64, u64),
     /// Perf source: each thread's user and system time (ticks) at the last reading.
     times_seen: HashMap<i32, (u64, u64)>,
-    /// Samples read from rings, not yet in the table: (thread, call chain).
-    ring_samples: Vec<(u32, Vec<u64>)>,
+    /// With [`Unwind::Tables`](super::Unwind::Tables): threads are sampled through stack
+    /// rings, walked by the unwind tables.
+    tables: bool,
+    rings: Rings,
     /// Threads on a signalled perf event that ran since the task clocks' last reading.
     ran: Vec<i32>,
     polls: u64,
@@ -145,6 +157,7 @@ impl Poller {
         signal: libc::c_int,
         seed: u64,
         whole_process: bool,
+        tables: bool,
     ) -> Poller {
         let mut p = Poller {
             source,
@@ -157,7 +170,8 @@ impl Poller {
             armed_at: HashMap::new(),
             perf_seen: HashMap::new(),
             times_seen: HashMap::new(),
-            ring_samples: Vec::new(),
+            tables: tables && source == Source::PerfTaskClock,
+            rings: Rings::default(),
             ran: Vec::new(),
             perf_seen_sum: (0, 0),
             polls: 0,
@@ -272,6 +286,9 @@ impl Poller {
     fn refresh_maps(&mut self, shared: &Shared) {
         if let Ok(maps) = crate::symbolize::read_self_maps() {
             shared.ranges.publish(&maps);
+            if self.tables {
+                self.rings.cfi.set_maps(&maps);
+            }
         }
         self.out.maps_reads += 1;
         self.maps_read_at = Instant::now();
@@ -305,13 +322,36 @@ impl Poller {
             Source::PerfTaskClock if self.perf_armed >= self.perf_cap => {
                 Err(std::io::Error::from_raw_os_error(libc::EMFILE))
             }
-            // A thread that blocks the signal would never be sampled by it.
-            Source::PerfTaskClock if procfs::signal_blocked(tid, self.signal) => {
-                let r = timer::arm_ring(tid, self.period_ns);
-                if r.is_ok() {
-                    self.out.ring_threads += 1;
+            Source::PerfTaskClock => {
+                // Stacks walked by the unwind tables: no signal. Where the ring cannot be
+                // had (the locked-memory limit for perf rings, say), the signal and frame
+                // pointers, counted.
+                let stack = match self.tables {
+                    true => timer::arm_ring(tid, self.period_ns, true),
+                    false => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
+                };
+                match stack {
+                    Ok(a) => {
+                        self.out.stack_threads += 1;
+                        Ok(a)
+                    }
+                    Err(e) => {
+                        if self.tables {
+                            self.out.stack_unarmed += 1;
+                            self.out.stack_error = Some(e.to_string());
+                        }
+                        // A thread that blocks the signal would never be sampled by it.
+                        if procfs::signal_blocked(tid, self.signal) {
+                            let r = timer::arm_ring(tid, self.period_ns, false);
+                            if r.is_ok() {
+                                self.out.ring_threads += 1;
+                            }
+                            r
+                        } else {
+                            timer::arm(self.source, tid, self.signal, self.period_ns, first)
+                        }
+                    }
                 }
-                r
             }
             s => timer::arm(s, tid, self.signal, self.period_ns, first),
         };
@@ -438,7 +478,7 @@ impl Poller {
             self.perf_armed -= 1;
         }
         if timer::still_ours(&a) {
-            drain_ring(&a, &mut self.ring_samples, &mut self.out.ring_lost);
+            drain_ring(&a, &mut self.rings, &mut self.out.ring_lost);
         }
         if !timer::still_ours(&a) {
             self.out.closed_by_program += 1;
@@ -482,12 +522,13 @@ impl Poller {
 
     /// Reads the samples of every thread on a ring into the table.
     fn read_rings(&mut self, shared: &Shared) {
-        if self.out.ring_threads == 0 {
+        if self.out.ring_threads == 0 && self.out.stack_threads == 0 {
             return;
         }
+        self.rings.cfi.new_pass();
         for a in self.armed.values().flatten() {
             if matches!(a, timer::Armed::Ring { .. }) && timer::still_ours(a) {
-                drain_ring(a, &mut self.ring_samples, &mut self.out.ring_lost);
+                drain_ring(a, &mut self.rings, &mut self.out.ring_lost);
             }
         }
         self.flush_ring_samples(shared);
@@ -497,10 +538,10 @@ impl Poller {
     /// (the thread's total is its exact count, as for the signalled perf events), no scopes
     /// (the thread was not interrupted to read them).
     fn flush_ring_samples(&mut self, shared: &Shared) {
-        for (tid, ips) in self.ring_samples.drain(..) {
+        for (tid, ips, cut) in self.rings.samples.drain(..) {
             // As the handler's walk: a return address outside every executable mapping ends
             // the chain (the kernel's frame-pointer walk read it from code without frame
-            // pointers).
+            // pointers; the tables' walk stops at one by itself).
             let valid = shared
                 .ranges
                 .with(|v| {
@@ -512,15 +553,18 @@ impl Poller {
                 .unwrap_or(ips.len());
             let ips = &ips[..valid];
             let n = ips.len().min(super::unwind::MAX_FRAMES);
+            self.out.ring_sampled += 1;
             shared.store.record(&super::table::Raw {
                 tid,
-                truncated: ips.len() > n,
+                truncated: cut || ips.len() > n,
                 frames: &ips[..n],
                 scopes: &[],
                 count: 1,
                 weight: self.period_ns,
             });
         }
+        self.out.stack_walked = self.rings.cfi.walked;
+        self.out.stack_truncated = self.rings.cfi.truncated;
     }
 
     /// A thread on a signalled perf event that has blocked the signal since: its event is
@@ -541,7 +585,7 @@ impl Poller {
                 self.armed.insert(tid, None);
                 continue;
             };
-            match timer::arm_ring(tid, self.period_ns) {
+            match timer::arm_ring(tid, self.period_ns, false) {
                 Ok(r) => {
                     self.perf_armed += 1;
                     self.out.ring_threads += 1;
@@ -585,9 +629,35 @@ impl Drop for Poller {
     }
 }
 
-/// Moves a ring's samples into `samples` (thread, call chain), counting what it lost.
-fn drain_ring(a: &timer::Armed, samples: &mut Vec<(u32, Vec<u64>)>, lost: &mut u64) {
-    *lost += timer::drain_ring(a, |tid, ips| samples.push((tid, ips.to_vec())));
+/// What reading the rings keeps between reads.
+#[derive(Default)]
+struct Rings {
+    /// Samples read, not yet in the table: (thread, call chain, whether the walk was cut
+    /// short).
+    samples: Vec<(u32, Vec<u64>, bool)>,
+    /// The walker of stack samples, and scratch space for a record.
+    cfi: super::cfi::Cfi,
+    record: Vec<u8>,
+}
+
+/// Moves a ring's samples into `rings.samples` (thread, call chain), walking the stack
+/// samples by the unwind tables, and counts what the ring lost.
+fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
+    let Rings {
+        samples,
+        cfi,
+        record,
+    } = rings;
+    *lost += timer::drain_ring(a, record, |tid, sample| match sample {
+        timer::RingSample::Chain(ips) => samples.push((tid, ips.to_vec(), false)),
+        timer::RingSample::Stack(regs, stack) => {
+            let mut ips = Vec::new();
+            let cut = cfi.unwind(regs, stack, super::unwind::MAX_FRAMES, &mut ips);
+            if !ips.is_empty() {
+                samples.push((tid, ips, cut));
+            }
+        }
+    });
 }
 
 /// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so

@@ -26,7 +26,7 @@ use std::io;
 
 use super::{Mode, Source};
 
-/// `perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes). The libc crate does
+/// `perf_event_attr` up to `clockid` (`PERF_ATTR_SIZE_VER3`, 96 bytes). The libc crate does
 /// not declare it; the kernel accepts every published size (perf_event_open(2), "size").
 #[repr(C)]
 #[derive(Default)]
@@ -42,6 +42,14 @@ struct PerfEventAttr {
     wakeup_events: u32,
     bp_type: u32,
     config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    /// Which user registers a `PERF_SAMPLE_REGS_USER` sample carries (the arch's
+    /// `perf_regs.h` numbering), and how many bytes of user stack `PERF_SAMPLE_STACK_USER`
+    /// copies.
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
 }
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -74,14 +82,18 @@ pub(crate) enum Armed {
         fd: libc::c_int,
         id: u64,
     },
-    /// A perf event that writes its samples (thread, user call chain) into a ring the drain
-    /// thread reads ([`drain_ring`]) instead of signalling: for a thread that blocks the
-    /// signal. `ring` is the mapping's address, `len` its length.
+    /// A perf event that writes its samples into a ring the drain thread reads
+    /// ([`drain_ring`]) instead of signalling: the thread id and either its user call chain
+    /// (the kernel's frame-pointer walk) or its user registers and the top of its stack
+    /// (walked by the unwind tables, [`super::cfi`]). `ring` is the mapping's address,
+    /// `len` its length.
     Ring {
         fd: libc::c_int,
         id: u64,
         ring: usize,
         len: usize,
+        /// Its samples carry registers and stack, not a call chain.
+        stack: bool,
     },
 }
 
@@ -90,15 +102,38 @@ pub(crate) enum Armed {
 unsafe impl Send for Armed {}
 
 /// `PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN`.
-const RING_SAMPLE_TYPE: u64 = 1 << 1 | 1 << 5;
-/// Data pages of a ring (a power of two), after its control page: 32 KiB holds ~100 ms of
-/// samples at 1000 Hz with deep stacks, and the drain thread reads it every 10 ms.
-const RING_PAGES: usize = 8;
+const RING_CHAIN: u64 = 1 << 1 | 1 << 5;
+/// `PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER`.
+const RING_STACK: u64 = 1 << 1 | 1 << 12 | 1 << 13;
+/// The registers a stack sample carries, in the order of their numbers: frame pointer,
+/// stack pointer and pc on x86_64 (`PERF_REG_X86_BP`, `SP`, `IP`: 6, 7, 8); x29, x30 (the
+/// link register), sp and pc on aarch64 (29 to 32).
+#[cfg(target_arch = "x86_64")]
+const USER_REGS: u64 = 1 << 6 | 1 << 7 | 1 << 8;
+#[cfg(target_arch = "aarch64")]
+const USER_REGS: u64 = 1 << 29 | 1 << 30 | 1 << 31 | 1 << 32;
+/// Bytes of user stack a stack sample copies from the stack pointer up, as `perf record
+/// --call-graph dwarf` does by default. A deeper stack's walk ends there, marked truncated.
+pub(crate) const STACK_BYTES: u32 = 16 << 10;
+/// Data pages of a ring (a power of two), after its control page. A call-chain ring: 32 KiB
+/// holds ~100 ms of samples at 1000 Hz with deep stacks. A stack ring: 256 KiB, 15 samples
+/// of 16 KiB; the drain thread reads the rings every 10 ms, and what finds no room is
+/// counted as lost.
+const CHAIN_RING_PAGES: usize = 8;
+const STACK_RING_PAGES: usize = 64;
 /// `perf_event_header.type` of a sample and of a loss.
 const PERF_RECORD_SAMPLE: u32 = 9;
 const PERF_RECORD_LOST: u32 = 2;
 /// Call-chain entries at or above this are context markers (`PERF_CONTEXT_USER`, ...).
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// One sample read from a ring.
+pub(crate) enum RingSample<'a> {
+    /// The user call chain: the interrupted address, then return addresses.
+    Chain(&'a [u64]),
+    /// The user registers and the stack bytes from the stack pointer up.
+    Stack(super::cfi::UserRegs, &'a [u8]),
+}
 
 /// Opens the perf event `attr` on thread `tid`, close-on-exec, never on descriptors 0-2 (a
 /// program started with them closed opens its own there).
@@ -121,23 +156,27 @@ fn perf_open(attr: &PerfEventAttr, tid: i32) -> io::Result<libc::c_int> {
 }
 
 /// Arms a task-clock event on thread `tid` that samples into a ring rather than signal it
-/// (see [`Armed::Ring`]); the kernel walks the user stack by frame pointers, as the
-/// handler does, and only where the thread is in user mode.
-pub(crate) fn arm_ring(tid: i32, period_ns: u64) -> io::Result<Armed> {
+/// (see [`Armed::Ring`]), only where the thread is in user mode. With `stack`, each sample
+/// copies the user registers and [`STACK_BYTES`] of stack, to be walked by the unwind
+/// tables; without, the kernel walks the user stack by frame pointers, as the handler does.
+pub(crate) fn arm_ring(tid: i32, period_ns: u64, stack: bool) -> io::Result<Armed> {
     let attr = PerfEventAttr {
         ty: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: PERF_COUNT_SW_TASK_CLOCK,
         sample_period: period_ns,
-        sample_type: RING_SAMPLE_TYPE,
+        sample_type: if stack { RING_STACK } else { RING_CHAIN },
         // disabled, exclude_kernel, exclude_hv (as `arm_perf`), exclude_callchain_kernel (21).
         flags: 1 | 1 << 5 | 1 << 6 | 1 << 21,
+        sample_regs_user: if stack { USER_REGS } else { 0 },
+        sample_stack_user: if stack { STACK_BYTES } else { 0 },
         ..PerfEventAttr::default()
     };
     let fd = perf_open(&attr, tid)?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-    let len = page * (1 + RING_PAGES);
+    let pages = if stack { STACK_RING_PAGES } else { CHAIN_RING_PAGES };
+    let len = page * (1 + pages);
     // SAFETY: maps the event's ring (a control page and a power of two of data pages), as
     // perf_event_open(2) describes, shared with the kernel; checked against MAP_FAILED.
     let ring = unsafe {
@@ -161,6 +200,7 @@ pub(crate) fn arm_ring(tid: i32, period_ns: u64) -> io::Result<Armed> {
         id: perf_id(fd).unwrap_or(0),
         ring: ring as usize,
         len,
+        stack,
     };
     // SAFETY: an ioctl on the descriptor we own.
     if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } != 0 {
@@ -171,12 +211,18 @@ pub(crate) fn arm_ring(tid: i32, period_ns: u64) -> io::Result<Armed> {
     Ok(armed)
 }
 
-/// Reads the samples a ring holds, oldest first, calling `sample(tid, ips)` for each (the
-/// user call chain, its first entry the interrupted address, then return addresses), and
-/// frees their room; returns the samples the kernel lost for want of room. Nothing for
-/// another kind of timer.
-pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> u64 {
-    let Armed::Ring { ring, len, .. } = *armed else {
+/// Reads the samples a ring holds, oldest first, calling `sample(tid, what)` for each, and
+/// frees their room; returns the samples the kernel lost for want of room. `record` is
+/// scratch space, kept between calls. Nothing for another kind of timer.
+pub(crate) fn drain_ring(
+    armed: &Armed,
+    record: &mut Vec<u8>,
+    mut sample: impl FnMut(u32, RingSample<'_>),
+) -> u64 {
+    let Armed::Ring {
+        ring, len, stack, ..
+    } = *armed
+    else {
         return 0;
     };
     // SAFETY: sysconf has no preconditions.
@@ -190,32 +236,37 @@ pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> 
     let tail = base.wrapping_add(1032) as *const std::sync::atomic::AtomicU64;
     // SAFETY: as above; the kernel reads the tail concurrently.
     let tail = unsafe { &*tail };
-    let size = (len - page) as u64;
+    let size = len - page;
     // The data pages follow the control page inside the mapping.
     let data = base.wrapping_add(page);
     let end = head.load(std::sync::atomic::Ordering::Acquire);
     let mut at = tail.load(std::sync::atomic::Ordering::Relaxed);
     let mut lost = 0;
-    let mut record = Vec::new();
     let mut ips = Vec::new();
+    // A record may wrap around the end of the data pages: copied out in up to two pieces.
+    let copy = |from: u64, n: usize, out: &mut Vec<u8>| {
+        out.clear();
+        out.reserve(n);
+        let start = (from % size as u64) as usize;
+        let first = n.min(size - start);
+        // SAFETY: `start..start + first` and `0..n - first` lie inside the data pages (the
+        // caller checks that n is at most the data size); the
+        // bytes between tail and head are the kernel's finished records, and `out` has room
+        // for `n` bytes, set as its length once written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.wrapping_add(start), out.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(data, out.as_mut_ptr().wrapping_add(first), n - first);
+            out.set_len(n);
+        }
+    };
     while at < end {
-        // A record may wrap around the end of the data pages: copied out byte by byte.
-        let copy = |from: u64, n: usize, out: &mut Vec<u8>| {
-            out.clear();
-            for i in 0..n as u64 {
-                let byte = data.wrapping_add(((from + i) % size) as usize);
-                // SAFETY: the index is reduced modulo the data size, inside the mapping;
-                // the bytes between tail and head are the kernel's finished records.
-                out.push(unsafe { byte.read() });
-            }
-        };
-        copy(at, 8, &mut record);
+        copy(at, 8, record);
         let ty = u32::from_ne_bytes(record[0..4].try_into().expect("4 bytes"));
         let n = u16::from_ne_bytes(record[6..8].try_into().expect("2 bytes")) as usize;
-        if n < 8 || at + n as u64 > end {
+        if n < 8 || n > size || at + n as u64 > end {
             break;
         }
-        copy(at, n, &mut record);
+        copy(at, n, record);
         let word = |i: usize| -> Option<u64> {
             record
                 .get(8 + i * 8..16 + i * 8)
@@ -223,9 +274,19 @@ pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> 
         };
         match ty {
             PERF_RECORD_SAMPLE => {
-                // pid and tid (u32 each), then the call chain: nr, then nr addresses.
-                if let (Some(ids), Some(nr)) = (word(0), word(1)) {
-                    let tid = (ids >> 32) as u32;
+                // pid and tid (u32 each), then what the sample type asked for.
+                let Some(ids) = word(0) else {
+                    at += n as u64;
+                    continue;
+                };
+                let tid = (ids >> 32) as u32;
+                if stack {
+                    if let Some((regs, bytes)) = parse_stack(record) {
+                        sample(tid, RingSample::Stack(regs, bytes));
+                    }
+                } else {
+                    // A call chain: nr, then nr addresses.
+                    let nr = word(1).unwrap_or(0);
                     ips.clear();
                     for i in 0..nr.min(512) as usize {
                         match word(2 + i) {
@@ -235,7 +296,7 @@ pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> 
                         }
                     }
                     if !ips.is_empty() {
-                        sample(tid, &ips);
+                        sample(tid, RingSample::Chain(&ips));
                     }
                 }
             }
@@ -246,6 +307,40 @@ pub(crate) fn drain_ring(armed: &Armed, mut sample: impl FnMut(u32, &[u64])) -> 
     }
     tail.store(at, std::sync::atomic::Ordering::Release);
     lost
+}
+
+/// The registers and stack bytes of a stack sample record (header, pid/tid, then
+/// `PERF_SAMPLE_REGS_USER`: abi, registers; `PERF_SAMPLE_STACK_USER`: size, bytes,
+/// dyn_size); `None` for one taken in no user context (abi 0) or cut short.
+fn parse_stack(record: &[u8]) -> Option<(super::cfi::UserRegs, &[u8])> {
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(record.get(at..at + 8)?.try_into().ok()?))
+    };
+    let nregs = USER_REGS.count_ones() as usize;
+    // The abi: 0 none (no user context), 1 32-bit, 2 64-bit.
+    if word(16)? == 0 {
+        return None;
+    }
+    let r = |i: usize| word(24 + i * 8).unwrap_or(0);
+    #[cfg(target_arch = "x86_64")]
+    let regs = super::cfi::UserRegs {
+        fp: r(0),
+        sp: r(1),
+        pc: r(2),
+        lr: 0,
+    };
+    #[cfg(target_arch = "aarch64")]
+    let regs = super::cfi::UserRegs {
+        fp: r(0),
+        lr: r(1),
+        sp: r(2),
+        pc: r(3),
+    };
+    let at = 24 + nregs * 8;
+    let size = word(at)? as usize;
+    let bytes = record.get(at + 8..at + 8 + size)?;
+    let dyn_size = word(at + 8 + size).unwrap_or(0) as usize;
+    Some((regs, &bytes[..dyn_size.min(size)]))
 }
 
 /// The CPU-time clock of thread `tid` (MAKE_THREAD_CPUCLOCK in the kernel's

@@ -12,6 +12,9 @@ use object::{Endianness, FileKind, ReadCache, StringTable};
 pub(super) struct ElfInfo {
     pub(super) build_id: String,
     pub(super) has_debug_info: bool,
+    /// Its `.debug_info` is compressed (`SHF_COMPRESSED`, or GNU's `.zdebug_info`), as
+    /// Debian's debug packages ship it: reading its DWARF means inflating megabytes.
+    pub(super) debug_compressed: bool,
     pub(super) loads: Vec<LoadSegment>,
     /// The file name in `.gnu_debuglink`: where a stripped file's debug info was put.
     pub(super) debug_link: Option<String>,
@@ -20,7 +23,7 @@ pub(super) struct ElfInfo {
 /// A `PT_LOAD` program header: the file bytes `file_offset..file_offset + file_size` sit
 /// at virtual address `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct LoadSegment {
+pub(crate) struct LoadSegment {
     pub(super) file_offset: u64,
     pub(super) file_size: u64,
     pub(super) vaddr: u64,
@@ -30,12 +33,16 @@ impl ElfInfo {
     /// The file's virtual address of the byte at `file_offset`; `None` outside every
     /// loaded segment.
     pub(super) fn svma(&self, file_offset: u64) -> Option<u64> {
-        let segment = self.loads.iter().find(|segment| {
-            file_offset >= segment.file_offset
-                && file_offset - segment.file_offset < segment.file_size
-        })?;
-        Some((file_offset - segment.file_offset).wrapping_add(segment.vaddr))
+        svma_in(&self.loads, file_offset)
     }
+}
+
+/// The virtual address of the byte at `file_offset` by the segments `loads`.
+fn svma_in(loads: &[LoadSegment], file_offset: u64) -> Option<u64> {
+    let segment = loads.iter().find(|segment| {
+        file_offset >= segment.file_offset && file_offset - segment.file_offset < segment.file_size
+    })?;
+    Some((file_offset - segment.file_offset).wrapping_add(segment.vaddr))
 }
 
 /// Build id, `PT_LOAD` segments and DWARF presence from the headers of the ELF file at
@@ -103,6 +110,12 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
             && section.sh_type(endian) != elf::SHT_NOBITS
             && section.sh_size(endian).into() > 0
     });
+    let debug_compressed = sections.iter().any(|section| {
+        let name = name_of(section);
+        name == b".zdebug_info"
+            || (name == b".debug_info"
+                && section.sh_flags(endian).into() & u64::from(elf::SHF_COMPRESSED) != 0)
+    });
     // `.gnu_debuglink`: the debug file's name, NUL-terminated (then padding and a CRC).
     let debug_link = sections
         .iter()
@@ -117,8 +130,96 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
     Some(ElfInfo {
         build_id,
         has_debug_info,
+        debug_compressed,
         loads,
         debug_link,
+    })
+}
+
+/// What unwinding from unwind tables needs of an ELF file: `.eh_frame` and its index
+/// `.eh_frame_hdr` (bytes and file addresses), the address of `.text` and `.got` (bases of
+/// some pointer encodings), and the `PT_LOAD` segments that translate a mapping's file
+/// offset to those addresses.
+#[derive(Debug, Default)]
+pub(crate) struct UnwindSections {
+    pub(crate) eh_frame: Option<(std::ops::Range<u64>, Vec<u8>)>,
+    pub(crate) eh_frame_hdr: Option<(std::ops::Range<u64>, Vec<u8>)>,
+    pub(crate) text: Option<std::ops::Range<u64>>,
+    pub(crate) got: Option<std::ops::Range<u64>>,
+    pub(crate) loads: Vec<LoadSegment>,
+}
+
+impl UnwindSections {
+    /// The file's virtual address of the byte at `file_offset` (as [`ElfInfo::svma`]).
+    pub(crate) fn svma(&self, file_offset: u64) -> Option<u64> {
+        svma_in(&self.loads, file_offset)
+    }
+}
+
+/// [`UnwindSections`] of the ELF file at `path` (only those sections are read, not the
+/// code); `None` if it cannot be opened or is not a 64-bit ELF file.
+pub(crate) fn read_unwind_sections(path: &str) -> Option<UnwindSections> {
+    let data = ReadCache::new(File::open(path).ok()?);
+    read_unwind_sections_in(&data)
+}
+
+/// [`read_unwind_sections`] of an ELF image already in memory (the vDSO's).
+pub(crate) fn read_unwind_sections_in<'data, R: object::ReadRef<'data>>(
+    data: R,
+) -> Option<UnwindSections> {
+    match FileKind::parse(data).ok()? {
+        FileKind::Elf64 => unwind_sections::<FileHeader64<Endianness>, R>(data),
+        _ => None,
+    }
+}
+
+fn unwind_sections<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
+    data: R,
+) -> Option<UnwindSections> {
+    let header = Elf::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let segments = header.program_headers(endian, data).ok()?;
+    let sections = header.sections(endian, data).ok()?;
+    let names: &[u8] = header
+        .shstrndx(endian, data)
+        .ok()
+        .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
+        .and_then(|table| table.data(endian, data).ok())
+        .unwrap_or_default();
+    let find = |wanted: &[u8]| {
+        sections.iter().find(|section| {
+            let start = section.sh_name(endian) as usize;
+            names.get(start..).is_some_and(|rest| {
+                rest.starts_with(wanted) && rest.get(wanted.len()) == Some(&0)
+            })
+        })
+    };
+    let range = |section: &Elf::SectionHeader| {
+        let start: u64 = section.sh_addr(endian).into();
+        start..start + Into::<u64>::into(section.sh_size(endian))
+    };
+    let with_data = |name: &[u8]| {
+        let section = find(name)?;
+        if section.sh_type(endian) == elf::SHT_NOBITS {
+            return None;
+        }
+        let bytes = section.data(endian, data).ok()?;
+        Some((range(section), bytes.to_vec()))
+    };
+    Some(UnwindSections {
+        eh_frame: with_data(b".eh_frame"),
+        eh_frame_hdr: with_data(b".eh_frame_hdr"),
+        text: find(b".text").map(range),
+        got: find(b".got").map(range),
+        loads: segments
+            .iter()
+            .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
+            .map(|segment| LoadSegment {
+                file_offset: segment.p_offset(endian).into(),
+                file_size: segment.p_filesz(endian).into(),
+                vaddr: segment.p_vaddr(endian).into(),
+            })
+            .collect(),
     })
 }
 

@@ -325,6 +325,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
             path: PathBuf::from(OsStr::from_bytes(path.to_bytes())),
             signal: None,
             whole_process: false,
+            unwind: ts::sampler::Unwind::Tables,
         })?;
         write_at_exit();
         Ok(())

@@ -12,6 +12,7 @@ use crate::symbolize::Symbolizer;
 /// Symbolises and assembles the profile.
 pub(crate) fn build(p: Parts) -> Profile {
     let effective_samples = effective_samples(&p);
+    let walk = walk_comment(&p);
     let mut samples: Vec<Sample> = p
         .stacks
         .into_iter()
@@ -190,8 +191,10 @@ pub(crate) fn build(p: Parts) -> Profile {
         .collect();
 
     let weight: u64 = samples.iter().map(|s| s.counts.weight).sum();
+    // Samples read from perf rings were taken without a signal; they count as one each.
+    let taken = p.signals + p.ring_sampled;
     let achieved = if weight > 0 {
-        p.signals as f64 / (weight as f64 / 1e9)
+        taken as f64 / (weight as f64 / 1e9)
     } else {
         0.0
     };
@@ -202,14 +205,14 @@ pub(crate) fn build(p: Parts) -> Profile {
     let mut comments = vec![
         format!("tickscope sampler: {kind} time, source {}", p.source.name()),
         format!(
-            "requested {} Hz, achieved {achieved:.0} signals per second of sampled time (each weighted by the periods it stands for)",
+            "requested {} Hz, achieved {achieved:.0} samples per second of sampled time (each weighted by the periods it stands for)",
             p.requested_hz
         ),
         format!(
             "{} signals, {} threads seen, {} lost samples, {} stacks cut at the leaf (its mapping not in the unwinder's snapshot), {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
             p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
         ),
-        "stacks are walked by frame pointers: a function built without them (most C libraries) hides its callers up to the next function that has them, and its caller appears to be that function's; no frame is ever invented".to_string(),
+        walk,
         depth_comment(&samples),
         format!(
             "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
@@ -297,10 +300,10 @@ pub(crate) fn build(p: Parts) -> Profile {
         comments.push(said.clone());
         warnings.push(said);
     }
-    if p.signals < FEW_SAMPLES {
+    if taken < FEW_SAMPLES {
         warnings.push(format!(
             "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
-            p.signals,
+            taken,
             p.requested_hz,
             p.duration.as_secs_f64()
         ));
@@ -334,7 +337,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         symbols,
         modules,
         module_of,
-        signals: p.signals,
+        signals: taken,
         effective_samples,
         lost,
         handler_ns: p.handler_ns,
@@ -353,6 +356,38 @@ fn effective_samples(p: &Parts) -> f64 {
         true => n * n / n2,
         false => 0.0,
     }
+}
+
+/// How the stacks were walked.
+fn walk_comment(p: &Parts) -> String {
+    const FP: &str = "stacks are walked by frame pointers: a function built without them (most C libraries) hides its callers up to the next function that has them, and its caller appears to be that function's; no frame is ever invented";
+    if p.unwind != super::super::Unwind::Tables {
+        return FP.to_string();
+    }
+    if p.stack_threads == 0 {
+        let why = match (p.mode, p.source, &p.stack_error) {
+            (_, _, Some(e)) => format!("no thread could get a perf stack ring ({e})"),
+            (Mode::Wall, ..) => "wall-clock mode samples by signals".to_string(),
+            _ => format!("the source is {}, not perf events", p.source.name()),
+        };
+        return format!("unwind tables were asked for, but {why}: {FP}");
+    }
+    let mut c = format!(
+        "stacks are walked by the unwind tables (.eh_frame, DWARF CFI) on the drain thread, from the registers and the top {} KiB of stack a perf event copies at each sample, for {}: {} walked, {} ({:.1}%) ran past the copied bytes and are cut at their root end (counted as truncated); these samples carry no scope labels",
+        super::super::timer::STACK_BYTES / 1024,
+        tickscope_fmt::count(p.stack_threads, "thread"),
+        p.stack_walked,
+        p.stack_truncated,
+        100.0 * p.stack_truncated as f64 / p.stack_walked.max(1) as f64
+    );
+    if p.stack_unarmed > 0 {
+        c.push_str(&format!(
+            "; {} could not get a stack ring ({}) and were walked by frame pointers",
+            tickscope_fmt::count(p.stack_unarmed, "thread"),
+            p.stack_error.as_deref().unwrap_or("unknown error")
+        ));
+    }
+    c
 }
 
 /// What the stacks' depths say: their mean, and the share of samples whose walk stopped at

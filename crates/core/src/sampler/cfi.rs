@@ -1,0 +1,251 @@
+//! Unwinding from unwind tables (DWARF CFI, `.eh_frame`) on the drain thread.
+//!
+//! With [`Unwind::Tables`](super::Unwind::Tables) and the perf source, a thread is not
+//! signalled: its task-clock event copies the thread's user registers and the top of its
+//! stack into a ring ([`super::timer::arm_ring`]), and the drain thread unwinds each copy
+//! here with `framehop`, outside signal context. Code built without frame pointers (nearly
+//! every C library and program a distribution ships) then has its callers, as
+//! gperftools/libunwind and `perf --call-graph dwarf` find them.
+//!
+//! - **Modules are added lazily.** A walk that reaches an address in a mapping whose unwind
+//!   tables are not loaded yet loads them (`.eh_frame` and `.eh_frame_hdr`, read from the
+//!   file, or from memory for the vDSO) and walks again from the start: a walk through a
+//!   module the unwinder does not know would follow a guessed rule. A short process whose
+//!   samples touch two libraries reads those two, never the other thirty it maps.
+//! - **A walk ends** where the tables say the stack ends (`_start`, a thread's
+//!   `clone3`), at an address in no file-backed or vDSO mapping (JIT code), in a file without
+//!   `.eh_frame`, or where it would read past the bytes perf copied: the sample is then
+//!   marked truncated, so the profile counts how often the copy was too short.
+
+use std::collections::HashMap;
+
+use framehop::{
+    CacheNative, ExplicitModuleSectionInfo, MayAllocateDuringUnwind, Module, UnwindRegsNative,
+    Unwinder, UnwinderNative,
+};
+
+use crate::symbolize::{self, MapEntry, UnwindSections};
+
+/// A thread's user registers at a sample, as perf copied them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UserRegs {
+    pub pc: u64,
+    pub sp: u64,
+    /// The frame pointer (`rbp`, `x29`).
+    pub fp: u64,
+    /// The link register (`x30`; 0 on x86_64).
+    pub lr: u64,
+}
+
+impl UserRegs {
+    fn native(self) -> UnwindRegsNative {
+        #[cfg(target_arch = "x86_64")]
+        return UnwindRegsNative::new(self.pc, self.sp, self.fp);
+        #[cfg(target_arch = "aarch64")]
+        return UnwindRegsNative::new(self.lr, self.sp, self.fp);
+    }
+}
+
+/// The drain thread's unwinder: the modules added so far and framehop's rule cache.
+pub(crate) struct Cfi {
+    unwinder: UnwinderNative<Vec<u8>, MayAllocateDuringUnwind>,
+    cache: CacheNative<MayAllocateDuringUnwind>,
+    /// The executable mappings of the last reading, sorted by start.
+    maps: Vec<MapEntry>,
+    /// Whether `maps` was read since the last [`Cfi::new_pass`]: an address in no mapping
+    /// reads them again at most once a pass (a library loaded since).
+    maps_fresh: bool,
+    /// Mapping start → whether its module was added (false: tried, and it has no tables).
+    tried: HashMap<u64, bool>,
+    /// Ranges of the mappings whose modules were added, sorted by start.
+    added: Vec<(u64, u64)>,
+    /// Samples walked, and those whose walk reached the end of the copied stack.
+    pub walked: u64,
+    pub truncated: u64,
+}
+
+impl Default for Cfi {
+    fn default() -> Self {
+        Cfi {
+            unwinder: UnwinderNative::new(),
+            cache: CacheNative::new(),
+            maps: Vec::new(),
+            maps_fresh: false,
+            tried: HashMap::new(),
+            added: Vec::new(),
+            walked: 0,
+            truncated: 0,
+        }
+    }
+}
+
+impl Cfi {
+    /// Takes a new reading of the process's mappings: modules whose mapping went (a
+    /// `dlclose`) are removed, so that an address there is never walked by stale tables.
+    pub fn set_maps(&mut self, maps: &[MapEntry]) {
+        let mut exec: Vec<MapEntry> = maps.iter().filter(|m| m.executable).cloned().collect();
+        exec.sort_by_key(|m| m.start);
+        let still = |start: u64, old: &MapEntry| {
+            exec.binary_search_by_key(&start, |m| m.start)
+                .is_ok_and(|i| exec[i].end == old.end && exec[i].path == old.path)
+        };
+        let gone: Vec<u64> = self
+            .maps
+            .iter()
+            .filter(|old| !still(old.start, old))
+            .map(|old| old.start)
+            .collect();
+        for start in gone {
+            if self.tried.remove(&start) == Some(true) {
+                self.unwinder.remove_module(start);
+                self.added.retain(|&(s, _)| s != start);
+            }
+        }
+        self.maps = exec;
+        self.maps_fresh = true;
+    }
+
+    /// A new drain pass: the mappings may be read again if a walk needs it.
+    pub fn new_pass(&mut self) {
+        self.maps_fresh = false;
+    }
+
+    /// Walks the stack of one sample: `stack` holds the bytes perf copied from `regs.sp`
+    /// up. Puts the interrupted pc, then the return addresses, in `out` (at most
+    /// `max + 1`); returns whether the walk was cut short (the copy ended, or `max` was
+    /// passed).
+    pub fn unwind(&mut self, regs: UserRegs, stack: &[u8], max: usize, out: &mut Vec<u64>) -> bool {
+        self.walked += 1;
+        // Each retry follows the addition of a module, so there are few: one per library
+        // the stack passes through, the first time it does.
+        for _ in 0..16 {
+            out.clear();
+            let mut ran_out = false;
+            let mut read = |addr: u64| -> Result<u64, ()> {
+                let at = addr.checked_sub(regs.sp).ok_or(())?;
+                let at = usize::try_from(at).map_err(|_| ())?;
+                match stack.get(at..at.checked_add(8).ok_or(())?) {
+                    Some(b) => Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?)),
+                    None => {
+                        ran_out = true;
+                        Err(())
+                    }
+                }
+            };
+            let unknown = {
+                let Cfi {
+                    unwinder,
+                    cache,
+                    added,
+                    ..
+                } = self;
+                let mut frames = unwinder.iter_frames(regs.pc, regs.native(), cache, &mut read);
+                let mut unknown = None;
+                while let Ok(Some(frame)) = frames.next() {
+                    out.push(frame.address());
+                    let lookup = frame.address_for_lookup();
+                    if !covered(added, lookup) {
+                        unknown = Some(lookup);
+                        break;
+                    }
+                    if out.len() > max {
+                        break;
+                    }
+                }
+                unknown
+            };
+            if let Some(addr) = unknown {
+                if self.add_module_for(addr) {
+                    continue;
+                }
+            }
+            let cut = ran_out || out.len() > max;
+            self.truncated += cut as u64;
+            return cut;
+        }
+        true
+    }
+
+    /// Adds the module of the mapping holding `addr`; false if there is none, it has no
+    /// unwind tables, or it was tried before.
+    fn add_module_for(&mut self, addr: u64) -> bool {
+        let mut entry = self.mapping_of(addr);
+        if entry.is_none() && !self.maps_fresh {
+            if let Ok(maps) = symbolize::read_self_maps() {
+                self.set_maps(&maps);
+            }
+            entry = self.mapping_of(addr);
+        }
+        let Some(entry) = entry.cloned() else {
+            return false;
+        };
+        if self.tried.contains_key(&entry.start) {
+            return false;
+        }
+        let added = self.module(&entry).map(|m| self.unwinder.add_module(m));
+        self.tried.insert(entry.start, added.is_some());
+        if added.is_some() {
+            let at = self.added.partition_point(|&(s, _)| s < entry.start);
+            self.added.insert(at, (entry.start, entry.end));
+        }
+        added.is_some()
+    }
+
+    fn mapping_of(&self, addr: u64) -> Option<&MapEntry> {
+        let i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let m = &self.maps[i];
+        (addr < m.end).then_some(m)
+    }
+
+    /// The framehop module of one executable mapping, from its file's tables (or the
+    /// vDSO's, in memory).
+    fn module(&self, entry: &MapEntry) -> Option<Module<Vec<u8>>> {
+        let sections = if entry.path == "[vdso]" {
+            vdso_sections(entry)?
+        } else if entry.path.starts_with('/') {
+            symbolize::read_unwind_sections(&entry.path)?
+        } else {
+            return None;
+        };
+        let svma = sections.svma(entry.offset)?;
+        let (eh_frame_svma, eh_frame) = sections.eh_frame?;
+        let (eh_frame_hdr_svma, eh_frame_hdr) = sections.eh_frame_hdr.unzip();
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: sections.text,
+            got_svma: sections.got,
+            eh_frame_svma: Some(eh_frame_svma),
+            eh_frame: Some(eh_frame),
+            eh_frame_hdr_svma,
+            eh_frame_hdr,
+            ..Default::default()
+        };
+        Some(Module::new(
+            entry.path.clone(),
+            entry.start..entry.end,
+            entry.start.wrapping_sub(svma),
+            info,
+        ))
+    }
+}
+
+/// Whether `addr` is in one of the `added` ranges (sorted by start).
+fn covered(added: &[(u64, u64)], addr: u64) -> bool {
+    let i = added.partition_point(|&(s, _)| s <= addr);
+    i > 0 && addr < added[i - 1].1
+}
+
+/// The vDSO's unwind tables, read from its image in memory (`clock_gettime` and friends run
+/// there, and it is no file).
+fn vdso_sections(entry: &MapEntry) -> Option<UnwindSections> {
+    // SAFETY: getauxval has no preconditions.
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+    if base == 0 || base != entry.start || entry.end <= entry.start {
+        return None;
+    }
+    // SAFETY: the kernel maps the vDSO image, readable, at AT_SYSINFO_EHDR for the life of
+    // the process, and the mapping read from /proc/self/maps says it spans start..end.
+    let image =
+        unsafe { std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize) };
+    symbolize::read_unwind_sections_in(image)
+}
