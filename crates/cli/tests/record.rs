@@ -594,9 +594,19 @@ fn record_in<S: AsRef<std::ffi::OsStr>>(
     dir: &Path,
     args: impl IntoIterator<Item = S>,
 ) -> (Option<i32>, String, String) {
+    record_with(dir, &[], args)
+}
+
+/// [`record_in`] with more environment variables (the program inherits them).
+fn record_with<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    env: &[(&str, &str)],
+    args: impl IntoIterator<Item = S>,
+) -> (Option<i32>, String, String) {
     let out = Command::new(bin())
         .current_dir(dir)
         .env("TICKSCOPE_LIB", library())
+        .envs(env.iter().copied())
         .arg("record")
         .args(args)
         .output()
@@ -788,28 +798,224 @@ fn threads_that_block_signals_are_sampled() {
          pthread_sigmask(SIG_SETMASK, &old, 0); pthread_create(&b, 0, second, 0); \
          pthread_join(a, 0); pthread_join(b, 0); fflush(stdout); return 0; }\n",
     );
-    let (code, stdout, stderr) = record_in(
-        &dir,
-        ["-F", "1000", "-o", "b.pb.gz", "--", exe.to_str().unwrap()],
-    );
-    assert_eq!(code, Some(0), "{stderr}");
-    let top = top_ms(&dir.join("b.pb.gz"), &["--tagignore=thread=^tickscope-"]);
-    if !top.contains("source perf_event") {
-        // Without perf events there is no ring: the CPU time is counted as not sampled.
-        assert!(top.contains("[not sampled: no signal arrived]"), "{top}");
-        return;
+    // Walked by the unwind tables (record's default) and, through a call-chain ring, by
+    // frame pointers.
+    for unwind in ["tables", "fp"] {
+        let out = format!("b-{unwind}.pb.gz");
+        let (code, stdout, stderr) = record_with(
+            &dir,
+            &[("TICKSCOPE_CPUPROFILE_UNWIND", unwind)],
+            ["-F", "1000", "-o", &out, "--", exe.to_str().unwrap()],
+        );
+        assert_eq!(code, Some(0), "{stderr}");
+        let top = top_ms(&dir.join(&out), &["--tagignore=thread=^tickscope-"]);
+        if !top.contains("source perf_event") {
+            // Without perf events there is no ring: the CPU time is counted as not sampled.
+            assert!(top.contains("[not sampled: no signal arrived]"), "{top}");
+            return;
+        }
+        let said = match unwind {
+            "tables" => "stacks are walked by the unwind tables",
+            _ => "blocked the sampling signal",
+        };
+        assert!(top.contains(said), "{unwind}: {top}");
+        for (func, key) in [
+            ("inherited_mask", "inherited_ms"),
+            ("blocks_itself", "itself_ms"),
+        ] {
+            let (got, cpu) = (ms(&top, func, 3), printed(&stdout, key));
+            // With frame pointers, the thread that blocks itself runs up to one reading
+            // (100 ms) on its first event before the ring takes over; the inherited mask is
+            // on a ring from the start.
+            assert!(
+                got >= 0.6 * cpu - 30.0 && got <= cpu + 30.0,
+                "{unwind}, {func}: {got} ms of its thread's {cpu} ms:\n{top}"
+            );
+        }
     }
-    assert!(top.contains("blocked the sampling signal"), "{top}");
-    for (func, key) in [
-        ("inherited_mask", "inherited_ms"),
-        ("blocks_itself", "itself_ms"),
+}
+
+/// The rows of `tickscope tree --unit=ms`: (depth, function, cum ms), in order.
+fn tree_rows(file: &Path) -> Vec<(usize, String, f64)> {
+    let out = Command::new(bin())
+        .args(["tree", "--unit=ms", "--nodefraction=0", "--tagignore=thread=^tickscope-"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("cum") && l.trim_end().ends_with("name"))
+        .unwrap_or_else(|| panic!("no tree header:\n{text}"));
+    let at = header.rfind("name").unwrap();
+    text.lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .filter(|l| l.len() > at)
+        .filter_map(|l| {
+            let name = &l[at..];
+            let depth = (name.len() - name.trim_start().len()) / 2;
+            let cum = l.split_whitespace().next()?.trim_end_matches("ms").parse().ok()?;
+            Some((depth, name.trim().to_string(), cum))
+        })
+        .collect()
+}
+
+/// Milliseconds the tree holds on paths that pass through `chain` (function names, each
+/// matched as a prefix: C++ names carry their parameters) caller first, consecutively, and
+/// end at its last element.
+fn chain_ms(rows: &[(usize, String, f64)], chain: &[&str]) -> f64 {
+    let mut path: Vec<&str> = Vec::new();
+    let mut total = 0.0;
+    for (depth, name, cum) in rows {
+        path.truncate(*depth);
+        path.push(name);
+        let n = chain.len();
+        if path.len() >= n
+            && path[path.len() - n..]
+                .iter()
+                .zip(chain)
+                .all(|(got, want)| got.starts_with(want))
+        {
+            total += cum;
+        }
+    }
+    total
+}
+
+/// Whether the profile says its stacks were walked by the unwind tables; where perf events
+/// are not permitted it says why it fell back to frame pointers instead.
+fn walked_by_tables(file: &Path) -> bool {
+    let top = top_ms(file, &[]);
+    let tables = top.contains("stacks are walked by the unwind tables");
+    assert!(
+        tables || top.contains("unwind tables were asked for, but"),
+        "the profile says how its stacks were walked:\n{top}"
+    );
+    tables
+}
+
+/// C and C++ built `-O2 -fomit-frame-pointer`, as distributions build them: every caller
+/// of the hot function is on its stacks, in order, up to `main`, found by the unwind tables.
+#[test]
+fn code_without_frame_pointers_has_every_caller_in_order() {
+    let dir = scratch("no-fp");
+    let build = |compiler: &str, name: &str, source: &str| {
+        let src = dir.join(name);
+        std::fs::write(&src, source).unwrap();
+        let exe = dir.join(name.split('.').next().unwrap());
+        let cc = Command::new(compiler)
+            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("a C and C++ compiler (Debian: gcc, g++)");
+        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        exe
+    };
+    let c = build(
+        "cc",
+        "chain.c",
+        "#include <stdio.h>\n#include <stdlib.h>\nvolatile unsigned long sink;\n\
+         __attribute__((noinline)) void leaf_work(unsigned long n) { unsigned long x = sink; \
+         for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; sink = x; }\n\
+         __attribute__((noinline)) void level3(unsigned long n) { volatile char pad[256]; \
+         pad[n & 255] = 1; leaf_work(n); sink += pad[n & 255]; }\n\
+         __attribute__((noinline)) void level2(unsigned long n) { level3(n); sink++; }\n\
+         __attribute__((noinline)) void level1(unsigned long n) { level2(n); sink++; }\n\
+         int main(int argc, char **argv) { level1(250000000UL + argc); \
+         printf(\"%lu\\n\", sink & 1); return 0; }\n",
+    );
+    let cpp = build(
+        "c++",
+        "shapes.cpp",
+        "#include <cstdio>\n\
+         struct Shape { virtual ~Shape() {} virtual unsigned long area(unsigned long n) const = 0; };\n\
+         struct Square : Shape { unsigned long area(unsigned long n) const override; };\n\
+         __attribute__((noinline)) unsigned long Square::area(unsigned long n) const { \
+         unsigned long x = 1; for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; \
+         return x; }\n\
+         namespace geo { __attribute__((noinline)) unsigned long measure(const Shape &s, unsigned long n) \
+         { return s.area(n) + 1; } }\n\
+         int main(int argc, char **) { Square sq; unsigned long r = geo::measure(sq, 250000000UL + argc); \
+         std::printf(\"%lu\\n\", r & 1); return 0; }\n",
+    );
+    for (exe, chain) in [
+        (&c, &["main", "level1", "level2", "level3", "leaf_work"][..]),
+        (&cpp, &["main", "geo::measure", "Square::area"][..]),
     ] {
-        let (got, cpu) = (ms(&top, func, 3), printed(&stdout, key));
-        // The thread that blocks itself runs up to one reading (100 ms) on its first event
-        // before the ring takes over; the inherited mask is on a ring from the start.
+        let out = dir.join(format!("{}.pb.gz", exe.file_name().unwrap().to_str().unwrap()));
+        let (code, _, stderr) = record_in(
+            &dir,
+            ["-F", "1000", "-o", out.to_str().unwrap(), "--", exe.to_str().unwrap()],
+        );
+        assert_eq!(code, Some(0), "{stderr}");
+        if !walked_by_tables(&out) {
+            continue;
+        }
+        let rows = tree_rows(&out);
+        let leaf = chain.last().unwrap();
+        let whole = chain_ms(&rows, &[leaf]);
+        let under_main = chain_ms(&rows, chain);
+        // At 1000 Hz over ~0.3 s: a few hundred samples, every one of them walked whole.
+        assert!(whole > 100.0, "{leaf} holds {whole} ms: {rows:?}");
         assert!(
-            got >= 0.6 * cpu - 30.0 && got <= cpu + 30.0,
-            "{func}: {got} ms of its thread's {cpu} ms:\n{top}"
+            under_main >= 0.95 * whole,
+            "{chain:?} holds {under_main} of {leaf}'s {whole} ms: {rows:?}"
         );
     }
+}
+
+/// A library loaded by `dlopen` after the sampler started, built without frame pointers:
+/// its unwind tables are found when a sample first lands in it, and its callers, in the
+/// program, are on its stacks.
+#[test]
+fn a_dlopened_library_is_walked_by_its_own_tables() {
+    let dir = scratch("dlopen");
+    let compile = |args: &[&str]| {
+        let cc = Command::new("cc")
+            .args(["-O2", "-g", "-fomit-frame-pointer"])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("a C compiler (Debian: gcc)");
+        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    };
+    std::fs::write(
+        dir.join("plugin.c"),
+        "volatile unsigned long plugin_sink;\n\
+         __attribute__((noinline)) void plugin_spin(unsigned long n) { unsigned long x = plugin_sink; \
+         for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; plugin_sink = x; }\n\
+         __attribute__((noinline)) unsigned long plugin_entry(unsigned long n) { plugin_spin(n); \
+         return plugin_sink + 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("host.c"),
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         __attribute__((noinline)) unsigned long run_plugin(unsigned long (*f)(unsigned long), \
+         unsigned long n) { unsigned long r = f(n); return r + 1; }\n\
+         int main(int argc, char **argv) { void *h = dlopen(\"./libplugin.so\", RTLD_NOW); \
+         if (!h) { fprintf(stderr, \"%s\\n\", dlerror()); return 1; } \
+         unsigned long (*f)(unsigned long) = (unsigned long (*)(unsigned long))dlsym(h, \"plugin_entry\"); \
+         printf(\"%lu\\n\", run_plugin(f, 250000000UL + argc) & 1); return 0; }\n",
+    )
+    .unwrap();
+    compile(&["-shared", "-fPIC", "-o", "libplugin.so", "plugin.c"]);
+    compile(&["-o", "host", "host.c", "-ldl"]);
+    let (code, _, stderr) = record_in(&dir, ["-F", "1000", "-o", "d.pb.gz", "--", "./host"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = dir.join("d.pb.gz");
+    if !walked_by_tables(&out) {
+        return;
+    }
+    let rows = tree_rows(&out);
+    let whole = chain_ms(&rows, &["plugin_spin"]);
+    let chain = ["main", "run_plugin", "plugin_entry", "plugin_spin"];
+    let under_main = chain_ms(&rows, &chain);
+    assert!(whole > 100.0, "plugin_spin holds {whole} ms: {rows:?}");
+    assert!(
+        under_main >= 0.95 * whole,
+        "{chain:?} holds {under_main} of {whole} ms: {rows:?}"
+    );
 }

@@ -249,3 +249,80 @@ fn vdso_sections(entry: &MapEntry) -> Option<UnwindSections> {
         unsafe { std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize) };
     symbolize::read_unwind_sections_in(image)
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::{Cfi, UserRegs};
+    use crate::symbolize::{read_self_maps, Symbolizer};
+
+    /// This function's registers at one instruction, and a copy of the stack from its stack
+    /// pointer up to the end of the stack's mapping (at most `max` bytes): what a perf stack
+    /// sample holds.
+    #[inline(never)]
+    fn capture(stack: &mut Vec<u8>, max: u64) -> UserRegs {
+        let (pc, sp, fp): (u64, u64, u64);
+        // SAFETY: reads three registers into locals; no memory is touched.
+        unsafe {
+            std::arch::asm!("lea {}, [rip]", "mov {}, rsp", "mov {}, rbp",
+                out(reg) pc, out(reg) sp, out(reg) fp, options(nomem, nostack, preserves_flags));
+        }
+        let maps = read_self_maps().unwrap();
+        let end = maps
+            .iter()
+            .find(|m| m.start <= sp && sp < m.end)
+            .expect("the stack's mapping")
+            .end;
+        let len = (end - sp).min(max) as usize;
+        // SAFETY: `sp..sp + len` lies in the mapping that holds this thread's stack pointer,
+        // readable and live while this function runs.
+        stack.extend_from_slice(unsafe { std::slice::from_raw_parts(sp as *const u8, len) });
+        UserRegs { pc, sp, fp, lr: 0 }
+    }
+
+    /// The names of the functions at `frames` (return addresses looked up one byte back).
+    fn names(frames: &[u64]) -> Vec<String> {
+        let mut sym = Symbolizer::new(&read_self_maps().unwrap());
+        frames
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &a)| sym.lookup(if i == 0 { a } else { a - 1 }))
+            .map(|f| f.name)
+            .collect()
+    }
+
+    #[test]
+    fn a_copied_stack_is_walked_through_its_callers_by_the_unwind_tables() {
+        let mut stack = Vec::new();
+        let regs = capture(&mut stack, 64 << 10);
+        let mut cfi = Cfi::default();
+        cfi.set_maps(&read_self_maps().unwrap());
+        let mut frames = Vec::new();
+        let cut = cfi.unwind(regs, &stack, 128, &mut frames);
+        assert_eq!(frames[0], regs.pc);
+        let names = names(&frames);
+        let at = |name: &str| names.iter().position(|n| n.ends_with(name));
+        // This test's thread runs under the harness: capture, this test, then the
+        // harness's callers, in that order.
+        let (c, t) = (at("tests::capture"), at("a_copied_stack_is_walked_through_its_callers_by_the_unwind_tables"));
+        assert!(c.is_some() && t.is_some() && c < t, "{names:?}");
+        assert!(names.len() > t.unwrap() + 3, "the harness's frames too: {names:?}");
+        assert!(!cut, "64 KiB hold this stack: {names:?}");
+        // The tables of the modules walked through were loaded, and only on demand.
+        assert!(cfi.tried.values().any(|&added| added));
+        assert!(cfi.tried.len() < cfi.maps.len(), "{} of {}", cfi.tried.len(), cfi.maps.len());
+    }
+
+    #[test]
+    fn a_walk_that_runs_past_the_copied_bytes_is_marked_cut() {
+        let mut stack = Vec::new();
+        let regs = capture(&mut stack, 64 << 10);
+        let mut cfi = Cfi::default();
+        let mut frames = Vec::new();
+        assert!(cfi.unwind(regs, &stack[..16], 128, &mut frames));
+        assert_eq!(cfi.truncated, 1);
+        // A walk cut at `max` frames is cut too.
+        let mut frames = Vec::new();
+        assert!(cfi.unwind(regs, &stack, 1, &mut frames));
+        assert_eq!(frames.len(), 2);
+    }
+}

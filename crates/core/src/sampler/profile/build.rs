@@ -214,11 +214,14 @@ pub(crate) fn build(p: Parts) -> Profile {
         ),
         walk,
         depth_comment(&samples),
-        format!(
-            "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
-            p.handler_ns.checked_div(p.signals).unwrap_or(0),
-            p.table_bytes / 1024
-        ),
+        match p.signals {
+            0 => format!("table {} KiB", p.table_bytes / 1024),
+            n => format!(
+                "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
+                p.handler_ns / n,
+                p.table_bytes / 1024
+            ),
+        },
         format!(
             "threads that asked to be armed as they started: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
             p.adopted, p.maps_reads
