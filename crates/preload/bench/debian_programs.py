@@ -23,6 +23,7 @@ perf, google-perftools, go (for `go tool pprof`), sqlite3, xz. Takes a few minut
 usage: debian_programs.py [--hz HZ] [--rounds N] [--mb TEXT_MB] [--only NAME...]
 """
 import argparse
+import math
 import os
 import re
 import resource
@@ -118,8 +119,9 @@ def traces(profile, binary=None):
 
 
 def synthetic(frame):
-    """tickscope's rows for CPU time it measured but could not put on a stack."""
-    return frame.startswith("[not sampled") or frame.startswith("[lost")
+    """tickscope's rows for CPU time it measured but could not put on a stack, and its
+    per-thread `[kernel mode]` row (no stack: the perf source samples user mode only)."""
+    return frame.startswith(("[not sampled", "[lost", "[kernel mode]"))
 
 
 def named(name):
@@ -128,9 +130,17 @@ def named(name):
 
 
 def depth_and_main(samples):
+    """Mean frames per sample, and the share of samples with `main` on the stack: named
+    `main`, or, in a stripped program where main has no name, called by glibc's
+    `__libc_start_call_main` (the frame a walk reaches only through main)."""
     n = sum(c for c, _ in samples) or 1
     depth = sum(c * len(f) for c, f in samples) / n
-    main = sum(c for c, f in samples if any(x.split(" ")[0] == "main" for x in f)) / n
+    def has_main(frames):
+        names = [x.split(" ")[0] for x in frames]
+        # go tool pprof names gperftools' frames from the dynamic symbols only: glibc's
+        # exported __libc_start_main (which calls __libc_start_call_main) stands for both.
+        return "main" in names or any(n.startswith("__libc_start_") for n in names)
+    main = sum(c for c, f in samples if has_main(f)) / n
     return depth, main
 
 
@@ -175,7 +185,7 @@ def main():
     print(f"tickscope record -F {a.hz} against perf record -F {a.hz} -g and gperftools "
           f"(CPUPROFILE_FREQUENCY={a.hz}); medians of {a.rounds} interleaved rounds\n")
     head = (f"{'workload':16} {'plain s':>8} {'record':>7} {'perf -g':>7} {'gperf':>7} "
-            f"{'CPU acc':>7} {'named':>6} {'depth':>6} {'gperf':>6} {'main%':>6} "
+            f"{'CPU acc':>7} {'named':>6} {'depth':>6} {'gperf':>6} {'main%':>6} {'gperf':>6} "
             f"{'top5 vs perf (max diff)'}")
     print(head)
     for name, cmd, single in workloads(tmp, a.mb):
@@ -211,22 +221,29 @@ def main():
         ours = traces(out)
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
-        gd = depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))[0] if os.path.exists(gprof) else 0.0
+        gd, gmn = (depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))
+                   if os.path.exists(gprof) else (0.0, 0.0))
         leaves = tickscope_leaves([out])
         named_share = sum(v for k, v in leaves.items() if named(k))
         t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
                     key=lambda kv: -kv[1])[:5]
         pl = perf_leaves(os.path.join(tmp, "perf.data"))
         diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
+        # The sampling error of a difference of two shares from independent runs of about
+        # n samples each (one a millisecond at 1000 Hz): 2 sigma = 2 sqrt(2 p (1 - p) / n).
+        n = sum(c for c, _ in ours) * a.hz or 1
+        p5 = max((v for _, v in t5), default=0.0) / 100
+        two_sigma = 200 * math.sqrt(2 * p5 * (1 - p5) / n)
         top = ", ".join(f"{k[:24]} {v:.1f}/{pl.get(k, 0.0):.1f}" for k, v in t5[:3])
         print(f"{name:16} {p:8.3f} {statistics.median(rec) / p:7.2f} {statistics.median(perf) / p:7.2f} "
               f"{statistics.median(gp) / p:7.2f} {statistics.median(acc) if acc else 0:7.3f} "
               f"{named_share:6.1f} "
               f"{d:6.2f} {gd:6.2f} {100 * mn if single else float('nan'):6.1f} "
-              f"{max(diffs) if diffs else 0:.1f}  [{top}]")
+              f"{100 * gmn if single else float('nan'):6.1f} "
+              f"{max(diffs) if diffs else 0:.1f} (2σ {two_sigma:.1f})  [{top}]")
     print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
           "(record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
-          "with main on the stack (tickscope). top5: tickscope's leaf shares / perf's (points).")
+          "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's (points), and twice the sampling error of the largest one's difference between two runs.")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

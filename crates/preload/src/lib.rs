@@ -17,6 +17,7 @@
 //! | `TICKSCOPE_CPUPROFILE_FREQUENCY=HZ` | samples per second of CPU time per thread (default 100) |
 //! | `TICKSCOPE_CPUPROFILE_MODE=cpu\|wall` | CPU time (default) or wall-clock time |
 //! | `TICKSCOPE_CPUPROFILE_SIGNALS=1` | also write the profile on `SIGINT`/`SIGTERM`, then die of the signal |
+//! | `TICKSCOPE_CPUPROFILE_UNWIND=tables\|fp` | walk stacks by the unwind tables (default) or by frame pointers |
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
 //! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took |
@@ -56,10 +57,18 @@
 //!   is not in the parent's profile; `record` says how much CPU time the run's processes
 //!   used that no profile holds). A program exec'd by the profiled process inherits the
 //!   environment and profiles into `PATH.<pid>`.
-//! - **Frame pointers**: stacks are walked by frame pointers. Code built without them (most
-//!   distributions build libc so) cannot say who called it: the frames between it and the
-//!   next function with a frame pointer are missing from the stack. No frame is invented,
-//!   and the profile's comments say so.
+//! - **Stacks**: walked by the unwind tables (`.eh_frame`, DWARF CFI), as gperftools'
+//!   libunwind and `perf --call-graph dwarf` walk them, so code built without frame pointers
+//!   (nearly every program and library a distribution ships) has its callers. Where perf
+//!   events are permitted, each thread's task-clock event copies its user registers and the
+//!   top 16 KiB of its stack into a ring at each sample, no signal sent, and the library's
+//!   drain thread walks the copy with `framehop`, loading a module's tables the first time a
+//!   stack passes through it. Such samples carry no scope labels. A deeper stack is cut at
+//!   16 KiB and counted as truncated. A ring is 260 KiB of locked memory: a thread that
+//!   cannot get one (`RLIMIT_MEMLOCK`, `perf_event_mlock_kb`), and every thread where perf
+//!   events are not permitted or in wall mode, is signalled and walked by frame pointers,
+//!   and the profile's comments say how many. `TICKSCOPE_CPUPROFILE_UNWIND=fp` asks for
+//!   frame pointers (and scope labels) everywhere. No frame is ever invented.
 //!
 //! `tickscope record -- ./prog` sets all this up and prints the top functions.
 //!

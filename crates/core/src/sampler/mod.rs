@@ -35,12 +35,18 @@
 //! - **At `stop()`** the addresses are symbolised in-process (DWARF with inlined frames, else
 //!   the symbol table).
 //!
-//! # Frame pointers
-//! The unwinder follows frame pointers. Build with `-C force-frame-pointers=yes` (this
+//! # Frame pointers, or unwind tables
+//! By default ([`Unwind::FramePointers`]) the handler follows frame pointers. Build with `-C force-frame-pointers=yes` (this
 //! workspace sets it in `.cargo/config.toml`; add it to your own `.cargo/config.toml` or
 //! `RUSTFLAGS`). The standard library ships with frame pointers. Code built without them
 //! (glibc, most C libraries) ends the stack at that frame: a caller is never invented, but the
 //! callers above such a frame are missing.
+//!
+//! With [`Builder::unwind`]`(`[`Unwind::Tables`]`)` and the perf source, no signal is sent:
+//! each thread's task-clock event copies its registers and the top 16 KiB of its stack into
+//! a ring, and the drain thread walks the copy by the unwind tables (`.eh_frame`, with
+//! `framehop`): full stacks in code built without frame pointers, but no scope labels.
+//! libtickscope (for programs built by others) uses it.
 //!
 //! Inlined functions are named from DWARF: keep `debug = "limited"` (or more) in the profile
 //! you sample. With `debug = "line-tables-only"` they keep their file and line but lose their
