@@ -838,7 +838,12 @@ fn threads_that_block_signals_are_sampled() {
 /// The rows of `tickscope tree --unit=ms`: (depth, function, cum ms), in order.
 fn tree_rows(file: &Path) -> Vec<(usize, String, f64)> {
     let out = Command::new(bin())
-        .args(["tree", "--unit=ms", "--nodefraction=0", "--tagignore=thread=^tickscope-"])
+        .args([
+            "tree",
+            "--unit=ms",
+            "--nodefraction=0",
+            "--tagignore=thread=^tickscope-",
+        ])
         .arg(file)
         .output()
         .unwrap();
@@ -855,7 +860,12 @@ fn tree_rows(file: &Path) -> Vec<(usize, String, f64)> {
         .filter_map(|l| {
             let name = &l[at..];
             let depth = (name.len() - name.trim_start().len()) / 2;
-            let cum = l.split_whitespace().next()?.trim_end_matches("ms").parse().ok()?;
+            let cum = l
+                .split_whitespace()
+                .next()?
+                .trim_end_matches("ms")
+                .parse()
+                .ok()?;
             Some((depth, name.trim().to_string(), cum))
         })
         .collect()
@@ -910,7 +920,11 @@ fn code_without_frame_pointers_has_every_caller_in_order() {
             .arg(&src)
             .output()
             .expect("a C and C++ compiler (Debian: gcc, g++)");
-        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
         exe
     };
     let c = build(
@@ -944,10 +958,20 @@ fn code_without_frame_pointers_has_every_caller_in_order() {
         (&c, &["main", "level1", "level2", "level3", "leaf_work"][..]),
         (&cpp, &["main", "geo::measure", "Square::area"][..]),
     ] {
-        let out = dir.join(format!("{}.pb.gz", exe.file_name().unwrap().to_str().unwrap()));
+        let out = dir.join(format!(
+            "{}.pb.gz",
+            exe.file_name().unwrap().to_str().unwrap()
+        ));
         let (code, _, stderr) = record_in(
             &dir,
-            ["-F", "1000", "-o", out.to_str().unwrap(), "--", exe.to_str().unwrap()],
+            [
+                "-F",
+                "1000",
+                "-o",
+                out.to_str().unwrap(),
+                "--",
+                exe.to_str().unwrap(),
+            ],
         );
         assert_eq!(code, Some(0), "{stderr}");
         if !walked_by_tables(&out) {
@@ -979,7 +1003,11 @@ fn a_dlopened_library_is_walked_by_its_own_tables() {
             .current_dir(&dir)
             .output()
             .expect("a C compiler (Debian: gcc)");
-        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
     };
     std::fs::write(
         dir.join("plugin.c"),

@@ -268,10 +268,7 @@ pub(crate) fn settings_from_env(
             false
         }
     };
-    let unwind = match var("TICKSCOPE_CPUPROFILE_UNWIND")
-        .as_deref()
-        .map(str::trim)
-    {
+    let unwind = match var("TICKSCOPE_CPUPROFILE_UNWIND").as_deref().map(str::trim) {
         None | Some("") | Some("tables") => Unwind::Tables,
         Some("fp") => Unwind::FramePointers,
         Some(v) => {

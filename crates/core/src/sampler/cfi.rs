@@ -192,7 +192,10 @@ impl Cfi {
     }
 
     fn mapping_of(&self, addr: u64) -> Option<&MapEntry> {
-        let i = self.maps.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let i = self
+            .maps
+            .partition_point(|m| m.start <= addr)
+            .checked_sub(1)?;
         let m = &self.maps[i];
         (addr < m.end).then_some(m)
     }
@@ -245,8 +248,9 @@ fn vdso_sections(entry: &MapEntry) -> Option<UnwindSections> {
     }
     // SAFETY: the kernel maps the vDSO image, readable, at AT_SYSINFO_EHDR for the life of
     // the process, and the mapping read from /proc/self/maps says it spans start..end.
-    let image =
-        unsafe { std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize) };
+    let image = unsafe {
+        std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize)
+    };
     symbolize::read_unwind_sections_in(image)
 }
 
@@ -303,13 +307,24 @@ mod tests {
         let at = |name: &str| names.iter().position(|n| n.ends_with(name));
         // This test's thread runs under the harness: capture, this test, then the
         // harness's callers, in that order.
-        let (c, t) = (at("tests::capture"), at("a_copied_stack_is_walked_through_its_callers_by_the_unwind_tables"));
+        let (c, t) = (
+            at("tests::capture"),
+            at("a_copied_stack_is_walked_through_its_callers_by_the_unwind_tables"),
+        );
         assert!(c.is_some() && t.is_some() && c < t, "{names:?}");
-        assert!(names.len() > t.unwrap() + 3, "the harness's frames too: {names:?}");
+        assert!(
+            names.len() > t.unwrap() + 3,
+            "the harness's frames too: {names:?}"
+        );
         assert!(!cut, "64 KiB hold this stack: {names:?}");
         // The tables of the modules walked through were loaded, and only on demand.
         assert!(cfi.tried.values().any(|&added| added));
-        assert!(cfi.tried.len() < cfi.maps.len(), "{} of {}", cfi.tried.len(), cfi.maps.len());
+        assert!(
+            cfi.tried.len() < cfi.maps.len(),
+            "{} of {}",
+            cfi.tried.len(),
+            cfi.maps.len()
+        );
     }
 
     #[test]

@@ -175,7 +175,11 @@ pub(crate) fn arm_ring(tid: i32, period_ns: u64, stack: bool) -> io::Result<Arme
     let fd = perf_open(&attr, tid)?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-    let pages = if stack { STACK_RING_PAGES } else { CHAIN_RING_PAGES };
+    let pages = if stack {
+        STACK_RING_PAGES
+    } else {
+        CHAIN_RING_PAGES
+    };
     let len = page * (1 + pages);
     // SAFETY: maps the event's ring (a control page and a power of two of data pages), as
     // perf_event_open(2) describes, shared with the kernel; checked against MAP_FAILED.
@@ -249,15 +253,15 @@ pub(crate) fn drain_ring(
         out.reserve(n);
         let start = (from % size as u64) as usize;
         let first = n.min(size - start);
-        // SAFETY: `start..start + first` and `0..n - first` lie inside the data pages (the
-        // caller checks that n is at most the data size); the
-        // bytes between tail and head are the kernel's finished records, and `out` has room
-        // for `n` bytes, set as its length once written.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.wrapping_add(start), out.as_mut_ptr(), first);
-            std::ptr::copy_nonoverlapping(data, out.as_mut_ptr().wrapping_add(first), n - first);
-            out.set_len(n);
-        }
+        let to = out.as_mut_ptr();
+        // SAFETY: `start..start + first` lies inside the data pages (the caller checks that
+        // n is at most the data size); the bytes between tail and head are the kernel's
+        // finished records; `out` has room for `n` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.wrapping_add(start), to, first) };
+        // SAFETY: as above, for `0..n - first`, the part that wrapped, after the first.
+        unsafe { std::ptr::copy_nonoverlapping(data, to.wrapping_add(first), n - first) };
+        // SAFETY: the `n` bytes were just written.
+        unsafe { out.set_len(n) };
     };
     while at < end {
         copy(at, 8, record);

@@ -189,9 +189,9 @@ fn unwind_sections<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
     let find = |wanted: &[u8]| {
         sections.iter().find(|section| {
             let start = section.sh_name(endian) as usize;
-            names.get(start..).is_some_and(|rest| {
-                rest.starts_with(wanted) && rest.get(wanted.len()) == Some(&0)
-            })
+            names
+                .get(start..)
+                .is_some_and(|rest| rest.starts_with(wanted) && rest.get(wanted.len()) == Some(&0))
         })
     };
     let range = |section: &Elf::SectionHeader| {

@@ -641,7 +641,8 @@ this is not a mapping
         );
         // Debian ships it with compressed DWARF, too costly to inflate at every exit: then
         // its symbol table names the function, without a line.
-        let compressed = installed && read_elf_file(&debug_path).is_some_and(|i| i.debug_compressed);
+        let compressed =
+            installed && read_elf_file(&debug_path).is_some_and(|i| i.debug_compressed);
         assert_eq!(m.has_debug_info, installed && !compressed);
         if installed && !compressed {
             assert!(
