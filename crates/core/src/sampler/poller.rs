@@ -286,8 +286,8 @@ impl Poller {
     fn refresh_maps(&mut self, shared: &Shared) {
         if let Ok(maps) = crate::symbolize::read_self_maps() {
             shared.ranges.publish(&maps);
-            if self.tables {
-                self.rings.cfi.set_maps(&maps);
+            if let Some(cfi) = self.rings.cfi.as_mut() {
+                cfi.set_maps(&maps);
             }
         }
         self.out.maps_reads += 1;
@@ -525,7 +525,9 @@ impl Poller {
         if self.out.ring_threads == 0 && self.out.stack_threads == 0 {
             return;
         }
-        self.rings.cfi.new_pass();
+        if let Some(cfi) = self.rings.cfi.as_mut() {
+            cfi.new_pass();
+        }
         for a in self.armed.values().flatten() {
             if matches!(a, timer::Armed::Ring { .. }) && timer::still_ours(a) {
                 drain_ring(a, &mut self.rings, &mut self.out.ring_lost);
@@ -563,8 +565,10 @@ impl Poller {
                 weight: self.period_ns,
             });
         }
-        self.out.stack_walked = self.rings.cfi.walked;
-        self.out.stack_truncated = self.rings.cfi.truncated;
+        if let Some(cfi) = &self.rings.cfi {
+            self.out.stack_walked = cfi.walked;
+            self.out.stack_truncated = cfi.truncated;
+        }
     }
 
     /// A thread on a signalled perf event that has blocked the signal since: its event is
@@ -635,8 +639,10 @@ struct Rings {
     /// Samples read, not yet in the table: (thread, call chain, whether the walk was cut
     /// short).
     samples: Vec<(u32, Vec<u64>, bool)>,
-    /// The walker of stack samples, and scratch space for a record.
-    cfi: super::cfi::Cfi,
+    /// The walker of stack samples, made at the first one (a process that takes none, a
+    /// short program exec'd under `record`, never builds its rule cache), and scratch space
+    /// for a record.
+    cfi: Option<Box<super::cfi::Cfi>>,
     record: Vec<u8>,
 }
 
@@ -652,6 +658,7 @@ fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
         timer::RingSample::Chain(ips) => samples.push((tid, ips.to_vec(), false)),
         timer::RingSample::Stack(regs, stack) => {
             let mut ips = Vec::new();
+            let cfi = cfi.get_or_insert_with(Default::default);
             let cut = cfi.unwind(regs, stack, super::unwind::MAX_FRAMES, &mut ips);
             if !ips.is_empty() {
                 samples.push((tid, ips, cut));

@@ -457,19 +457,18 @@ impl Store {
     /// update.
     pub(crate) fn drain(&self, into: &mut HashMap<Key, Counts>, evict_after: u32, all: bool) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() != self.entries.len() {
-            cache.resize_with(self.entries.len(), || None);
-        }
-        for ((e, cells), cached) in self
-            .entries
-            .iter()
-            .zip(self.keys.iter())
-            .zip(cache.iter_mut())
-        {
+        for (i, (e, cells)) in self.entries.iter().zip(self.keys.iter()).enumerate() {
             let state = e.state.load(SeqCst);
             if state == EMPTY || state == BUSY {
                 continue;
             }
+            // The cache grows to the last entry used, not to the table's size at once: a
+            // process that takes no sample (a short program exec'd under `record`) touches
+            // none of its ~350 KiB.
+            if cache.len() <= i {
+                cache.resize_with(i + 1, || None);
+            }
+            let cached = &mut cache[i];
             let c = Counts {
                 count: e.count.swap(0, Relaxed),
                 weight: e.weight.swap(0, Relaxed),
