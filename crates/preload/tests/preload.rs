@@ -443,43 +443,75 @@ fn descriptors_the_program_closed_and_reused_are_left_alone() {
     }
 }
 
+/// Code built without frame pointers. Walked by frame pointers
+/// (`TICKSCOPE_CPUPROFILE_UNWIND=fp`), its functions lose their callers but never gain an
+/// invented one; walked by the unwind tables (the default, with perf events), every one of
+/// them has its real caller.
 #[test]
 fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
     let dir = scratch("nofp");
-    let profile = dir.join("out.pb.gz");
-    let (out, stdout, stderr) = run(&mut profiled(workload(false), &profile, &["600"]));
-    assert!(out.status.success(), "{stderr}");
-    // Leaf functions are still exact (the interrupted pc needs no unwinding) ...
-    check_split(&profile, rusage_ns(&stdout), 10.0);
-    // ... but their callers are not known: no stack may put one work_* function under
-    // another, or a thread's function under the wrong thread.
-    let traces = Command::new("go")
-        .args(["tool", "pprof", "-traces"])
-        .arg(&profile)
-        .output()
-        .unwrap();
-    let traces = String::from_utf8_lossy(&traces.stdout);
-    for trace in traces.split("-----------+") {
-        let frames: Vec<&str> = trace
-            .lines()
-            .filter(|l| !l.contains(':'))
-            .map(|l| l.split_whitespace().last().unwrap_or(""))
-            .filter(|f| f.starts_with("work_") || f.starts_with("thread") || *f == "main")
-            .collect();
-        if let Some((leaf, callers)) = frames.split_first() {
-            for c in callers {
-                let fine = match *leaf {
-                    "work_b" => *c == "thread1",
-                    "work_c" | "work_d" => *c == "thread2",
-                    _ => *c == "main",
+    for unwind in ["fp", "tables"] {
+        let profile = dir.join(format!("{unwind}.pb.gz"));
+        let mut c = profiled(workload(false), &profile, &["600"]);
+        c.env("TICKSCOPE_CPUPROFILE_UNWIND", unwind);
+        let (out, stdout, stderr) = run(&mut c);
+        assert!(out.status.success(), "{stderr}");
+        // Leaf functions are exact either way (the interrupted pc needs no unwinding) ...
+        check_split(&profile, rusage_ns(&stdout), 10.0);
+        let comments = comments(&profile);
+        let tables = comments.contains("stacks are walked by the unwind tables");
+        // ... and no stack may put one work_* function under another, or a thread's function
+        // under the wrong thread.
+        let traces = Command::new("go")
+            .args(["tool", "pprof", "-traces"])
+            .arg(&profile)
+            .output()
+            .unwrap();
+        let traces = String::from_utf8_lossy(&traces.stdout);
+        let (mut work, mut with_caller) = (0, 0);
+        for trace in traces.split("-----------+") {
+            let frames: Vec<&str> = trace
+                .lines()
+                .filter(|l| !l.contains(':'))
+                .map(|l| l.split_whitespace().last().unwrap_or(""))
+                .filter(|f| f.starts_with("work_") || f.starts_with("thread") || *f == "main")
+                .collect();
+            if let Some((leaf, callers)) = frames.split_first() {
+                if !leaf.starts_with("work_") {
+                    continue;
+                }
+                let caller = match *leaf {
+                    "work_b" => "thread1",
+                    "work_c" | "work_d" => "thread2",
+                    _ => "main",
                 };
-                assert!(fine, "invented caller {c} of {leaf}:\n{trace}");
+                for c in callers {
+                    assert!(
+                        *c == caller,
+                        "{unwind}: invented caller {c} of {leaf}:\n{trace}"
+                    );
+                }
+                work += 1;
+                with_caller += usize::from(callers.contains(&caller));
             }
         }
+        // The profile says how its stacks were walked.
+        match unwind {
+            "fp" => assert!(comments.contains("walked by frame pointers"), "{comments}"),
+            _ if !tables => {
+                // No perf events here: the tables were asked for and the profile says why
+                // frame pointers walked its stacks instead.
+                assert!(
+                    comments.contains("unwind tables were asked for, but"),
+                    "{comments}"
+                );
+            }
+            _ => assert!(
+                work > 0 && with_caller == work,
+                "{unwind}: {with_caller} of {work} stacks of work_* have their caller:\n{traces}"
+            ),
+        }
     }
-    // The profile says what was lost.
-    let comments = comments(&profile);
-    assert!(comments.contains("frame pointer"), "{comments}");
 }
 
 /// `tests/c/fds.c`, built once.

@@ -26,6 +26,18 @@ use framehop::{
 
 use crate::symbolize::{self, MapEntry, UnwindSections};
 
+/// What walking by the unwind tables did, for the profile's comments: threads sampled
+/// through stack rings, those that could not get one (then on the signal) and the last
+/// error, samples walked, and those whose walk ran past the copied stack.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WalkStats {
+    pub threads: u64,
+    pub unarmed: u64,
+    pub error: Option<String>,
+    pub walked: u64,
+    pub truncated: u64,
+}
+
 /// A thread's user registers at a sample, as perf copied them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct UserRegs {

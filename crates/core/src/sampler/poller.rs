@@ -87,16 +87,10 @@ pub(super) struct Drained {
     /// samples their rings lost for want of room.
     pub ring_threads: u64,
     pub ring_lost: u64,
-    /// With [`Unwind::Tables`](super::Unwind::Tables): threads sampled through stack rings,
-    /// those that could not be (then on the signal), and the last error; samples walked,
-    /// and those whose walk ran past the copied stack.
     /// Samples read from rings (call chains and stacks).
     pub ring_sampled: u64,
-    pub stack_threads: u64,
-    pub stack_unarmed: u64,
-    pub stack_error: Option<String>,
-    pub stack_walked: u64,
-    pub stack_truncated: u64,
+    /// With [`Unwind::Tables`](super::Unwind::Tables): what the walks did.
+    pub stack: super::cfi::WalkStats,
     /// perf events whose descriptor the program closed.
     pub closed_by_program: u64,
     /// The process's CPU time (absolute) when the drain thread found that the program had
@@ -332,13 +326,13 @@ impl Poller {
                 };
                 match stack {
                     Ok(a) => {
-                        self.out.stack_threads += 1;
+                        self.out.stack.threads += 1;
                         Ok(a)
                     }
                     Err(e) => {
                         if self.tables {
-                            self.out.stack_unarmed += 1;
-                            self.out.stack_error = Some(e.to_string());
+                            self.out.stack.unarmed += 1;
+                            self.out.stack.error = Some(e.to_string());
                         }
                         // A thread that blocks the signal would never be sampled by it.
                         if procfs::signal_blocked(tid, self.signal) {
@@ -522,7 +516,7 @@ impl Poller {
 
     /// Reads the samples of every thread on a ring into the table.
     fn read_rings(&mut self, shared: &Shared) {
-        if self.out.ring_threads == 0 && self.out.stack_threads == 0 {
+        if self.out.ring_threads == 0 && self.out.stack.threads == 0 {
             return;
         }
         if let Some(cfi) = self.rings.cfi.as_mut() {
@@ -566,8 +560,8 @@ impl Poller {
             });
         }
         if let Some(cfi) = &self.rings.cfi {
-            self.out.stack_walked = cfi.walked;
-            self.out.stack_truncated = cfi.truncated;
+            self.out.stack.walked = cfi.walked;
+            self.out.stack.truncated = cfi.truncated;
         }
     }
 

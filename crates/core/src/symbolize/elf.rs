@@ -69,15 +69,7 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
     let segments = header.program_headers(endian, data).unwrap_or_default();
     let sections = header.sections(endian, data).unwrap_or_default();
 
-    let loads = segments
-        .iter()
-        .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
-        .map(|segment| LoadSegment {
-            file_offset: segment.p_offset(endian).into(),
-            file_size: segment.p_filesz(endian).into(),
-            vaddr: segment.p_vaddr(endian).into(),
-        })
-        .collect();
+    let loads = load_segments::<Elf>(segments, endian);
     // The build id is in a `PT_NOTE` segment of every linked executable and library; the
     // `SHT_NOTE` sections are the fallback.
     let segment_notes = segments.iter().map(|segment| segment.notes(endian, data));
@@ -88,15 +80,7 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
         .unwrap_or_default();
     // Compressed DWARF keeps the name (`SHF_COMPRESSED`) or takes a `z` (GNU style); a
     // file stripped to a separate debug file keeps the name as `SHT_NOBITS`.
-    // The section names are read in one piece: looking a name up through `ReadCache` reads
-    // the string table from that name's offset on, one read per section (~450 system calls
-    // for libc and ld.so at a short program's exit).
-    let names: &[u8] = header
-        .shstrndx(endian, data)
-        .ok()
-        .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
-        .and_then(|table| table.data(endian, data).ok())
-        .unwrap_or_default();
+    let names = section_names(header, endian, data, &sections);
     let name_of = |section: &Elf::SectionHeader| -> &[u8] {
         let start = section.sh_name(endian) as usize;
         names
@@ -180,12 +164,7 @@ fn unwind_sections<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
     let endian = header.endian().ok()?;
     let segments = header.program_headers(endian, data).ok()?;
     let sections = header.sections(endian, data).ok()?;
-    let names: &[u8] = header
-        .shstrndx(endian, data)
-        .ok()
-        .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
-        .and_then(|table| table.data(endian, data).ok())
-        .unwrap_or_default();
+    let names = section_names(header, endian, data, &sections);
     let find = |wanted: &[u8]| {
         sections.iter().find(|section| {
             let start = section.sh_name(endian) as usize;
@@ -211,16 +190,41 @@ fn unwind_sections<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
         eh_frame_hdr: with_data(b".eh_frame_hdr"),
         text: find(b".text").map(range),
         got: find(b".got").map(range),
-        loads: segments
-            .iter()
-            .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
-            .map(|segment| LoadSegment {
-                file_offset: segment.p_offset(endian).into(),
-                file_size: segment.p_filesz(endian).into(),
-                vaddr: segment.p_vaddr(endian).into(),
-            })
-            .collect(),
+        loads: load_segments::<Elf>(segments, endian),
     })
+}
+
+/// The `PT_LOAD` segments among a file's program headers.
+fn load_segments<Elf: FileHeader>(
+    segments: &[Elf::ProgramHeader],
+    endian: Elf::Endian,
+) -> Vec<LoadSegment> {
+    segments
+        .iter()
+        .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
+        .map(|segment| LoadSegment {
+            file_offset: segment.p_offset(endian).into(),
+            file_size: segment.p_filesz(endian).into(),
+            vaddr: segment.p_vaddr(endian).into(),
+        })
+        .collect()
+}
+
+/// The section-name string table, read in one piece: looking a name up through `ReadCache`
+/// reads the table from that name's offset on, one read per section (~450 system calls for
+/// libc and ld.so at a short program's exit). Empty if it cannot be read.
+fn section_names<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
+    header: &Elf,
+    endian: Elf::Endian,
+    data: R,
+    sections: &object::read::elf::SectionTable<'data, Elf, R>,
+) -> &'data [u8] {
+    header
+        .shstrndx(endian, data)
+        .ok()
+        .and_then(|i| sections.section(object::SectionIndex(i as usize)).ok())
+        .and_then(|table| table.data(endian, data).ok())
+        .unwrap_or_default()
 }
 
 /// The `NT_GNU_BUILD_ID` note among `notes` (of one segment or section) as lowercase hex.

@@ -367,8 +367,8 @@ fn walk_comment(p: &Parts) -> String {
     if p.unwind != super::super::Unwind::Tables {
         return FP.to_string();
     }
-    if p.stack_threads == 0 {
-        let why = match (p.mode, p.source, &p.stack_error) {
+    if p.stack.threads == 0 {
+        let why = match (p.mode, p.source, &p.stack.error) {
             (_, _, Some(e)) => format!("no thread could get a perf stack ring ({e})"),
             (Mode::Wall, ..) => "wall-clock mode samples by signals".to_string(),
             _ => format!("the source is {}, not perf events", p.source.name()),
@@ -378,16 +378,16 @@ fn walk_comment(p: &Parts) -> String {
     let mut c = format!(
         "stacks are walked by the unwind tables (.eh_frame, DWARF CFI) on the drain thread, from the registers and the top {} KiB of stack a perf event copies at each sample, for {}: {} walked, {} ({:.1}%) ran past the copied bytes and are cut at their root end (counted as truncated); these samples carry no scope labels",
         super::super::timer::STACK_BYTES / 1024,
-        tickscope_fmt::count(p.stack_threads, "thread"),
-        p.stack_walked,
-        p.stack_truncated,
-        100.0 * p.stack_truncated as f64 / p.stack_walked.max(1) as f64
+        tickscope_fmt::count(p.stack.threads, "thread"),
+        p.stack.walked,
+        p.stack.truncated,
+        100.0 * p.stack.truncated as f64 / p.stack.walked.max(1) as f64
     );
-    if p.stack_unarmed > 0 {
+    if p.stack.unarmed > 0 {
         c.push_str(&format!(
             "; {} could not get a stack ring ({}) and were walked by frame pointers",
-            tickscope_fmt::count(p.stack_unarmed, "thread"),
-            p.stack_error.as_deref().unwrap_or("unknown error")
+            tickscope_fmt::count(p.stack.unarmed, "thread"),
+            p.stack.error.as_deref().unwrap_or("unknown error")
         ));
     }
     c

@@ -108,17 +108,11 @@ pub(crate) struct Parts {
     /// Threads that blocked the signal, sampled through a perf ring; samples the rings lost.
     pub ring_threads: u64,
     pub ring_lost: u64,
-    /// How stacks were asked to be walked; with the tables, the threads sampled through
-    /// stack rings, those that fell back to the signal (and the last error), and the samples
-    /// walked and cut short at the end of the copied stack.
+    /// How stacks were asked to be walked, and with the tables, what the walks did.
     pub unwind: super::Unwind,
     /// Samples read from perf rings (no signal).
     pub ring_sampled: u64,
-    pub stack_threads: u64,
-    pub stack_unarmed: u64,
-    pub stack_error: Option<String>,
-    pub stack_walked: u64,
-    pub stack_truncated: u64,
+    pub stack: super::cfi::WalkStats,
     /// perf events whose descriptor the program closed.
     pub closed_by_program: u64,
     pub overflowed: u64,
