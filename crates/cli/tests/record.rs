@@ -570,23 +570,39 @@ fn accounting(stderr: &str) -> (f64, &str) {
     (pct, line)
 }
 
+/// Runs `compiler ARGS` in `dir`; the compiler's messages fail the test.
+fn compile(dir: &Path, compiler: &str, args: &[&str]) {
+    let cc = Command::new(compiler)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler}: {e} (Debian: gcc, g++)"));
+    assert!(
+        cc.status.success(),
+        "{compiler} {args:?}: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+}
+
 /// Builds C program `name` from `source` in `dir` (`-O1 -g -fno-omit-frame-pointer
 /// -pthread`).
 fn build_c(dir: &Path, name: &str, source: &str) -> PathBuf {
-    let (src, exe) = (dir.join(format!("{name}.c")), dir.join(name));
-    std::fs::write(&src, source).unwrap();
-    let cc = Command::new("cc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("a C compiler (Debian: gcc)");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
+    let src = format!("{name}.c");
+    std::fs::write(dir.join(&src), source).unwrap();
+    compile(
+        dir,
+        "cc",
+        &[
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-pthread",
+            "-o",
+            name,
+            &src,
+        ],
     );
-    exe
+    dir.join(name)
 }
 
 /// `tickscope record ARGS` in `dir`: its exit status, stdout (the program's) and stderr.
@@ -893,16 +909,32 @@ fn chain_ms(rows: &[(usize, String, f64)], chain: &[&str]) -> f64 {
     total
 }
 
-/// Whether the profile says its stacks were walked by the unwind tables; where perf events
-/// are not permitted it says why it fell back to frame pointers instead.
-fn walked_by_tables(file: &Path) -> bool {
-    let top = top_ms(file, &[]);
-    let tables = top.contains("stacks are walked by the unwind tables");
+/// Records `program` at 1000 Hz into `out` (in `dir`). Where its stacks were walked by the
+/// unwind tables, ≥ 95 % of the time of `chain`'s last function must be under the whole
+/// chain, caller first; where perf events are not permitted, the profile must say why the
+/// tables were not used.
+fn assert_callers_in_order(dir: &Path, program: &str, out: &str, chain: &[&str]) {
+    let (code, _, stderr) = record_in(dir, ["-F", "1000", "-o", out, "--", program]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let out = dir.join(out);
+    let top = top_ms(&out, &[]);
+    if !top.contains("stacks are walked by the unwind tables") {
+        assert!(
+            top.contains("unwind tables were asked for, but"),
+            "the profile says how its stacks were walked:\n{top}"
+        );
+        return;
+    }
+    let rows = tree_rows(&out);
+    let leaf = chain.last().unwrap();
+    let whole = chain_ms(&rows, &[leaf]);
+    let under_main = chain_ms(&rows, chain);
+    // At 1000 Hz over ~0.3 s: a few hundred samples, every one of them walked whole.
+    assert!(whole > 100.0, "{leaf} holds {whole} ms: {rows:?}");
     assert!(
-        tables || top.contains("unwind tables were asked for, but"),
-        "the profile says how its stacks were walked:\n{top}"
+        under_main >= 0.95 * whole,
+        "{chain:?} holds {under_main} of {leaf}'s {whole} ms: {rows:?}"
     );
-    tables
 }
 
 /// C and C++ built `-O2 -fomit-frame-pointer`, as distributions build them: every caller
@@ -910,83 +942,46 @@ fn walked_by_tables(file: &Path) -> bool {
 #[test]
 fn code_without_frame_pointers_has_every_caller_in_order() {
     let dir = scratch("no-fp");
-    let build = |compiler: &str, name: &str, source: &str| {
-        let src = dir.join(name);
-        std::fs::write(&src, source).unwrap();
-        let exe = dir.join(name.split('.').next().unwrap());
-        let cc = Command::new(compiler)
-            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .expect("a C and C++ compiler (Debian: gcc, g++)");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
-        exe
-    };
-    let c = build(
-        "cc",
-        "chain.c",
-        "#include <stdio.h>\n#include <stdlib.h>\nvolatile unsigned long sink;\n\
-         __attribute__((noinline)) void leaf_work(unsigned long n) { unsigned long x = sink; \
-         for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; sink = x; }\n\
-         __attribute__((noinline)) void level3(unsigned long n) { volatile char pad[256]; \
-         pad[n & 255] = 1; leaf_work(n); sink += pad[n & 255]; }\n\
-         __attribute__((noinline)) void level2(unsigned long n) { level3(n); sink++; }\n\
-         __attribute__((noinline)) void level1(unsigned long n) { level2(n); sink++; }\n\
-         int main(int argc, char **argv) { level1(250000000UL + argc); \
-         printf(\"%lu\\n\", sink & 1); return 0; }\n",
-    );
-    let cpp = build(
-        "c++",
-        "shapes.cpp",
-        "#include <cstdio>\n\
-         struct Shape { virtual ~Shape() {} virtual unsigned long area(unsigned long n) const = 0; };\n\
-         struct Square : Shape { unsigned long area(unsigned long n) const override; };\n\
-         __attribute__((noinline)) unsigned long Square::area(unsigned long n) const { \
-         unsigned long x = 1; for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; \
-         return x; }\n\
-         namespace geo { __attribute__((noinline)) unsigned long measure(const Shape &s, unsigned long n) \
-         { return s.area(n) + 1; } }\n\
-         int main(int argc, char **) { Square sq; unsigned long r = geo::measure(sq, 250000000UL + argc); \
-         std::printf(\"%lu\\n\", r & 1); return 0; }\n",
-    );
-    for (exe, chain) in [
-        (&c, &["main", "level1", "level2", "level3", "leaf_work"][..]),
-        (&cpp, &["main", "geo::measure", "Square::area"][..]),
-    ] {
-        let out = dir.join(format!(
-            "{}.pb.gz",
-            exe.file_name().unwrap().to_str().unwrap()
-        ));
-        let (code, _, stderr) = record_in(
+    let sources = [
+        (
+            "cc",
+            "chain.c",
+            "#include <stdio.h>\n#include <stdlib.h>\nvolatile unsigned long sink;\n\
+             __attribute__((noinline)) void leaf_work(unsigned long n) { unsigned long x = sink; \
+             for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; sink = x; }\n\
+             __attribute__((noinline)) void level3(unsigned long n) { volatile char pad[256]; \
+             pad[n & 255] = 1; leaf_work(n); sink += pad[n & 255]; }\n\
+             __attribute__((noinline)) void level2(unsigned long n) { level3(n); sink++; }\n\
+             __attribute__((noinline)) void level1(unsigned long n) { level2(n); sink++; }\n\
+             int main(int argc, char **argv) { level1(250000000UL + argc); \
+             printf(\"%lu\\n\", sink & 1); return 0; }\n",
+            &["main", "level1", "level2", "level3", "leaf_work"][..],
+        ),
+        (
+            "c++",
+            "shapes.cpp",
+            "#include <cstdio>\n\
+             struct Shape { virtual ~Shape() {} virtual unsigned long area(unsigned long n) const = 0; };\n\
+             struct Square : Shape { unsigned long area(unsigned long n) const override; };\n\
+             __attribute__((noinline)) unsigned long Square::area(unsigned long n) const { \
+             unsigned long x = 1; for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; \
+             return x; }\n\
+             namespace geo { __attribute__((noinline)) unsigned long measure(const Shape &s, unsigned long n) \
+             { return s.area(n) + 1; } }\n\
+             int main(int argc, char **) { Square sq; unsigned long r = geo::measure(sq, 250000000UL + argc); \
+             std::printf(\"%lu\\n\", r & 1); return 0; }\n",
+            &["main", "geo::measure", "Square::area"][..],
+        ),
+    ];
+    for (compiler, src, source, chain) in sources {
+        std::fs::write(dir.join(src), source).unwrap();
+        let exe = src.split('.').next().unwrap();
+        compile(
             &dir,
-            [
-                "-F",
-                "1000",
-                "-o",
-                out.to_str().unwrap(),
-                "--",
-                exe.to_str().unwrap(),
-            ],
+            compiler,
+            &["-O2", "-g", "-fomit-frame-pointer", "-o", exe, src],
         );
-        assert_eq!(code, Some(0), "{stderr}");
-        if !walked_by_tables(&out) {
-            continue;
-        }
-        let rows = tree_rows(&out);
-        let leaf = chain.last().unwrap();
-        let whole = chain_ms(&rows, &[leaf]);
-        let under_main = chain_ms(&rows, chain);
-        // At 1000 Hz over ~0.3 s: a few hundred samples, every one of them walked whole.
-        assert!(whole > 100.0, "{leaf} holds {whole} ms: {rows:?}");
-        assert!(
-            under_main >= 0.95 * whole,
-            "{chain:?} holds {under_main} of {leaf}'s {whole} ms: {rows:?}"
-        );
+        assert_callers_in_order(&dir, &format!("./{exe}"), &format!("{exe}.pb.gz"), chain);
     }
 }
 
@@ -996,19 +991,6 @@ fn code_without_frame_pointers_has_every_caller_in_order() {
 #[test]
 fn a_dlopened_library_is_walked_by_its_own_tables() {
     let dir = scratch("dlopen");
-    let compile = |args: &[&str]| {
-        let cc = Command::new("cc")
-            .args(["-O2", "-g", "-fomit-frame-pointer"])
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .expect("a C compiler (Debian: gcc)");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
-    };
     std::fs::write(
         dir.join("plugin.c"),
         "volatile unsigned long plugin_sink;\n\
@@ -1029,21 +1011,25 @@ fn a_dlopened_library_is_walked_by_its_own_tables() {
          printf(\"%lu\\n\", run_plugin(f, 250000000UL + argc) & 1); return 0; }\n",
     )
     .unwrap();
-    compile(&["-shared", "-fPIC", "-o", "libplugin.so", "plugin.c"]);
-    compile(&["-o", "host", "host.c", "-ldl"]);
-    let (code, _, stderr) = record_in(&dir, ["-F", "1000", "-o", "d.pb.gz", "--", "./host"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let out = dir.join("d.pb.gz");
-    if !walked_by_tables(&out) {
-        return;
-    }
-    let rows = tree_rows(&out);
-    let whole = chain_ms(&rows, &["plugin_spin"]);
-    let chain = ["main", "run_plugin", "plugin_entry", "plugin_spin"];
-    let under_main = chain_ms(&rows, &chain);
-    assert!(whole > 100.0, "plugin_spin holds {whole} ms: {rows:?}");
-    assert!(
-        under_main >= 0.95 * whole,
-        "{chain:?} holds {under_main} of {whole} ms: {rows:?}"
+    let flags = ["-O2", "-g", "-fomit-frame-pointer"];
+    compile(
+        &dir,
+        "cc",
+        &[
+            &flags[..],
+            &["-shared", "-fPIC", "-o", "libplugin.so", "plugin.c"],
+        ]
+        .concat(),
+    );
+    compile(
+        &dir,
+        "cc",
+        &[&flags[..], &["-o", "host", "host.c", "-ldl"]].concat(),
+    );
+    assert_callers_in_order(
+        &dir,
+        "./host",
+        "d.pb.gz",
+        &["main", "run_plugin", "plugin_entry", "plugin_spin"],
     );
 }

@@ -361,6 +361,7 @@ mod tests {
             (100, Mode::Cpu, Some(default_signal()))
         );
         assert_eq!(s.path, PathBuf::from("out.pb.gz"));
+        assert_eq!(s.unwind, Unwind::Tables);
         assert_eq!(
             x,
             EnvExtras {
@@ -376,16 +377,21 @@ mod tests {
                 ("TICKSCOPE_CPUPROFILE_MODE", "gpu"),
                 ("TICKSCOPE_CPUPROFILE_SIGNAL", "KILL"),
                 ("TICKSCOPE_CPUPROFILE_SIGNALS", "yes"),
+                ("TICKSCOPE_CPUPROFILE_UNWIND", "dwarf"),
             ],
             7,
         );
         let (s, x) = got.unwrap();
         assert_eq!(
-            (s.hz, s.mode, s.signal),
-            (100, Mode::Cpu, Some(default_signal()))
+            (s.hz, s.mode, s.signal, s.unwind),
+            (100, Mode::Cpu, Some(default_signal()), Unwind::Tables)
         );
         assert!(!x.on_signals);
-        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(
+            w[4].contains("TICKSCOPE_CPUPROFILE_UNWIND=\"dwarf\""),
+            "{w:?}"
+        );
         assert!(
             w[0].contains("TICKSCOPE_CPUPROFILE_FREQUENCY=\"0\""),
             "{w:?}"
@@ -399,14 +405,15 @@ mod tests {
                 ("TICKSCOPE_CPUPROFILE_SIGNAL", "PROF"),
                 ("TICKSCOPE_CPUPROFILE_SIGNALS", "1"),
                 ("TICKSCOPE_CPUPROFILE_PID", "5"),
+                ("TICKSCOPE_CPUPROFILE_UNWIND", "fp"),
             ],
             7,
         );
         let (s, x) = got.unwrap();
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(
-            (s.hz, s.mode, s.signal),
-            (1000, Mode::Wall, Some(libc::SIGPROF))
+            (s.hz, s.mode, s.signal, s.unwind),
+            (1000, Mode::Wall, Some(libc::SIGPROF), Unwind::FramePointers)
         );
         // Exec'd by process 5: a file of its own.
         assert_eq!(s.path, PathBuf::from("p.pb.gz.7"));

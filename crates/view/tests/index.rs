@@ -256,13 +256,7 @@ fn every_window_draws_each_scope_a_pixel_wide_once_and_the_rest_as_busy_time() {
 fn a_tiny_budget_coarsens_the_bins_and_keeps_every_scope_a_bin_long() {
     let (bytes, truth, last) = generated(7);
     let fine = index(&bytes, Budget::for_capture(bytes.len() as u64));
-    let tiny = index(
-        &bytes,
-        Budget {
-            limit: 64 << 10,
-            used: 0,
-        },
-    );
+    let tiny = index(&bytes, Budget::new(64 << 10));
     assert!(
         tiny.shift > fine.shift + 2,
         "{} vs {}",
@@ -399,13 +393,7 @@ fn v3_writer() -> (Vec<u8>, serde_json::Value) {
 fn lives_are_paired_across_threads_laid_out_in_lanes_and_agree_with_report() {
     let (bytes, report) = v3_writer();
     let idx = index(&bytes, Budget::for_capture(bytes.len() as u64));
-    let tiny = index(
-        &bytes,
-        Budget {
-            limit: 16 << 10,
-            used: 0,
-        },
-    );
+    let tiny = index(&bytes, Budget::new(16 << 10));
     assert!(tiny.lives.min > 0, "the tiny budget coarsened the bins");
     let dur = report["wall_ns"].as_u64().unwrap();
     let whole = Window::new(0, dur + 1, 16_384).unwrap();

@@ -175,6 +175,8 @@ impl Cfi {
             self.truncated += cut as u64;
             return cut;
         }
+        // Sixteen libraries loaded by one walk: cut there, counted as any cut walk.
+        self.truncated += 1;
         true
     }
 

@@ -320,17 +320,16 @@ impl Poller {
                 // Stacks walked by the unwind tables: no signal. Where the ring cannot be
                 // had (the locked-memory limit for perf rings, say), the signal and frame
                 // pointers, counted.
-                let stack = match self.tables {
-                    true => timer::arm_ring(tid, self.period_ns, true),
-                    false => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
-                };
-                match stack {
-                    Ok(a) => {
+                match self
+                    .tables
+                    .then(|| timer::arm_ring(tid, self.period_ns, true))
+                {
+                    Some(Ok(a)) => {
                         self.out.stack.threads += 1;
                         Ok(a)
                     }
-                    Err(e) => {
-                        if self.tables {
+                    not_armed => {
+                        if let Some(Err(e)) = not_armed {
                             self.out.stack.unarmed += 1;
                             self.out.stack.error = Some(e.to_string());
                         }
@@ -534,20 +533,27 @@ impl Poller {
     /// (the thread's total is its exact count, as for the signalled perf events), no scopes
     /// (the thread was not interrupted to read them).
     fn flush_ring_samples(&mut self, shared: &Shared) {
-        for (tid, ips, cut) in self.rings.samples.drain(..) {
-            // As the handler's walk: a return address outside every executable mapping ends
-            // the chain (the kernel's frame-pointer walk read it from code without frame
-            // pointers; the tables' walk stops at one by itself).
-            let valid = shared
-                .ranges
-                .with(|v| {
-                    1 + ips[1..]
-                        .iter()
-                        .take_while(|&&ip| v.code_range(ip).is_some())
-                        .count()
-                })
-                .unwrap_or(ips.len());
-            let ips = &ips[..valid];
+        for RingStack { tid, ips, walk } in self.rings.samples.drain(..) {
+            let (ips, cut) = match walk {
+                // As the handler's walk: a return address outside every executable mapping
+                // ends the chain (the kernel's frame-pointer walk read it from code without
+                // frame pointers).
+                Walk::Chain => {
+                    let valid = shared
+                        .ranges
+                        .with(|v| {
+                            1 + ips[1..]
+                                .iter()
+                                .take_while(|&&ip| v.code_range(ip).is_some())
+                                .count()
+                        })
+                        .unwrap_or(ips.len());
+                    (&ips[..valid], false)
+                }
+                // The tables' walk stops at such an address by itself, and knows mappings
+                // newer than the handler's snapshot (a `dlopen` since).
+                Walk::Tables { cut } => (&ips[..], cut),
+            };
             let n = ips.len().min(super::unwind::MAX_FRAMES);
             self.out.ring_sampled += 1;
             shared.store.record(&super::table::Raw {
@@ -630,9 +636,8 @@ impl Drop for Poller {
 /// What reading the rings keeps between reads.
 #[derive(Default)]
 struct Rings {
-    /// Samples read, not yet in the table: (thread, call chain, whether the walk was cut
-    /// short).
-    samples: Vec<(u32, Vec<u64>, bool)>,
+    /// Samples read, not yet in the table.
+    samples: Vec<RingStack>,
     /// The walker of stack samples, made at the first one (a process that takes none, a
     /// short program exec'd under `record`, never builds its rule cache), and scratch space
     /// for a record.
@@ -640,7 +645,22 @@ struct Rings {
     record: Vec<u8>,
 }
 
-/// Moves a ring's samples into `rings.samples` (thread, call chain), walking the stack
+/// A sample read from a ring: its thread, its stack (the pc, then return addresses), and
+/// how that was walked.
+struct RingStack {
+    tid: u32,
+    ips: Vec<u64>,
+    walk: Walk,
+}
+
+enum Walk {
+    /// By the kernel, by frame pointers.
+    Chain,
+    /// By the unwind tables; `cut` where it ran past the copied stack or the frame limit.
+    Tables { cut: bool },
+}
+
+/// Moves a ring's samples into `rings.samples`, walking the stack
 /// samples by the unwind tables, and counts what the ring lost.
 fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
     let Rings {
@@ -649,13 +669,21 @@ fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
         record,
     } = rings;
     *lost += timer::drain_ring(a, record, |tid, sample| match sample {
-        timer::RingSample::Chain(ips) => samples.push((tid, ips.to_vec(), false)),
+        timer::RingSample::Chain(ips) => samples.push(RingStack {
+            tid,
+            ips: ips.to_vec(),
+            walk: Walk::Chain,
+        }),
         timer::RingSample::Stack(regs, stack) => {
             let mut ips = Vec::new();
             let cfi = cfi.get_or_insert_with(Default::default);
             let cut = cfi.unwind(regs, stack, super::unwind::MAX_FRAMES, &mut ips);
             if !ips.is_empty() {
-                samples.push((tid, ips, cut));
+                samples.push(RingStack {
+                    tid,
+                    ips,
+                    walk: Walk::Tables { cut },
+                });
             }
         }
     });

@@ -112,8 +112,8 @@ const RING_STACK: u64 = 1 << 1 | 1 << 12 | 1 << 13;
 const USER_REGS: u64 = 1 << 6 | 1 << 7 | 1 << 8;
 #[cfg(target_arch = "aarch64")]
 const USER_REGS: u64 = 1 << 29 | 1 << 30 | 1 << 31 | 1 << 32;
-/// Bytes of user stack a stack sample copies from the stack pointer up, as `perf record
-/// --call-graph dwarf` does by default. A deeper stack's walk ends there, marked truncated.
+/// Bytes of user stack a stack sample copies from the stack pointer up: twice `perf record
+/// --call-graph dwarf`'s default. A deeper stack's walk ends there, marked truncated.
 pub(crate) const STACK_BYTES: u32 = 16 << 10;
 /// Data pages of a ring (a power of two), after its control page. A call-chain ring: 32 KiB
 /// holds ~100 ms of samples at 1000 Hz with deep stacks. A stack ring: 256 KiB, 15 samples

@@ -121,12 +121,14 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// At most `limit` bytes, none held yet.
+    pub fn new(limit: u64) -> Budget {
+        Budget { limit, used: 0 }
+    }
+
     /// The budget for a capture of `bytes`: twice that and 16 MiB.
     pub fn for_capture(bytes: u64) -> Budget {
-        Budget {
-            limit: bytes.saturating_mul(2).saturating_add(16 << 20),
-            used: 0,
-        }
+        Budget::new(bytes.saturating_mul(2).saturating_add(16 << 20))
     }
 }
 

@@ -260,13 +260,14 @@ pub(crate) fn build(p: Parts) -> Profile {
     }
     if p.ring_threads > 0 {
         comments.push(format!(
-            "{} blocked the sampling signal: sampled through a perf ring instead (the kernel walks their user stacks by frame pointers; no scope labels){}",
+            "{} blocked the sampling signal: sampled through a perf ring instead (the kernel walks their user stacks by frame pointers; no scope labels)",
             tickscope_fmt::count(p.ring_threads, "thread"),
-            if p.ring_lost > 0 {
-                format!("; {} lost for want of room in the rings (their time is in their threads' other samples)", tickscope_fmt::count(p.ring_lost, "sample"))
-            } else {
-                String::new()
-            }
+        ));
+    }
+    if p.ring_lost > 0 {
+        comments.push(format!(
+            "{} lost for want of room in the perf rings (their time is in their threads' other samples)",
+            tickscope_fmt::count(p.ring_lost, "sample")
         ));
     }
     if p.on_cpu_timer > 0 {
@@ -340,7 +341,8 @@ pub(crate) fn build(p: Parts) -> Profile {
         symbols,
         modules,
         module_of,
-        signals: taken,
+        taken,
+        signalled: p.signals,
         effective_samples,
         lost,
         handler_ns: p.handler_ns,
@@ -352,7 +354,8 @@ pub(crate) fn build(p: Parts) -> Profile {
 /// Kish's effective sample size of the signals, (Σn)² / Σn² where each stood for n periods:
 /// a share estimated from weighted draws varies as p(1 − p) / that, not / the signal count.
 fn effective_samples(p: &Parts) -> f64 {
-    let single = p.signals.saturating_sub(p.overrun_signals) as f64;
+    // Ring samples stand for one period each.
+    let single = (p.signals + p.ring_sampled).saturating_sub(p.overrun_signals) as f64;
     let n = single + p.overrun_periods as f64;
     let n2 = single + p.overrun_periods_sq as f64;
     match n2 > 0.0 {

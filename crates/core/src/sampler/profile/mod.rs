@@ -44,7 +44,13 @@ const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
 /// A thread's time in system calls and faults, which the perf source cannot sample.
 const KERNEL: &str = "[kernel mode]";
 const HANDLER_REPLACED: &str = "[not sampled: signal handler replaced by the program]";
-const TRUNCATED: &str = "[truncated: stack deeper than 128 frames]";
+/// A walk cut short: by the frame limit, or (unwind tables) at the end of the stack bytes perf
+/// copied.
+const TRUNCATED: &str = "[truncated: deeper than 128 frames, or than the 16 KiB of stack copied]";
+const _: () = assert!(
+    super::unwind::MAX_FRAMES == 128 && super::timer::STACK_BYTES == 16 << 10,
+    "TRUNCATED names both limits"
+);
 
 /// One function's row of [`Profile::functions`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,8 +150,11 @@ pub struct Profile {
     symbols: HashMap<u64, Vec<Frame>>,
     modules: Vec<Module>,
     module_of: HashMap<u64, usize>,
-    signals: u64,
-    /// The number of equally weighted signals the shares are as trustworthy as.
+    /// Samples taken: signals handled, and stacks read from perf rings.
+    taken: u64,
+    /// Of those, the signals (the handler's time is averaged over them).
+    signalled: u64,
+    /// The number of equally weighted samples the shares are as trustworthy as.
     effective_samples: f64,
     lost: u64,
     handler_ns: u64,
@@ -175,7 +184,8 @@ impl Profile {
             symbols: HashMap::new(),
             modules: Vec::new(),
             module_of: HashMap::new(),
-            signals: 0,
+            taken: 0,
+            signalled: 0,
             effective_samples: 0.0,
             lost: 0,
             handler_ns: 0,
@@ -184,9 +194,9 @@ impl Profile {
         }
     }
 
-    /// Signals handled: stacks recorded (each may stand for several periods).
+    /// Stacks recorded, from signals or perf rings (each may stand for several periods).
     pub fn samples(&self) -> u64 {
-        self.signals
+        self.taken
     }
 
     /// How many equally weighted samples the shares are as precise as: [`Self::samples`]
@@ -214,7 +224,7 @@ impl Profile {
         if w == 0 {
             0.0
         } else {
-            self.signals as f64 / (w as f64 / 1e9)
+            self.taken as f64 / (w as f64 / 1e9)
         }
     }
 
@@ -249,7 +259,7 @@ impl Profile {
 
     /// Average time spent in the signal handler per sample (signal delivery excluded).
     pub fn handler_ns_per_sample(&self) -> u64 {
-        self.handler_ns.checked_div(self.signals).unwrap_or(0)
+        self.handler_ns.checked_div(self.signalled).unwrap_or(0)
     }
 
     /// Warnings printed at `stop()` (too few samples, lost samples).
@@ -369,8 +379,8 @@ impl Profile {
         );
         let _ = writeln!(
             out,
-            "Samples: {} signals, {} lost; requested {} Hz, achieved {:.0} Hz ({})",
-            self.signals,
+            "Samples: {}, {} lost; requested {} Hz, achieved {:.0} Hz ({})",
+            self.taken,
             self.lost,
             self.requested_hz,
             self.achieved_hz(),
