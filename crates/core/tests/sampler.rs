@@ -34,15 +34,13 @@ fn gettid() -> u32 {
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
-/// Burns `ns` of this thread's CPU time, in user mode: the thread's CPU clock (a system call)
-/// is read every ~100 µs of work. Read every 2 µs, it put a quarter of the time in the
-/// kernel, and under load half (the perf source's `[kernel mode]` row, not this function).
+/// Burns `ns` of this thread's CPU time.
 #[inline(never)]
 fn burn(ns: u64) -> u64 {
     let end = thread_cpu_ns() + ns;
     let mut x = 0x2545_f491_4f6c_dd1du64;
     while thread_cpu_ns() < end {
-        for _ in 0..100_000 {
+        for _ in 0..2000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
