@@ -481,11 +481,14 @@ fn a_handler_the_program_installs_while_sampling_is_reported_not_hidden() {
     assert_eq!(cum("after_the_switch"), 0, "{}", profile.top(10));
     // `before_the_switch` keeps its own time, sampled at 1000 Hz for 300 ms (±3 standard
     // errors of ~300 samples is ±17%; the time between the switch and the snapshot is
-    // also its), not the time after the switch too.
+    // also its), not the time after the switch too. Part of it is its clock reads (system
+    // calls): with the perf source that part is the `[kernel mode]` row (a loaded
+    // fresh-clone run put 160 of the 300 ms there, 150 on the function).
     let before = cum("before_the_switch");
+    let kernel = cum("[kernel mode]");
     assert!(
-        (200_000_000..400_000_000).contains(&before),
-        "{before} ns on before_the_switch\n{}",
+        before + kernel >= 200_000_000 && before < 400_000_000,
+        "{before} ns on before_the_switch, {kernel} ns in the kernel\n{}",
         profile.top(10)
     );
     assert!(
