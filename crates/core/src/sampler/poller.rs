@@ -470,15 +470,15 @@ impl Poller {
         if let timer::Armed::Perf { .. } | timer::Armed::Ring { .. } = a {
             self.perf_armed -= 1;
         }
-        if timer::still_ours(&a) {
-            drain_ring(&a, &mut self.rings, &mut self.out.ring_lost);
-        }
         if !timer::still_ours(&a) {
             self.out.closed_by_program += 1;
             self.armed_at.remove(&tid);
             self.perf_seen.remove(&tid);
+            // Its ring, if any, is unmapped; no descriptor is touched.
+            timer::disarm(a);
             return;
         }
+        drain_ring(&a, &mut self.rings, &mut self.out.ring_lost);
         let cpu_timer = matches!(a, timer::Armed::Timer(_));
         let counted = timer::disarm(a);
         // A CPU timer's signals come when a kernel tick lands on the thread: on a busy machine

@@ -503,30 +503,31 @@ fn read_count(fd: libc::c_int) -> Option<u64> {
 }
 
 /// Stops and frees one thread's timer. For a perf event, returns its final count (the
-/// thread's CPU time in nanoseconds while the event was enabled).
+/// thread's CPU time in nanoseconds while the event was enabled). A perf event whose
+/// descriptor the program has closed (its number may hold one of the program's files now)
+/// has its ring unmapped and nothing else: no descriptor is touched, and `None`.
 pub(crate) fn disarm(armed: Armed) -> Option<u64> {
+    if let Armed::Ring { ring, len, .. } = armed {
+        // First: it needs no descriptor, and it is the slowest of these calls (the ring's
+        // pages are freed), so the descriptor is checked as late as possible below.
+        // SAFETY: unmaps the ring mapped by `arm_ring`, once (moved in).
+        unsafe { libc::munmap(ring as *mut libc::c_void, len) };
+    }
+    if !still_ours(&armed) {
+        return None;
+    }
     match armed {
         Armed::Timer(t) => {
             // SAFETY: the timer id came from timer_create and is deleted once (moved in).
             unsafe { libc::timer_delete(t) };
             None
         }
-        Armed::Perf { fd, .. } => {
+        Armed::Perf { fd, .. } | Armed::Ring { fd, .. } => {
             // Disable first: a fork child may hold a copy of the descriptor, and closing ours
-            // alone would leave the event signalling.
-            // SAFETY: an ioctl on the descriptor we own.
+            // alone would leave the event counting.
+            // SAFETY: an ioctl on the descriptor we own (checked just above).
             unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
             let count = read_count(fd);
-            // SAFETY: closes the descriptor once (moved in).
-            unsafe { libc::close(fd) };
-            count
-        }
-        Armed::Ring { fd, ring, len, .. } => {
-            // SAFETY: an ioctl on the descriptor we own.
-            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
-            let count = read_count(fd);
-            // SAFETY: unmaps the ring mapped by `arm_ring`, once (moved in).
-            unsafe { libc::munmap(ring as *mut libc::c_void, len) };
             // SAFETY: closes the descriptor once (moved in).
             unsafe { libc::close(fd) };
             count

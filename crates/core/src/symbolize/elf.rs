@@ -140,11 +140,23 @@ impl UnwindSections {
     }
 }
 
-/// [`UnwindSections`] of the ELF file at `path` (only those sections are read, not the
+/// [`UnwindSections`] of the ELF file at `path` (only those sections are copied, not the
 /// code); `None` if it cannot be opened or is not a 64-bit ELF file.
+///
+/// The file is mapped and its descriptor closed at once: this runs on the sampler's drain
+/// thread while the program runs, and a program that closes every descriptor it did not
+/// open, then opens files that take the same numbers, must never have one of them closed
+/// by us. A descriptor held for the whole parse (milliseconds for libc) lost that race under
+/// load; held for an `mmap`, as long as any other read of `/proc`.
+#[allow(unsafe_code)]
 pub(crate) fn read_unwind_sections(path: &str) -> Option<UnwindSections> {
-    let data = ReadCache::new(File::open(path).ok()?);
-    read_unwind_sections_in(&data)
+    let file = File::open(path).ok()?;
+    // SAFETY: a read-only private mapping of a loaded library or program, which the system
+    // does not truncate while it is mapped and running (as addr2line maps them too); it is
+    // only read through the slice below, and dropped before this returns.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    drop(file);
+    read_unwind_sections_in(&map[..])
 }
 
 /// [`read_unwind_sections`] of an ELF image already in memory (the vDSO's).
