@@ -181,7 +181,9 @@ struct ObjectFile {
     /// when it has no debug info of its own ([`elf::debug_file`]); looked for on the first
     /// lookup (a short program's exit reads only the files its samples are in).
     debug_path: Option<String>,
-    info: ElfInfo,
+    /// Its ELF headers and notes, read at the first need: a short program's exit reads the
+    /// files its samples are in and the program's own, never the other libraries it maps.
+    info: std::cell::OnceCell<ElfInfo>,
     loader: LoaderState,
     /// Its separate debug file's DWARF is compressed and not read (see [`Self::loader`]):
     /// names come from that file's symbol table, without lines.
@@ -198,9 +200,15 @@ enum LoaderState {
 }
 
 impl ObjectFile {
+    fn info(&self) -> &ElfInfo {
+        self.info
+            .get_or_init(|| read_elf_file(&self.path).unwrap_or_default())
+    }
+
     /// Where its DWARF and symbols are read (see `debug_path`).
     fn debug_path(&mut self) -> &str {
-        let (path, info) = (&self.path, &self.info);
+        self.info();
+        let (path, info) = (&self.path, self.info.get().expect("read above"));
         self.debug_path.get_or_insert_with(|| {
             if info.has_debug_info {
                 path.clone()
@@ -213,7 +221,7 @@ impl ObjectFile {
     /// Whether frames get files and lines: DWARF of its own or in its debug file (once
     /// looked for).
     fn has_debug_info(&self) -> bool {
-        self.info.has_debug_info
+        self.info().has_debug_info
             || (self.debug_path.as_ref().is_some_and(|d| *d != self.path) && !self.dwarf_skipped)
     }
 
@@ -295,8 +303,9 @@ impl ObjectFile {
 
 impl Symbolizer {
     /// Modules are the executable mappings with a real file path (starting with `/`), sorted
-    /// by start. Reads build ids from the files' ELF notes. Never fails: a file that cannot
-    /// be read gives an empty build id and no frames.
+    /// by start. No file is read here: lookups read what they need, and
+    /// [`read_module_info`](Self::read_module_info) the build ids. Never fails: a file that
+    /// cannot be read gives an empty build id and no frames.
     pub(crate) fn new(maps: &[MapEntry]) -> Symbolizer {
         let mut entries: Vec<&MapEntry> = maps
             .iter()
@@ -310,25 +319,23 @@ impl Symbolizer {
         let mut module_files = Vec::with_capacity(entries.len());
         for entry in entries {
             let file = *file_of_path.entry(&entry.path).or_insert_with(|| {
-                let info = read_elf_file(&entry.path).unwrap_or_default();
                 files.push(ObjectFile {
                     path: entry.path.clone(),
                     debug_path: None,
-                    info,
+                    info: Default::default(),
                     loader: LoaderState::NotLoaded,
                     dwarf_skipped: false,
                     symbols: None,
                 });
                 files.len() - 1
             });
-            let f = &files[file];
             modules.push(Module {
                 start: entry.start,
                 limit: entry.end,
                 offset: entry.offset,
                 path: entry.path.clone(),
-                build_id: f.info.build_id.clone(),
-                has_debug_info: f.has_debug_info(),
+                build_id: String::new(),
+                has_debug_info: false,
             });
             module_files.push(file);
         }
@@ -339,16 +346,23 @@ impl Symbolizer {
         }
     }
 
-    /// The executable file mappings, sorted by start address.
+    /// The executable file mappings, sorted by start address. Their `build_id` and
+    /// `has_debug_info` are filled by [`read_module_info`](Self::read_module_info).
     pub(crate) fn modules(&self) -> &[Module] {
         &self.modules
     }
 
-    /// Counts in each module's `has_debug_info` the separate debug file a lookup in it
-    /// found (they are looked for at the first lookup).
-    pub(crate) fn refresh_debug_info(&mut self) {
-        for (m, &f) in self.modules.iter_mut().zip(&self.module_files) {
-            m.has_debug_info = self.files[f].has_debug_info();
+    /// Fills the `build_id` and `has_debug_info` of the modules `wanted` picks (by index),
+    /// reading their files' notes if no lookup has yet. `has_debug_info` counts the separate
+    /// debug file a lookup in the module found (they are looked for at the first lookup).
+    /// The others keep an empty build id.
+    pub(crate) fn read_module_info(&mut self, wanted: impl Fn(usize, &Module) -> bool) {
+        for (i, (m, &f)) in self.modules.iter_mut().zip(&self.module_files).enumerate() {
+            if wanted(i, m) {
+                let file = &self.files[f];
+                m.build_id = file.info().build_id.clone();
+                m.has_debug_info = file.has_debug_info();
+            }
         }
     }
 
@@ -378,7 +392,7 @@ impl Symbolizer {
         let module = &self.modules[index];
         let file_offset = (addr - module.start).checked_add(module.offset)?;
         let file = &mut self.files[self.module_files[index]];
-        let svma = file.info.svma(file_offset)?;
+        let svma = file.info().svma(file_offset)?;
         file.symbol(svma)
     }
 
@@ -391,7 +405,7 @@ impl Symbolizer {
             return Vec::new();
         };
         let file = &mut self.files[self.module_files[index]];
-        let Some(svma) = file.info.svma(file_offset) else {
+        let Some(svma) = file.info().svma(file_offset) else {
             return Vec::new();
         };
         file.frames(svma)
@@ -543,7 +557,9 @@ this is not a mapping
     }
 
     fn self_symbolizer() -> Symbolizer {
-        Symbolizer::new(&read_self_maps().unwrap())
+        let mut symbolizer = Symbolizer::new(&read_self_maps().unwrap());
+        symbolizer.read_module_info(|_, _| true);
+        symbolizer
     }
 
     #[test]
@@ -621,7 +637,7 @@ this is not a mapping
         let module = symbolizer.module_of(addr).expect("getpid in no module");
         let frames = symbolizer.lookup(addr);
         // Its debug file is looked for at the first lookup in it.
-        symbolizer.refresh_debug_info();
+        symbolizer.read_module_info(|_, _| true);
         let debug_path = symbolizer.files[symbolizer.module_files[module]]
             .debug_path()
             .to_string();
@@ -663,7 +679,7 @@ this is not a mapping
         let file = symbolizer.module_files[index];
         // The table the symbolizer names it from: its debug file's when installed.
         let debug_path = symbolizer.files[file].debug_path().to_string();
-        let (module, info) = (&symbolizer.modules[index], &symbolizer.files[file].info);
+        let (module, info) = (&symbolizer.modules[index], symbolizer.files[file].info());
         let table = read_symbols(&debug_path)
             .filter(|t| !t.symbols.is_empty())
             .or_else(|| read_symbols(&module.path))
@@ -760,6 +776,21 @@ this is not a mapping
     }
 
     #[test]
+    fn build_ids_are_read_for_the_modules_asked_for_only() {
+        // The test binary, mapped twice: only the first is asked for.
+        let exe = std::env::current_exe().unwrap();
+        let maps = parse_maps(&format!(
+            "1000-2000 r-xp 00000000 fd:01 6 {0}\n3000-4000 r-xp 00000000 fd:01 7 {0}.b\n",
+            exe.display()
+        ));
+        let mut symbolizer = Symbolizer::new(&maps);
+        assert!(symbolizer.modules().iter().all(|m| m.build_id.is_empty()));
+        symbolizer.read_module_info(|i, _| i == 0);
+        assert!(!symbolizer.modules()[0].build_id.is_empty());
+        assert_eq!(symbolizer.modules()[1].build_id, "");
+    }
+
+    #[test]
     fn file_that_is_not_elf_gives_nothing() {
         assert_eq!(
             read_elf_file(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")),
@@ -772,6 +803,7 @@ this is not a mapping
         let maps =
             parse_maps("1000-2000 r-xp 00000000 fd:01 6 /nonexistent/tickscope/libgone.so\n");
         let mut symbolizer = Symbolizer::new(&maps);
+        symbolizer.read_module_info(|_, _| true);
         assert_eq!(symbolizer.modules().len(), 1);
         assert_eq!(symbolizer.modules()[0].build_id, "");
         assert!(!symbolizer.modules()[0].has_debug_info);
@@ -799,6 +831,7 @@ this is not a mapping
             path.display()
         );
         let mut symbolizer = Symbolizer::new(&parse_maps(&line));
+        symbolizer.read_module_info(|_, _| true);
         let real = self_symbolizer();
         let index = real.module_of(text.start).unwrap();
         let build_id = &symbolizer.modules()[0].build_id;

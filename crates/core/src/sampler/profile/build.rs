@@ -175,7 +175,13 @@ pub(crate) fn build(p: Parts) -> Profile {
                     symbols.insert(a, frames);
                 }
             }
-            sym.refresh_debug_info();
+            // Build ids for the mappings the profile lists: the program's and those a sample
+            // is in (`Profile::to_pprof`).
+            let used: BTreeSet<usize> = module_of.values().copied().collect();
+            let exe = std::fs::read_link("/proc/self/exe").ok();
+            sym.read_module_info(|i, m| {
+                used.contains(&i) || exe.as_deref() == Some(std::path::Path::new(&m.path))
+            });
             (symbols, sym.modules().to_vec(), module_of)
         }
         Err(_) => (HashMap::new(), Vec::new(), HashMap::new()),
