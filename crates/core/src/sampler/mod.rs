@@ -447,8 +447,6 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             None,
         ));
     }
-    // The handler reads the clock; choose its source here, outside signal context.
-    crate::clock::now();
     if let Err(owner) = handler::install(signal) {
         return Err(Error::new(
             ErrorKind::SignalInUse,
@@ -482,13 +480,20 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             ));
         }
     };
+    // The handler reads the clock; choose its source here, outside signal context. With the
+    // unwind tables no thread is signalled unless its ring cannot be had; the poller chooses
+    // it then (a short program exec'd under `record` is spared the CPU counter's checks).
+    if !(b.unwind == Unwind::Tables && source == Source::PerfTaskClock) {
+        crate::clock::now();
+    }
     let shared = Arc::new(Shared {
         store: Store::new(b.table_entries, b.log_entries),
         ranges: Ranges::new(16_384),
         known: Tids::new(16_384),
         source,
         period_ns,
-        perf_tid: (0..PERF_FDS).map(|_| AtomicU32::new(0)).collect(),
+        // Zeroed, untouched until a descriptor is used: 16 KiB a short program never reads.
+        perf_tid: crate::sys::zeroed_slice(PERF_FDS),
         signals: AtomicU64::new(0),
         handler_ticks: AtomicU64::new(0),
         leaf_only: AtomicU64::new(0),
@@ -685,9 +690,13 @@ fn parts(
         signals: shared.signals.load(Relaxed),
         // Without waiting for the clock's calibration: a process that lived a few ms would
         // otherwise sleep out the rest of its window at exit, for a diagnostic figure.
-        handler_ns: crate::clock::rate_without_waiting().map_or(0, |r| {
-            (shared.handler_ticks.load(Relaxed) as f64 * 1e9 / r) as u64
-        }),
+        // No signal, no handler time (and the clock may never have been chosen).
+        handler_ns: match shared.signals.load(Relaxed) {
+            0 => 0,
+            _ => crate::clock::rate_without_waiting().map_or(0, |r| {
+                (shared.handler_ticks.load(Relaxed) as f64 * 1e9 / r) as u64
+            }),
+        },
         leaf_only: shared.leaf_only.load(Relaxed),
         truncated: shared.truncated.load(Relaxed),
         overrun_signals: shared.overrun_signals.load(Relaxed),

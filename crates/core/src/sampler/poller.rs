@@ -129,6 +129,11 @@ pub(super) struct Poller {
     polls: u64,
     /// When the mappings were last read for the handler.
     maps_read_at: Instant,
+    /// With the unwind tables: threads were found since the mappings were last read. The
+    /// handler's copy is brought up to date only before a thread is put on the signal (a
+    /// thread whose ring cannot be had): a short program whose threads all get rings never
+    /// reads them (the tables walk reads them itself, at its first sample).
+    ranges_stale: bool,
     /// Threads armed at their own request whose names are still to be read.
     unnamed: Vec<i32>,
     tids: Vec<i32>,
@@ -170,6 +175,7 @@ impl Poller {
             perf_seen_sum: (0, 0),
             polls: 0,
             maps_read_at: Instant::now(),
+            ranges_stale: false,
             unnamed: Vec::new(),
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
@@ -208,7 +214,9 @@ impl Poller {
             .collect();
         // The handler may walk a new thread's stack only once its mapping is known; and code
         // loaded since the last reading (dlopen) is found within a second.
-        if !new.is_empty() || self.maps_read_at.elapsed() >= MAPS_EVERY {
+        if !new.is_empty() && self.tables {
+            self.ranges_stale = true;
+        } else if !new.is_empty() || self.maps_read_at.elapsed() >= MAPS_EVERY {
             self.refresh_maps(shared);
         }
         for tid in new {
@@ -267,7 +275,9 @@ impl Poller {
         // threads that ended, already known: reading the mappings again for each cost more
         // than 100 µs a thread.
         let known = stack.is_some_and(|(low, high)| shared.ranges.covers(low, high));
-        if !known {
+        if !known && self.tables {
+            self.ranges_stale = true;
+        } else if !known {
             self.refresh_maps(shared);
         }
         // Its name is read at the next poll, off the new thread's path (and after the thread
@@ -286,6 +296,17 @@ impl Poller {
         }
         self.out.maps_reads += 1;
         self.maps_read_at = Instant::now();
+        self.ranges_stale = false;
+    }
+
+    /// Before a thread is put on the signal with the unwind tables asked for: the handler's
+    /// copy of the mappings brought up to date, and the clock it reads chosen (outside
+    /// signal context).
+    fn prepare_signal_path(&mut self, shared: &Shared) {
+        crate::clock::now();
+        if self.ranges_stale {
+            self.refresh_maps(shared);
+        }
     }
 
     fn arm(&mut self, shared: &Shared, tid: i32) {
@@ -333,6 +354,7 @@ impl Poller {
                             self.out.stack.unarmed += 1;
                             self.out.stack.error = Some(e.to_string());
                         }
+                        self.prepare_signal_path(shared);
                         // A thread that blocks the signal would never be sampled by it.
                         if procfs::signal_blocked(tid, self.signal) {
                             let r = timer::arm_ring(tid, self.period_ns, false);
@@ -350,6 +372,7 @@ impl Poller {
         };
         if let (Source::PerfTaskClock, Err(_)) = (self.source, &armed) {
             // Out of descriptors (ours or the process's): this thread gets the CPU timer.
+            self.prepare_signal_path(shared);
             armed = timer::arm(
                 Source::ThreadCpuTimer,
                 tid,
