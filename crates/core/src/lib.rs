@@ -329,6 +329,19 @@ pub mod __private {
         crate::sys::keep_stderr()
     }
 
+    /// Starts one of tickscope's own threads with the signals the program may send the
+    /// process blocked (see `sys::spawn_quiet`).
+    pub fn spawn_quiet<F, T>(
+        builder: std::thread::Builder,
+        f: F,
+    ) -> std::io::Result<std::thread::JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        crate::sys::spawn_quiet(builder, &[], f)
+    }
+
     /// Moves a descriptor tickscope opened off 0, 1 and 2 (which are the program's), to
     /// the lowest free number from 3, close-on-exec; closes it on failure.
     pub fn above_stdio(fd: i32) -> std::io::Result<i32> {

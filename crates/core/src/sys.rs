@@ -82,6 +82,49 @@ pub(crate) fn process_start_boottime_ns() -> Option<u64> {
     Some(start_ticks.saturating_mul(1_000_000_000) / hz)
 }
 
+/// Starts one of tickscope's own threads with every signal blocked but `keep` and those a
+/// fault raises. A signal sent to the process is for the program's threads: the kernel
+/// delivers it to any thread that does not block it, so without this a program's handler
+/// could run on a tickscope thread, and a signal every program thread blocks, to take it
+/// with `sigwait` or a signalfd, would land on ours and kill the process by its default
+/// action. (Each also woke tickscope's drain thread: a shell's `SIGCHLD`, once per command.)
+/// The mask is set around the spawn, so the thread never runs without it.
+pub(crate) fn spawn_quiet<F, T>(
+    builder: std::thread::Builder,
+    keep: &[libc::c_int],
+    f: F,
+) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigfillset to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    unsafe { libc::sigfillset(&mut set) };
+    let faults = [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGSYS,
+    ];
+    for &sig in faults.iter().chain(keep) {
+        // SAFETY: `set` is a valid sigset_t; a number out of range only fails.
+        unsafe { libc::sigdelset(&mut set, sig) };
+    }
+    // SAFETY: as above: the previous mask, filled in by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid for the call; blocking signals in this thread for the
+    // moment of the spawn only delays them (pending signals arrive when it is restored).
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    let spawned = builder.spawn(f);
+    // SAFETY: restores the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    spawned
+}
+
 /// Registers `f` to run in the child after every `fork` (`pthread_atfork`). `f` runs in
 /// the child before `fork` returns there, where only async-signal-safe work is allowed.
 /// Returns true if and only if the registration succeeded.
@@ -462,6 +505,36 @@ mod tests {
                 assert_eq!(t[n - 1].load(Relaxed), 7);
             }
         }
+    }
+
+    /// A tickscope thread blocks what the program may send the process, and keeps what it
+    /// was asked to keep and what a fault raises; the spawning thread's mask is as before.
+    #[test]
+    fn quiet_threads_block_signals_but_those_kept() {
+        fn blocked(sig: libc::c_int) -> bool {
+            // SAFETY: as in `spawn_quiet`.
+            let mut now: libc::sigset_t = unsafe { std::mem::zeroed() };
+            // SAFETY: reads this thread's mask into `now`.
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut now) };
+            // SAFETY: `now` is a valid sigset_t.
+            unsafe { libc::sigismember(&now, sig) == 1 }
+        }
+        let before: Vec<bool> = [libc::SIGTERM, libc::SIGCHLD].map(blocked).to_vec();
+        let there = spawn_quiet(std::thread::Builder::new(), &[libc::SIGPROF], || {
+            [
+                libc::SIGTERM,
+                libc::SIGCHLD,
+                libc::SIGINT,
+                libc::SIGPROF,
+                libc::SIGSEGV,
+            ]
+            .map(blocked)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+        assert_eq!(there, [true, true, true, false, false]);
+        assert_eq!([libc::SIGTERM, libc::SIGCHLD].map(blocked).to_vec(), before);
     }
 
     #[test]

@@ -514,6 +514,34 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
     }
 }
 
+/// A program that blocks SIGTERM and takes it with `sigtimedwait` keeps it: the library's
+/// threads (the drain thread; with `TICKSCOPE_CPUPROFILE_SIGNALS=1` the writer too) block
+/// the signals the program may send the process, so none lands on them and kills it.
+#[test]
+fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
+    let dir = scratch("sigwait");
+    let exe = dir.join("sigwait");
+    compile(
+        "gcc",
+        &["-O2"],
+        &[c_source("sigwait.c")],
+        &exe,
+        &[] as &[&str],
+    );
+    for signals in ["0", "1"] {
+        let profile = dir.join(format!("out-{signals}.pb.gz"));
+        let mut c = profiled(&exe, &profile, &[]);
+        c.env("TICKSCOPE_CPUPROFILE_SIGNALS", signals);
+        let (out, stdout, stderr) = run(&mut c);
+        assert_eq!(
+            (out.status.code(), out.status.signal(), stdout.trim()),
+            (Some(0), None, "took 15"),
+            "SIGNALS={signals}: {stderr}"
+        );
+        assert!(profile.exists(), "SIGNALS={signals}: no profile: {stderr}");
+    }
+}
+
 /// `tests/c/fds.c`, built once.
 fn fds_program() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();

@@ -421,9 +421,11 @@ impl Builder {
             .in_flight_at_start
             .store(in_flight.iter().map(|x| x.1).sum(), Relaxed);
         c.in_flight_at_start(&in_flight);
-        let spawned = std::thread::Builder::new()
-            .name("tickscope-capture".into())
-            .spawn(move || run(&mut c));
+        let spawned = crate::sys::spawn_quiet(
+            std::thread::Builder::new().name("tickscope-capture".into()),
+            &[],
+            move || run(&mut c),
+        );
         match spawned {
             Ok(h) => {
                 *handle = Some(h);

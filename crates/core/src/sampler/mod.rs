@@ -538,9 +538,12 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
     let drains = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name("tickscope-sampler".into())
-        .spawn(move || drain_loop(&drains, poller, every, rx));
+    // Its own samples still come by the signal where that is the walk.
+    let spawned = crate::sys::spawn_quiet(
+        std::thread::Builder::new().name("tickscope-sampler".into()),
+        &[signal],
+        move || drain_loop(&drains, poller, every, rx),
+    );
     let drain = match spawned {
         Ok(d) => d,
         Err(e) => {

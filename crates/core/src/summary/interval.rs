@@ -63,9 +63,11 @@ pub(crate) fn configure(interval: Option<Duration>, output: Output) {
     s.output = output;
     s.generation += 1;
     if interval.is_some() && !s.running {
-        let spawned = std::thread::Builder::new()
-            .name("tickscope-reporter".into())
-            .spawn(run);
+        let spawned = crate::sys::spawn_quiet(
+            std::thread::Builder::new().name("tickscope-reporter".into()),
+            &[],
+            run,
+        );
         match spawned {
             Ok(_) => s.running = true,
             Err(e) => crate::diag::warn(&format!("could not start the interval reporter: {e}")),

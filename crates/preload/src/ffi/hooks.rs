@@ -129,9 +129,9 @@ fn write_on_signals() -> std::io::Result<()> {
             return Err(e);
         }
     };
-    std::thread::Builder::new()
-        .name("tickscope-signals".into())
-        .spawn(move || loop {
+    ts::__private::spawn_quiet(
+        std::thread::Builder::new().name("tickscope-signals".into()),
+        move || loop {
             let mut byte = 0u8;
             // SAFETY: reads one byte into a local from the pipe this thread owns.
             let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
@@ -161,7 +161,8 @@ fn write_on_signals() -> std::io::Result<()> {
             // the profiler.
             // SAFETY: kill to our own pid; no memory is involved.
             unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
-        })?;
+        },
+    )?;
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
     EXIT_DONE.store(done_read, Relaxed);
     SIGNAL_PIPE.store(write_fd, Relaxed);

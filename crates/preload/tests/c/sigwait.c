@@ -1,0 +1,41 @@
+/* A program that takes SIGTERM with sigtimedwait, as servers that wait for signals in one
+ * place do (tests/preload.rs): it blocks SIGTERM (threads it starts would inherit the mask),
+ * burns 100 ms of CPU time so that the library's threads are running, sends SIGTERM to
+ * itself, and waits for it. Exits 0 once taken; 4 if it did not come within 10 s. A thread
+ * of the library's that did not block SIGTERM would get it instead, and the process would
+ * die of it. Build: gcc -O2. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long long sink;
+
+static long long cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(void)
+{
+    sigset_t set;
+    siginfo_t info;
+    struct timespec wait = {10, 0};
+    long long end = cpu_ns() + 100000000LL;
+    unsigned long long i;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return 5;
+    while (cpu_ns() < end)
+        for (i = 0; i < 10000; i++)
+            sink += i;
+    kill(getpid(), SIGTERM);
+    if (sigtimedwait(&set, &info, &wait) != SIGTERM)
+        return 4;
+    printf("took %d\n", info.si_signo);
+    return 0;
+}
