@@ -224,7 +224,7 @@ impl Cfi {
         } else {
             return None;
         };
-        let svma = sections.svma(entry.offset)?;
+        let svma = sections.mapping_svma(entry.offset, entry.end - entry.start)?;
         let (eh_frame_svma, eh_frame) = sections.eh_frame?;
         let (eh_frame_hdr_svma, eh_frame_hdr) = sections.eh_frame_hdr.unzip();
         let info = ExplicitModuleSectionInfo {

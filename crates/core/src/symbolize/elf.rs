@@ -27,6 +27,8 @@ pub(crate) struct LoadSegment {
     pub(super) file_offset: u64,
     pub(super) file_size: u64,
     pub(super) vaddr: u64,
+    /// `PF_X`: its pages are mapped executable.
+    pub(super) executable: bool,
 }
 
 impl ElfInfo {
@@ -134,9 +136,23 @@ pub(crate) struct UnwindSections {
 }
 
 impl UnwindSections {
-    /// The file's virtual address of the byte at `file_offset` (as [`ElfInfo::svma`]).
-    pub(crate) fn svma(&self, file_offset: u64) -> Option<u64> {
-        svma_in(&self.loads, file_offset)
+    /// The file's virtual address of the first byte of an executable mapping of `len`
+    /// bytes from file offset `offset` (a `/proc/self/maps` line's). The kernel maps whole
+    /// pages, so the offset is the code segment's rounded down, and that page may also hold
+    /// the end of the segment before it (a Rust library's read-only data, say): the segment
+    /// is the executable one that the mapping holds or starts in, never the one before.
+    pub(crate) fn mapping_svma(&self, offset: u64, len: u64) -> Option<u64> {
+        let segment = self.loads.iter().find(|segment| {
+            let end = segment.file_offset.saturating_add(segment.file_size);
+            segment.executable
+                && ((offset..offset.saturating_add(len)).contains(&segment.file_offset)
+                    || (segment.file_offset..end).contains(&offset))
+        })?;
+        Some(
+            segment
+                .vaddr
+                .wrapping_add(offset.wrapping_sub(segment.file_offset)),
+        )
     }
 }
 
@@ -218,6 +234,7 @@ fn load_segments<Elf: FileHeader>(
             file_offset: segment.p_offset(endian).into(),
             file_size: segment.p_filesz(endian).into(),
             vaddr: segment.p_vaddr(endian).into(),
+            executable: segment.p_flags(endian) & elf::PF_X != 0,
         })
         .collect()
 }
@@ -472,6 +489,37 @@ mod tests {
         }
     }
 
+    /// A Rust library's layout: read-only data, then code starting in the same page of
+    /// the file, a page further on in memory. Its executable mapping starts at the code's
+    /// offset rounded down, which the data segment also covers.
+    #[test]
+    fn an_executable_mapping_is_placed_by_the_code_segment_not_the_one_sharing_its_page() {
+        let data = LoadSegment {
+            file_offset: 0,
+            file_size: 0x7c61c,
+            vaddr: 0,
+            executable: false,
+        };
+        let code = LoadSegment {
+            file_offset: 0x7c61c,
+            file_size: 0x1b9054,
+            vaddr: 0x7d61c,
+            executable: true,
+        };
+        let sections = UnwindSections {
+            loads: vec![data, code],
+            ..UnwindSections::default()
+        };
+        // Mapped from 0x7c000 for 0x1ba000 bytes: its first byte is at 0x7d000.
+        assert_eq!(sections.mapping_svma(0x7c000, 0x1ba000), Some(0x7d000));
+        // A mapping split inside the code (mprotect): placed in the code too.
+        assert_eq!(sections.mapping_svma(0x80000, 0x1000), Some(0x81000));
+        // No code in it: no answer, rather than the data's address.
+        assert_eq!(sections.mapping_svma(0x1000, 0x1000), None);
+        // The byte-offset lookup the symboliser uses still places code bytes.
+        assert_eq!(svma_in(&sections.loads, 0x7c61c), Some(0x7d61c));
+    }
+
     #[test]
     fn file_offset_maps_to_address_only_inside_a_load_segment() {
         let info = ElfInfo {
@@ -479,6 +527,7 @@ mod tests {
                 file_offset: 0x1000,
                 file_size: 0x500,
                 vaddr: 0x401000,
+                executable: true,
             }],
             ..ElfInfo::default()
         };
