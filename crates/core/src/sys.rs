@@ -458,30 +458,86 @@ pub(crate) fn children_cpu_ns() -> std::io::Result<u64> {
 /// Implement it only for such types.
 pub(crate) unsafe trait Zeroable: Sized {}
 
-/// `n` values of all-zero bytes, in one zeroed allocation: a large one comes from pages the
-/// kernel maps on first touch, so memory a sampler reserves for its busiest moments costs
-/// nothing at start (writing each value would touch every page: most of a short-lived
-/// program's start-up under `LD_PRELOAD`).
-pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Box<[T]> {
-    if n == 0 || std::mem::size_of::<T>() == 0 {
-        return (0..n)
-            .map(|_| {
-                // SAFETY: `T: Zeroable`: all-zero bytes are a valid `T`.
-                unsafe { std::mem::zeroed() }
-            })
-            .collect();
+/// `n` values of all-zero bytes in a mapping of their own, which the kernel fills on first
+/// touch: memory a sampler reserves for its busiest moments costs nothing at start. (The
+/// allocator's `calloc` clears with `memset` whatever it does not map afresh, below its
+/// mapping threshold: 16 KiB to 3 MiB of tables touched at every start, page by page, most
+/// of a short-lived program's start-up under `LD_PRELOAD`.)
+pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
+    let bytes = std::mem::size_of::<T>()
+        .checked_mul(n)
+        .expect("a table that fits in memory");
+    if bytes == 0 {
+        return Zeroed {
+            ptr: std::ptr::NonNull::dangling(),
+            len: n,
+            mapped: 0,
+        };
     }
-    let layout = std::alloc::Layout::array::<T>(n).expect("a table that fits in memory");
-    // SAFETY: the layout's size is not zero (n > 0 and T is not zero-sized).
-    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
-    if p.is_null() {
-        std::alloc::handle_alloc_error(layout);
+    assert!(std::mem::align_of::<T>() <= 4096, "a page-aligned mapping");
+    // SAFETY: a fresh private anonymous mapping (no address asked, no descriptor): it
+    // touches no existing memory.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        std::alloc::handle_alloc_error(
+            std::alloc::Layout::array::<T>(n).expect("a table that fits in memory"),
+        );
     }
-    let slice = std::ptr::slice_from_raw_parts_mut(p, n);
-    // SAFETY: `p` holds `n` zeroed `T`s (valid: `T: Zeroable`), allocated by the global
-    // allocator with the layout `Box<[T]>` frees it with.
-    unsafe { Box::from_raw(slice) }
+    Zeroed {
+        ptr: std::ptr::NonNull::new(p.cast()).expect("mmap never maps page 0 for us"),
+        len: n,
+        mapped: bytes,
+    }
 }
+
+/// A table from [`zeroed_slice`]: `len` values in a mapping of `mapped` bytes of its own
+/// (none for an empty table), unmapped when dropped.
+pub(crate) struct Zeroed<T> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+    mapped: usize,
+}
+
+impl<T> std::ops::Deref for Zeroed<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` valid `T`s (zeroed, `T: Zeroable`, or written since
+        // through `&`), or is dangling and aligned with nothing to read when empty.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for Zeroed<T> {
+    fn drop(&mut self) {
+        if self.mapped > 0 {
+            // SAFETY: as in `deref`; each value is dropped once, here, before its memory
+            // goes.
+            unsafe {
+                std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(
+                    self.ptr.as_ptr(),
+                    self.len,
+                ))
+            };
+            // SAFETY: the mapping `zeroed_slice` made for this table, unmapped once.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+        }
+    }
+}
+
+// SAFETY: a `Zeroed<T>` owns its values as a `Box<[T]>` does; it is sent and shared as
+// they can be.
+unsafe impl<T: Send> Send for Zeroed<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Zeroed<T> {}
 
 // SAFETY: an integer's atomic: all-zero bytes are 0.
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}

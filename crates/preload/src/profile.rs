@@ -136,8 +136,9 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
     })
 }
 
-/// Stops the sampler and writes its profile.
-pub(crate) fn stop() -> Result<Written, Failure> {
+/// Stops the sampler and writes its profile; `exiting` when the process is about to end (see
+/// `Sampler::stop_at_exit`).
+pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     if !owned_here() {
         return Err(Failure::new(
             Code::State,
@@ -150,7 +151,10 @@ pub(crate) fn stop() -> Result<Written, Failure> {
         .take()
         .ok_or_else(|| Failure::new(Code::State, "no sampler is running"))?;
     drop(active);
-    let profile = a.sampler.stop();
+    let profile = match exiting {
+        true => a.sampler.stop_at_exit(),
+        false => a.sampler.stop(),
+    };
     write(&profile, &a.path)
 }
 
@@ -178,7 +182,7 @@ pub(crate) fn finish(why: &str) {
         return;
     }
     let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
-    match stop() {
+    match stop(true) {
         Ok(w) => {
             // Under `record`, what writing the profile cost, which no profile can hold.
             let recorded =

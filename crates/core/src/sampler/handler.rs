@@ -27,7 +27,7 @@ pub(crate) struct Shared {
     pub source: Source,
     pub period_ns: u64,
     /// Per perf-event descriptor: the thread it samples (saves a gettid call per signal).
-    pub perf_tid: Box<[AtomicU32]>,
+    pub perf_tid: crate::sys::Zeroed<AtomicU32>,
     /// Signals handled.
     pub signals: AtomicU64,
     /// Ticks spent in the handler, signal delivery excluded.
@@ -73,7 +73,7 @@ pub(crate) fn in_handler() -> bool {
 /// A fixed open-addressing set of thread ids, lock-free for readers (the handler) with one
 /// writer (the drain thread). A miss only costs a leaf-only sample, never a wrong walk:
 /// removal writes a tombstone, and a rebuild clears before re-adding.
-pub(crate) struct Tids(Box<[AtomicU32]>);
+pub(crate) struct Tids(crate::sys::Zeroed<AtomicU32>);
 
 const TOMBSTONE: u32 = u32::MAX;
 

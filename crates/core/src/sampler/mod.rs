@@ -361,7 +361,18 @@ impl Sampler {
     /// Stops sampling and returns the profile, symbolised.
     pub fn stop(mut self) -> Profile {
         match self.inner.take() {
-            Some(r) => finish(r, true).unwrap_or_else(Profile::empty_after_fork),
+            Some(r) => finish(r, true, false).unwrap_or_else(Profile::empty_after_fork),
+            None => Profile::empty_after_fork(),
+        }
+    }
+
+    /// [`stop`](Self::stop) for a process about to end (an exit hook, a handler that then
+    /// ends it): the sampler's tables, megabytes of reserved memory, are left to the
+    /// process's end rather than unmapped one by one. Sampling another profile after this
+    /// works, without that memory back.
+    pub fn stop_at_exit(mut self) -> Profile {
+        match self.inner.take() {
+            Some(r) => finish(r, true, true).unwrap_or_else(Profile::empty_after_fork),
             None => Profile::empty_after_fork(),
         }
     }
@@ -370,7 +381,7 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         if let Some(r) = self.inner.take() {
-            finish(r, false);
+            finish(r, false, false);
         }
     }
 }
@@ -607,8 +618,9 @@ fn wait_handlers() {
 }
 
 /// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
-/// where the drain thread and the timers do not exist.
-fn finish(r: Running, build: bool) -> Option<Profile> {
+/// where the drain thread and the timers do not exist. With `exiting`, the shared state is
+/// not freed (see [`Sampler::stop_at_exit`]).
+fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     if r.pid != std::process::id() {
         // A fork child: nothing of the parent's sampler runs here. Leak the state rather
         // than touch timers and a thread that belong to the parent.
@@ -646,15 +658,11 @@ fn finish(r: Running, build: bool) -> Option<Profile> {
     shared.store.drain(&mut drained.stacks, 0, true);
     #[cfg(feature = "capture")]
     poller::to_timeline(&shared, &drained.stacks, &mut drained.timeline, true);
-    if !build {
-        return None;
+    let profile = build.then(|| profile::build(parts(meta, &shared, drained, process_cpu_ns)));
+    if exiting {
+        std::mem::forget(shared);
     }
-    Some(profile::build(parts(
-        meta,
-        &shared,
-        drained,
-        process_cpu_ns,
-    )))
+    profile
 }
 
 impl StartInfo {

@@ -181,10 +181,10 @@ pub(crate) const LOST_REASONS: [(&str, Lost); 1] = [("table and log full", Lost:
 
 /// The whole store, allocated once per sampler start.
 pub(crate) struct Store {
-    entries: Box<[Entry]>,
+    entries: crate::sys::Zeroed<Entry>,
     /// `keys[i]` belongs to `entries[i]`.
-    keys: Box<[KeyCells]>,
-    log: Box<[Cell]>,
+    keys: crate::sys::Zeroed<KeyCells>,
+    log: crate::sys::Zeroed<Cell>,
     head: AtomicU64,
     tail: AtomicU64,
     lost: [AtomicU64; 1],
@@ -216,7 +216,7 @@ pub(crate) fn key_hash(k: &Key) -> u64 {
 /// counts the sample as lost to the timeline (the profile still has it).
 #[cfg(feature = "capture")]
 pub(crate) struct SampleLog {
-    cells: Box<[SampleCell]>,
+    cells: crate::sys::Zeroed<SampleCell>,
     head: AtomicU64,
     tail: AtomicU64,
     /// Samples the timeline could not take (the queue was full).

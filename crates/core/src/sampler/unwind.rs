@@ -85,8 +85,8 @@ struct RangeBuf {
     readers: AtomicU32,
     stack_len: AtomicUsize,
     exec_len: AtomicUsize,
-    stack: Box<[AtomicU64]>,
-    exec: Box<[AtomicU64]>,
+    stack: crate::sys::Zeroed<AtomicU64>,
+    exec: crate::sys::Zeroed<AtomicU64>,
 }
 
 impl RangeBuf {

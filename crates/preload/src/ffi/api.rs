@@ -335,7 +335,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
 /// Stops sampling and writes the profile.
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_stop() -> c_int {
-    call(|| profile::stop().map(drop))
+    call(|| profile::stop(false).map(drop))
 }
 
 /// Writes the profile so far; sampling goes on.
