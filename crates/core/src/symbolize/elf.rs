@@ -156,6 +156,80 @@ impl UnwindSections {
     }
 }
 
+/// The program's own code mapping, read from its program headers in memory (`AT_PHDR`),
+/// as (start, limit, file offset, build id): what a profile without samples names, with
+/// neither `/proc/self/maps` nor the file read (a short program exec'd under `record`).
+/// `None` where the headers do not say (no `PT_PHDR` to place them, no executable segment).
+#[allow(unsafe_code)]
+pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
+    use object::elf::{ProgramHeader64, PF_X, PT_LOAD, PT_NOTE, PT_PHDR};
+    let aux = |key| {
+        // SAFETY: getauxval only reads the auxiliary vector; 0 where an entry is missing.
+        unsafe { libc::getauxval(key) }
+    };
+    let (at, count, page) = (
+        aux(libc::AT_PHDR),
+        aux(libc::AT_PHNUM),
+        aux(libc::AT_PAGESZ),
+    );
+    if at == 0 || count == 0 || count > 0xffff || at % 8 != 0 || !page.is_power_of_two() {
+        return None;
+    }
+    // SAFETY: the kernel's `AT_PHDR` is the address of the program's `AT_PHNUM` program
+    // headers, mapped readable for the life of the process (the dynamic loader reads them
+    // there too); 64-bit ELF on this 64-bit target, 8-aligned (checked above).
+    let headers = unsafe {
+        std::slice::from_raw_parts(at as *const ProgramHeader64<Endianness>, count as usize)
+    };
+    let endian = Endianness::default();
+    let field = |h: &ProgramHeader64<Endianness>| {
+        (
+            h.p_type(endian),
+            h.p_vaddr(endian),
+            h.p_memsz(endian),
+            h.p_filesz(endian),
+        )
+    };
+    // Where the headers say they are loaded, against where they are: the load bias.
+    let bias = headers
+        .iter()
+        .map(field)
+        .find(|h| h.0 == PT_PHDR)
+        .map(|h| at.wrapping_sub(h.1))?;
+    let text = headers
+        .iter()
+        .find(|h| h.p_type(endian) == PT_LOAD && h.p_flags(endian) & PF_X != 0)?;
+    let start = bias.wrapping_add(text.p_vaddr(endian)) & !(page - 1);
+    let limit =
+        (bias.wrapping_add(text.p_vaddr(endian) + text.p_memsz(endian)) + page - 1) & !(page - 1);
+    let offset = text.p_offset(endian) & !(page - 1);
+    // A note is read only where a loaded segment's file bytes cover it.
+    let loaded = |from: u64, len: u64| {
+        headers.iter().map(field).any(|h| {
+            h.0 == PT_LOAD && h.1 <= from && from.saturating_add(len) <= h.1.saturating_add(h.3)
+        })
+    };
+    let build_id = headers
+        .iter()
+        .filter(|h| h.p_type(endian) == PT_NOTE)
+        .filter(|h| loaded(h.p_vaddr(endian), h.p_filesz(endian)))
+        .find_map(|h| {
+            // SAFETY: the note segment lies within a loaded segment's file bytes (checked
+            // above), mapped readable at the bias for the life of the process.
+            let notes = unsafe {
+                std::slice::from_raw_parts(
+                    bias.wrapping_add(h.p_vaddr(endian)) as *const u8,
+                    h.p_filesz(endian) as usize,
+                )
+            };
+            let iter =
+                NoteIterator::<FileHeader64<Endianness>>::new(endian, h.p_align(endian), notes);
+            find_build_id(endian, iter.ok()?)
+        })
+        .unwrap_or_default();
+    Some((start, limit, offset, build_id))
+}
+
 /// [`UnwindSections`] of the ELF file at `path` (only those sections are copied, not the
 /// code); `None` if it cannot be opened or is not a 64-bit ELF file.
 ///

@@ -144,6 +144,22 @@ pub(crate) struct Module {
     pub has_debug_info: bool,
 }
 
+/// The program's own code mapping, from its program headers in memory: no file read, no
+/// `/proc/self/maps` (see [`elf::main_program_in_memory`]). It has no `has_debug_info`: a
+/// profile without samples has no frames to give lines to.
+pub(crate) fn main_module() -> Option<Module> {
+    let (start, limit, offset, build_id) = elf::main_program_in_memory()?;
+    let path = std::fs::read_link("/proc/self/exe").ok()?;
+    Some(Module {
+        start,
+        limit,
+        offset,
+        path: path.into_os_string().into_string().ok()?,
+        build_id,
+        has_debug_info: false,
+    })
+}
+
 /// A source-level frame. An address gives several when functions were inlined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Frame {
@@ -788,6 +804,38 @@ this is not a mapping
         symbolizer.read_module_info(|i, _| i == 0);
         assert!(!symbolizer.modules()[0].build_id.is_empty());
         assert_eq!(symbolizer.modules()[1].build_id, "");
+    }
+
+    /// The program's mapping from its headers in memory is the one `/proc/self/maps` and
+    /// its file give.
+    #[test]
+    fn the_programs_mapping_from_memory_matches_its_maps_line_and_file() {
+        let from_memory = main_module().expect("the test binary has its program headers");
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let mut symbolizer = self_symbolizer();
+        symbolizer.read_module_info(|_, _| true);
+        let from_maps = symbolizer
+            .modules()
+            .iter()
+            .find(|m| std::path::Path::new(&m.path) == exe)
+            .expect("the test binary in no module");
+        assert_eq!(
+            (
+                from_memory.start,
+                from_memory.limit,
+                from_memory.offset,
+                &from_memory.path,
+                &from_memory.build_id
+            ),
+            (
+                from_maps.start,
+                from_maps.limit,
+                from_maps.offset,
+                &from_maps.path,
+                &from_maps.build_id
+            )
+        );
+        assert!(!from_memory.build_id.is_empty());
     }
 
     #[test]

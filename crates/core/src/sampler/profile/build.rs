@@ -161,8 +161,16 @@ pub(crate) fn build(p: Parts) -> Profile {
             Loc::Synthetic(_) => None,
         })
         .collect();
-    let (symbols, modules, module_of) = match crate::symbolize::read_self_maps() {
-        Ok(maps) => {
+    // Without a sample, only the program's own mapping, for `File:`, read from memory: a
+    // short program exec'd under `record` reads neither its mappings nor a file to say so.
+    let main_only = match addrs.is_empty() {
+        true => crate::symbolize::main_module(),
+        false => None,
+    };
+    let (symbols, modules, module_of) = match main_only.ok_or_else(crate::symbolize::read_self_maps)
+    {
+        Ok(main) => (HashMap::new(), vec![main], HashMap::new()),
+        Err(Ok(maps)) => {
             let mut sym = Symbolizer::new(&maps);
             let mut symbols = HashMap::new();
             let mut module_of = HashMap::new();
@@ -184,7 +192,7 @@ pub(crate) fn build(p: Parts) -> Profile {
             });
             (symbols, sym.modules().to_vec(), module_of)
         }
-        Err(_) => (HashMap::new(), Vec::new(), HashMap::new()),
+        Err(Err(_)) => (HashMap::new(), Vec::new(), HashMap::new()),
     };
 
     let scope_ids: BTreeSet<u32> = samples
