@@ -20,7 +20,10 @@ on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
 Needs: a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`),
 perf, google-perftools, go (for `go tool pprof`), sqlite3, xz. Takes a few minutes.
 
-usage: debian_programs.py [--hz HZ] [--rounds N] [--mb TEXT_MB] [--only NAME...]
+usage: debian_programs.py [--hz HZ] [--rounds N] [--mb TEXT_MB] [--scale K] [--only NAME...]
+
+--scale K runs the sqlite3 and python3 workloads K times longer: the top-5 comparison with
+perf needs several thousand samples before its sampling error falls under 2 points.
 """
 import argparse
 import math
@@ -51,7 +54,7 @@ def libprofiler():
     sys.exit("libprofiler.so not found: apt-get install google-perftools")
 
 
-def workloads(tmp, mb):
+def workloads(tmp, mb, scale=1):
     text = os.path.join(tmp, "text.txt")
     words = [w.encode() for w in "the quick brown fox jumps over a lazy dog while profilers "
              "count every sample they take and some of them unwind each stack".split()]
@@ -66,12 +69,12 @@ def workloads(tmp, mb):
             f.write(b)
             n += len(b)
     sql = ("CREATE TABLE a(k INTEGER, v TEXT); CREATE TABLE b(k INTEGER, w TEXT);"
-           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 600000) "
+           f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT {600000 * scale}) "
            "INSERT INTO a SELECT x % 5000, printf('v%d', x) FROM c;"
            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 20000) "
            "INSERT INTO b SELECT x % 5000, printf('w%d', x) FROM c;"
            "SELECT count(*), sum(length(v) + length(w)) FROM a JOIN b USING (k);")
-    py = "s = 0\nfor i in range(12_000_000):\n    s += i * i % 7\nprint(s)\n"
+    py = f"s = 0\nfor i in range({12_000_000 * scale}):\n    s += i * i % 7\nprint(s)\n"
     return [
         ("sqlite3 join", ["sqlite3", ":memory:", sql], True),
         ("xz -9 -T1", ["xz", "-9", "-T1", "-c", "-k", text], True),
@@ -173,6 +176,8 @@ def main():
     ap.add_argument("--hz", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=20, help="size of the generated text for xz")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="sqlite3 and python3 workloads K times longer (more samples)")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args()
     for tool, hint in [("perf", "apt-get install linux-perf"), ("go", "apt-get install golang-go"),
@@ -188,7 +193,7 @@ def main():
             f"{'CPU acc':>7} {'named':>6} {'depth':>6} {'gperf':>6} {'main%':>6} {'gperf':>6} "
             f"{'top5 vs perf (max diff)'}")
     print(head)
-    for name, cmd, single in workloads(tmp, a.mb):
+    for name, cmd, single in workloads(tmp, a.mb, a.scale):
         if a.only and not any(o in name for o in a.only):
             continue
         plain, rec, perf, gp, acc = [], [], [], [], []
