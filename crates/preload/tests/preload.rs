@@ -516,7 +516,8 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
 
 /// A program that blocks SIGTERM and takes it with `sigtimedwait` keeps it: the library's
 /// threads (the drain thread; with `TICKSCOPE_CPUPROFILE_SIGNALS=1` the writer too) block
-/// the signals the program may send the process, so none lands on them and kills it.
+/// the signals the program may send the process, so none lands on them and kills it. And
+/// the writer, which sends SIGTERM again after writing the profile, lets it in itself.
 #[test]
 fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
     let dir = scratch("sigwait");
@@ -540,6 +541,18 @@ fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
         );
         assert!(profile.exists(), "SIGNALS={signals}: no profile: {stderr}");
     }
+    // Taken by the library's handler inside a ppoll, then blocked again everywhere: the
+    // signal, sent again once the profile is written, still ends the process.
+    let profile = dir.join("out-ppoll.pb.gz");
+    let mut c = profiled(&exe, &profile, &["ppoll"]);
+    c.env("TICKSCOPE_CPUPROFILE_SIGNALS", "1");
+    let (out, _, stderr) = run(&mut c);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGTERM),
+        "the program outlived its SIGTERM: {stderr}"
+    );
+    assert!(profile.exists(), "no profile: {stderr}");
 }
 
 /// `tests/c/fds.c`, built once.

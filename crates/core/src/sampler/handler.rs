@@ -296,6 +296,8 @@ pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
     unsafe { libc::sigemptyset(&mut sa.sa_mask) };
     // SAFETY: installs an SA_SIGINFO handler that follows the signal-context contract.
     unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) };
+    // tickscope's threads started from now keep it unblocked (`sys::spawn_quiet`).
+    crate::sys::SAMPLER_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }
 

@@ -114,6 +114,18 @@ extern "C" fn on_terminate(sig: c_int) {
     unsafe { *slot = errno };
 }
 
+/// Takes `sig` off the calling thread's signal mask.
+fn unblock(sig: c_int) {
+    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigemptyset to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    // SAFETY: as above; a signal number out of range only fails.
+    unsafe { libc::sigaddset(&mut set, sig) };
+    // SAFETY: `set` is valid for the call, which changes only this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+}
+
 /// With `TICKSCOPE_CPUPROFILE_SIGNALS=1`: SIGINT and SIGTERM write the profile, then the
 /// process dies of the signal as it would have. Dispositions the program inherited as
 /// ignored stay ignored; handlers the program installs later replace ours.
@@ -157,8 +169,11 @@ fn write_on_signals() -> std::io::Result<()> {
             let _ = catch_unwind(|| profile::finish(&format!("on signal {sig}")));
             // SAFETY: restores the default action (a valid disposition) ...
             unsafe { libc::signal(sig, libc::SIG_DFL) };
-            // ... and sends the signal again: the process ends as it would have without
-            // the profiler.
+            // ... takes the signal off this thread's mask, so that it lands whatever the
+            // program's threads block now (it had been taken inside `ppoll`'s mask, say) ...
+            unblock(sig);
+            // ... and sends it again: the process ends as it would have without the
+            // profiler.
             // SAFETY: kill to our own pid; no memory is involved.
             unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
         },

@@ -1,11 +1,21 @@
-/* A program that takes SIGTERM with sigtimedwait, as servers that wait for signals in one
- * place do (tests/preload.rs): it blocks SIGTERM (threads it starts would inherit the mask),
- * burns 100 ms of CPU time so that the library's threads are running, sends SIGTERM to
- * itself, and waits for it. Exits 0 once taken; 4 if it did not come within 10 s. A thread
- * of the library's that did not block SIGTERM would get it instead, and the process would
- * die of it. Build: gcc -O2. */
+/* Signals a program blocks, against a preloaded libtickscope (tests/preload.rs). It blocks
+ * SIGTERM (threads it starts would inherit the mask), burns 100 ms of CPU time so that the
+ * library's threads are running, and sends SIGTERM to itself. Then:
+ *
+ *   sigwait        takes it with sigtimedwait, as servers that wait for signals in one
+ *                  place do: exits 0 once taken, 4 if it did not come within 10 s. A thread
+ *                  of the library's that did not block SIGTERM would get it instead, and
+ *                  the process would die of it.
+ *   ppoll          lets it in only during a ppoll (a handler runs there, then the mask is
+ *                  back), then sleeps 10 s and exits 0. With the library's SIGTERM handler
+ *                  (TICKSCOPE_CPUPROFILE_SIGNALS=1), the process must die of SIGTERM, the
+ *                  profile written, although every program thread blocks it by then.
+ *
+ * Build: gcc -O2. */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,9 +29,9 @@ static long long cpu_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    sigset_t set;
+    sigset_t set, during;
     siginfo_t info;
     struct timespec wait = {10, 0};
     long long end = cpu_ns() + 100000000LL;
@@ -34,6 +44,12 @@ int main(void)
         for (i = 0; i < 10000; i++)
             sink += i;
     kill(getpid(), SIGTERM);
+    if (argc > 1 && strcmp(argv[1], "ppoll") == 0) {
+        sigemptyset(&during);
+        ppoll(NULL, 0, &wait, &during);
+        sleep(10);
+        return 0;
+    }
     if (sigtimedwait(&set, &info, &wait) != SIGTERM)
         return 4;
     printf("took %d\n", info.si_signo);
