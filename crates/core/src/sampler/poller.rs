@@ -134,6 +134,10 @@ pub(super) struct Poller {
     /// thread whose ring cannot be had): a short program whose threads all get rings never
     /// reads them (the tables walk reads them itself, at its first sample).
     ranges_stale: bool,
+    /// With the unwind tables: some thread was put on the signal (or a kernel-chain ring)
+    /// since the start, so the handler's copy of the mappings is kept current (read again
+    /// every [`MAPS_EVERY`]); until then nothing reads it.
+    signal_path_used: bool,
     /// Threads armed at their own request whose names are still to be read.
     unnamed: Vec<i32>,
     tids: Vec<i32>,
@@ -176,6 +180,7 @@ impl Poller {
             polls: 0,
             maps_read_at: Instant::now(),
             ranges_stale: false,
+            signal_path_used: false,
             unnamed: Vec::new(),
             tids: Vec::new(),
             rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
@@ -214,9 +219,14 @@ impl Poller {
             .collect();
         // The handler may walk a new thread's stack only once its mapping is known; and code
         // loaded since the last reading (dlopen) is found within a second.
-        if !new.is_empty() && self.tables {
-            self.ranges_stale = true;
-        } else if !new.is_empty() || self.maps_read_at.elapsed() >= MAPS_EVERY {
+        // With the unwind tables, only once a thread is on the signal path.
+        let periodic = self.maps_read_at.elapsed() >= MAPS_EVERY;
+        if self.tables {
+            self.ranges_stale |= !new.is_empty();
+            if periodic && self.signal_path_used {
+                self.refresh_maps(shared);
+            }
+        } else if !new.is_empty() || periodic {
             self.refresh_maps(shared);
         }
         for tid in new {
@@ -303,6 +313,7 @@ impl Poller {
     /// copy of the mappings brought up to date, and the clock it reads chosen (outside
     /// signal context).
     fn prepare_signal_path(&mut self, shared: &Shared) {
+        self.signal_path_used = true;
         crate::clock::now();
         if self.ranges_stale {
             self.refresh_maps(shared);
