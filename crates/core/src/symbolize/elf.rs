@@ -142,12 +142,17 @@ impl UnwindSections {
     /// the end of the segment before it (a Rust library's read-only data, say): the segment
     /// is the executable one that the mapping holds or starts in, never the one before.
     pub(crate) fn mapping_svma(&self, offset: u64, len: u64) -> Option<u64> {
-        let segment = self.loads.iter().find(|segment| {
-            let end = segment.file_offset.saturating_add(segment.file_size);
-            segment.executable
-                && ((offset..offset.saturating_add(len)).contains(&segment.file_offset)
-                    || (segment.file_offset..end).contains(&offset))
-        })?;
+        let code = || self.loads.iter().filter(|segment| segment.executable);
+        // The code segment that starts in the mapping, else one the mapping starts in (a
+        // segment split by `mprotect`).
+        let segment = code()
+            .find(|segment| (offset..offset.saturating_add(len)).contains(&segment.file_offset))
+            .or_else(|| {
+                code().find(|segment| {
+                    let end = segment.file_offset.saturating_add(segment.file_size);
+                    (segment.file_offset..end).contains(&offset)
+                })
+            })?;
         Some(
             segment
                 .vaddr
@@ -162,15 +167,16 @@ impl UnwindSections {
 /// `None` where the headers do not say (no `PT_PHDR` to place them, no executable segment).
 #[allow(unsafe_code)]
 pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
-    use object::elf::{ProgramHeader64, PF_X, PT_LOAD, PT_NOTE, PT_PHDR};
+    use object::elf::{ProgramHeader64, PF_X, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR};
     let aux = |key| {
         // SAFETY: getauxval only reads the auxiliary vector; 0 where an entry is missing.
         unsafe { libc::getauxval(key) }
     };
-    let (at, count, page) = (
+    let (at, count, page, interpreter) = (
         aux(libc::AT_PHDR),
         aux(libc::AT_PHNUM),
         aux(libc::AT_PAGESZ),
+        aux(libc::AT_BASE),
     );
     if at == 0 || count == 0 || count > 0xffff || at % 8 != 0 || !page.is_power_of_two() {
         return None;
@@ -182,6 +188,11 @@ pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
         std::slice::from_raw_parts(at as *const ProgramHeader64<Endianness>, count as usize)
     };
     let endian = Endianness::default();
+    // A dynamic program run as `ld.so ./prog`: the loader rewrote the headers' entries to
+    // the program's, but /proc/self/exe names the loader. Its mappings say which is which.
+    if interpreter == 0 && headers.iter().any(|h| h.p_type(endian) == PT_INTERP) {
+        return None;
+    }
     let field = |h: &ProgramHeader64<Endianness>| {
         (
             h.p_type(endian),

@@ -793,10 +793,11 @@ this is not a mapping
 
     #[test]
     fn build_ids_are_read_for_the_modules_asked_for_only() {
-        // The test binary, mapped twice: only the first is asked for.
+        // The test binary, mapped twice (one file, two modules): only the first is asked
+        // for.
         let exe = std::env::current_exe().unwrap();
         let maps = parse_maps(&format!(
-            "1000-2000 r-xp 00000000 fd:01 6 {0}\n3000-4000 r-xp 00000000 fd:01 7 {0}.b\n",
+            "1000-2000 r-xp 00000000 fd:01 6 {0}\n3000-4000 r-xp 00000000 fd:01 6 {0}\n",
             exe.display()
         ));
         let mut symbolizer = Symbolizer::new(&maps);
