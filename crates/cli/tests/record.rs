@@ -543,10 +543,31 @@ fn cpu_of_processes_not_profiled_is_said() {
     let subshell = "( i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done ); true";
     let (code, _, stderr) = record_in(&dir, ["-o", "f.pb.gz", "--", "bash", "-c", subshell]);
     assert_eq!(code, Some(0), "{stderr}");
-    // Most of the run's CPU time was the subshell's.
+    // Most of the run's CPU time was the subshell's: a fork child that did not exec, which
+    // says so, named, with its CPU time.
     let (pct, line) = accounting(&stderr);
     assert!(pct < 50.0, "{line}");
-    assert!(line.contains("fork children that did not exec"), "{line}");
+    let forks = stderr
+        .lines()
+        .find(|l| l.contains("that did not exec ran unprofiled"))
+        .unwrap_or_else(|| panic!("the fork child is not counted: {stderr}"));
+    assert!(
+        forks.contains("1 fork child ") && forks.ends_with("bash (1)"),
+        "{forks}"
+    );
+    let time = forks
+        .split(" of CPU time")
+        .next()
+        .and_then(|l| l.rsplit(", ").next())
+        .unwrap_or_default();
+    let said_ms = match time.split_once(' ') {
+        Some((v, "ms")) => v.parse::<f64>().unwrap_or(0.0),
+        Some((v, "s")) => v.parse::<f64>().unwrap_or(0.0) * 1e3,
+        _ => panic!("no CPU time in {forks}"),
+    };
+    assert!(said_ms > 10.0, "the subshell's loop took more: {forks}");
+    // Explained: no guess at what else was not profiled.
+    assert!(!line.contains("not profiled"), "{line}");
     // A run whose processes are all profiled: nearly all held, no explanation to give.
     let exe = workload(&dir);
     let (code, _, stderr) = record_in(&dir, ["-o", "g.pb.gz", "--", exe.to_str().unwrap(), "100"]);

@@ -376,6 +376,18 @@ pub mod __private {
     /// profile holds.
     pub const EXIT_CPU_MARK: &str = "tickscope-record-stat exit-cpu-ns=";
 
+    /// The mark of the line a fork child of a profiled process that did not exec leaves in
+    /// `TICKSCOPE_MESSAGES` as it ends, for `tickscope record` alone: `pid=P cpu-ns=N
+    /// name=COMM`, its CPU time being in no profile.
+    pub const FORK_CHILD_MARK: &str = "tickscope-record-stat fork-child ";
+
+    /// Writes `line` to the messages file `TICKSCOPE_MESSAGES` names, if that is where
+    /// tickscope's messages go, and nowhere else. Async-signal-safe (`_exit` may run in a
+    /// handler): system calls only, and no lock waited for.
+    pub fn say_to_record_in_signal(line: &[u8]) {
+        crate::sys::write_messages_file_in_signal(line)
+    }
+
     /// CPU time (ns) of the children this process has waited for, and of theirs.
     pub fn children_cpu_ns() -> std::io::Result<u64> {
         crate::sys::children_cpu_ns()

@@ -242,10 +242,12 @@ pub(crate) fn keep_stderr() {
         if let Ok(f) = opened {
             let fd = f.into_raw_fd();
             if keep(fd) {
+                KEPT_IS_MESSAGES.store(true, SeqCst);
                 return;
             }
         }
     }
+    KEPT_IS_MESSAGES.store(false, SeqCst);
     // SAFETY: duplicates descriptor 2 if it is open; no memory involved.
     let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
     if fd < 0 {
@@ -307,6 +309,29 @@ pub(crate) fn write_stderr(text: &str) {
             }
         }
     }
+}
+
+/// Whether the kept descriptor is `TICKSCOPE_MESSAGES`'s file (`record`'s), not stderr.
+static KEPT_IS_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`write_stderr`] for signal context, to the messages file only: the identity check takes
+/// the lock only if it is free (a fork child may have inherited it taken), and the line is
+/// dropped otherwise.
+pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let fd = KEPT_STDERR.load(SeqCst);
+    if fd < 0 || !KEPT_IS_MESSAGES.load(SeqCst) {
+        return;
+    }
+    let Ok(id) = KEPT_ID.try_lock().map(|id| *id) else {
+        return;
+    };
+    if file_id(fd) != Some(id) {
+        return;
+    }
+    // One write: the file is opened for appending, and a short line goes in whole.
+    // SAFETY: writes from a live slice to the descriptor kept above.
+    unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
 }
 
 /// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else since the

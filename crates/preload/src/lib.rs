@@ -54,9 +54,10 @@
 //!   closes descriptors it did not open stops those threads' sampling (the profile counts
 //!   the events and reports their time as not sampled); numbers it reuses are never touched.
 //! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time
-//!   is not in the parent's profile; `record` says how much CPU time the run's processes
-//!   used that no profile holds). A program exec'd by the profiled process inherits the
-//!   environment and profiles into `PATH.<pid>`.
+//!   is not in the parent's profile). Under `record` it says so as it ends (at `exit`,
+//!   `_exit`, or SIGINT/SIGTERM): `record` prints how many fork children ran unprofiled,
+//!   their names and CPU time, and how much CPU time no profile holds. A program exec'd by
+//!   the profiled process inherits the environment and profiles into `PATH.<pid>`.
 //! - **Stacks**: walked by the unwind tables (`.eh_frame`, DWARF CFI), as gperftools'
 //!   libunwind and `perf --call-graph dwarf` walk them, so code built without frame pointers
 //!   (nearly every program and library a distribution ships) has its callers. Where perf

@@ -176,9 +176,11 @@ pub(crate) fn flush() -> Result<Written, Failure> {
 }
 
 /// At exit or on a signal: stops a sampler this process started and writes its profile,
-/// saying so on stderr. A fork child does nothing (see the crate docs).
+/// saying so on stderr. A fork child writes none (see the crate docs); under `record` it
+/// says it ran unprofiled ([`report_fork_child`]).
 pub(crate) fn finish(why: &str) {
     if !owned_here() {
+        crate::ffi::report_fork_child();
         return;
     }
     let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
@@ -204,6 +206,12 @@ pub(crate) fn finish(why: &str) {
         Err(f) if f.code == Code::State => {}
         Err(f) => ts::__private::say(&format!("tickscope: {why}: {}", f.message)),
     }
+}
+
+/// The process that started the sampler (0 before any): a process that has the sampler
+/// but is not this one is a fork child that did not exec.
+pub(crate) fn owner() -> u32 {
+    OWNER.load(SeqCst)
 }
 
 /// Reads `TICKSCOPE_CPUPROFILE` and its companions. `None` when it is not set; bad values are

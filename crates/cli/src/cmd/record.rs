@@ -154,7 +154,7 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
-    let exit_cpu = messages.print();
+    let Said { exit_cpu, forks } = messages.print();
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
@@ -296,6 +296,9 @@ pub fn run(args: Args) -> Result<u8> {
             );
         }
     }
+    if !forks.is_empty() {
+        eprintln!("tickscope: {}", forks_line(&forks));
+    }
     if let (false, Some(tree), Some(held)) = (args.wall, tree_cpu, held_cpu) {
         // Writing the profiles is tickscope's, after their accounting ended: not a process
         // left out.
@@ -307,7 +310,9 @@ pub fn run(args: Args) -> Result<u8> {
             seconds(tree),
             seconds(exit_cpu)
         );
-        if (held as f64) < 0.9 * tree as f64 && tree - held > 20_000_000 {
+        // What the fork children said they used is explained above.
+        let explained = held + forks.iter().map(|f| f.1).sum::<u64>();
+        if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
             line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)");
         }
         eprintln!("{line}");
@@ -449,16 +454,20 @@ impl Messages {
     }
 
     /// Prints the messages to this process's stderr: each kind once, with how many of the
-    /// run's processes said it (lines alike but for their numbers are one kind). Returns the
-    /// CPU time (ns) the processes said writing their profiles took (lines for `record`
-    /// alone, not printed).
-    fn print(&self) -> u64 {
+    /// run's processes said it (lines alike but for their numbers are one kind). Returns
+    /// what the lines for `record` alone said (not printed).
+    fn print(&self) -> Said {
         let text = std::fs::read_to_string(&self.0).unwrap_or_default();
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
         let mut exit_cpu = 0u64;
+        let mut forks = Vec::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
                 exit_cpu = exit_cpu.saturating_add(ns.trim().parse().unwrap_or(0));
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix(tickscope::__private::FORK_CHILD_MARK) {
+                forks.extend(fork_child(rest));
                 continue;
             }
             let shape: String = line
@@ -480,8 +489,56 @@ impl Messages {
                 eprintln!("{line}");
             }
         }
-        exit_cpu
+        Said { exit_cpu, forks }
     }
+}
+
+/// What the run's processes said for `record` alone.
+struct Said {
+    /// CPU time (ns) the processes said writing their profiles took.
+    exit_cpu: u64,
+    /// Fork children that did not exec: (name, CPU time in ns), their time in no profile.
+    forks: Vec<(String, u64)>,
+}
+
+/// A fork child's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last: it may
+/// hold spaces). `None` if it does not read so.
+fn fork_child(rest: &str) -> Option<(String, u64)> {
+    let (fields, name) = rest.split_once(" name=")?;
+    let cpu = fields
+        .split(' ')
+        .find_map(|f| f.strip_prefix("cpu-ns="))?
+        .parse()
+        .ok()?;
+    Some((name.to_string(), cpu))
+}
+
+/// "3 fork children that did not exec ran unprofiled, 1.20 s of CPU time: python3 (2), sh
+/// (1)": the names by CPU time, the largest first.
+fn forks_line(forks: &[(String, u64)]) -> String {
+    let mut by_name: Vec<(&str, usize, u64)> = Vec::new();
+    for (name, cpu) in forks {
+        match by_name.iter_mut().find(|n| n.0 == name) {
+            Some(n) => {
+                n.1 += 1;
+                n.2 += cpu;
+            }
+            None => by_name.push((name, 1, *cpu)),
+        }
+    }
+    by_name.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let total: u64 = forks.iter().map(|f| f.1).sum();
+    let names: Vec<String> = by_name
+        .iter()
+        .map(|(name, n, _)| format!("{name} ({n})"))
+        .collect();
+    format!(
+        "{} fork {} that did not exec ran unprofiled (no timer is armed in a fork child), {} of CPU time: {}",
+        forks.len(),
+        if forks.len() == 1 { "child" } else { "children" },
+        seconds(total),
+        names.join(", ")
+    )
 }
 
 impl Drop for Messages {

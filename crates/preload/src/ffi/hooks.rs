@@ -104,7 +104,9 @@ extern "C" fn on_terminate(sig: c_int) {
     // (signals already queued) or a bad descriptor only makes it fail.
     let handed = here && fd >= 0 && unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) } == 1;
     if !handed {
-        // A fork child (no writer thread) or no pipe: die of the signal as without us.
+        // A fork child (no writer thread) or no pipe: die of the signal as without us,
+        // a fork child saying first that it ran unprofiled (a worker a pool terminates).
+        report_fork_child();
         // SAFETY: `signal` is async-signal-safe; SIG_DFL is a valid disposition.
         unsafe { libc::signal(sig, libc::SIG_DFL) };
         // SAFETY: `raise` is async-signal-safe.
@@ -225,6 +227,84 @@ fn pipe_above_stdio() -> std::io::Result<(c_int, c_int)> {
     }
 }
 
+/// Under `record` (messages to its file): a fork child of the profiled process that did not
+/// exec (it inherited the sampler, with no timer of its own, so its CPU time is in no
+/// profile) says so as it ends: its pid, name and CPU time, for `record` to count and name.
+/// Once per process. Async-signal-safe, as `_exit` may be called from a handler: system
+/// calls and a buffer on the stack only.
+pub(crate) fn report_fork_child() {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    let owner = profile::owner();
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    if owner == 0 || owner == pid || REPORTED.swap(true, Relaxed) {
+        return;
+    }
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into a valid local (a system call, async-signal-safe).
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    let cpu = ns(usage.ru_utime) + ns(usage.ru_stime);
+    let mut name = [0u8; 17];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the 17-byte buffer.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(16)];
+    let mut line = Line::default();
+    line.push(ts::__private::FORK_CHILD_MARK.as_bytes());
+    line.push(b"pid=");
+    line.number(pid as u64);
+    line.push(b" cpu-ns=");
+    line.number(cpu);
+    line.push(b" name=");
+    line.push(name);
+    line.push(b"\n");
+    ts::__private::say_to_record_in_signal(line.bytes());
+}
+
+/// A line built on the stack (no allocation: signal context); what does not fit is cut.
+struct Line {
+    buf: [u8; 160],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Line {
+        Line {
+            buf: [0; 160],
+            len: 0,
+        }
+    }
+}
+
+impl Line {
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    fn number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// Interposes `_exit` (dash ends by it, Python's `os._exit` too, and neither runs the exit
 /// hooks): with the writer thread running (`TICKSCOPE_CPUPROFILE_SIGNALS=1`, as `record`
 /// sets), the profile is written first, by that thread, while this one waits at most
@@ -250,6 +330,8 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
 /// Hands the profile's writing to the writer thread and waits for it (bounded); nothing in
 /// a fork child, without the writer thread, or when another thread is already exiting.
 fn profile_before_exit() {
+    // A fork child that did not exec: said, under `record`, and nothing written.
+    report_fork_child();
     static EXITING: AtomicBool = AtomicBool::new(false);
     let (fd, done) = (SIGNAL_PIPE.load(Relaxed), EXIT_DONE.load(Relaxed));
     // SAFETY: getpid is async-signal-safe and has no preconditions.
@@ -354,4 +436,21 @@ extern "C-unwind" fn thread_start(start: *mut c_void) -> *mut c_void {
     let _ = catch_unwind(ts::sampler::adopt_current_thread);
     // SAFETY: the program's start routine with its own argument, as libc would call it.
     unsafe { routine(arg) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Line;
+
+    #[test]
+    fn a_line_on_the_stack_holds_numbers_and_cuts_what_does_not_fit() {
+        let mut line = Line::default();
+        line.push(b"pid=");
+        line.number(0);
+        line.push(b" n=");
+        line.number(u64::MAX);
+        assert_eq!(line.bytes(), b"pid=0 n=18446744073709551615");
+        line.push(&[b'x'; 200]);
+        assert_eq!(line.bytes().len(), 160);
+    }
 }

@@ -25,6 +25,7 @@ use crate::{Code, Failure};
 
 mod api;
 mod hooks;
+pub(crate) use hooks::report_fork_child;
 use hooks::write_at_exit;
 
 /// Room for one message, NUL included; longer ones are cut (at a character boundary).
