@@ -233,11 +233,13 @@ fn pipe_above_stdio() -> std::io::Result<(c_int, c_int)> {
 /// Once per process. Async-signal-safe, as `_exit` may be called from a handler: system
 /// calls and a buffer on the stack only.
 pub(crate) fn report_fork_child() {
-    static REPORTED: AtomicBool = AtomicBool::new(false);
+    // The process that reported, not a flag: a `vfork` child shares this memory with its
+    // parent, whose later children must still report.
+    static REPORTED: AtomicU32 = AtomicU32::new(0);
     let owner = profile::owner();
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    if owner == 0 || owner == pid || REPORTED.swap(true, Relaxed) {
+    if owner == 0 || owner == pid || REPORTED.swap(pid, Relaxed) == pid {
         return;
     }
     // SAFETY: rusage is plain data; all-zero is valid.
