@@ -214,6 +214,29 @@ pub(crate) fn owner() -> u32 {
     OWNER.load(SeqCst)
 }
 
+/// The variable `name`, one of two words: `first`'s value when unset, empty or that word,
+/// `second`'s for its word; anything else is reported (`warn`) and taken as `first`.
+fn either<T>(
+    var: &impl Fn(&str) -> Option<String>,
+    warn: &mut dyn FnMut(String),
+    name: &str,
+    first: (&str, T),
+    second: (&str, T),
+) -> T {
+    match var(name).as_deref().map(str::trim) {
+        None | Some("") => first.1,
+        Some(v) if v == first.0 => first.1,
+        Some(v) if v == second.0 => second.1,
+        Some(v) => {
+            warn(format!(
+                "{name}={v:?} is neither {} nor {}; using {}",
+                first.0, second.0, first.0
+            ));
+            first.1
+        }
+    }
+}
+
 /// Reads `TICKSCOPE_CPUPROFILE` and its companions. `None` when it is not set; bad values are
 /// reported (`warn`) and replaced by their defaults.
 pub(crate) fn settings_from_env(
@@ -244,16 +267,13 @@ pub(crate) fn settings_from_env(
             }
         },
     };
-    let mode = match var("TICKSCOPE_CPUPROFILE_MODE").as_deref().map(str::trim) {
-        None | Some("") | Some("cpu") => Mode::Cpu,
-        Some("wall") => Mode::Wall,
-        Some(v) => {
-            warn(format!(
-                "TICKSCOPE_CPUPROFILE_MODE={v:?} is neither cpu nor wall; using cpu"
-            ));
-            Mode::Cpu
-        }
-    };
+    let mode = either(
+        &var,
+        warn,
+        "TICKSCOPE_CPUPROFILE_MODE",
+        ("cpu", Mode::Cpu),
+        ("wall", Mode::Wall),
+    );
     let signal = match var("TICKSCOPE_CPUPROFILE_SIGNAL") {
         None => Some(default_signal()),
         Some(v) => match parse_signal(&v) {
@@ -267,29 +287,20 @@ pub(crate) fn settings_from_env(
             }
         },
     };
-    let on_signals = match var("TICKSCOPE_CPUPROFILE_SIGNALS")
-        .as_deref()
-        .map(str::trim)
-    {
-        None | Some("") | Some("0") => false,
-        Some("1") => true,
-        Some(v) => {
-            warn(format!(
-                "TICKSCOPE_CPUPROFILE_SIGNALS={v:?} is neither 0 nor 1; using 0"
-            ));
-            false
-        }
-    };
-    let unwind = match var("TICKSCOPE_CPUPROFILE_UNWIND").as_deref().map(str::trim) {
-        None | Some("") | Some("tables") => Unwind::Tables,
-        Some("fp") => Unwind::FramePointers,
-        Some(v) => {
-            warn(format!(
-                "TICKSCOPE_CPUPROFILE_UNWIND={v:?} is neither tables nor fp; using tables"
-            ));
-            Unwind::Tables
-        }
-    };
+    let on_signals = either(
+        &var,
+        warn,
+        "TICKSCOPE_CPUPROFILE_SIGNALS",
+        ("0", false),
+        ("1", true),
+    );
+    let unwind = either(
+        &var,
+        warn,
+        "TICKSCOPE_CPUPROFILE_UNWIND",
+        ("tables", Unwind::Tables),
+        ("fp", Unwind::FramePointers),
+    );
     Some((
         Settings {
             hz,

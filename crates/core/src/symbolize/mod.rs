@@ -215,16 +215,20 @@ enum LoaderState {
     Failed,
 }
 
+/// The ELF information of the file at `path`, read into `cell` at the first call.
+fn info_of<'a>(cell: &'a std::cell::OnceCell<ElfInfo>, path: &str) -> &'a ElfInfo {
+    cell.get_or_init(|| read_elf_file(path).unwrap_or_default())
+}
+
 impl ObjectFile {
     fn info(&self) -> &ElfInfo {
-        self.info
-            .get_or_init(|| read_elf_file(&self.path).unwrap_or_default())
+        info_of(&self.info, &self.path)
     }
 
     /// Where its DWARF and symbols are read (see `debug_path`).
     fn debug_path(&mut self) -> &str {
-        self.info();
-        let (path, info) = (&self.path, self.info.get().expect("read above"));
+        // Not `self.info()`: `debug_path` is borrowed mutably beside it.
+        let (path, info) = (&self.path, info_of(&self.info, &self.path));
         self.debug_path.get_or_insert_with(|| {
             if info.has_debug_info {
                 path.clone()

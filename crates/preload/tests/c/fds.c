@@ -11,22 +11,13 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static volatile unsigned long long sink;
-
-static long long cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "burn.h"
 
 int main(int argc, char **argv)
 {
     int i;
-    long long end;
     if (argc != 3)
         return 2;
     if (strcmp(argv[1], "closed") == 0) {
@@ -42,9 +33,6 @@ int main(int argc, char **argv)
     } else {
         return 2;
     }
-    end = cpu_ns() + 200000000LL;
-    while (cpu_ns() < end)
-        for (i = 0; i < 10000; i++)
-            sink += (unsigned long long)i * 2654435761u;
+    burn(200000000LL);
     return 0;
 }

@@ -1,6 +1,8 @@
 /* Signals a program blocks, against a preloaded libtickscope (tests/preload.rs). It blocks
  * SIGTERM (threads it starts would inherit the mask), burns 100 ms of CPU time so that the
- * library's threads are running, and sends SIGTERM to itself. Then:
+ * library's threads have started (a thread in creation has every signal blocked until it
+ * runs: a signal sent at once could wait for the program's own taker), and sends SIGTERM
+ * to itself. Then:
  *
  *   sigwait        takes it with sigtimedwait, as servers that wait for signals in one
  *                  place do: exits 0 once taken, 4 if it did not come within 10 s. A thread
@@ -17,32 +19,20 @@
 #include <signal.h>
 #include <string.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
-static volatile unsigned long long sink;
-
-static long long cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "burn.h"
 
 int main(int argc, char **argv)
 {
     sigset_t set, during;
     siginfo_t info;
     struct timespec wait = {10, 0};
-    long long end = cpu_ns() + 100000000LL;
-    unsigned long long i;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return 5;
-    while (cpu_ns() < end)
-        for (i = 0; i < 10000; i++)
-            sink += i;
+    burn(100000000LL);
     kill(getpid(), SIGTERM);
     if (argc > 1 && strcmp(argv[1], "ppoll") == 0) {
         sigemptyset(&during);

@@ -163,36 +163,13 @@ pub(crate) fn build(p: Parts) -> Profile {
         .collect();
     // Without a sample, only the program's own mapping, for `File:`, read from memory: a
     // short program exec'd under `record` reads neither its mappings nor a file to say so.
-    let main_only = match addrs.is_empty() {
-        true => crate::symbolize::main_module(),
-        false => None,
-    };
-    let (symbols, modules, module_of) = match main_only.ok_or_else(crate::symbolize::read_self_maps)
-    {
-        Ok(main) => (HashMap::new(), vec![main], HashMap::new()),
-        Err(Ok(maps)) => {
-            let mut sym = Symbolizer::new(&maps);
-            let mut symbols = HashMap::new();
-            let mut module_of = HashMap::new();
-            for &a in &addrs {
-                if let Some(m) = sym.module_of(a) {
-                    module_of.insert(a, m);
-                }
-                let frames = sym.lookup(a);
-                if !frames.is_empty() {
-                    symbols.insert(a, frames);
-                }
-            }
-            // Build ids for the mappings the profile lists: the program's and those a sample
-            // is in (`Profile::to_pprof`).
-            let used: BTreeSet<usize> = module_of.values().copied().collect();
-            let exe = std::fs::read_link("/proc/self/exe").ok();
-            sym.read_module_info(|i, m| {
-                used.contains(&i) || exe.as_deref() == Some(std::path::Path::new(&m.path))
-            });
-            (symbols, sym.modules().to_vec(), module_of)
-        }
-        Err(Err(_)) => (HashMap::new(), Vec::new(), HashMap::new()),
+    let main_only = addrs
+        .is_empty()
+        .then(crate::symbolize::main_module)
+        .flatten();
+    let (symbols, modules, module_of) = match main_only {
+        Some(main) => (HashMap::new(), vec![main], HashMap::new()),
+        None => symbolized(&addrs),
     };
 
     let scope_ids: BTreeSet<u32> = samples
@@ -376,6 +353,42 @@ fn effective_samples(p: &Parts) -> f64 {
         true => n * n / n2,
         false => 0.0,
     }
+}
+
+/// Frames of each address, the mappings, and each address's mapping.
+type Symbolized = (
+    HashMap<u64, Vec<crate::symbolize::Frame>>,
+    Vec<crate::symbolize::Module>,
+    HashMap<u64, usize>,
+);
+
+/// Frames and mapping index of each address, and the mappings (executable files, by
+/// `/proc/self/maps`), with build ids for the program's and those the addresses are in
+/// (what `Profile::to_pprof` lists). Nothing if the mappings cannot be read.
+fn symbolized(addrs: &BTreeSet<u64>) -> Symbolized {
+    let Ok(maps) = crate::symbolize::read_self_maps() else {
+        return (HashMap::new(), Vec::new(), HashMap::new());
+    };
+    let mut sym = Symbolizer::new(&maps);
+    let mut symbols = HashMap::new();
+    let mut module_of = HashMap::new();
+    for &a in addrs {
+        if let Some(m) = sym.module_of(a) {
+            module_of.insert(a, m);
+        }
+        let frames = sym.lookup(a);
+        if !frames.is_empty() {
+            symbols.insert(a, frames);
+        }
+    }
+    // Build ids for the mappings the profile lists: the program's and those a sample
+    // is in (`Profile::to_pprof`).
+    let used: BTreeSet<usize> = module_of.values().copied().collect();
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    sym.read_module_info(|i, m| {
+        used.contains(&i) || exe.as_deref() == Some(std::path::Path::new(&m.path))
+    });
+    (symbols, sym.modules().to_vec(), module_of)
 }
 
 /// How the stacks were walked.
