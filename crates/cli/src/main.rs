@@ -6,6 +6,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `eprintln!` that cannot panic: a standard error that is closed or a pipe whose reader
+/// went (`tickscope record ... 2>&1 | head`) loses the message, and the command still ends
+/// with its own status (`record` forwards the program's).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that cannot panic (see [`say!`]).
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cmd;
 
 /// tickscope: exact, in-process profiling for Rust, C and C++.
@@ -72,11 +90,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // Asked-for data that is absent (a regex matching nothing) is status 1, as grep's.
         Err(e) if e.is::<cmd::common::NotFound>() => {
-            eprintln!("tickscope: {e:#}");
+            say!("tickscope: {e:#}");
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("tickscope: error: {e:#}");
+            say!("tickscope: error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -2,7 +2,7 @@
 //! status comes back, and the top functions of its profile are printed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tickscope")
@@ -537,6 +537,48 @@ fn runs_into_one_output_never_mix_and_merge_writes_one_profile_of_every_process(
 /// A fork child that does not exec (a bash subshell looping in bash) is not profiled: the
 /// CPU time it used is said beside what the profiles hold, never silently missing; every
 /// run gives the profiles' CPU time against its process tree's.
+/// A `multiprocessing` pool of two forked workers (no exec): each is counted and named with
+/// its CPU time, though the pool ends them by SIGTERM, even one already on its way out by
+/// `_exit` when the signal comes (which once lost its line in 2 runs of 10).
+#[test]
+fn a_python_pools_forked_workers_are_counted_and_named() {
+    let dir = scratch("pool");
+    let script = "import multiprocessing\n\
+def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\n\
+if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
+    with multiprocessing.Pool(2) as p:\n        print(sum(p.map(f, [300000] * 4)))\n";
+    std::fs::write(dir.join("pool.py"), script).unwrap();
+    let (code, _, stderr) = record_in(&dir, ["-o", "p.pb.gz", "--", "python3", "pool.py"]);
+    assert_eq!(code, Some(0), "python3 (Debian: python3): {stderr}");
+    let forks = stderr
+        .lines()
+        .find(|l| l.contains("that did not exec ran unprofiled"))
+        .unwrap_or_else(|| panic!("the workers are not counted: {stderr}"));
+    // (A `python3` that is a shell script, pyenv's, adds its shell's subshells.)
+    assert!(forks.contains("python3 (2)"), "{forks}");
+}
+
+/// `record ... 2>&1 | head -1`: its report goes to a pipe nobody reads any more. The report
+/// is lost, never the program's status (a panic on the write gave 101) or its profile.
+#[test]
+fn record_forwards_the_status_when_its_stderr_reader_has_gone() {
+    library();
+    let dir = scratch("stderr-gone");
+    let mut child = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", library())
+        .args(["record", "-o", "s.pb.gz", "--", "sh", "-c", "exit 3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before record writes a line.
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{status:?}");
+    assert!(dir.join("s.pb.gz").exists(), "no profile");
+}
+
 #[test]
 fn cpu_of_processes_not_profiled_is_said() {
     let dir = scratch("fork");

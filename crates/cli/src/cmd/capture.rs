@@ -113,7 +113,7 @@ fn listen(args: ListenArgs) -> Result<()> {
     super::out::check_writable(&args.output)?;
     let listener =
         TcpListener::bind(&addrs[..]).with_context(|| format!("cannot listen on {}", args.addr))?;
-    eprintln!(
+    say!(
         "tickscope: listening on {} for captures, writing {}{}",
         listener.local_addr()?,
         args.output.display(),
@@ -153,7 +153,7 @@ fn listen(args: ListenArgs) -> Result<()> {
             }
         }
         if handles.len() >= args.max_connections as usize {
-            eprintln!(
+            say!(
                 "tickscope: refused a connection from {peer}: {} connections are open already (--max-connections)",
                 handles.len()
             );
@@ -163,17 +163,17 @@ fn listen(args: ListenArgs) -> Result<()> {
         let (file, path) = match create_free(&args.output, &mut next_name) {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("tickscope: error: connection {n} from {peer}: {e:#}");
+                say!("tickscope: error: connection {n} from {peer}: {e:#}");
                 failed += 1;
                 continue;
             }
         };
-        eprintln!(
+        say!(
             "tickscope: connection {n} from {peer}: writing {}",
             path.display()
         );
         if let Err(e) = stream.set_read_timeout(Some(idle)) {
-            eprintln!("tickscope: warning: connection {n}: cannot set its idle timeout: {e}");
+            say!("tickscope: warning: connection {n}: cannot set its idle timeout: {e}");
         }
         let quiet = args.quiet;
         // The viewer reads the same checked chunks the file gets.
@@ -181,7 +181,7 @@ fn listen(args: ListenArgs) -> Result<()> {
             Some(v) => match v.add_live(&path.display().to_string()).feed() {
                 Ok(f) => Some(f),
                 Err(e) => {
-                    eprintln!("tickscope: warning: connection {n}: not shown in the viewer: {e}");
+                    say!("tickscope: warning: connection {n}: not shown in the viewer: {e}");
                     None
                 }
             },
@@ -193,9 +193,7 @@ fn listen(args: ListenArgs) -> Result<()> {
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
-                eprintln!(
-                    "tickscope: error: connection {n} from {peer}: cannot start its thread: {e}"
-                );
+                say!("tickscope: error: connection {n} from {peer}: cannot start its thread: {e}");
                 failed += 1;
             }
         }
@@ -210,7 +208,7 @@ fn listen(args: ListenArgs) -> Result<()> {
     }
     if viewer.is_some() {
         // The captures stay on the page.
-        eprintln!("tickscope: the connections ended; the viewer serves them until Ctrl-C");
+        say!("tickscope: the connections ended; the viewer serves them until Ctrl-C");
         loop {
             std::thread::park();
         }
@@ -306,7 +304,7 @@ fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duratio
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .tick(elapsed.as_secs_f64());
-                    eprintln!("tickscope: {line}");
+                    say!("tickscope: {line}");
                 }
             }
         })
@@ -329,15 +327,15 @@ fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duratio
     let delivered = match result {
         Ok(rec) => {
             for w in &rec.warnings {
-                eprintln!("tickscope: warning: {w}");
+                say!("tickscope: warning: {w}");
             }
             if rec.stopped.is_some() {
-                eprintln!(
+                say!(
                     "tickscope: {name}: valid up to byte {}, its last complete chunk ({} events kept)",
                     rec.bytes, rec.events
                 );
             } else {
-                eprintln!(
+                say!(
                     "tickscope: {name}: {} events in {} chunks, {} bytes; {}",
                     rec.events,
                     rec.chunks,
@@ -352,14 +350,14 @@ fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duratio
             true
         }
         Err(Error::Read(e)) => {
-            eprintln!("tickscope: error: {e}");
+            say!("tickscope: error: {e}");
             // Nothing was written: a stream that is not a capture leaves no file. The file
             // is the one this connection created (create_new), never an older one.
             let _ = std::fs::remove_file(&path);
             false
         }
         Err(e) => {
-            eprintln!("tickscope: error: {name}: {e}");
+            say!("tickscope: error: {name}: {e}");
             false
         }
     };

@@ -189,7 +189,7 @@ pub fn load_all(files: &[PathBuf], limits: profile::Limits) -> Result<Profile> {
 pub fn prepare(profile: Profile, name: &str, view: View, options: &Options) -> Result<Report> {
     let report = Report::new(profile, view, options).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     for w in &report.warnings {
-        eprintln!("tickscope: warning: {w}");
+        say!("tickscope: warning: {w}");
     }
     Ok(report)
 }
@@ -213,7 +213,7 @@ pub fn load(path: &Path, limits: profile::Limits) -> Result<Profile> {
         .any(|l| profile.lines(l).is_empty())
     {
         for w in profile::symbolize::symbolize(&mut profile) {
-            eprintln!("tickscope: note: {w}");
+            say!("tickscope: note: {w}");
         }
     }
     Ok(profile)
@@ -257,7 +257,7 @@ impl Progress {
             let frames = ['|', '/', '-', '\\'];
             let mut i = 0;
             loop {
-                eprint!(
+                say_part!(
                     "\r{} loading {name} ({:.1} MB) … {:.1}s ",
                     frames[i % 4],
                     size as f64 / 1e6,
@@ -265,7 +265,7 @@ impl Progress {
                 );
                 i += 1;
                 if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
-                    eprint!("\r\x1b[2K");
+                    say_part!("\r\x1b[2K");
                     return;
                 }
             }

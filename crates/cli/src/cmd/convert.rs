@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
                 }
                 None => "--from 1s --until 1.1s".to_owned(),
             };
-            eprintln!(
+            say!(
                 "tickscope: warning: {} as {} will take about {:.1} GB, more than a viewer opens comfortably; a window of about {} MB: `tickscope convert {} --to {} {cut} -o OUT` (also --thread NAME, --min-duration 10us)",
                 args.file.display(),
                 args.to,
@@ -147,10 +147,10 @@ pub fn run(args: Args) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     for w in &exported.warnings {
-        eprintln!("tickscope: warning: {w}");
+        say!("tickscope: warning: {w}");
     }
     if !filter.threads.is_empty() && exported.left_out.threads_kept == 0 {
-        eprintln!(
+        say!(
             "tickscope: warning: {}: no thread matches --thread {}: the output holds no thread (`tickscope report {} --per-thread` lists them)",
             args.file.display(),
             filter.threads.join(", --thread "),
@@ -158,7 +158,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     if exported.left_out.short_scopes > 0 {
-        eprintln!(
+        say!(
             "tickscope: left out {} scopes shorter than {} (counted in the output's metadata)",
             exported.left_out.short_scopes,
             duration(filter.min_duration_ns)
@@ -166,7 +166,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if !to_stdout {
         let size = std::fs::metadata(&args.output).map_or(0, |m| m.len());
-        eprintln!(
+        say!(
             "tickscope: wrote {} ({}, {} bytes)",
             args.output.display(),
             args.to,

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<()> {
         .interval(interval)
         .per_thread(args.per_thread)
         .install();
-    eprintln!(
+    say!(
         "tickscope demo: {} {} for {:.1} s; {}; the summary prints itself at exit.",
         args.threads,
         if args.async_service {
@@ -132,7 +132,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some((path, capture)) = capture {
         tickscope::message!("demo: done, checksum {checksum:016x}");
         let stats = capture.stop().expect("the capture started above");
-        eprintln!(
+        say!(
             "tickscope demo: timeline written to {} ({} events, {} dropped, {:.1} MB, {:.2} bytes per event; buffers peaked at {:.1} MiB; collector {:.2} of a core); see it with `tickscope report {}`",
             path.display(),
             stats.events,
@@ -153,10 +153,10 @@ pub fn run(args: Args) -> Result<()> {
         if let (Some(svg), Some(out)) = (&args.flamegraph, svg_out) {
             profile.flamegraph_svg(out.tmp_path())?;
             out.commit()?;
-            eprintln!("tickscope demo: flame graph written to {}", svg.display());
+            say!("tickscope demo: flame graph written to {}", svg.display());
         }
-        eprint!("{}", profile.top(10));
-        eprintln!(
+        say_part!("{}", profile.top(10));
+        say!(
             "tickscope demo: CPU profile written to {} ({} samples, {}); view it with `go tool pprof -top {}`",
             path.display(),
             profile.samples(),

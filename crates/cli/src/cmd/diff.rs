@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<()> {
         )
     })?;
     for w in &report.warnings {
-        eprintln!("tickscope: warning: {w}");
+        say!("tickscope: warning: {w}");
     }
     if let (Some(output), Some((base, new))) = (&args.output, flames) {
         let flame = |p, name: &str| -> Result<Report> {
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("{new_name}: {e}"))?;
         out::write_output(output, &svg)?;
         if !out::is_stdout(output) {
-            eprintln!(
+            say!(
                 "tickscope: differential flame graph written to {}",
                 output.display()
             );

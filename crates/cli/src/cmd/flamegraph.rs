@@ -53,7 +53,7 @@ pub fn run(args: Args) -> Result<()> {
     .map_err(|e| anyhow::anyhow!("{}: {e}", args.common.name()))?;
     out::write_output(&args.output, &svg)?;
     if !out::is_stdout(&args.output) {
-        eprintln!(
+        say!(
             "tickscope: flame graph written to {}",
             args.output.display()
         );

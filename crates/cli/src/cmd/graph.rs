@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if !out::is_stdout(&path) {
-        eprintln!("tickscope: call graph written to {}", path.display());
+        say!("tickscope: call graph written to {}", path.display());
     }
     Ok(())
 }

@@ -125,7 +125,7 @@ pub fn run(args: Args) -> Result<u8> {
     // (which writes its profile on SIGINT/SIGTERM), then shows it. A signal sent to this
     // process alone (`kill`) is passed on to the program.
     if let Err(e) = tickscope::__private::hold_terminal_signals() {
-        eprintln!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
+        say!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
     let mut run = 0;
     let status = match command.spawn().and_then(|c| {
@@ -139,7 +139,7 @@ pub fn run(args: Args) -> Result<u8> {
                 std::io::ErrorKind::NotFound => 127,
                 _ => 126,
             };
-            eprintln!(
+            say!(
                 "tickscope: error: cannot run {}: {e}",
                 Path::new(prog).display()
             );
@@ -159,7 +159,7 @@ pub fn run(args: Args) -> Result<u8> {
     let children = child_profiles(pending.tmp_path());
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
         let others = keep_children(&children, &output, run);
-        eprintln!(
+        say!(
             "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the writer stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
             Path::new(prog).display(),
             args.output.display()
@@ -174,7 +174,7 @@ pub fn run(args: Args) -> Result<u8> {
             let others = keep_children(&children, &output, run);
             let e = e.to_string();
             let tmp = format!("{}: ", pending.tmp_path().display());
-            eprintln!(
+            say!(
                 "tickscope: error: {} wrote a damaged profile, not kept ({}); {} is unchanged",
                 Path::new(prog).display(),
                 e.strip_prefix(&tmp).unwrap_or(&e),
@@ -226,7 +226,7 @@ pub fn run(args: Args) -> Result<u8> {
         match tickscope_profile::views::merge(profiles, &names) {
             Ok(m) => Some(m),
             Err(e) => {
-                eprintln!("tickscope: warning: the run's profiles cannot be merged: {e}");
+                say!("tickscope: warning: the run's profiles cannot be merged: {e}");
                 None
             }
         }
@@ -252,7 +252,7 @@ pub fn run(args: Args) -> Result<u8> {
     };
     pending.commit()?;
     for (pid, e) in damaged {
-        eprintln!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
+        say!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
     }
     // Named as the user named the output (not by the absolute path the run used).
     let others: Vec<PathBuf> = others
@@ -283,21 +283,21 @@ pub fn run(args: Args) -> Result<u8> {
             .report_of(profile, &args.output.display().to_string())?;
         let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
         if several {
-            eprintln!(
+            say!(
                 "Processes: {} (the program and the programs it exec'd)",
                 pids.len()
             );
         }
-        eprint!("{text}");
+        say_part!("{text}");
         if !args.own_threads && own.0 > 0 {
-            eprintln!(
+            say!(
                 "tickscope: its own threads (the sampler's) took {:.1}% of the samples, left out of this table (--own-threads shows them; the profile keeps them, labelled thread=tickscope-...)",
                 100.0 * own.0 as f64 / own.1.max(1) as f64
             );
         }
     }
     if !forks.is_empty() {
-        eprintln!("tickscope: {}", forks_line(&forks));
+        say!("tickscope: {}", forks_line(&forks));
     }
     if let (false, Some(tree), Some(held)) = (args.wall, tree_cpu, held_cpu) {
         // Writing the profiles is tickscope's, after their accounting ended: not a process
@@ -315,16 +315,16 @@ pub fn run(args: Args) -> Result<u8> {
         if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
             line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)");
         }
-        eprintln!("{line}");
+        say!("{line}");
     }
     if args.merge && several {
-        eprintln!(
+        say!(
             "tickscope: profile of {} processes written to {} (labelled pid and program)",
             pids.len(),
             args.output.display()
         );
     } else {
-        eprintln!("tickscope: profile written to {}", args.output.display());
+        say!("tickscope: profile written to {}", args.output.display());
         say_children(&others, &args.output);
     }
     Ok(code)
@@ -382,8 +382,8 @@ fn cpu_ns(p: &tickscope_profile::Profile) -> Option<u64> {
 fn say_children(others: &[PathBuf], output: &Path) {
     match others {
         [] => {}
-        [one] => eprintln!("tickscope: a program it exec'd: {}", one.display()),
-        [first, .., last] => eprintln!(
+        [one] => say!("tickscope: a program it exec'd: {}", one.display()),
+        [first, .., last] => say!(
             "tickscope: {} programs it exec'd: {} … {} (`tickscope top {} {}.*` shows them together; record --merge writes one file)",
             others.len(),
             first.display(),
@@ -481,12 +481,12 @@ impl Messages {
         }
         for (_, line, n) in kinds {
             if n > 1 {
-                eprintln!(
+                say!(
                     "{line} (and {} more like it from the run's processes)",
                     n - 1
                 );
             } else {
-                eprintln!("{line}");
+                say!("{line}");
             }
         }
         Said { exit_cpu, forks }
@@ -609,7 +609,7 @@ fn keep_children(children: &[(u32, PathBuf)], output: &Path, run: u32) -> Vec<Pa
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
-                    eprintln!(
+                    say!(
                         "tickscope: warning: cannot keep {} as {}: {e}",
                         from.display(),
                         to.display()

@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         },
     )?;
     for w in &summary.warnings {
-        eprintln!("tickscope: warning: {w}");
+        say!("tickscope: warning: {w}");
     }
     // Written as it is made: the text of a report of many scopes is larger than its rows.
     let stdout = std::io::stdout();

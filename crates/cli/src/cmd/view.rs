@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let started = tickscope_view::start(&config)?;
     for a in &started.live {
-        eprintln!("tickscope view: receiving live captures on {a} (TICKSCOPE_CAPTURE=tcp://{a})");
+        say!("tickscope view: receiving live captures on {a} (TICKSCOPE_CAPTURE=tcp://{a})");
     }
     announce(&started.url, !args.no_open)?;
     started.serve()?;
@@ -59,7 +59,7 @@ pub fn announce(url: &str, open: bool) -> Result<()> {
         writeln!(out, "{url}")?;
         out.flush()?;
     }
-    eprintln!("tickscope view: serving {url} until Ctrl-C");
+    say!("tickscope view: serving {url} until Ctrl-C");
     if open {
         open_browser(url);
     }
@@ -85,7 +85,7 @@ fn open_browser(url: &str) {
             std::thread::spawn(move || child.wait());
         }
         Err(_) => {
-            eprintln!("tickscope view: no `{opener}` here to open a browser: open the URL above")
+            say!("tickscope view: no `{opener}` here to open a browser: open the URL above")
         }
     }
 }

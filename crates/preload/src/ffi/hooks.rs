@@ -239,9 +239,35 @@ pub(crate) fn report_fork_child() {
     let owner = profile::owner();
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    if owner == 0 || owner == pid || REPORTED.swap(pid, Relaxed) == pid {
+    if owner == 0 || owner == pid {
         return;
     }
+    // Signals wait until the line is written: a pool terminating its workers sends SIGTERM
+    // while one is on its way out by `_exit`, and the handler's own report (which would find
+    // this one begun) then dies with no line written.
+    let old = block_all();
+    if REPORTED.swap(pid, Relaxed) != pid {
+        write_fork_child_line(pid);
+    }
+    // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+}
+
+/// Blocks every signal in the calling thread; returns the mask before. Async-signal-safe.
+fn block_all() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigfillset to fill.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` is a valid, writable sigset_t.
+    unsafe { libc::sigfillset(&mut all) };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid for the call, which changes only this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) };
+    old
+}
+
+/// [`report_fork_child`]'s line: pid, CPU time and name, built on the stack.
+fn write_fork_child_line(pid: u32) {
     // SAFETY: rusage is plain data; all-zero is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes into a valid local (a system call, async-signal-safe).
