@@ -342,6 +342,12 @@ pub mod __private {
         crate::sys::spawn_quiet(builder, &[], f)
     }
 
+    /// True while the calling thread starts one of tickscope's own threads (see
+    /// [`spawn_quiet`]): libtickscope's `pthread_create` does not have it armed at once.
+    pub fn spawning_own_thread() -> bool {
+        crate::sys::spawning_own_thread()
+    }
+
     /// Moves a descriptor tickscope opened off 0, 1 and 2 (which are the program's), to
     /// the lowest free number from 3, close-on-exec; closes it on failure.
     pub fn above_stdio(fd: i32) -> std::io::Result<i32> {

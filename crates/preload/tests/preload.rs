@@ -182,9 +182,11 @@ fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() 
     let profile = dir.join("out.pb.gz");
     // The target: shares within 3 points at both rates.
     for (hz, ms) in [("100", "2000"), ("1000", "1000")] {
-        let (out, stdout, stderr) = run(
-            profiled(workload(true), &profile, &[ms]).env("TICKSCOPE_CPUPROFILE_FREQUENCY", hz)
-        );
+        let (out, stdout, stderr) = run(profiled(workload(true), &profile, &[ms])
+            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", hz)
+            // `record`'s setting: the library starts a thread of its own to write the
+            // profile on SIGINT/SIGTERM.
+            .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1"));
         assert!(out.status.success(), "{stderr}");
         assert!(
             stderr.contains(&format!("CPU profile written to {}", profile.display())),
@@ -200,6 +202,32 @@ fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() 
                 "{f} missing at {hz} Hz: {rows:?}"
             );
         }
+        let c = comments(&profile);
+        let number_before = |what: &str| -> u64 {
+            c.find(what)
+                .and_then(|at| c[..at].split_whitespace().last()?.parse().ok())
+                .unwrap_or(0)
+        };
+        // Only the program's two threads were armed as they started: the library's own
+        // (the drain thread, the signal writer) wait for the poll, and are sampled by their
+        // frame pointers, without stack copies.
+        assert!(
+            c.contains("threads that asked to be armed as they started: 2 "),
+            "{hz} Hz: {c}"
+        );
+        // (The drain thread at least: it registers as ours before its first poll; the
+        // writer, if it had not run yet when that poll listed it, gets a stack ring.)
+        assert!(c.contains("tickscope's own "), "{hz} Hz: {c}");
+        // main started on a first ring (3 samples), which the drain thread's first poll
+        // replaced by a full one: had it stayed, most of main's samples at 1000 Hz would
+        // have been lost between polls.
+        let walked = number_before(" walked,");
+        let lost = number_before(" samples lost for want of room")
+            .max(number_before(" sample lost for want of room"));
+        assert!(
+            walked > 0 && lost * 50 <= walked,
+            "{hz} Hz: {lost} lost, {walked} walked: {c}"
+        );
     }
 }
 

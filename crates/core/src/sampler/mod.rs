@@ -717,6 +717,7 @@ fn parts(
         on_cpu_timer: d.on_cpu_timer,
         ring_threads: d.ring_threads,
         ring_lost: d.ring_lost,
+        own_chain: d.own_chain,
         unwind: r.settings.unwind,
         ring_sampled: d.ring_sampled,
         stack: d.stack,

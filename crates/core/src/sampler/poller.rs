@@ -87,6 +87,8 @@ pub(super) struct Drained {
     /// samples their rings lost for want of room.
     pub ring_threads: u64,
     pub ring_lost: u64,
+    /// tickscope's own threads, sampled by their frame pointers through a perf ring.
+    pub own_chain: u64,
     /// Samples read from rings (call chains and stacks).
     pub ring_sampled: u64,
     /// With [`Unwind::Tables`](super::Unwind::Tables): what the walks did.
@@ -260,6 +262,7 @@ impl Poller {
             self.move_blocking_threads_to_rings();
         }
         self.read_rings(shared);
+        self.replace_first_rings(shared);
         if self.tombstones > 4096 {
             let live: Vec<i32> = self.armed.keys().copied().collect();
             shared.known.rebuild(&live);
@@ -348,14 +351,23 @@ impl Poller {
             Source::PerfTaskClock if self.perf_armed >= self.perf_cap => {
                 Err(std::io::Error::from_raw_os_error(libc::EMFILE))
             }
+            // tickscope's own threads: frame pointers (our code has them), walked by the
+            // kernel into a small ring; no stack copies.
+            Source::PerfTaskClock if self.tables && crate::sys::own_threads::contains(tid) => {
+                timer::arm_ring(tid, self.period_ns, false).inspect(|_| self.out.own_chain += 1)
+            }
             Source::PerfTaskClock => {
                 // Stacks walked by the unwind tables: no signal. Where the ring cannot be
                 // had (the locked-memory limit for perf rings, say), the signal and frame
                 // pointers, counted.
-                match self
-                    .tables
-                    .then(|| timer::arm_ring(tid, self.period_ns, true))
-                {
+                // Threads alive as the sampler starts (the start's own poll) get a first
+                // ring while samples are far enough apart.
+                let first_ring =
+                    self.polls == 0 && self.period_ns >= timer::FIRST_RING_MIN_PERIOD_NS;
+                match self.tables.then(|| match first_ring {
+                    true => timer::arm_first_ring(tid, self.period_ns),
+                    false => timer::arm_ring(tid, self.period_ns, true),
+                }) {
                     Some(Ok(a)) => {
                         self.out.stack.threads += 1;
                         Ok(a)
@@ -549,7 +561,7 @@ impl Poller {
 
     /// Reads the samples of every thread on a ring into the table.
     fn read_rings(&mut self, shared: &Shared) {
-        if self.out.ring_threads == 0 && self.out.stack.threads == 0 {
+        if self.out.ring_threads == 0 && self.out.stack.threads == 0 && self.out.own_chain == 0 {
             return;
         }
         if let Some(cfi) = self.rings.cfi.as_mut() {
@@ -602,6 +614,62 @@ impl Poller {
         if let Some(cfi) = &self.rings.cfi {
             self.out.stack.walked = cfi.walked;
             self.out.stack.truncated = cfi.truncated;
+        }
+    }
+
+    /// How long the drain thread waits for its first poll: sooner while a thread is on a
+    /// first ring, which holds only a few samples.
+    pub fn first_wait(&self, every: Duration) -> Duration {
+        let first = self.armed.values().flatten().any(timer::is_first_ring);
+        match first {
+            true => every.min(timer::FIRST_POLL),
+            false => every,
+        }
+    }
+
+    /// Puts a full ring in place of each first ring (see `timer::FIRST_STACK_RING_PAGES`),
+    /// as [`Self::move_blocking_threads_to_rings`] does: the old event's count is kept, as
+    /// at a thread's end, and the new one counts from its arming.
+    fn replace_first_rings(&mut self, shared: &Shared) {
+        // The start's own poll (which counts itself before reading the rings) armed them.
+        if self.polls < 2 {
+            return;
+        }
+        let first: Vec<i32> = self
+            .armed
+            .iter()
+            .filter(|(_, a)| a.as_ref().is_some_and(timer::is_first_ring))
+            .map(|(&tid, _)| tid)
+            .collect();
+        for tid in first {
+            let Some(Some(a)) = self.armed.remove(&tid) else {
+                continue;
+            };
+            // Reads what came since `read_rings`, then closes the event.
+            self.disarm(tid, a);
+            let Some(now) = timer::thread_cpu_ns(tid) else {
+                // Ended meanwhile: its time was counted by the disarm.
+                self.armed.insert(tid, None);
+                continue;
+            };
+            match timer::arm_ring(tid, self.period_ns, true) {
+                Ok(r) => {
+                    self.perf_armed += 1;
+                    if let timer::Armed::Ring { fd, .. } = &r {
+                        if let Some(c) = shared.perf_tid.get(*fd as usize) {
+                            c.store(tid as u32, Relaxed);
+                        }
+                    }
+                    self.armed_at.insert(tid, now);
+                    self.armed.insert(tid, Some(r));
+                }
+                Err(e) => {
+                    // Its CPU time from now on is reported as not sampled.
+                    self.out.unarmed += 1;
+                    self.out.arm_error = Some(e.to_string());
+                    self.armed.insert(tid, None);
+                }
+            }
         }
     }
 
@@ -762,7 +830,7 @@ pub(super) fn drain_loop(
     every: Duration,
     rx: mpsc::Receiver<Msg>,
 ) -> Drained {
-    let mut next = Instant::now() + every;
+    let mut next = Instant::now() + poller.first_wait(every);
     loop {
         let reply = match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(mpsc::RecvTimeoutError::Timeout) => None,

@@ -192,6 +192,10 @@ pub(crate) struct Store {
     /// Samples the table had no room for (they went to the log, or were lost when it was
     /// full too).
     pub overflowed: AtomicU64,
+    /// Some sample was ever stored: until then a drain reads nothing (each pass over the
+    /// untouched table cost a page fault per 4 KiB of it, ~20 at the exit of a process that
+    /// took no sample).
+    used: std::sync::atomic::AtomicBool,
     /// The drain thread's copy of each entry's key (by generation) and the counts taken from
     /// it since it was last merged. Never touched by handlers.
     cache: std::sync::Mutex<Vec<Option<(u32, Key, Counts)>>>,
@@ -367,6 +371,7 @@ impl Store {
             lost: [AtomicU64::new(0)],
             lost_weight: [AtomicU64::new(0)],
             overflowed: AtomicU64::new(0),
+            used: std::sync::atomic::AtomicBool::new(false),
             cache: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -383,6 +388,9 @@ impl Store {
     /// Signal context: no allocation, no lock, bounded work (at most [`PROBES`] entries and
     /// a few CAS retries on the log head, which only fail when another producer advanced).
     pub(crate) fn record(&self, s: &Raw<'_>) -> u64 {
+        if !self.used.load(Relaxed) {
+            self.used.store(true, SeqCst);
+        }
         let h = hash(s);
         let mask = self.entries.len() - 1;
         for i in 0..PROBES {
@@ -456,6 +464,10 @@ impl Store {
     /// drain's copy of its key, so a pass costs two swaps per entry, not a key read and a map
     /// update.
     pub(crate) fn drain(&self, into: &mut HashMap<Key, Counts>, evict_after: u32, all: bool) {
+        // Set before any entry or log cell is written (SeqCst on both sides).
+        if !self.used.load(SeqCst) {
+            return;
+        }
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         for (i, (e, cells)) in self.entries.iter().zip(self.keys.iter()).enumerate() {
             let state = e.state.load(SeqCst);

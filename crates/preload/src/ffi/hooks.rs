@@ -440,7 +440,10 @@ pub unsafe extern "C" fn pthread_create(
             unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void,
         >(routine)
     };
-    if !ts::sampler::running_here() {
+    // tickscope's own threads (the signal writer, say) are found by the sampler's poll, if
+    // they live that long: they mostly wait, and arming each at once cost every profiled
+    // process a round trip to the drain thread.
+    if !ts::sampler::running_here() || ts::__private::spawning_own_thread() {
         // SAFETY: the caller's arguments, as given.
         return unsafe { real(thread, attr, routine, arg) };
     }

@@ -255,6 +255,12 @@ pub(crate) fn build(p: Parts) -> Profile {
             tickscope_fmt::count(p.ring_threads, "thread"),
         ));
     }
+    if p.own_chain > 0 {
+        comments.push(format!(
+            "tickscope's own {} sampled through a perf ring by frame pointers (the kernel walks them; tickscope is built with them)",
+            tickscope_fmt::count(p.own_chain, "thread"),
+        ));
+    }
     if p.ring_lost > 0 {
         comments.push(format!(
             "{} lost for want of room in the perf rings (their time is in their threads' other samples)",

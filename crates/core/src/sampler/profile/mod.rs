@@ -114,6 +114,8 @@ pub(crate) struct Parts {
     /// Threads that blocked the signal, sampled through a perf ring; samples the rings lost.
     pub ring_threads: u64,
     pub ring_lost: u64,
+    /// tickscope's own threads, sampled by their frame pointers through a perf ring.
+    pub own_chain: u64,
     /// How stacks were asked to be walked, and with the tables, what the walks did.
     pub unwind: super::Unwind,
     /// Samples read from perf rings (no signal).
