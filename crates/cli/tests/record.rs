@@ -175,9 +175,14 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
         .lines()
         .filter(|l| l.contains("holds only"))
         .collect();
+    // The shell's (dash, at its `_exit`); the two programs it ran, which ended before their
+    // first sample, are said by one line of their own.
     assert_eq!(warned.len(), 1, "{stderr}");
-    // The two programs and the shell (dash, at its `_exit`).
-    assert!(warned[0].contains("and 2 more like it"), "{stderr}");
+    assert!(!warned[0].contains("more like it"), "{stderr}");
+    assert!(
+        stderr.contains("2 programs it exec'd ended before their first sample"),
+        "{stderr}"
+    );
     let left = std::env::temp_dir().join(format!("tickscope-messages-{pid}-0"));
     assert!(!left.exists(), "{} left behind", left.display());
 }
@@ -532,6 +537,92 @@ fn runs_into_one_output_never_mix_and_merge_writes_one_profile_of_every_process(
     let tags = go(&["-tags"]);
     assert!(tags.contains("pid") && tags.contains("program"), "{tags}");
     assert!(tags.contains("workload") && tags.contains("bash"), "{tags}");
+}
+
+/// A program the run exec'd that ends before its first sample (most commands of a shell
+/// script) writes no file of its own: it says its CPU time to `record`, which counts and names
+/// such programs, puts their time in its table as one row, and keeps one profile of them all
+/// (`<output>.<run>.unsampled`) beside those of the programs that were sampled; with
+/// `--merge`, they are in the merged profile, each labelled with its pid and program.
+#[test]
+fn programs_that_end_before_their_first_sample_leave_a_line_not_a_file() {
+    let dir = scratch("unsampled");
+    let exe = workload(&dir);
+    // At 100 Hz, /bin/true ends long before 10 ms of CPU time; the workload runs 300 ms.
+    // (`; :` keeps bash from exec'ing the workload in its own place.)
+    let script = format!("/bin/true; /bin/true; /bin/true; {} 300; :", exe.display());
+    let (code, _, stderr) = record_in(&dir, ["-o", "u.pb.gz", "--", "bash", "-c", &script]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let files: Vec<String> = crate::names(&dir)
+        .into_iter()
+        .filter(|n| n.starts_with("u.pb.gz"))
+        .collect();
+    let run = files
+        .iter()
+        .find_map(|f| f.strip_suffix(".unsampled"))
+        .and_then(|f| f.strip_prefix("u.pb.gz."))
+        .unwrap_or_else(|| panic!("no .unsampled profile: {files:?}\n{stderr}"))
+        .to_string();
+    let mut want = vec!["u.pb.gz".to_string(), format!("u.pb.gz.{run}.unsampled")];
+    // The workload's own file, and none for the three /bin/true.
+    let sampled: Vec<&String> = files.iter().filter(|f| !want.contains(f)).collect();
+    assert_eq!(sampled.len(), 1, "{files:?}\n{stderr}");
+    want.push(sampled[0].clone());
+    assert!(stderr.contains("Processes: 5"), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("it exec'd ended before their first sample"))
+        .unwrap_or_else(|| panic!("not said: {stderr}"));
+    assert!(
+        line.contains("3 programs it exec'd") && line.contains(": true (3)"),
+        "{line}"
+    );
+    assert!(line.contains(&format!("u.pb.gz.{run}.unsampled")), "{line}");
+    // Their warnings of an empty profile are said by that line, not 3 times more (bash's
+    // own, of its file, stays).
+    assert!(!stderr.contains("more like it"), "{stderr}");
+    // Their time is a row of the table, and of the files read together.
+    let row = "[not sampled: programs that ended before their first sample]";
+    assert!(stderr.contains(row), "{stderr}");
+    let unsampled = dir.join(format!("u.pb.gz.{run}.unsampled"));
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-tags"])
+        .arg(&unsampled)
+        .output()
+        .expect("`go` not found: install Go (Debian: golang-go; .ci/run does)");
+    let go = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(go.contains("program") && go.contains("true"), "{go}");
+    let ms = top_ms(&unsampled, &[]);
+    assert!(ms.contains(row), "{ms}");
+    // Each said a CPU time: three processes' exec, loading and exit, more than nothing.
+    assert!(self::ms(&ms, row, 0) > 0.0, "{ms}");
+
+    let (code, _, stderr) = record_in(
+        &dir,
+        ["-o", "m.pb.gz", "--merge", "--", "bash", "-c", &script],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("profile of 5 processes written to m.pb.gz"),
+        "{stderr}"
+    );
+    let merged: Vec<String> = crate::names(&dir)
+        .into_iter()
+        .filter(|n| n.starts_with("m.pb.gz"))
+        .collect();
+    assert_eq!(merged, ["m.pb.gz"], "{stderr}");
+    let tags = Command::new("go")
+        .args(["tool", "pprof", "-tags"])
+        .arg(dir.join("m.pb.gz"))
+        .output()
+        .unwrap();
+    let tags = String::from_utf8_lossy(&tags.stdout);
+    assert!(tags.contains("true") && tags.contains("workload"), "{tags}");
 }
 
 /// A fork child that does not exec (a bash subshell looping in bash) is not profiled: the

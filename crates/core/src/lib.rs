@@ -342,6 +342,21 @@ pub mod __private {
         crate::sys::spawn_quiet(builder, &[], f)
     }
 
+    /// The process's name as the kernel has it (its main thread's: the program's name after
+    /// its exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm`
+    /// elsewhere (the signal writer thread). Empty if neither can be read.
+    pub fn process_name() -> String {
+        let text = match crate::sys::gettid() == u64::from(std::process::id()) {
+            true => {
+                let name = crate::sys::own_name();
+                let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                String::from_utf8_lossy(&name[..len]).into_owned()
+            }
+            false => std::fs::read_to_string("/proc/self/comm").unwrap_or_default(),
+        };
+        text.trim_end_matches('\n').to_string()
+    }
+
     /// True while the calling thread starts one of tickscope's own threads (see
     /// [`spawn_quiet`]): libtickscope's `pthread_create` does not have it armed at once.
     pub fn spawning_own_thread() -> bool {
@@ -386,6 +401,13 @@ pub mod __private {
     /// `TICKSCOPE_MESSAGES` as it ends, for `tickscope record` alone: `pid=P cpu-ns=N
     /// name=COMM`, its CPU time being in no profile.
     pub const FORK_CHILD_MARK: &str = "tickscope-record-stat fork-child ";
+
+    /// The mark of the line a program exec'd under `tickscope record` leaves in
+    /// `TICKSCOPE_MESSAGES` instead of a profile file when it ended before its first sample
+    /// (most commands a script runs): `pid=P cpu-ns=N name=COMM`, N being the CPU time its
+    /// profile would have held, all of it not sampled. `record` counts and names these
+    /// processes, and puts their time in its table; one file, not one per process.
+    pub const UNSAMPLED_MARK: &str = "tickscope-record-stat unsampled ";
 
     /// Writes `line` to the messages file `TICKSCOPE_MESSAGES` names, if that is where
     /// tickscope's messages go, and nowhere else. Async-signal-safe (`_exit` may run in a

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """What profiling adds to each exec'd process under `tickscope record` (issue 21: ≤ 1 ms).
 
-Runs /bin/true (or --program) many times, interleaved, in four ways and prints the median
+Runs /bin/true (or --program) many times, interleaved, in these ways and prints the median
 wall time of each and what each adds to the plain run:
 
 - plain;
+- with a C library preloaded whose constructor starts one thread that waits (built with
+  `cc`, if there is one): the floor of any profiler that runs a thread in each process;
 - with the library preloaded but no profile asked for (the cost of loading it);
+- profiled with `record`'s settings but no SIGINT/SIGTERM hooks (no writer thread: what
+  that thread costs);
 - profiled with `record`'s settings (1000 Hz, the profile written at exit, SIGINT/SIGTERM
   hooks, messages to a file: what `record` sets for every process it runs);
 - the same with --baseline LIB, another build of the library (say, before a change), so two
@@ -23,6 +27,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +47,31 @@ def median_ms(program, env, runs):
     return statistics.median(times) * 1000
 
 
+FLOOR_C = r'''
+#include <pthread.h>
+#include <unistd.h>
+static int p[2];
+static void *wait_on_pipe(void *a) { char b; while (read(p[0], &b, 1) == 1) {} return a; }
+__attribute__((constructor)) static void start(void) {
+    pthread_t t;
+    if (pipe(p) == 0) pthread_create(&t, 0, wait_on_pipe, 0);
+}
+'''
+
+
+def build_floor(work):
+    """The one-idle-thread library, built with cc into `work`; None without a compiler."""
+    src, lib = os.path.join(work, "floor.c"), os.path.join(work, "libfloor.so")
+    with open(src, "w") as f:
+        f.write(FLOOR_C)
+    try:
+        r = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", lib, src, "-lpthread"],
+                           capture_output=True)
+    except OSError:
+        return None
+    return lib if r.returncode == 0 else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--program", default="/bin/true")
@@ -57,7 +87,7 @@ def main():
     plain_env = {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")}
     plain_env.pop("LD_PRELOAD", None)
 
-    def profiled(lib):
+    def profiled(lib, signals=True):
         env = dict(plain_env)
         env.update(
             LD_PRELOAD=lib,
@@ -65,15 +95,26 @@ def main():
             # Not the first process of the run: each writes `p.pb.gz.<pid>`, as under record.
             TICKSCOPE_CPUPROFILE_PID="1",
             TICKSCOPE_CPUPROFILE_FREQUENCY="1000",
-            TICKSCOPE_CPUPROFILE_SIGNALS="1",
             TICKSCOPE_CPUPROFILE_QUIET="1",
             TICKSCOPE_MESSAGES=messages,
         )
+        if signals:
+            env["TICKSCOPE_CPUPROFILE_SIGNALS"] = "1"
         return env
 
     ways = [
         ("plain", plain_env),
+    ]
+    # The floor of an in-process profiler: a C library whose constructor starts one thread
+    # that waits on a pipe (no profiling at all). On a 2-core EPYC VM that alone added
+    # ~0.15 ms to each exec (the clone, the scheduler, the thread's end at exit_group).
+    floor = build_floor(work)
+    if floor:
+        ways.append(("a C library starting one idle thread", dict(plain_env, LD_PRELOAD=floor)))
+    ways += [
         ("library loaded, no profile", dict(plain_env, LD_PRELOAD=LIB)),
+        # What the SIGINT/SIGTERM writer thread costs: record's settings without it.
+        ("profiled, no signal writer thread", profiled(LIB, signals=False)),
         ("profiled (record's settings)", profiled(LIB)),
     ]
     if a.baseline:
@@ -82,7 +123,8 @@ def main():
     try:
         for _ in range(a.rounds):
             for f in os.listdir(work):
-                os.remove(os.path.join(work, f))
+                if f.startswith("p.pb.gz"):
+                    os.remove(os.path.join(work, f))
             open(messages, "w").close()
             for name, env in ways:
                 results[name].append(median_ms(a.program, env, a.runs))

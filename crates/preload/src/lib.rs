@@ -57,7 +57,12 @@
 //!   is not in the parent's profile). Under `record` it says so as it ends (at `exit`,
 //!   `_exit`, or SIGINT/SIGTERM): `record` prints how many fork children ran unprofiled,
 //!   their names and CPU time, and how much CPU time no profile holds. A program exec'd by
-//!   the profiled process inherits the environment and profiles into `PATH.<pid>`.
+//!   the profiled process inherits the environment and profiles into `PATH.<pid>`; under
+//!   `record` (CPU time), one that ends before its first sample writes no file but a line
+//!   with its pid, name and CPU time, which `record` counts and keeps as one row.
+//! - **tickscope's own threads** (the drain thread, the SIGINT/SIGTERM writer) are sampled
+//!   by their frame pointers into small perf rings, and are not armed as they start: they
+//!   are found by the sampler's poll, if they live that long.
 //! - **Stacks**: walked by the unwind tables (`.eh_frame`, DWARF CFI), as gperftools'
 //!   libunwind and `perf --call-graph dwarf` walk them, so code built without frame pointers
 //!   (nearly every program and library a distribution ships) has its callers. Where perf

@@ -15,6 +15,7 @@ use crate::{Code, Failure};
 struct Active {
     sampler: Sampler,
     path: PathBuf,
+    line_if_unsampled: bool,
 }
 
 static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
@@ -56,6 +57,9 @@ pub(crate) struct Settings {
     /// How stacks are walked: by the unwind tables unless the environment asks for frame
     /// pointers (a program's own code is rarely built with them).
     pub unwind: Unwind,
+    /// A program exec'd under `record` (CPU time): if it ends before its first sample, it
+    /// writes a line for `record` ([`ts::__private::UNSAMPLED_MARK`]) rather than a file.
+    pub line_if_unsampled: bool,
 }
 
 /// Starts the process's sampler.
@@ -96,6 +100,7 @@ pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
     *active = Some(Active {
         sampler,
         path: s.path.clone(),
+        line_if_unsampled: s.line_if_unsampled,
     });
     Ok(())
 }
@@ -106,6 +111,8 @@ pub(crate) struct Written {
     pub samples: u64,
     pub total_ns: u64,
     pub mode: Mode,
+    /// False: no sample, said to `record` by a line instead of a file.
+    pub file: bool,
 }
 
 impl std::fmt::Display for Written {
@@ -114,6 +121,14 @@ impl std::fmt::Display for Written {
             Mode::Cpu => ("CPU", "CPU"),
             Mode::Wall => ("wall-clock", "wall"),
         };
+        if !self.file {
+            return write!(
+                f,
+                "no sample taken ({} of CPU time, all before the first sample): said to tickscope record, no file written to {}",
+                tickscope_fmt::duration(self.total_ns as f64),
+                self.path.display()
+            );
+        }
         write!(
             f,
             "{kind} profile written to {} ({} of {time} time in {} samples)",
@@ -133,7 +148,27 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
         samples: profile.samples(),
         total_ns: profile.total_ns(),
         mode: profile.mode(),
+        file: true,
     })
+}
+
+/// For `record`, instead of a profile file: the process's id, the CPU time its profile
+/// would have held and its name (`PR_GET_NAME`, as the kernel has it after the exec).
+fn say_unsampled(profile: &ts::sampler::Profile, path: &Path) -> Written {
+    let name = ts::__private::process_name();
+    ts::__private::say(&format!(
+        "{}pid={} cpu-ns={} name={name}",
+        ts::__private::UNSAMPLED_MARK,
+        std::process::id(),
+        profile.total_ns()
+    ));
+    Written {
+        path: path.to_path_buf(),
+        samples: 0,
+        total_ns: profile.total_ns(),
+        mode: profile.mode(),
+        file: false,
+    }
 }
 
 /// Stops the sampler and writes its profile; `exiting` when the process is about to end (see
@@ -155,6 +190,12 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
         true => a.sampler.stop_at_exit(),
         false => a.sampler.stop(),
     };
+    // Under `record`, a program it exec'd that ended before its first sample: a line, not
+    // a file (creating, renaming and reading one per command cost a shell script's commands
+    // more than the rest of the profiler did).
+    if exiting && a.line_if_unsampled && profile.samples() == 0 && profile.mode() == Mode::Cpu {
+        return Ok(say_unsampled(&profile, &a.path));
+    }
     write(&profile, &a.path)
 }
 
@@ -309,6 +350,9 @@ pub(crate) fn settings_from_env(
             signal,
             whole_process: true,
             unwind,
+            line_if_unsampled: descendant
+                && mode == Mode::Cpu
+                && var("TICKSCOPE_MESSAGES").is_some_and(|m| !m.is_empty()),
         },
         EnvExtras {
             on_signals,

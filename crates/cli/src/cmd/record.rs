@@ -154,7 +154,11 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
-    let Said { exit_cpu, forks } = messages.print();
+    let Said {
+        exit_cpu,
+        forks,
+        unsampled,
+    } = messages.print();
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
@@ -200,7 +204,13 @@ pub fn run(args: Args) -> Result<u8> {
     let pids: Vec<u32> = std::iter::once(run)
         .chain(children.iter().map(|c| c.0))
         .collect();
-    let several = profiles.len() > 1;
+    // The programs that ended before their first sample: one profile of them all.
+    let unsampled_profile = match unsampled.is_empty() {
+        true => None,
+        false => unsampled_profile(&profiles[0], &unsampled),
+    };
+    let processes = pids.len() + unsampled.len();
+    let several = processes > 1;
     if several {
         for (p, pid) in profiles.iter_mut().zip(&pids) {
             let program = p
@@ -221,6 +231,13 @@ pub fn run(args: Args) -> Result<u8> {
                 },
             ]);
         }
+    }
+    if let Some(u) = &unsampled_profile {
+        profiles.push(u.clone());
+        names.push(format!(
+            "{} (programs that ended before their first sample)",
+            names[0]
+        ));
     }
     let merged = if several {
         match tickscope_profile::views::merge(profiles, &names) {
@@ -249,6 +266,12 @@ pub fn run(args: Args) -> Result<u8> {
         Vec::new()
     } else {
         keep_children(&children, &output, run)
+    };
+    // Without --merge, their profile is a file of the run's like the others:
+    // `<output>.<run>.unsampled`.
+    let unsampled_file = match (args.merge, &unsampled_profile) {
+        (false, Some(u)) => keep_unsampled(u, pending.tmp_path(), &output, run),
+        _ => None,
     };
     pending.commit()?;
     for (pid, e) in damaged {
@@ -285,7 +308,7 @@ pub fn run(args: Args) -> Result<u8> {
         if several {
             say!(
                 "Processes: {} (the program and the programs it exec'd)",
-                pids.len()
+                processes
             );
         }
         say_part!("{text}");
@@ -295,6 +318,20 @@ pub fn run(args: Args) -> Result<u8> {
                 100.0 * own.0 as f64 / own.1.max(1) as f64
             );
         }
+    }
+    if !unsampled.is_empty() {
+        let file = unsampled_file
+            .as_ref()
+            .map(|f| {
+                format!(
+                    " (their profile: {})",
+                    args.output
+                        .with_file_name(f.file_name().unwrap_or_default())
+                        .display()
+                )
+            })
+            .unwrap_or_default();
+        say!("tickscope: {}{file}", unsampled_line(&unsampled));
     }
     if !forks.is_empty() {
         say!("tickscope: {}", forks_line(&forks));
@@ -313,14 +350,14 @@ pub fn run(args: Args) -> Result<u8> {
         // What the fork children said they used is explained above.
         let explained = held + forks.iter().map(|f| f.1).sum::<u64>();
         if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
-            line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit)");
+            line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit), or in the kernel as each process ended, after its profile was written");
         }
         say!("{line}");
     }
     if args.merge && several {
         say!(
             "tickscope: profile of {} processes written to {} (labelled pid and program)",
-            pids.len(),
+            processes,
             args.output.display()
         );
     } else {
@@ -461,7 +498,21 @@ impl Messages {
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
         let mut exit_cpu = 0u64;
         let mut forks = Vec::new();
+        let unsampled: Vec<(u32, String, u64)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
+            .filter_map(unsampled_process)
+            .collect();
+        // Each of those also warned that its profile held no sample: said by their own line.
+        let mut unsaid = unsampled.len();
         for line in text.lines().filter(|l| !l.is_empty()) {
+            if line.starts_with(tickscope::__private::UNSAMPLED_MARK) {
+                continue;
+            }
+            if unsaid > 0 && line.contains("the profile holds only 0 samples") {
+                unsaid -= 1;
+                continue;
+            }
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
                 exit_cpu = exit_cpu.saturating_add(ns.trim().parse().unwrap_or(0));
                 continue;
@@ -489,7 +540,11 @@ impl Messages {
                 say!("{line}");
             }
         }
-        Said { exit_cpu, forks }
+        Said {
+            exit_cpu,
+            forks,
+            unsampled,
+        }
     }
 }
 
@@ -499,6 +554,9 @@ struct Said {
     exit_cpu: u64,
     /// Fork children that did not exec: (name, CPU time in ns), their time in no profile.
     forks: Vec<(String, u64)>,
+    /// Programs exec'd that ended before their first sample, and wrote a line instead of a
+    /// profile: (pid, name, CPU time in ns).
+    unsampled: Vec<(u32, String, u64)>,
 }
 
 /// A fork child's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last: it may
@@ -511,6 +569,103 @@ fn fork_child(rest: &str) -> Option<(String, u64)> {
         .parse()
         .ok()?;
     Some((name.to_string(), cpu))
+}
+
+/// An unsampled program's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last).
+fn unsampled_process(rest: &str) -> Option<(u32, String, u64)> {
+    let (fields, name) = rest.split_once(" name=")?;
+    let field = |key: &str| fields.split(' ').find_map(|f| f.strip_prefix(key));
+    Some((
+        field("pid=")?.parse().ok()?,
+        name.to_string(),
+        field("cpu-ns=")?.parse().ok()?,
+    ))
+}
+
+/// The row that holds the CPU time of the programs that ended before their first sample.
+const UNSAMPLED_ROW: &str = "[not sampled: programs that ended before their first sample]";
+
+/// A profile of the programs the run exec'd that ended before their first sample (`procs`:
+/// pid, name, CPU time in ns): one sample each on [`UNSAMPLED_ROW`], labelled with its pid
+/// and program, in the sample types of `like` (the run's first profile). `None` if `like`
+/// has no CPU time to put it in.
+fn unsampled_profile(
+    like: &tickscope_profile::Profile,
+    procs: &[(u32, String, u64)],
+) -> Option<tickscope_profile::Profile> {
+    let cpu = like
+        .sample_types
+        .iter()
+        .position(|t| t.ty == "cpu" && t.unit == "nanoseconds")?;
+    let mut p = tickscope_profile::Profile::default();
+    p.sample_types = like.sample_types.clone();
+    p.default_sample_type = like.default_sample_type.clone();
+    p.period_type = like.period_type.clone();
+    p.period = like.period;
+    p.time_nanos = like.time_nanos;
+    p.comments = vec![format!(
+        "{} programs exec'd under tickscope record ended before their first sample: each said its CPU time (all of it before the first sample: loading, the exec, the exit) and wrote no profile of its own",
+        procs.len()
+    )];
+    let f = p.push_function(1, UNSAMPLED_ROW, UNSAMPLED_ROW, "", 0);
+    let loc = p.push_location(
+        1,
+        None,
+        0,
+        &[tickscope_profile::Line {
+            function: f,
+            line: 0,
+        }],
+        false,
+    );
+    let mut values = vec![0i64; p.sample_types.len()];
+    for (pid, name, ns) in procs {
+        values[cpu] = i64::try_from(*ns).unwrap_or(i64::MAX);
+        p.push_sample(
+            [loc],
+            &values,
+            &[
+                tickscope_profile::Label::Num {
+                    key: "pid".into(),
+                    value: i64::from(*pid),
+                    unit: String::new(),
+                },
+                tickscope_profile::Label::Str {
+                    key: "program".into(),
+                    value: name.clone(),
+                },
+            ],
+        );
+    }
+    Some(p)
+}
+
+/// "400 programs it exec'd ended before their first sample, 0.52 s of CPU time: true
+/// (400)": the names by CPU time, the largest first.
+fn unsampled_line(procs: &[(u32, String, u64)]) -> String {
+    let mut by_name: Vec<(&str, usize, u64)> = Vec::new();
+    for (_, name, cpu) in procs {
+        match by_name.iter_mut().find(|n| n.0 == name) {
+            Some(n) => {
+                n.1 += 1;
+                n.2 += cpu;
+            }
+            None => by_name.push((name, 1, *cpu)),
+        }
+    }
+    by_name.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let total: u64 = procs.iter().map(|p| p.2).sum();
+    let names: Vec<String> = by_name
+        .iter()
+        .map(|(name, n, _)| format!("{name} ({n})"))
+        .collect();
+    format!(
+        "{} {} it exec'd ended before their first sample, {} of CPU time, in the table as {UNSAMPLED_ROW}: {}",
+        procs.len(),
+        if procs.len() == 1 { "program" } else { "programs" },
+        seconds(total),
+        names.join(", ")
+    )
 }
 
 /// "3 fork children that did not exec ran unprofiled, 1.20 s of CPU time: python3 (2), sh
@@ -581,6 +736,59 @@ fn child_profiles(tmp: &Path) -> Vec<(u32, PathBuf)> {
         .unwrap_or_default();
     found.sort();
     found
+}
+
+/// Writes the profile of the programs that ended before their first sample beside the
+/// run's temporary file, then keeps it as `<output>.<run>.unsampled` (never replacing a file:
+/// a later name is taken instead); returns its name, or `None` after saying why not.
+fn keep_unsampled(
+    profile: &tickscope_profile::Profile,
+    tmp: &Path,
+    output: &Path,
+    run: u32,
+) -> Option<PathBuf> {
+    let mut name = tmp.as_os_str().to_owned();
+    name.push(".unsampled");
+    let from = PathBuf::from(name);
+    let written = std::fs::File::create(&from).and_then(|mut f| {
+        tickscope_profile::write::write_gz(profile, &mut f)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&from);
+        say!(
+            "tickscope: warning: cannot write the profile of the programs that ended before their first sample: {}: {e}",
+            from.display()
+        );
+        return None;
+    }
+    let out_name = output.file_name()?;
+    for n in 0..100 {
+        let mut name = out_name.to_owned();
+        name.push(format!(".{run}.unsampled"));
+        if n > 0 {
+            name.push(format!("-{n}"));
+        }
+        let to = output.with_file_name(name);
+        // A hard link fails where a file exists: nothing of an earlier run is replaced.
+        match std::fs::hard_link(&from, &to) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&from);
+                return Some(to);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                say!(
+                    "tickscope: warning: cannot keep {} as {}: {e}",
+                    from.display(),
+                    to.display()
+                );
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&from);
+    None
 }
 
 /// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the

@@ -326,6 +326,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
             signal: None,
             whole_process: false,
             unwind: ts::sampler::Unwind::Tables,
+            line_if_unsampled: false,
         })?;
         write_at_exit();
         Ok(())
