@@ -342,6 +342,20 @@ pub mod __private {
         crate::sys::spawn_quiet(builder, &[], f)
     }
 
+    /// Asks the running sampler's drain thread to stop and run the function given to
+    /// [`on_stop_request`] with `code` (non-zero): for a signal handler or `_exit`, where
+    /// nothing that locks may run. False if no sampler runs in this process.
+    /// Async-signal-safe.
+    pub fn request_stop(code: u32) -> bool {
+        crate::sampler::request_stop(code)
+    }
+
+    /// What the drain thread runs, on its own thread, when it stops at a [`request_stop`]
+    /// (the first setting stays).
+    pub fn on_stop_request(f: fn(u32)) {
+        crate::sampler::on_request(f)
+    }
+
     /// The process's name as the kernel has it (its main thread's: the program's name after
     /// its exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm`
     /// elsewhere (the signal writer thread). Empty if neither can be read.

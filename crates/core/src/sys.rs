@@ -454,7 +454,32 @@ pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, timeout: std::time
     };
 }
 
-/// Wakes the thread waiting on `word` in [`futex_wait`].
+/// Sleeps while `word` holds `expected`, until woken ([`futex_wake`]), `timeout` passes or a
+/// signal interrupts; returns at once if it holds something else already.
+pub(crate) fn futex_wait_while(
+    word: &std::sync::atomic::AtomicU32,
+    expected: u32,
+    timeout: std::time::Duration,
+) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a valid relative timeout; the kernel
+    // compares the word with `expected` atomically before it sleeps.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes the thread waiting on `word` in [`futex_wait`] or [`futex_wait_while`].
+/// Async-signal-safe (one system call).
 pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
     // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
     unsafe {

@@ -42,7 +42,7 @@
 //! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
 //!   when the library loads, so it runs after the program's own). With
 //!   `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which `record` sets) also at `_exit`/`_Exit` (dash
-//!   ends by it, Python's `os._exit` too: the library's writer thread writes the profile
+//!   ends by it, Python's `os._exit` too: the sampler's drain thread writes the profile
 //!   while `_exit` waits, at most 3 s) and on `SIGINT`/`SIGTERM` when the program has not
 //!   installed handlers of its own for them. `abort` and other fatal signals write nothing.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
@@ -60,7 +60,8 @@
 //!   the profiled process inherits the environment and profiles into `PATH.<pid>`; under
 //!   `record` (CPU time), one that ends before its first sample writes no file but a line
 //!   with its pid, name and CPU time, which `record` counts and keeps as one row.
-//! - **tickscope's own threads** (the drain thread, the SIGINT/SIGTERM writer) are sampled
+//! - **tickscope's own threads** (the drain thread, which also writes the profile on
+//!   SIGINT/SIGTERM and `_exit`; a capture's threads) are sampled
 //!   by their frame pointers into small perf rings, and are not armed as they start: they
 //!   are found by the sampler's poll, if they live that long.
 //! - **Stacks**: walked by the unwind tables (`.eh_frame`, DWARF CFI), as gperftools'

@@ -268,6 +268,82 @@ static STARTS: AtomicU64 = AtomicU64::new(0);
 static ADOPT_PID: AtomicU32 = AtomicU32::new(0);
 /// The running sampler's drain thread, for threads that ask to be armed at once.
 static ADOPT: Mutex<Option<mpsc::Sender<Msg>>> = Mutex::new(None);
+/// Bumped and woken for each message to the drain thread and for each stop request
+/// ([`request_stop`]): the drain thread sleeps on it between polls (a futex, which a signal
+/// handler may wake, where a channel's wait cannot be).
+static DRAIN_WAKE: AtomicU32 = AtomicU32::new(0);
+/// A stop a signal handler or `_exit` asked for ([`request_stop`]): its code, 0 for none.
+static REQUEST: AtomicU32 = AtomicU32::new(0);
+/// The process whose running sampler was asked to stop (0: none since the start): a later
+/// request (a second Ctrl-C, `record` passing on the signal) is the first one's to answer.
+static REQUESTED: AtomicU32 = AtomicU32::new(0);
+/// What to run on the drain thread when it stops at a request (libtickscope's: write the
+/// profile, then end the process as the signal or `_exit` would have).
+static ON_REQUEST: std::sync::OnceLock<fn(u32)> = std::sync::OnceLock::new();
+/// What the drain thread gathered when it stopped at a request: taken by the `stop()` that
+/// follows (on the drain thread itself, or on another that joins it).
+static HANDED: Mutex<Option<Drained>> = Mutex::new(None);
+
+/// Sends `msg` to the drain thread and wakes it.
+fn to_drain(tx: &mpsc::Sender<Msg>, msg: Msg) -> Result<(), mpsc::SendError<Msg>> {
+    tx.send(msg)?;
+    DRAIN_WAKE.fetch_add(1, SeqCst);
+    crate::sys::futex_wake(&DRAIN_WAKE);
+    Ok(())
+}
+
+/// Asks the running sampler to stop from where no lock may be taken (a signal handler,
+/// `_exit`): the drain thread disarms the timers and runs the function given to
+/// [`on_request`] with `code` (non-zero), on its own thread, where it may stop the sampler
+/// and write its profile. False (and nothing asked) if no sampler runs in this process.
+/// Async-signal-safe: atomics and one system call.
+pub(crate) fn request_stop(code: u32) -> bool {
+    let pid = std::process::id();
+    if code == 0 {
+        return false;
+    }
+    // Asked already (here, or by another thread at the same moment): what that request's
+    // function does (write the profile, end the process) answers this one too.
+    if REQUESTED.load(SeqCst) == pid {
+        return true;
+    }
+    if ADOPT_PID.load(SeqCst) != pid {
+        return false;
+    }
+    if REQUESTED.swap(pid, SeqCst) == pid {
+        return true;
+    }
+    REQUEST.store(code, SeqCst);
+    DRAIN_WAKE.fetch_add(1, SeqCst);
+    crate::sys::futex_wake(&DRAIN_WAKE);
+    true
+}
+
+/// Sets what the drain thread runs when it stops at a [`request_stop`]; the first setting
+/// stays.
+pub(crate) fn on_request(f: fn(u32)) {
+    let _ = ON_REQUEST.set(f);
+}
+
+/// The drain thread's whole life: its loop, then, if it stopped at a request, the request's
+/// function (see [`request_stop`]), what it gathered left in [`HANDED`].
+fn drain_thread(
+    shared: &Shared,
+    poller: Poller,
+    every: Duration,
+    rx: mpsc::Receiver<Msg>,
+) -> Drained {
+    let drained = drain_loop(shared, poller, every, rx, &DRAIN_WAKE, &REQUEST);
+    let Some(code) = drained.request else {
+        return drained;
+    };
+    *HANDED.lock().unwrap_or_else(|p| p.into_inner()) = Some(drained);
+    if let Some(f) = ON_REQUEST.get() {
+        let _ = std::panic::catch_unwind(|| f(code));
+    }
+    Drained::default()
+}
+
 /// How long a new thread waits for its timer before it runs unsampled (counted then as
 /// `[not sampled: thread start before discovery]`, as a thread found by polling is). Generous:
 /// the drain thread answers in microseconds, but a busy machine may not run it for a while.
@@ -303,7 +379,7 @@ pub fn adopt_current_thread() -> bool {
         stack: crate::sys::own_stack(),
         name: crate::sys::own_name(),
     };
-    if tx.send(Msg::Adopt(tid, me, Reply(done.clone()))).is_err() {
+    if to_drain(&tx, Msg::Adopt(tid, me, Reply(done.clone()))).is_err() {
         return false;
     }
     let deadline = Instant::now() + ADOPT_WAIT;
@@ -350,7 +426,7 @@ impl Sampler {
             return Profile::empty_after_fork();
         };
         let (tx, rx) = mpsc::channel();
-        if r.tx.send(Msg::Snapshot(tx)).is_err() {
+        if to_drain(&r.tx, Msg::Snapshot(tx)).is_err() {
             return Profile::empty_after_fork();
         }
         let drained = rx.recv().unwrap_or_default();
@@ -546,6 +622,10 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         b.unwind == Unwind::Tables,
     );
     poller.poll(&shared);
+    // Nothing of an earlier sampler's request is this one's.
+    REQUEST.store(0, SeqCst);
+    REQUESTED.store(0, SeqCst);
+    *HANDED.lock().unwrap_or_else(|p| p.into_inner()) = None;
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
     let drains = shared.clone();
@@ -553,7 +633,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     let spawned = crate::sys::spawn_quiet(
         std::thread::Builder::new().name("tickscope-sampler".into()),
         &[signal],
-        move || drain_loop(&drains, poller, every, rx),
+        move || drain_thread(&drains, poller, every, rx),
     );
     let drain = match spawned {
         Ok(d) => d,
@@ -637,9 +717,17 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     // thread before it stops, or a closed channel.
     ADOPT_PID.store(0, SeqCst);
     *ADOPT.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    // The drain thread disarms every timer and hands back what it gathered.
-    let _ = r.tx.send(Msg::Stop);
-    let mut drained = r.drain.join().unwrap_or_default();
+    // The drain thread disarms every timer and hands back what it gathered; if it stopped
+    // at a request, it left that in HANDED (and this may be it, stopping the sampler from
+    // the request's function: it cannot join itself).
+    let _ = to_drain(&r.tx, Msg::Stop);
+    let mut drained = match std::thread::current().id() == r.drain.thread().id() {
+        true => Drained::default(),
+        false => r.drain.join().unwrap_or_default(),
+    };
+    if let Some(handed) = HANDED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        drained = handed;
+    }
     let process_cpu_ns = r.meta.process_cpu_ns();
     let (shared, meta) = (r.shared, r.meta);
     let meta = &meta;

@@ -54,6 +54,8 @@ impl Drop for Reply {
 /// What the drain thread hands back.
 #[derive(Clone, Default)]
 pub(super) struct Drained {
+    /// It stopped at this request (see `sampler::request_stop`), not at a message.
+    pub request: Option<u32>,
     pub stacks: HashMap<Key, Counts>,
     /// What the timeline capture has been given of the samples (see [`to_timeline`]).
     #[cfg(feature = "capture")]
@@ -823,17 +825,24 @@ fn task_clock_to_cpu(count: u64, seen: Option<(u64, u64)>, all: (u64, u64)) -> u
     (cpu.round() as u64).min(count)
 }
 
-/// The drain thread: polls for threads and empties the table until told to stop.
+/// The drain thread: polls for threads and empties the table until told to stop, by a
+/// message or by a request (`request`, non-zero: see `sampler::request_stop`; what it
+/// gathered then says which). It sleeps on `wake`, which every message and request bumps
+/// and wakes.
 pub(super) fn drain_loop(
     shared: &Shared,
     mut poller: Poller,
     every: Duration,
     rx: mpsc::Receiver<Msg>,
+    wake: &AtomicU32,
+    request: &AtomicU32,
 ) -> Drained {
     let mut next = Instant::now() + poller.first_wait(every);
     loop {
-        let reply = match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
+        // Read before looking: a message or request that comes after the look changes it,
+        // and the wait below returns at once.
+        let seen = wake.load(SeqCst);
+        let reply = match rx.try_recv() {
             Ok(Msg::Snapshot(reply)) => Some(reply),
             Ok(Msg::Adopt(tid, me, reply)) => {
                 poller.adopt(shared, tid, me);
@@ -844,11 +853,25 @@ pub(super) fn drain_loop(
                 }
                 None
             }
-            Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Ok(Msg::Stop) | Err(mpsc::TryRecvError::Disconnected) => {
                 // A thread that asked to be armed as the sampler stopped runs unsampled now,
                 // rather than wait out its 2 s for an answer that will not come: its request,
                 // here or still to come, is answered "not armed" when dropped with `rx`.
                 return poller.finish(shared);
+            }
+            Err(mpsc::TryRecvError::Empty) => {
+                let code = request.swap(0, SeqCst);
+                if code != 0 {
+                    let mut d = poller.finish(shared);
+                    d.request = Some(code);
+                    return d;
+                }
+                let left = next.saturating_duration_since(Instant::now());
+                if !left.is_zero() {
+                    crate::sys::futex_wait_while(wake, seen, left);
+                    continue;
+                }
+                None
             }
         };
         next = Instant::now() + every;
