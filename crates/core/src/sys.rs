@@ -149,6 +149,36 @@ where
     spawned
 }
 
+/// One value handed from a thread to another without a lock (a fork child never finds it
+/// taken): a leaked `Box` behind an atomic pointer.
+pub(crate) struct Handoff<T: Send>(std::sync::atomic::AtomicPtr<T>);
+
+impl<T: Send> Handoff<T> {
+    pub(crate) const fn new() -> Handoff<T> {
+        Handoff(std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// Leaves `value` here, dropping what was left before.
+    pub(crate) fn put(&self, value: T) {
+        let old = self.0.swap(
+            Box::into_raw(Box::new(value)),
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        // SAFETY: a non-null pointer here is a Box leaked by `put`, and the swap made this
+        // its only owner.
+        (!old.is_null()).then(|| drop(unsafe { Box::from_raw(old) }));
+    }
+
+    /// Takes what was left, if anything.
+    pub(crate) fn take(&self) -> Option<T> {
+        let p = self
+            .0
+            .swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: as in `put`.
+        (!p.is_null()).then(|| *unsafe { Box::from_raw(p) })
+    }
+}
+
 thread_local! {
     /// True while this thread starts one of tickscope's own ([`spawn_quiet`]).
     static SPAWNING_OWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -729,6 +759,24 @@ mod tests {
             [false, true, true],
             "the spawning thread's mask changed"
         );
+    }
+
+    /// What is left is taken once, by one taker; leaving another drops the first.
+    #[test]
+    fn a_handoff_gives_what_was_left_once() {
+        let h: Handoff<std::sync::Arc<()>> = Handoff::new();
+        assert!(h.take().is_none());
+        let first = std::sync::Arc::new(());
+        h.put(first.clone());
+        h.put(std::sync::Arc::new(()));
+        assert_eq!(
+            std::sync::Arc::strong_count(&first),
+            1,
+            "the first was not dropped"
+        );
+        let got = std::thread::scope(|s| s.spawn(|| h.take()).join().unwrap());
+        assert!(got.is_some());
+        assert!(h.take().is_none(), "taken twice");
     }
 
     /// A thread `spawn_quiet` starts is known as tickscope's while it runs (the sampler

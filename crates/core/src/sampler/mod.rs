@@ -280,9 +280,15 @@ static REQUESTED: AtomicU32 = AtomicU32::new(0);
 /// What to run on the drain thread when it stops at a request (libtickscope's: write the
 /// profile, then end the process as the signal or `_exit` would have).
 static ON_REQUEST: std::sync::OnceLock<fn(u32)> = std::sync::OnceLock::new();
-/// What the drain thread gathered when it stopped at a request: taken by the `stop()` that
-/// follows (on the drain thread itself, or on another that joins it).
-static HANDED: Mutex<Option<Drained>> = Mutex::new(None);
+/// What the drain thread gathered when it stopped at a request (a leaked `Box`, or null):
+/// taken by the `stop()` that follows (on the drain thread itself, or on another that joins
+/// it). A pointer, not a lock: a fork child never finds it taken.
+static HANDED: crate::sys::Handoff<Drained> = crate::sys::Handoff::new();
+
+/// Takes what [`HANDED`] holds.
+fn take_handed() -> Option<Drained> {
+    HANDED.take()
+}
 
 /// Sends `msg` to the drain thread and wakes it.
 fn to_drain(tx: &mpsc::Sender<Msg>, msg: Msg) -> Result<(), mpsc::SendError<Msg>> {
@@ -337,7 +343,7 @@ fn drain_thread(
     let Some(code) = drained.request else {
         return drained;
     };
-    *HANDED.lock().unwrap_or_else(|p| p.into_inner()) = Some(drained);
+    HANDED.put(drained);
     if let Some(f) = ON_REQUEST.get() {
         let _ = std::panic::catch_unwind(|| f(code));
     }
@@ -625,7 +631,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     // Nothing of an earlier sampler's request is this one's.
     REQUEST.store(0, SeqCst);
     REQUESTED.store(0, SeqCst);
-    *HANDED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    drop(take_handed());
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
     let drains = shared.clone();
@@ -725,7 +731,7 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
         true => Drained::default(),
         false => r.drain.join().unwrap_or_default(),
     };
-    if let Some(handed) = HANDED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(handed) = take_handed() {
         drained = handed;
     }
     let process_cpu_ns = r.meta.process_cpu_ns();
