@@ -346,12 +346,14 @@ pub mod __private {
     /// [`on_stop_request`] with `code` (non-zero): for a signal handler or `_exit`, where
     /// nothing that locks may run. False if no sampler runs in this process.
     /// Async-signal-safe.
+    #[cfg(feature = "sampler")]
     pub fn request_stop(code: u32) -> bool {
         crate::sampler::request_stop(code)
     }
 
     /// What the drain thread runs, on its own thread, when it stops at a [`request_stop`]
     /// (the first setting stays).
+    #[cfg(feature = "sampler")]
     pub fn on_stop_request(f: fn(u32)) {
         crate::sampler::on_request(f)
     }

@@ -151,8 +151,10 @@ where
 
 /// One value handed from a thread to another without a lock (a fork child never finds it
 /// taken): a leaked `Box` behind an atomic pointer.
+#[cfg_attr(not(feature = "sampler"), allow(dead_code))]
 pub(crate) struct Handoff<T: Send>(std::sync::atomic::AtomicPtr<T>);
 
+#[cfg_attr(not(feature = "sampler"), allow(dead_code))]
 impl<T: Send> Handoff<T> {
     pub(crate) const fn new() -> Handoff<T> {
         Handoff(std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
@@ -216,6 +218,7 @@ pub(crate) mod own_threads {
     }
 
     /// True if and only if `tid` is one of tickscope's running threads.
+    #[cfg_attr(not(feature = "sampler"), allow(dead_code))]
     pub(crate) fn contains(tid: i32) -> bool {
         tid != 0 && TIDS.iter().any(|t| t.load(SeqCst) == tid)
     }
@@ -467,25 +470,12 @@ pub(crate) fn own_stack() -> Option<(u64, u64)> {
 
 /// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
 pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, timeout: std::time::Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a valid relative timeout: it returns at
-    // once if the word is no longer 0, else sleeps until woken, timed out or interrupted.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            0u32,
-            &ts as *const libc::timespec,
-        )
-    };
+    futex_wait_while(word, 0, timeout)
 }
 
 /// Sleeps while `word` holds `expected`, until woken ([`futex_wake`]), `timeout` passes or a
 /// signal interrupts; returns at once if it holds something else already.
+#[cfg_attr(not(feature = "sampler"), allow(dead_code))]
 pub(crate) fn futex_wait_while(
     word: &std::sync::atomic::AtomicU32,
     expected: u32,

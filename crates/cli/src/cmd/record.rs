@@ -501,7 +501,7 @@ impl Messages {
         let unsampled: Vec<(u32, String, u64)> = text
             .lines()
             .filter_map(|l| l.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
-            .filter_map(unsampled_process)
+            .filter_map(said_process)
             .collect();
         // Each of those also warned that its profile held no sample: said by their own line.
         let mut unsaid = unsampled.len();
@@ -562,17 +562,13 @@ struct Said {
 /// A fork child's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last: it may
 /// hold spaces). `None` if it does not read so.
 fn fork_child(rest: &str) -> Option<(String, u64)> {
-    let (fields, name) = rest.split_once(" name=")?;
-    let cpu = fields
-        .split(' ')
-        .find_map(|f| f.strip_prefix("cpu-ns="))?
-        .parse()
-        .ok()?;
-    Some((name.to_string(), cpu))
+    let (_, name, cpu) = said_process(rest)?;
+    Some((name, cpu))
 }
 
-/// An unsampled program's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last).
-fn unsampled_process(rest: &str) -> Option<(u32, String, u64)> {
+/// A line for `record` about a process, after its mark: `pid=P cpu-ns=N name=COMM` (the name
+/// last: it may hold spaces): (pid, name, CPU time in ns). `None` if it does not read so.
+fn said_process(rest: &str) -> Option<(u32, String, u64)> {
     let (fields, name) = rest.split_once(" name=")?;
     let field = |key: &str| fields.split(' ').find_map(|f| f.strip_prefix(key));
     Some((
@@ -643,57 +639,48 @@ fn unsampled_profile(
 /// "400 programs it exec'd ended before their first sample, 0.52 s of CPU time: true
 /// (400)": the names by CPU time, the largest first.
 fn unsampled_line(procs: &[(u32, String, u64)]) -> String {
-    let mut by_name: Vec<(&str, usize, u64)> = Vec::new();
-    for (_, name, cpu) in procs {
-        match by_name.iter_mut().find(|n| n.0 == name) {
-            Some(n) => {
-                n.1 += 1;
-                n.2 += cpu;
-            }
-            None => by_name.push((name, 1, *cpu)),
-        }
-    }
-    by_name.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
-    let total: u64 = procs.iter().map(|p| p.2).sum();
-    let names: Vec<String> = by_name
-        .iter()
-        .map(|(name, n, _)| format!("{name} ({n})"))
-        .collect();
+    let (total, names) = by_cpu(procs.iter().map(|p| (p.1.as_str(), p.2)));
     format!(
-        "{} {} it exec'd ended before their first sample, {} of CPU time, in the table as {UNSAMPLED_ROW}: {}",
+        "{} {} it exec'd ended before their first sample, {} of CPU time, in the table as {UNSAMPLED_ROW}: {names}",
         procs.len(),
         if procs.len() == 1 { "program" } else { "programs" },
         seconds(total),
-        names.join(", ")
     )
 }
 
 /// "3 fork children that did not exec ran unprofiled, 1.20 s of CPU time: python3 (2), sh
 /// (1)": the names by CPU time, the largest first.
 fn forks_line(forks: &[(String, u64)]) -> String {
+    let (total, names) = by_cpu(forks.iter().map(|f| (f.0.as_str(), f.1)));
+    format!(
+        "{} fork {} that did not exec ran unprofiled (no timer is armed in a fork child), {} of CPU time: {names}",
+        forks.len(),
+        if forks.len() == 1 { "child" } else { "children" },
+        seconds(total),
+    )
+}
+
+/// Processes by name (name, CPU time in ns): their total CPU time, and "python3 (2), sh
+/// (1)", the names by CPU time, the largest first.
+fn by_cpu<'a>(procs: impl Iterator<Item = (&'a str, u64)>) -> (u64, String) {
     let mut by_name: Vec<(&str, usize, u64)> = Vec::new();
-    for (name, cpu) in forks {
+    let mut total = 0u64;
+    for (name, cpu) in procs {
+        total = total.saturating_add(cpu);
         match by_name.iter_mut().find(|n| n.0 == name) {
             Some(n) => {
                 n.1 += 1;
                 n.2 += cpu;
             }
-            None => by_name.push((name, 1, *cpu)),
+            None => by_name.push((name, 1, cpu)),
         }
     }
     by_name.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
-    let total: u64 = forks.iter().map(|f| f.1).sum();
     let names: Vec<String> = by_name
         .iter()
         .map(|(name, n, _)| format!("{name} ({n})"))
         .collect();
-    format!(
-        "{} fork {} that did not exec ran unprofiled (no timer is armed in a fork child), {} of CPU time: {}",
-        forks.len(),
-        if forks.len() == 1 { "child" } else { "children" },
-        seconds(total),
-        names.join(", ")
-    )
+    (total, names.join(", "))
 }
 
 impl Drop for Messages {
@@ -750,30 +737,58 @@ fn keep_unsampled(
     let mut name = tmp.as_os_str().to_owned();
     name.push(".unsampled");
     let from = PathBuf::from(name);
-    let written = std::fs::File::create(&from).and_then(|mut f| {
-        tickscope_profile::write::write_gz(profile, &mut f)?;
-        f.sync_all()
+    // A new file beside the run's own temporary one (never one that is there already).
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&from);
+    let written = created.and_then(|mut f| {
+        let written =
+            tickscope_profile::write::write_gz(profile, &mut f).and_then(|()| f.sync_all());
+        if written.is_err() {
+            let _ = std::fs::remove_file(&from);
+        }
+        written
     });
     if let Err(e) = written {
-        let _ = std::fs::remove_file(&from);
         say!(
             "tickscope: warning: cannot write the profile of the programs that ended before their first sample: {}: {e}",
             from.display()
         );
         return None;
     }
+    let kept = keep_as(&from, output, &format!(".{run}.unsampled"));
+    if kept.is_none() {
+        let _ = std::fs::remove_file(&from);
+    }
+    kept
+}
+
+/// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the
+/// program's pid), never replacing a file already there (a later name is taken instead);
+/// returns the new names.
+fn keep_children(children: &[(u32, PathBuf)], output: &Path, run: u32) -> Vec<PathBuf> {
+    children
+        .iter()
+        .filter_map(|(pid, from)| keep_as(from, output, &format!(".{run}.{pid}")))
+        .collect()
+}
+
+/// Keeps `from` as `<output><suffix>` by a hard link, then removes `from`; where that name
+/// is taken, `<output><suffix>-1` and so on (a hard link fails where a file exists: nothing
+/// of an earlier run is replaced). The name kept, or `None` after saying why not.
+fn keep_as(from: &Path, output: &Path, suffix: &str) -> Option<PathBuf> {
     let out_name = output.file_name()?;
     for n in 0..100 {
         let mut name = out_name.to_owned();
-        name.push(format!(".{run}.unsampled"));
+        name.push(suffix);
         if n > 0 {
             name.push(format!("-{n}"));
         }
         let to = output.with_file_name(name);
-        // A hard link fails where a file exists: nothing of an earlier run is replaced.
-        match std::fs::hard_link(&from, &to) {
+        match std::fs::hard_link(from, &to) {
             Ok(()) => {
-                let _ = std::fs::remove_file(&from);
+                let _ = std::fs::remove_file(from);
                 return Some(to);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -783,50 +798,9 @@ fn keep_unsampled(
                     from.display(),
                     to.display()
                 );
-                break;
+                return None;
             }
         }
     }
-    let _ = std::fs::remove_file(&from);
     None
-}
-
-/// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the
-/// program's pid), never replacing a file already there (a later name is taken instead);
-/// returns the new names.
-fn keep_children(children: &[(u32, PathBuf)], output: &Path, run: u32) -> Vec<PathBuf> {
-    let Some(out_name) = output.file_name() else {
-        return Vec::new();
-    };
-    let mut kept = Vec::new();
-    for (pid, from) in children {
-        let mut done = None;
-        for n in 0..100 {
-            let mut name = out_name.to_owned();
-            name.push(format!(".{run}.{pid}"));
-            if n > 0 {
-                name.push(format!("-{n}"));
-            }
-            let to = output.with_file_name(name);
-            // A hard link fails where a file exists: nothing of an earlier run is replaced.
-            match std::fs::hard_link(from, &to) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(from);
-                    done = Some(to);
-                    break;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    say!(
-                        "tickscope: warning: cannot keep {} as {}: {e}",
-                        from.display(),
-                        to.display()
-                    );
-                    break;
-                }
-            }
-        }
-        kept.extend(done);
-    }
-    kept
 }

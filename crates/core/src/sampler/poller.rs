@@ -261,7 +261,7 @@ impl Poller {
         self.polls += 1;
         if self.polls % READ_TASK_CLOCK_EVERY == 0 {
             self.read_task_clocks();
-            self.move_blocking_threads_to_rings();
+            self.move_blocking_threads_to_rings(shared);
         }
         self.read_rings(shared);
         self.replace_first_rings(shared);
@@ -644,40 +644,54 @@ impl Poller {
             .map(|(&tid, _)| tid)
             .collect();
         for tid in first {
-            let Some(Some(a)) = self.armed.remove(&tid) else {
-                continue;
-            };
-            // Reads what came since `read_rings`, then closes the event.
-            self.disarm(tid, a);
-            let Some(now) = timer::thread_cpu_ns(tid) else {
-                // Ended meanwhile: its time was counted by the disarm.
-                self.armed.insert(tid, None);
-                continue;
-            };
-            match timer::arm_ring(tid, self.period_ns, true) {
-                Ok(r) => {
-                    self.perf_armed += 1;
-                    if let timer::Armed::Ring { fd, .. } = &r {
-                        if let Some(c) = shared.perf_tid.get(*fd as usize) {
-                            c.store(tid as u32, Relaxed);
-                        }
+            if let Some(Err(e)) = self.move_to_ring(shared, tid, true) {
+                // Its CPU time from now on is reported as not sampled.
+                self.out.unarmed += 1;
+                self.out.arm_error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Closes `tid`'s event (its count kept, as at a thread's end, and what its ring held
+    /// read) and arms a full ring in its place (`stack`: a stack ring, else a call-chain
+    /// one), which counts from now. `None` if the thread was not armed or has ended.
+    fn move_to_ring(
+        &mut self,
+        shared: &Shared,
+        tid: i32,
+        stack: bool,
+    ) -> Option<std::io::Result<()>> {
+        let Some(Some(a)) = self.armed.remove(&tid) else {
+            return None;
+        };
+        self.disarm(tid, a);
+        let Some(now) = timer::thread_cpu_ns(tid) else {
+            // Ended meanwhile: its time was counted by the disarm.
+            self.armed.insert(tid, None);
+            return None;
+        };
+        match timer::arm_ring(tid, self.period_ns, stack) {
+            Ok(r) => {
+                self.perf_armed += 1;
+                if let timer::Armed::Ring { fd, .. } = &r {
+                    if let Some(c) = shared.perf_tid.get(*fd as usize) {
+                        c.store(tid as u32, Relaxed);
                     }
-                    self.armed_at.insert(tid, now);
-                    self.armed.insert(tid, Some(r));
                 }
-                Err(e) => {
-                    // Its CPU time from now on is reported as not sampled.
-                    self.out.unarmed += 1;
-                    self.out.arm_error = Some(e.to_string());
-                    self.armed.insert(tid, None);
-                }
+                self.armed_at.insert(tid, now);
+                self.armed.insert(tid, Some(r));
+                Some(Ok(()))
+            }
+            Err(e) => {
+                self.armed.insert(tid, None);
+                Some(Err(e))
             }
         }
     }
 
     /// A thread on a signalled perf event that has blocked the signal since: its event is
     /// closed (its count kept, as at its end) and a ring takes over.
-    fn move_blocking_threads_to_rings(&mut self) {
+    fn move_blocking_threads_to_rings(&mut self, shared: &Shared) {
         let mut ran = std::mem::take(&mut self.ran);
         let blocking: Vec<i32> = ran
             .drain(..)
@@ -685,24 +699,8 @@ impl Poller {
             .collect();
         self.ran = ran;
         for tid in blocking {
-            let Some(Some(a)) = self.armed.remove(&tid) else {
-                continue;
-            };
-            self.disarm(tid, a);
-            let Some(now) = timer::thread_cpu_ns(tid) else {
-                self.armed.insert(tid, None);
-                continue;
-            };
-            match timer::arm_ring(tid, self.period_ns, false) {
-                Ok(r) => {
-                    self.perf_armed += 1;
-                    self.out.ring_threads += 1;
-                    self.armed_at.insert(tid, now);
-                    self.armed.insert(tid, Some(r));
-                }
-                Err(_) => {
-                    self.armed.insert(tid, None);
-                }
+            if let Some(Ok(())) = self.move_to_ring(shared, tid, false) {
+                self.out.ring_threads += 1;
             }
         }
     }
