@@ -21,8 +21,10 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=CC");
     let target = std::env::var("TARGET").unwrap_or_default();
-    if !target.ends_with("-linux-gnu") {
+    // The host's compiler knows the host's archive only: a cross build links as before.
+    if !target.ends_with("-linux-gnu") || std::env::var("HOST").ok().as_deref() != Some(&target) {
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -37,6 +39,8 @@ fn main() {
     if !out.status.success() || !archive.is_absolute() || !archive.is_file() {
         return;
     }
+    // A compiler upgrade that moves the archive runs this again.
+    println!("cargo:rerun-if-changed={}", archive.display());
     let dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("gcc_s");
     std::fs::create_dir_all(&dir).expect("creating the link directory in OUT_DIR");
     std::fs::write(

@@ -106,12 +106,35 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     let out = Command::new(bin())
         .current_dir(&dir)
         .env("TICKSCOPE_LIB", library())
-        .args(["record", "-o", "k.pb.gz", "--", "sh", "-c", "kill -KILL $$"])
+        .args([
+            "record",
+            "-o",
+            "k.pb.gz",
+            "--",
+            "sh",
+            "-c",
+            "/bin/true; kill -KILL $$",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(137), "{stderr}");
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
+    // What the programs it ran said is kept all the same: /bin/true ended before its first
+    // sample (100 Hz), and its profile is the run's `.unsampled` file.
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("1 program it exec'd ended before its first sample"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let kept = line
+        .rsplit("their profile: ")
+        .next()
+        .and_then(|f| f.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        kept.ends_with(".unsampled") && dir.join(kept).exists(),
+        "{line}"
+    );
 }
 
 /// A program that cannot run ends `record` as a shell ends: 127 for one not found, 126 for

@@ -351,6 +351,21 @@ pub mod __private {
         crate::sampler::request_stop(code)
     }
 
+    /// A [`request_stop`] that came while another thread was stopping the sampler, too late
+    /// for the drain thread: once, for the caller of that stop to answer after writing the
+    /// profile.
+    #[cfg(feature = "sampler")]
+    pub fn take_unanswered_request() -> Option<u32> {
+        crate::sampler::take_unanswered_request()
+    }
+
+    /// Leaves a request for the thread that is stopping the sampler to answer (see
+    /// [`take_unanswered_request`]).
+    #[cfg(feature = "sampler")]
+    pub fn leave_unanswered(code: u32) {
+        crate::sampler::leave_unanswered(code)
+    }
+
     /// What the drain thread runs, on its own thread, when it stops at a [`request_stop`]
     /// (the first setting stays).
     #[cfg(feature = "sampler")]
@@ -360,7 +375,8 @@ pub mod __private {
 
     /// The process's name as the kernel has it (its main thread's: the program's name after
     /// its exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm`
-    /// elsewhere (the signal writer thread). Empty if neither can be read.
+    /// elsewhere (the drain thread, writing the profile on a signal). Empty if neither can be
+    /// read.
     pub fn process_name() -> String {
         let text = match crate::sys::gettid() == u64::from(std::process::id()) {
             true => {

@@ -138,10 +138,10 @@ where
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, &mut old) };
     SPAWNING_OWN.with(|s| s.set(true));
     let spawned = builder.spawn(move || {
-        let slot = own_threads::register(gettid() as i32);
-        let r = f();
-        own_threads::unregister(slot);
-        r
+        // Unregistered as the thread ends, by a panic too (its id may go to a program's
+        // thread next).
+        let _ours = own_threads::Registered(own_threads::register(gettid() as i32));
+        f()
     });
     SPAWNING_OWN.with(|s| s.set(false));
     // SAFETY: restores the mask read above.
@@ -211,9 +211,14 @@ pub(crate) mod own_threads {
         (0..TIDS.len()).find(|&i| TIDS[i].compare_exchange(0, tid, SeqCst, Relaxed).is_ok())
     }
 
-    pub(crate) fn unregister(slot: Option<usize>) {
-        if let Some(i) = slot {
-            TIDS[i].store(0, SeqCst);
+    /// A registration, undone when dropped.
+    pub(crate) struct Registered(pub Option<usize>);
+
+    impl Drop for Registered {
+        fn drop(&mut self) {
+            if let Some(i) = self.0 {
+                TIDS[i].store(0, SeqCst);
+            }
         }
     }
 

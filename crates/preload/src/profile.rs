@@ -3,7 +3,7 @@
 //! signal. Everything here runs on ordinary threads, never in a signal handler.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -185,6 +185,7 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     let a = active
         .take()
         .ok_or_else(|| Failure::new(Code::State, "no sampler is running"))?;
+    STOPPING.store(true, SeqCst);
     drop(active);
     let profile = match exiting {
         true => a.sampler.stop_at_exit(),
@@ -193,10 +194,26 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     // Under `record`, a program it exec'd that ended before its first sample: a line, not
     // a file (creating, renaming and reading one per command cost a shell script's commands
     // more than the rest of the profiler did).
-    if exiting && a.line_if_unsampled && profile.samples() == 0 && profile.mode() == Mode::Cpu {
-        return Ok(say_unsampled(&profile, &a.path));
-    }
-    write(&profile, &a.path)
+    let written = if exiting
+        && a.line_if_unsampled
+        && profile.samples() == 0
+        && profile.mode() == Mode::Cpu
+    {
+        Ok(say_unsampled(&profile, &a.path))
+    } else {
+        write(&profile, &a.path)
+    };
+    STOPPING.store(false, SeqCst);
+    written
+}
+
+/// A thread is stopping the sampler and writing its profile ([`stop`]).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// True while a thread stops the sampler and writes its profile: a signal's or `_exit`'s
+/// request that finds the sampler gone meanwhile is left for that thread to answer.
+pub(crate) fn stopping() -> bool {
+    STOPPING.load(SeqCst)
 }
 
 /// Writes everything sampled so far; sampling goes on.
@@ -220,9 +237,18 @@ pub(crate) fn flush() -> Result<Written, Failure> {
 /// saying so on stderr. A fork child writes none (see the crate docs); under `record` it
 /// says it ran unprofiled ([`report_fork_child`]).
 pub(crate) fn finish(why: &str) {
+    finish_stopping(why);
+    // A signal or `_exit` that came while this stopped the sampler, too late for the drain
+    // thread: answered now that the profile is written.
+    crate::ffi::answer_unanswered();
+}
+
+/// [`finish`] without answering a request; false if the sampler was already stopped or
+/// being stopped by another thread.
+pub(crate) fn finish_stopping(why: &str) -> bool {
     if !owned_here() {
         crate::ffi::report_fork_child();
-        return;
+        return true;
     }
     let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
     match stop(true) {
@@ -242,10 +268,14 @@ pub(crate) fn finish(why: &str) {
             if !quiet {
                 ts::__private::say(&format!("tickscope: {w}"));
             }
+            true
         }
         // Stopped by the program already, or another exit path is writing.
-        Err(f) if f.code == Code::State => {}
-        Err(f) => ts::__private::say(&format!("tickscope: {why}: {}", f.message)),
+        Err(f) if f.code == Code::State => false,
+        Err(f) => {
+            ts::__private::say(&format!("tickscope: {why}: {}", f.message));
+            true
+        }
     }
 }
 

@@ -164,11 +164,19 @@ pub fn run(args: Args) -> Result<u8> {
     if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
         let others = keep_children(&children, &output, run);
         say!(
-            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the writer stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
+            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the drain thread stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
             Path::new(prog).display(),
             args.output.display()
         );
         say_children(&others, &args.output);
+        keep_and_say_unsampled(
+            &unsampled,
+            args.hz,
+            pending.tmp_path(),
+            &output,
+            run,
+            &args.output,
+        );
         return Ok(code);
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
@@ -185,6 +193,14 @@ pub fn run(args: Args) -> Result<u8> {
                 args.output.display()
             );
             say_children(&others, &args.output);
+            keep_and_say_unsampled(
+                &unsampled,
+                args.hz,
+                pending.tmp_path(),
+                &output,
+                run,
+                &args.output,
+            );
             return Ok(code);
         }
     };
@@ -192,24 +208,26 @@ pub fn run(args: Args) -> Result<u8> {
     let mut profiles = vec![main];
     let mut names = vec![args.output.display().to_string()];
     let mut damaged = Vec::new();
+    // The process of each profile, in the same order (a damaged one is left out of both).
+    let mut pids = vec![run];
     for (pid, path) in &children {
         match tickscope_profile::load(path) {
             Ok(p) => {
                 profiles.push(p);
+                pids.push(*pid);
                 names.push(format!("{} {pid}", names[0]));
             }
             Err(e) => damaged.push((*pid, e.to_string())),
         }
     }
-    let pids: Vec<u32> = std::iter::once(run)
-        .chain(children.iter().map(|c| c.0))
-        .collect();
     // The programs that ended before their first sample: one profile of them all.
     let unsampled_profile = match unsampled.is_empty() {
         true => None,
-        false => unsampled_profile(&profiles[0], &unsampled),
+        false => unsampled_profile(Some(&profiles[0]), args.hz, &unsampled),
     };
-    let processes = pids.len() + unsampled.len();
+    // Every process of the run: the program, those it exec'd (damaged profiles included),
+    // and those that ended before their first sample.
+    let processes = 1 + children.len() + unsampled.len();
     let several = processes > 1;
     if several {
         for (p, pid) in profiles.iter_mut().zip(&pids) {
@@ -319,20 +337,12 @@ pub fn run(args: Args) -> Result<u8> {
             );
         }
     }
-    if !unsampled.is_empty() {
-        let file = unsampled_file
-            .as_ref()
-            .map(|f| {
-                format!(
-                    " (their profile: {})",
-                    args.output
-                        .with_file_name(f.file_name().unwrap_or_default())
-                        .display()
-                )
-            })
-            .unwrap_or_default();
-        say!("tickscope: {}{file}", unsampled_line(&unsampled));
-    }
+    say_unsampled(
+        &unsampled,
+        unsampled_file.as_deref(),
+        &args.output,
+        args.top > 0,
+    );
     if !forks.is_empty() {
         say!("tickscope: {}", forks_line(&forks));
     }
@@ -583,22 +593,39 @@ const UNSAMPLED_ROW: &str = "[not sampled: programs that ended before their firs
 
 /// A profile of the programs the run exec'd that ended before their first sample (`procs`:
 /// pid, name, CPU time in ns): one sample each on [`UNSAMPLED_ROW`], labelled with its pid
-/// and program, in the sample types of `like` (the run's first profile). `None` if `like`
-/// has no CPU time to put it in.
+/// and program, in the sample types of `like` (the run's first profile; without one, those
+/// the library writes at `hz`). `None` if `like` has no CPU time to put it in.
 fn unsampled_profile(
-    like: &tickscope_profile::Profile,
+    like: Option<&tickscope_profile::Profile>,
+    hz: u32,
     procs: &[(u32, String, u64)],
 ) -> Option<tickscope_profile::Profile> {
-    let cpu = like
+    use tickscope_profile::ValueType;
+    let mut p = tickscope_profile::Profile::default();
+    match like {
+        Some(like) => {
+            p.sample_types = like.sample_types.clone();
+            p.default_sample_type = like.default_sample_type.clone();
+            p.period_type = like.period_type.clone();
+            p.period = like.period;
+            p.time_nanos = like.time_nanos;
+        }
+        // No profile of the program to take them from: the library's own (see the
+        // sampler's `to_pprof`).
+        None => {
+            p.sample_types = vec![
+                ValueType::new("samples", "count"),
+                ValueType::new("cpu", "nanoseconds"),
+            ];
+            p.default_sample_type = "cpu".into();
+            p.period_type = ValueType::new("cpu", "nanoseconds");
+            p.period = 1_000_000_000 / i64::from(hz.max(1));
+        }
+    }
+    let cpu = p
         .sample_types
         .iter()
         .position(|t| t.ty == "cpu" && t.unit == "nanoseconds")?;
-    let mut p = tickscope_profile::Profile::default();
-    p.sample_types = like.sample_types.clone();
-    p.default_sample_type = like.default_sample_type.clone();
-    p.period_type = like.period_type.clone();
-    p.period = like.period;
-    p.time_nanos = like.time_nanos;
     p.comments = vec![format!(
         "{} programs exec'd under tickscope record ended before their first sample: each said its CPU time (all of it before the first sample: loading, the exec, the exit) and wrote no profile of its own",
         procs.len()
@@ -636,14 +663,63 @@ fn unsampled_profile(
     Some(p)
 }
 
-/// "400 programs it exec'd ended before their first sample, 0.52 s of CPU time: true
-/// (400)": the names by CPU time, the largest first.
-fn unsampled_line(procs: &[(u32, String, u64)]) -> String {
+/// Says how many programs the run exec'd ended before their first sample, and where their
+/// profile is (`kept`, named as the user named `output`); nothing if there were none.
+fn say_unsampled(
+    unsampled: &[(u32, String, u64)],
+    kept: Option<&Path>,
+    output: &Path,
+    in_table: bool,
+) {
+    if unsampled.is_empty() {
+        return;
+    }
+    let file = kept
+        .map(|f| {
+            format!(
+                " (their profile: {})",
+                output
+                    .with_file_name(f.file_name().unwrap_or_default())
+                    .display()
+            )
+        })
+        .unwrap_or_default();
+    say!("tickscope: {}{file}", unsampled_line(unsampled, in_table));
+}
+
+/// Where the program wrote no profile (or a damaged one): the programs it exec'd that ended
+/// before their first sample are still kept (`<output>.<run>.unsampled`) and said.
+fn keep_and_say_unsampled(
+    unsampled: &[(u32, String, u64)],
+    hz: u32,
+    tmp: &Path,
+    output: &Path,
+    run: u32,
+    user_output: &Path,
+) {
+    let kept = match unsampled.is_empty() {
+        true => None,
+        false => unsampled_profile(None, hz, unsampled)
+            .and_then(|u| keep_unsampled(&u, tmp, output, run)),
+    };
+    say_unsampled(unsampled, kept.as_deref(), user_output, false);
+}
+
+/// "400 programs it exec'd ended before their first sample, 0.52 s of CPU time, in the table
+/// as [...]: true (400)": the names by CPU time, the largest first.
+fn unsampled_line(procs: &[(u32, String, u64)], in_table: bool) -> String {
     let (total, names) = by_cpu(procs.iter().map(|p| (p.1.as_str(), p.2)));
+    let (what, whose) = match procs.len() {
+        1 => ("program", "its"),
+        _ => ("programs", "their"),
+    };
+    let table = match in_table {
+        true => format!(", in the table as {UNSAMPLED_ROW}"),
+        false => String::new(),
+    };
     format!(
-        "{} {} it exec'd ended before their first sample, {} of CPU time, in the table as {UNSAMPLED_ROW}: {names}",
+        "{} {what} it exec'd ended before {whose} first sample, {} of CPU time{table}: {names}",
         procs.len(),
-        if procs.len() == 1 { "program" } else { "programs" },
         seconds(total),
     )
 }

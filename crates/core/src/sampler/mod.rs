@@ -280,6 +280,10 @@ static REQUESTED: AtomicU32 = AtomicU32::new(0);
 /// What to run on the drain thread when it stops at a request (libtickscope's: write the
 /// profile, then end the process as the signal or `_exit` would have).
 static ON_REQUEST: std::sync::OnceLock<fn(u32)> = std::sync::OnceLock::new();
+/// A request that came as the sampler was being stopped by another thread (`stop()` at the
+/// program's exit, say), after the drain thread had taken its `Stop`: left for that stop's
+/// caller to answer once the profile is written ([`take_unanswered_request`]).
+static UNANSWERED: AtomicU32 = AtomicU32::new(0);
 /// What the drain thread gathered when it stopped at a request (a leaked `Box`, or null):
 /// taken by the `stop()` that follows (on the drain thread itself, or on another that joins
 /// it). A pointer, not a lock: a fork child never finds it taken.
@@ -323,6 +327,20 @@ pub(crate) fn request_stop(code: u32) -> bool {
     DRAIN_WAKE.fetch_add(1, SeqCst);
     crate::sys::futex_wake(&DRAIN_WAKE);
     true
+}
+
+/// A request the drain thread did not take because another thread was stopping the sampler
+/// (see [`UNANSWERED`]): its code, once, for the caller of that stop to answer after writing
+/// the profile.
+pub(crate) fn take_unanswered_request() -> Option<u32> {
+    let code = UNANSWERED.swap(0, SeqCst);
+    (code != 0).then_some(code)
+}
+
+/// Leaves `code` for the thread that is stopping the sampler to answer (the request's
+/// function found the sampler being stopped by another thread, which writes the profile).
+pub(crate) fn leave_unanswered(code: u32) {
+    UNANSWERED.store(code, SeqCst);
 }
 
 /// Sets what the drain thread runs when it stops at a [`request_stop`]; the first setting
@@ -631,6 +649,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     // Nothing of an earlier sampler's request is this one's.
     REQUEST.store(0, SeqCst);
     REQUESTED.store(0, SeqCst);
+    UNANSWERED.store(0, SeqCst);
     drop(take_handed());
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
@@ -727,12 +746,23 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     // at a request, it left that in HANDED (and this may be it, stopping the sampler from
     // the request's function: it cannot join itself).
     let _ = to_drain(&r.tx, Msg::Stop);
-    let mut drained = match std::thread::current().id() == r.drain.thread().id() {
+    let on_drain_thread = std::thread::current().id() == r.drain.thread().id();
+    let mut drained = match on_drain_thread {
         true => Drained::default(),
         false => r.drain.join().unwrap_or_default(),
     };
     if let Some(handed) = take_handed() {
         drained = handed;
+    }
+    if !on_drain_thread {
+        // A request that came while this stop was under way, too late for the drain thread
+        // (it took the `Stop` first): the caller answers it once the profile is written.
+        // Later signals find no sampler and act at once.
+        let late = REQUEST.swap(0, SeqCst);
+        if late != 0 {
+            UNANSWERED.store(late, SeqCst);
+        }
+        REQUESTED.store(0, SeqCst);
     }
     let process_cpu_ns = r.meta.process_cpu_ns();
     let (shared, meta) = (r.shared, r.meta);

@@ -644,49 +644,49 @@ impl Poller {
             .map(|(&tid, _)| tid)
             .collect();
         for tid in first {
-            if let Some(Err(e)) = self.move_to_ring(shared, tid, true) {
-                // Its CPU time from now on is reported as not sampled.
-                self.out.unarmed += 1;
-                self.out.arm_error = Some(e.to_string());
-            }
+            // Kept on its first ring if no full one can be had: what finds no room there is
+            // counted as lost.
+            let _ = self.move_to_ring(shared, tid, true);
         }
     }
 
-    /// Closes `tid`'s event (its count kept, as at a thread's end, and what its ring held
-    /// read) and arms a full ring in its place (`stack`: a stack ring, else a call-chain
-    /// one), which counts from now. `None` if the thread was not armed or has ended.
+    /// Arms a full ring for `tid` (`stack`: a stack ring, else a call-chain one), counting
+    /// from now, then closes its old event (its count kept, as at a thread's end, and what
+    /// its ring held read). If the new ring cannot be had (the per-user limit on perf ring
+    /// memory, say), the old event stays. `None` if the thread was not armed or has ended.
     fn move_to_ring(
         &mut self,
         shared: &Shared,
         tid: i32,
         stack: bool,
     ) -> Option<std::io::Result<()>> {
-        let Some(Some(a)) = self.armed.remove(&tid) else {
+        if !matches!(self.armed.get(&tid), Some(Some(_))) {
             return None;
+        }
+        let r = match timer::arm_ring(tid, self.period_ns, stack) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
         };
-        self.disarm(tid, a);
+        if let Some(Some(old)) = self.armed.remove(&tid) {
+            self.disarm(tid, old);
+        }
+        // The new event's count is taken from here on: what the thread ran while both were
+        // armed is the old one's.
         let Some(now) = timer::thread_cpu_ns(tid) else {
             // Ended meanwhile: its time was counted by the disarm.
+            timer::disarm(r);
             self.armed.insert(tid, None);
             return None;
         };
-        match timer::arm_ring(tid, self.period_ns, stack) {
-            Ok(r) => {
-                self.perf_armed += 1;
-                if let timer::Armed::Ring { fd, .. } = &r {
-                    if let Some(c) = shared.perf_tid.get(*fd as usize) {
-                        c.store(tid as u32, Relaxed);
-                    }
-                }
-                self.armed_at.insert(tid, now);
-                self.armed.insert(tid, Some(r));
-                Some(Ok(()))
-            }
-            Err(e) => {
-                self.armed.insert(tid, None);
-                Some(Err(e))
+        self.perf_armed += 1;
+        if let timer::Armed::Ring { fd, .. } = &r {
+            if let Some(c) = shared.perf_tid.get(*fd as usize) {
+                c.store(tid as u32, Relaxed);
             }
         }
+        self.armed_at.insert(tid, now);
+        self.armed.insert(tid, Some(r));
+        Some(Ok(()))
     }
 
     /// A thread on a signalled perf event that has blocked the signal since: its event is

@@ -336,7 +336,12 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
 /// Stops sampling and writes the profile.
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_stop() -> c_int {
-    call(|| profile::stop(false).map(drop))
+    call(|| {
+        let stopped = profile::stop(false).map(drop);
+        // A SIGINT/SIGTERM that came as this stopped the sampler ends the process now.
+        crate::ffi::answer_unanswered();
+        stopped
+    })
 }
 
 /// Writes the profile so far; sampling goes on.

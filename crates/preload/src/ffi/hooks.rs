@@ -131,8 +131,36 @@ fn unblock(sig: c_int) {
 /// does what a thread of its own used to: one thread fewer in every profiled process, 0.18 ms
 /// of each exec'd program's wall time on a 2-core VM.)
 fn on_request(code: u32) {
+    let why = match code {
+        EXIT_REQUEST => "at _exit".to_string(),
+        sig => format!("on signal {sig}"),
+    };
+    let stopped = catch_unwind(|| profile::finish_stopping(&why)).unwrap_or(true);
+    if !stopped && profile::stopping() {
+        // Another thread (the program's exit) is writing the profile: it answers once done.
+        // If it finished meanwhile, whichever of the two takes the request answers it.
+        ts::__private::leave_unanswered(code);
+        if profile::stopping() {
+            return;
+        }
+        answer_unanswered();
+        return;
+    }
+    answer(code);
+}
+
+/// Answers a request the drain thread left for the thread that stopped the sampler (see
+/// [`on_request`]), if there is one.
+pub(crate) fn answer_unanswered() {
+    if let Some(code) = ts::__private::take_unanswered_request() {
+        answer(code);
+    }
+}
+
+/// Once the profile is written: `_exit`'s answer, or the signal's default action (the
+/// process ends as it would have without the profiler).
+fn answer(code: u32) {
     if code == EXIT_REQUEST {
-        let _ = catch_unwind(|| profile::finish("at _exit"));
         exit_done();
         return;
     }
@@ -141,7 +169,6 @@ fn on_request(code: u32) {
     if sig != libc::SIGINT && sig != libc::SIGTERM {
         return;
     }
-    let _ = catch_unwind(|| profile::finish(&format!("on signal {sig}")));
     // An `_exit` that came meanwhile waits for the profile too: written.
     exit_done();
     // SAFETY: restores the default action (a valid disposition) ...

@@ -25,8 +25,8 @@ use crate::{Code, Failure};
 
 mod api;
 mod hooks;
-pub(crate) use hooks::report_fork_child;
 use hooks::write_at_exit;
+pub(crate) use hooks::{answer_unanswered, report_fork_child};
 
 /// Room for one message, NUL included; longer ones are cut (at a character boundary).
 const ERROR_BYTES: usize = 512;
