@@ -451,6 +451,23 @@ impl Profile {
                 return invalid(format!("sample {i} refers to location index {l}"));
             }
         }
+        // Every view adds sample values up (flat, cum, totals, a diff's negated base): the
+        // absolute values of each sample type must add up within i64, or a sum would wrap
+        // (a fuzzed gperftools profile printed -1519204 hours).
+        for (t, ty) in self.sample_types.iter().enumerate() {
+            let mut sum = 0u64;
+            for s in &self.samples {
+                sum = match sum.checked_add(self.value(s, t).unsigned_abs()) {
+                    Some(v) if v <= i64::MAX as u64 => v,
+                    _ => {
+                        return invalid(format!(
+                            "the {}/{} values of the samples add up to more than 2^63 - 1 (a damaged or made-up profile)",
+                            ty.ty, ty.unit
+                        ))
+                    }
+                };
+            }
+        }
         for l in &self.locations {
             if let Some(m) = l.mapping {
                 if m as usize >= self.mappings.len() {

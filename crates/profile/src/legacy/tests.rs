@@ -620,6 +620,36 @@ fn cpu_record_claiming_2_pow_40_frames_is_an_error() {
     );
 }
 
+/// Sample values whose sum passes i64 (each fits) would wrap in every view's totals: a
+/// fuzzed file printed -1519204 hours. Refused with one line; the largest that fits is read.
+#[test]
+fn values_that_add_up_past_i64_are_an_error() {
+    // Period 10 ms; each record 2^38 counts, 2.7e18 ns of CPU: three fit, four do not.
+    let profile = |records: usize| {
+        let mut words = vec![0u64, 3, 0, 10_000, 0];
+        for r in 0..records {
+            words.extend([1 << 38, 1, 0x1000 + r as u64]);
+        }
+        words.extend([0, 1, 0]);
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    // What every reader's caller (`load`, `parse_format`) checks before returning.
+    let checked = |n: usize| match parse(&profile(n)) {
+        Some(Ok(p)) => p.check().map_err(|e| e.to_string()),
+        other => panic!("{n} records: {other:?}"),
+    };
+    let e = checked(4).unwrap_err();
+    assert!(
+        e.contains("cpu/nanoseconds values of the samples add up to more than 2^63 - 1")
+            && !e.contains('\n'),
+        "{e}"
+    );
+    checked(3).unwrap();
+}
+
 #[test]
 fn wrong_headers_are_errors_saying_what_is_wrong() {
     let mut data = Vec::new();

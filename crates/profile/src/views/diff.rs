@@ -70,6 +70,8 @@ pub fn merge_for_diff(base: Profile, new: Profile) -> Result<Profile, String> {
     p.values = values;
     append(&mut p, base, true);
     p.seal();
+    p.check()
+        .map_err(|e| format!("the base and the new profile together: {e}"))?;
     Ok(p)
 }
 
@@ -88,6 +90,9 @@ pub fn merge(profiles: Vec<Profile>, names: &[String]) -> Result<Profile, String
         append(&mut p, other, false);
     }
     p.seal();
+    // Each file's values add up within i64; all of them together may not.
+    p.check()
+        .map_err(|e| format!("the profiles together: {e}"))?;
     Ok(p)
 }
 
