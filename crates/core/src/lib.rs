@@ -377,16 +377,15 @@ pub mod __private {
     /// its exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm`
     /// elsewhere (the drain thread, writing the profile on a signal). Empty if neither can be
     /// read.
+    #[cfg(feature = "sampler")]
     pub fn process_name() -> String {
-        let text = match crate::sys::gettid() == u64::from(std::process::id()) {
-            true => {
-                let name = crate::sys::own_name();
-                let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-                String::from_utf8_lossy(&name[..len]).into_owned()
-            }
-            false => std::fs::read_to_string("/proc/self/comm").unwrap_or_default(),
-        };
-        text.trim_end_matches('\n').to_string()
+        let pid = std::process::id();
+        if crate::sys::gettid() != u64::from(pid) {
+            return crate::sampler::procfs::thread_name(pid as i32).unwrap_or_default();
+        }
+        let name = crate::sys::own_name();
+        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..len]).into_owned()
     }
 
     /// True while the calling thread starts one of tickscope's own threads (see

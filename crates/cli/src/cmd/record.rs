@@ -161,29 +161,33 @@ pub fn run(args: Args) -> Result<u8> {
     } = messages.print();
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
-    if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
-        let others = keep_children(&children, &output, run);
-        say!(
-            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the drain thread stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
-            Path::new(prog).display(),
-            args.output.display()
-        );
+    // Where the program itself left no profile to show: the other processes' are kept and
+    // said all the same.
+    let keep_the_others = |children: &[(u32, PathBuf)], unsampled: &[(u32, String, u64)]| {
+        let others = keep_children(children, &output, run);
         say_children(&others, &args.output);
         keep_and_say_unsampled(
-            &unsampled,
+            unsampled,
             args.hz,
             pending.tmp_path(),
             &output,
             run,
             &args.output,
         );
+    };
+    if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
+        say!(
+            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the drain thread stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
+            Path::new(prog).display(),
+            args.output.display()
+        );
+        keep_the_others(&children, &unsampled);
         return Ok(code);
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
     let main = match tickscope_profile::load(pending.tmp_path()) {
         Ok(p) => p,
         Err(e) => {
-            let others = keep_children(&children, &output, run);
             let e = e.to_string();
             let tmp = format!("{}: ", pending.tmp_path().display());
             say!(
@@ -192,15 +196,7 @@ pub fn run(args: Args) -> Result<u8> {
                 e.strip_prefix(&tmp).unwrap_or(&e),
                 args.output.display()
             );
-            say_children(&others, &args.output);
-            keep_and_say_unsampled(
-                &unsampled,
-                args.hz,
-                pending.tmp_path(),
-                &output,
-                run,
-                &args.output,
-            );
+            keep_the_others(&children, &unsampled);
             return Ok(code);
         }
     };

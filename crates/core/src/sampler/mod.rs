@@ -74,7 +74,7 @@ mod error;
 mod handler;
 mod poller;
 #[allow(unsafe_code)] // fdopendir/readdir, getrlimit, tgkill
-mod procfs;
+pub(crate) mod procfs;
 mod profile;
 mod table;
 #[allow(unsafe_code)] // timer_create, perf_event_open, fcntl, ioctl
@@ -288,11 +288,6 @@ static UNANSWERED: AtomicU32 = AtomicU32::new(0);
 /// taken by the `stop()` that follows (on the drain thread itself, or on another that joins
 /// it). A pointer, not a lock: a fork child never finds it taken.
 static HANDED: crate::sys::Handoff<Drained> = crate::sys::Handoff::new();
-
-/// Takes what [`HANDED`] holds.
-fn take_handed() -> Option<Drained> {
-    HANDED.take()
-}
 
 /// Sends `msg` to the drain thread and wakes it.
 fn to_drain(tx: &mpsc::Sender<Msg>, msg: Msg) -> Result<(), mpsc::SendError<Msg>> {
@@ -650,7 +645,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     REQUEST.store(0, SeqCst);
     REQUESTED.store(0, SeqCst);
     UNANSWERED.store(0, SeqCst);
-    drop(take_handed());
+    drop(HANDED.take());
     let (tx, rx) = mpsc::channel();
     let every = b.poll;
     let drains = shared.clone();
@@ -751,7 +746,7 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
         true => Drained::default(),
         false => r.drain.join().unwrap_or_default(),
     };
-    if let Some(handed) = take_handed() {
+    if let Some(handed) = HANDED.take() {
         drained = handed;
     }
     if !on_drain_thread {
