@@ -187,24 +187,27 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
         .ok_or_else(|| Failure::new(Code::State, "no sampler is running"))?;
     STOPPING.store(true, SeqCst);
     drop(active);
-    let profile = match exiting {
-        true => a.sampler.stop_at_exit(),
-        false => a.sampler.stop(),
+    // Cleared however this ends (a panic included): a request left for this thread is
+    // answered by `finish` after it.
+    struct Stopped;
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            STOPPING.store(false, SeqCst);
+        }
+    }
+    let _stopped = Stopped;
+    let profile = match (exiting, a.line_if_unsampled) {
+        (true, true) => a.sampler.stop_at_exit_unsampled_said(),
+        (true, false) => a.sampler.stop_at_exit(),
+        (false, _) => a.sampler.stop(),
     };
     // Under `record`, a program it exec'd that ended before its first sample: a line, not
     // a file (creating, renaming and reading one per command cost a shell script's commands
     // more than the rest of the profiler did).
-    let written = if exiting
-        && a.line_if_unsampled
-        && profile.samples() == 0
-        && profile.mode() == Mode::Cpu
-    {
-        Ok(say_unsampled(&profile, &a.path))
-    } else {
-        write(&profile, &a.path)
-    };
-    STOPPING.store(false, SeqCst);
-    written
+    if exiting && a.line_if_unsampled && profile.samples() == 0 && profile.mode() == Mode::Cpu {
+        return Ok(say_unsampled(&profile, &a.path));
+    }
+    write(&profile, &a.path)
 }
 
 /// A thread is stopping the sampler and writing its profile ([`stop`]).
@@ -237,7 +240,7 @@ pub(crate) fn flush() -> Result<Written, Failure> {
 /// saying so on stderr. A fork child writes none (see the crate docs); under `record` it
 /// says it ran unprofiled ([`report_fork_child`]).
 pub(crate) fn finish(why: &str) {
-    finish_stopping(why);
+    let _ = std::panic::catch_unwind(|| finish_stopping(why));
     // A signal or `_exit` that came while this stopped the sampler, too late for the drain
     // thread: answered now that the profile is written.
     crate::ffi::answer_unanswered();

@@ -509,14 +509,8 @@ impl Messages {
             .filter_map(|l| l.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
             .filter_map(said_process)
             .collect();
-        // Each of those also warned that its profile held no sample: said by their own line.
-        let mut unsaid = unsampled.len();
         for line in text.lines().filter(|l| !l.is_empty()) {
             if line.starts_with(tickscope::__private::UNSAMPLED_MARK) {
-                continue;
-            }
-            if unsaid > 0 && line.contains("the profile holds only 0 samples") {
-                unsaid -= 1;
                 continue;
             }
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
@@ -742,7 +736,7 @@ fn by_cpu<'a>(procs: impl Iterator<Item = (&'a str, u64)>) -> (u64, String) {
         match by_name.iter_mut().find(|n| n.0 == name) {
             Some(n) => {
                 n.1 += 1;
-                n.2 += cpu;
+                n.2 = n.2.saturating_add(cpu);
             }
             None => by_name.push((name, 1, cpu)),
         }

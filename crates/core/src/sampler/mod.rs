@@ -257,6 +257,8 @@ struct StartInfo {
     cpu_at_start: Option<u64>,
     /// [`handler::STRAY`] at `start()`.
     stray_at_start: u64,
+    /// A profile without a sample is reported by the caller: no warning of it.
+    unsampled_said: bool,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -468,6 +470,20 @@ impl Sampler {
     pub fn stop_at_exit(mut self) -> Profile {
         match self.inner.take() {
             Some(r) => finish(r, true, true).unwrap_or_else(Profile::empty_after_fork),
+            None => Profile::empty_after_fork(),
+        }
+    }
+
+    /// [`stop_at_exit`](Self::stop_at_exit) for a caller that reports a profile without a
+    /// sample its own way (libtickscope under `tickscope record`: one line instead of a
+    /// file): such a profile does not warn that it holds no sample.
+    #[doc(hidden)]
+    pub fn stop_at_exit_unsampled_said(mut self) -> Profile {
+        match self.inner.take() {
+            Some(mut r) => {
+                r.meta.unsampled_said = true;
+                finish(r, true, true).unwrap_or_else(Profile::empty_after_fork)
+            }
             None => Profile::empty_after_fork(),
         }
     }
@@ -689,6 +705,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
                 started: Instant::now(),
                 cpu_at_start,
                 stray_at_start: handler::STRAY.load(Relaxed),
+                unsampled_said: false,
                 start_time: SystemTime::now(),
             },
         }),
@@ -806,6 +823,7 @@ fn parts(
     process_cpu_ns: Option<u64>,
 ) -> profile::Parts {
     profile::Parts {
+        unsampled_said: r.unsampled_said,
         mode: r.settings.mode,
         source: r.source,
         requested_hz: r.settings.hz,

@@ -211,8 +211,8 @@ pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
         .iter()
         .find(|h| h.p_type(endian) == PT_LOAD && h.p_flags(endian) & PF_X != 0)?;
     let start = bias.wrapping_add(text.p_vaddr(endian)) & !(page - 1);
-    let limit =
-        (bias.wrapping_add(text.p_vaddr(endian) + text.p_memsz(endian)) + page - 1) & !(page - 1);
+    let end = text.p_vaddr(endian).checked_add(text.p_memsz(endian))?;
+    let limit = bias.wrapping_add(end).wrapping_add(page - 1) & !(page - 1);
     let offset = text.p_offset(endian) & !(page - 1);
     // A note is read only where a loaded segment's file bytes cover it.
     let loaded = |from: u64, len: u64| {

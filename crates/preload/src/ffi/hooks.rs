@@ -290,14 +290,11 @@ fn block_all() -> libc::sigset_t {
 
 /// [`report_fork_child`]'s line: pid, CPU time and name, built on the stack.
 fn write_fork_child_line(pid: u32) {
-    // SAFETY: rusage is plain data; all-zero is valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into a valid local (a system call, async-signal-safe).
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    // The process's CPU clock, as every other line for `record` (clock_gettime is
+    // async-signal-safe).
+    let Some(cpu) = ts::__private::process_cpu_ns() else {
         return;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    let cpu = ns(usage.ru_utime) + ns(usage.ru_stime);
+    };
     let mut name = [0u8; 17];
     // SAFETY: PR_GET_NAME writes at most 16 bytes into the 17-byte buffer.
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };

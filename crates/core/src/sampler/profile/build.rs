@@ -301,7 +301,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         comments.push(said.clone());
         warnings.push(said);
     }
-    if taken < FEW_SAMPLES {
+    if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) {
         warnings.push(format!(
             "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
             taken,

@@ -76,6 +76,8 @@ pub struct ThreadTime {
 
 /// Everything `stop()` gathered, before symbolisation.
 pub(crate) struct Parts {
+    /// A profile without a sample does not warn of it (its caller says so another way).
+    pub unsampled_said: bool,
     pub mode: Mode,
     pub source: Source,
     pub requested_hz: u32,
