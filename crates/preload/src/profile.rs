@@ -83,7 +83,8 @@ pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
         .frequency(s.hz)
         .mode(s.mode)
         .whole_process(s.whole_process)
-        .unwind(s.unwind);
+        .unwind(s.unwind)
+        .unsampled_said(s.line_if_unsampled);
     if let Some(sig) = s.signal {
         b = b.signal(sig);
     }
@@ -153,20 +154,20 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
 }
 
 /// For `record`, instead of a profile file: the process's id, the CPU time its profile
-/// would have held and its name (`PR_GET_NAME`, as the kernel has it after the exec).
-fn say_unsampled(profile: &ts::sampler::Profile, path: &Path) -> Written {
+/// would have held (`total_ns`) and its name (`PR_GET_NAME`, as the kernel has it after the
+/// exec).
+fn say_unsampled(total_ns: u64, path: &Path) -> Written {
     let name = ts::__private::process_name();
     ts::__private::say(&format!(
-        "{}pid={} cpu-ns={} name={name}",
+        "{}pid={} cpu-ns={total_ns} name={name}",
         ts::__private::UNSAMPLED_MARK,
         std::process::id(),
-        profile.total_ns()
     ));
     Written {
         path: path.to_path_buf(),
         samples: 0,
-        total_ns: profile.total_ns(),
-        mode: profile.mode(),
+        total_ns,
+        mode: Mode::Cpu,
         file: false,
     }
 }
@@ -196,16 +197,23 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
         }
     }
     let _stopped = Stopped;
+    // Under `record`, a program it exec'd that ended before its first sample: a line, not
+    // a file (creating, renaming and reading one per command cost a shell script's commands
+    // more than the rest of the profiler did). Nothing sampled, the sampler gives the CPU
+    // time without building a profile.
     let profile = match (exiting, a.line_if_unsampled) {
-        (true, true) => a.sampler.stop_at_exit_unsampled_said(),
+        (true, true) => match a.sampler.stop_at_exit_unless_unsampled() {
+            Ok(p) => p,
+            Err(total_ns) => return Ok(say_unsampled(total_ns, &a.path)),
+        },
         (true, false) => a.sampler.stop_at_exit(),
         (false, _) => a.sampler.stop(),
     };
-    // Under `record`, a program it exec'd that ended before its first sample: a line, not
-    // a file (creating, renaming and reading one per command cost a shell script's commands
-    // more than the rest of the profiler did).
+    // Sampled, but nothing kept (every sample lost, say): a line still, with the CPU time
+    // so far (the profile's building included: no line follows for it).
     if exiting && a.line_if_unsampled && profile.samples() == 0 && profile.mode() == Mode::Cpu {
-        return Ok(say_unsampled(&profile, &a.path));
+        let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
+        return Ok(say_unsampled(total_ns.max(profile.total_ns()), &a.path));
     }
     write(&profile, &a.path)
 }
@@ -256,11 +264,12 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
     let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
     match stop(true) {
         Ok(w) => {
-            // Under `record`, what writing the profile cost, which no profile can hold.
+            // Under `record`, what writing the profile cost, which no profile can hold (a
+            // line said instead of a file holds the CPU time up to it).
             let recorded =
                 ts::__private::env_var("TICKSCOPE_MESSAGES").is_some_and(|v| !v.is_empty());
-            if let (true, Mode::Cpu, Some(cpu)) =
-                (recorded, w.mode, ts::__private::process_cpu_ns())
+            if let (true, true, Mode::Cpu, Some(cpu)) =
+                (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
             {
                 ts::__private::say(&format!(
                     "{}{}",

@@ -155,6 +155,7 @@ pub struct Builder {
     signal: libc::c_int,
     whole_process: bool,
     unwind: Unwind,
+    unsampled_said: bool,
 }
 
 /// Perf-event descriptors below this map to their thread in the handler; a higher one still
@@ -225,6 +226,17 @@ impl Builder {
         self
     }
 
+    /// For a caller that reports a process which ended before its first sample its own way
+    /// (libtickscope under `tickscope record`: one line instead of a file): such a profile
+    /// does not warn that it holds no sample, and
+    /// [`stop_at_exit_unless_unsampled`](Sampler::stop_at_exit_unless_unsampled) then
+    /// returns only the CPU time, without disarming a timer or building a profile.
+    #[doc(hidden)]
+    pub fn unsampled_said(mut self, yes: bool) -> Builder {
+        self.unsampled_said = yes;
+        self
+    }
+
     /// Starts sampling every thread of the process.
     pub fn start(self) -> Result<Sampler, Error> {
         start(self)
@@ -257,8 +269,6 @@ struct StartInfo {
     cpu_at_start: Option<u64>,
     /// [`handler::STRAY`] at `start()`.
     stray_at_start: u64,
-    /// A profile without a sample is reported by the caller: no warning of it.
-    unsampled_said: bool,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -428,6 +438,7 @@ impl Sampler {
             signal: SIGNAL,
             whole_process: false,
             unwind: Unwind::FramePointers,
+            unsampled_said: false,
         }
     }
 
@@ -458,7 +469,7 @@ impl Sampler {
     /// Stops sampling and returns the profile, symbolised.
     pub fn stop(mut self) -> Profile {
         match self.inner.take() {
-            Some(r) => finish(r, true, false).unwrap_or_else(Profile::empty_after_fork),
+            Some(r) => finish_profile(r, false),
             None => Profile::empty_after_fork(),
         }
     }
@@ -469,22 +480,21 @@ impl Sampler {
     /// works, without that memory back.
     pub fn stop_at_exit(mut self) -> Profile {
         match self.inner.take() {
-            Some(r) => finish(r, true, true).unwrap_or_else(Profile::empty_after_fork),
+            Some(r) => finish_profile(r, true),
             None => Profile::empty_after_fork(),
         }
     }
 
-    /// [`stop_at_exit`](Self::stop_at_exit) for a caller that reports a profile without a
-    /// sample its own way (libtickscope under `tickscope record`: one line instead of a
-    /// file): such a profile does not warn that it holds no sample.
+    /// [`stop_at_exit`](Self::stop_at_exit) for a sampler started with
+    /// [`Builder::unsampled_said`] in CPU mode: if nothing was sampled (every thread on a
+    /// ring that holds no record, no signal), `Err` with the process's CPU time (since `start()`, or since
+    /// it began with [`Builder::whole_process`]), and the timers are left to the process's
+    /// end. Otherwise the profile.
     #[doc(hidden)]
-    pub fn stop_at_exit_unsampled_said(mut self) -> Profile {
+    pub fn stop_at_exit_unless_unsampled(mut self) -> Result<Profile, u64> {
         match self.inner.take() {
-            Some(mut r) => {
-                r.meta.unsampled_said = true;
-                finish(r, true, true).unwrap_or_else(Profile::empty_after_fork)
-            }
-            None => Profile::empty_after_fork(),
+            Some(r) => finish(r, true, true).unwrap_or_else(|| Ok(Profile::empty_after_fork())),
+            None => Ok(Profile::empty_after_fork()),
         }
     }
 }
@@ -656,6 +666,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         b.whole_process,
         b.unwind == Unwind::Tables,
     );
+    poller.quick_unsampled_exit(b.unsampled_said);
     poller.poll(&shared);
     // Nothing of an earlier sampler's request is this one's.
     REQUEST.store(0, SeqCst);
@@ -705,7 +716,6 @@ fn start(b: Builder) -> Result<Sampler, Error> {
                 started: Instant::now(),
                 cpu_at_start,
                 stray_at_start: handler::STRAY.load(Relaxed),
-                unsampled_said: false,
                 start_time: SystemTime::now(),
             },
         }),
@@ -734,10 +744,21 @@ fn wait_handlers() {
     }
 }
 
+/// [`finish`] for a caller that wants the profile.
+fn finish_profile(r: Running, exiting: bool) -> Profile {
+    match finish(r, true, exiting) {
+        Some(Ok(p)) => p,
+        // Only a sampler started with `unsampled_said` stops without a profile.
+        Some(Err(_)) | None => Profile::empty_after_fork(),
+    }
+}
+
 /// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
 /// where the drain thread and the timers do not exist. With `exiting`, the shared state is
-/// not freed (see [`Sampler::stop_at_exit`]).
-fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
+/// not freed (see [`Sampler::stop_at_exit`]); `Err` with the CPU time instead of a profile
+/// when the sampler was started with [`Builder::unsampled_said`] and nothing was sampled
+/// (see [`Sampler::stop_at_exit_unless_unsampled`]).
+fn finish(r: Running, build: bool, exiting: bool) -> Option<Result<Profile, u64>> {
     if r.pid != std::process::id() {
         // A fork child: nothing of the parent's sampler runs here. Leak the state rather
         // than touch timers and a thread that belong to the parent.
@@ -757,7 +778,7 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     // The drain thread disarms every timer and hands back what it gathered; if it stopped
     // at a request, it left that in HANDED (and this may be it, stopping the sampler from
     // the request's function: it cannot join itself).
-    let _ = to_drain(&r.tx, Msg::Stop);
+    let _ = to_drain(&r.tx, Msg::Stop { exiting });
     let on_drain_thread = std::thread::current().id() == r.drain.thread().id();
     let mut drained = match on_drain_thread {
         true => Drained::default(),
@@ -779,6 +800,16 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     let process_cpu_ns = r.meta.process_cpu_ns();
     let (shared, meta) = (r.shared, r.meta);
     let meta = &meta;
+    if drained.unsampled_exit {
+        // Nothing sampled, and the process is ending: its timers (rings that hold nothing)
+        // go with it, and no profile is built. No signal came, so no handler holds the
+        // state; none will (the rings deliver none).
+        SHARED.store(std::ptr::null_mut(), SeqCst);
+        wait_handlers();
+        *lock_running() = None;
+        std::mem::forget(shared);
+        return Some(Err(process_cpu_ns.unwrap_or(0)));
+    }
     // A program that took the signal over may run its own ITIMER_PROF now: leave it.
     if meta.source == Source::ProcessTimer && drained.handler_replaced_at.is_none() {
         let _ = timer::process_timer(0);
@@ -798,7 +829,7 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Profile> {
     if exiting {
         std::mem::forget(shared);
     }
-    profile
+    Some(Ok(profile.unwrap_or_else(Profile::empty_after_fork)))
 }
 
 impl StartInfo {
@@ -823,7 +854,7 @@ fn parts(
     process_cpu_ns: Option<u64>,
 ) -> profile::Parts {
     profile::Parts {
-        unsampled_said: r.unsampled_said,
+        unsampled_said: r.settings.unsampled_said,
         mode: r.settings.mode,
         source: r.source,
         requested_hz: r.settings.hz,

@@ -13,8 +13,9 @@ use super::{procfs, timer, Mode, Source};
 
 /// What `stop()` and `snapshot()` ask of the drain thread.
 pub(super) enum Msg {
-    /// Disarm every timer and hand back everything.
-    Stop,
+    /// Disarm every timer and hand back everything; `exiting`: the process is about to end
+    /// (see [`Poller::finish`]).
+    Stop { exiting: bool },
     /// Drain the table and send a copy of everything so far; keep sampling.
     Snapshot(mpsc::Sender<Drained>),
     /// Arm this new thread's timer now, and answer. With the thread's stack `[low, high)`
@@ -56,6 +57,10 @@ impl Drop for Reply {
 pub(super) struct Drained {
     /// It stopped at this request (see `sampler::request_stop`), not at a message.
     pub request: Option<u32>,
+    /// Stopped at the process's exit with nothing sampled, under
+    /// [`Builder::unsampled_said`](super::Builder::unsampled_said): the timers were left
+    /// armed and nothing else was gathered.
+    pub unsampled_exit: bool,
     pub stacks: HashMap<Key, Counts>,
     /// What the timeline capture has been given of the samples (see [`to_timeline`]).
     #[cfg(feature = "capture")]
@@ -151,6 +156,10 @@ pub(super) struct Poller {
     /// process's descriptor limit: the program's own files come first).
     perf_armed: usize,
     perf_cap: usize,
+    /// See [`Poller::quick_unsampled_exit`].
+    quick_exit: bool,
+    /// `tids` holds the listing `new` made, for the start's poll to use.
+    listed: bool,
     out: Drained,
 }
 
@@ -191,19 +200,29 @@ impl Poller {
             tombstones: 0,
             perf_armed: 0,
             perf_cap: procfs::open_files_limit() / 4,
+            quick_exit: false,
+            listed: false,
             out: Drained::default(),
         };
-        if mode == Mode::Cpu && whole_process && procfs::list_threads(&mut p.tids).is_ok() {
-            p.initial = p.tids.iter().copied().collect();
-        }
-        if mode == Mode::Cpu && !whole_process && procfs::list_threads(&mut p.tids).is_ok() {
-            for &tid in &p.tids {
-                if let Some(ns) = timer::thread_cpu_ns(tid) {
-                    p.baseline.insert(tid, ns);
+        if mode == Mode::Cpu && procfs::list_threads(&mut p.tids).is_ok() {
+            p.listed = true;
+            if whole_process {
+                p.initial = p.tids.iter().copied().collect();
+            } else {
+                for &tid in &p.tids {
+                    if let Some(ns) = timer::thread_cpu_ns(tid) {
+                        p.baseline.insert(tid, ns);
+                    }
                 }
             }
         }
         p
+    }
+
+    /// With `yes`, a stop at the process's exit that finds nothing sampled leaves the timers
+    /// armed and gathers nothing (see [`Poller::finish`]).
+    pub fn quick_unsampled_exit(&mut self, yes: bool) {
+        self.quick_exit = yes;
     }
 
     pub fn poll(&mut self, shared: &Shared) {
@@ -212,7 +231,9 @@ impl Poller {
             // Nothing more to arm: the signal is the program's now.
             return;
         }
-        if procfs::list_threads(&mut self.tids).is_err() {
+        // The start's poll follows `new`'s listing at once: a thread started in between is
+        // found by the next poll (or asks to be armed), its time until then counted.
+        if !std::mem::take(&mut self.listed) && procfs::list_threads(&mut self.tids).is_err() {
             return;
         }
         let new: Vec<i32> = self
@@ -705,8 +726,32 @@ impl Poller {
         }
     }
 
-    /// Disarms every timer and returns what was gathered.
-    fn finish(mut self, shared: &Shared) -> Drained {
+    /// True if and only if nothing was sampled so far in CPU mode: every armed thread is on
+    /// a ring that holds no record (no sample, no loss), none was read, no signal came.
+    fn nothing_sampled(&self, shared: &Shared) -> bool {
+        self.mode == Mode::Cpu
+            && shared.signals.load(SeqCst) == 0
+            && self.out.stacks.is_empty()
+            && self.out.ring_sampled == 0
+            && self.out.ring_lost == 0
+            && self.rings.samples.is_empty()
+            && self.armed.values().flatten().all(timer::ring_untouched)
+    }
+
+    /// Disarms every timer and returns what was gathered. `exiting` (the process is about
+    /// to end) with [`quick_unsampled_exit`](Poller::quick_unsampled_exit) and nothing
+    /// sampled: nothing is disarmed or read (each thread's name, times and count would cost
+    /// a program that ended before its first sample more than the rest of its profiling),
+    /// and [`Drained::unsampled_exit`] says so.
+    fn finish(mut self, shared: &Shared, exiting: bool) -> Drained {
+        if exiting && self.quick_exit && self.nothing_sampled(shared) {
+            // Left armed: the process's end closes them.
+            std::mem::forget(std::mem::take(&mut self.armed));
+            return Drained {
+                unsampled_exit: true,
+                ..Drained::default()
+            };
+        }
         self.check_handler();
         let armed: Vec<_> = self.armed.drain().collect();
         for (tid, a) in armed {
@@ -851,16 +896,18 @@ pub(super) fn drain_loop(
                 }
                 None
             }
-            Ok(Msg::Stop) | Err(mpsc::TryRecvError::Disconnected) => {
+            Ok(Msg::Stop { exiting }) => return poller.finish(shared, exiting),
+            Err(mpsc::TryRecvError::Disconnected) => {
                 // A thread that asked to be armed as the sampler stopped runs unsampled now,
                 // rather than wait out its 2 s for an answer that will not come: its request,
                 // here or still to come, is answered "not armed" when dropped with `rx`.
-                return poller.finish(shared);
+                return poller.finish(shared, false);
             }
             Err(mpsc::TryRecvError::Empty) => {
                 let code = request.swap(0, SeqCst);
                 if code != 0 {
-                    let mut d = poller.finish(shared);
+                    // A signal's or `_exit`'s request: the process ends once it is answered.
+                    let mut d = poller.finish(shared, true);
                     d.request = Some(code);
                     return d;
                 }

@@ -95,9 +95,16 @@ pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
-/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), read through a descriptor above 2.
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`, read through a descriptor above 2).
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
     use std::io::Read;
+    // The calling thread's own: asked of the kernel, no file opened (the start's poll names
+    // the thread that starts the sampler this way).
+    if tid as u64 == crate::sys::gettid() {
+        let name = crate::sys::own_name();
+        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        return Some(String::from_utf8_lossy(&name[..len]).into_owned());
+    }
     let mut s = String::new();
     crate::sys::open_read(format!("/proc/self/task/{tid}/comm").as_ref())
         .ok()?

@@ -241,6 +241,21 @@ fn arm_ring_of(tid: i32, period_ns: u64, stack: bool, first: bool) -> io::Result
     Ok(armed)
 }
 
+/// True if and only if `armed` is a ring the kernel has written no record into (no sample,
+/// no loss) since it was mapped.
+pub(crate) fn ring_untouched(armed: &Armed) -> bool {
+    let Armed::Ring { ring, .. } = *armed else {
+        return false;
+    };
+    // The control page's data_head (see `drain_ring`): 0 until the kernel's first record.
+    let head = (ring as *const u8).wrapping_add(1024) as *const std::sync::atomic::AtomicU64;
+    // SAFETY: in the control page of the live mapping (a ring is unmapped only when
+    // disarmed, which takes the `Armed`), 8-aligned; the kernel writes it concurrently,
+    // hence an atomic.
+    let head = unsafe { &*head };
+    head.load(std::sync::atomic::Ordering::Acquire) == 0
+}
+
 /// Reads the samples a ring holds, oldest first, calling `sample(tid, what)` for each, and
 /// frees their room; returns the samples the kernel lost for want of room. `record` is
 /// scratch space, kept between calls. Nothing for another kind of timer.
