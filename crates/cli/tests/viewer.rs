@@ -614,6 +614,12 @@ fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
 }
 
 /// Runs the demo for `seconds` into `tcp://addr`.
+/// How long the live demo runs: the page must draw it, then see it grow, while it runs. 3 s
+/// (with two workers) was once too short beside two busy loops and the rest of the suite:
+/// the capture had ended before Chromium's first look, and the wait for it to grow timed
+/// out. One worker for 8 s sends about as many events as two did for 3 s (~100 MB).
+const LIVE_SECONDS: &str = "8";
+
 fn demo_into(addr: &str, seconds: &str) -> Child {
     tickscope()
         .args([
@@ -621,7 +627,7 @@ fn demo_into(addr: &str, seconds: &str) -> Child {
             "--seconds",
             seconds,
             "--threads",
-            "2",
+            "1",
             "--interval",
             "off",
         ])
@@ -663,7 +669,7 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
         .unwrap_or_else(|| panic!("{:?}", v.stderr))
         .to_owned();
     let out = shots("live");
-    let (page, status) = browse_live(&v.url, &out, || demo_into(&addr, "3"));
+    let (page, status) = browse_live(&v.url, &out, || demo_into(&addr, LIVE_SECONDS));
     assert!(status.success());
     check_live(&page);
     drop(v);
@@ -707,7 +713,7 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
             .map(str::to_owned);
     }
     let at = at.unwrap();
-    let (page, status) = browse_live(url.trim(), &out, || demo_into(&at, "3"));
+    let (page, status) = browse_live(url.trim(), &out, || demo_into(&at, LIVE_SECONDS));
     assert!(status.success());
     check_live(&page);
     // The file is the capture: `report` reads it.

@@ -49,19 +49,38 @@ fn burn(ns: u64) -> u64 {
     x
 }
 
-/// One round of the 3:1 workload lasts 1.206 ms of CPU: a period whose phase against
-/// samples every 1, 4 or 10 ms keeps moving (checked numerically), so a periodic sampler
-/// cannot alias with it — as a 4 ms round would with a 250 Hz kernel tick.
+/// One round of the 3:1 workload lasts 1.206 ms of CPU on average: a period whose phase
+/// against samples every 1, 4 or 10 ms keeps moving (checked numerically), so a periodic
+/// sampler cannot alias with it — as a 4 ms round would with a 250 Hz kernel tick.
 const ROUND_NS: u64 = 1_206_000;
 
-#[inline(never)]
-fn three_parts() -> u64 {
-    black_box(burn(ROUND_NS * 3 / 4))
+/// Each round's length is drawn from 0.5 to 1.5 × [`ROUND_NS`] (the 3:1 split kept within
+/// it): with equal rounds, samples that come at kernel ticks (the thread CPU timer) on a
+/// busy machine, whose scheduler also switches threads at ticks, were not independent draws
+/// of the split (0.837 once against 0.75 ± 0.065); with rounds of random length, each
+/// sample's place in its round is random, whatever the sampler's and the scheduler's rhythm.
+fn round_ns() -> u64 {
+    thread_local! {
+        static RNG: std::cell::Cell<u64> = std::cell::Cell::new(u64::from(gettid()) | 1);
+    }
+    RNG.with(|r| {
+        let mut x = r.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r.set(x);
+        ROUND_NS / 2 + x % ROUND_NS
+    })
 }
 
 #[inline(never)]
-fn one_part() -> u64 {
-    black_box(burn(ROUND_NS / 4))
+fn three_parts(round: u64) -> u64 {
+    black_box(burn(round * 3 / 4))
+}
+
+#[inline(never)]
+fn one_part(round: u64) -> u64 {
+    black_box(burn(round / 4))
 }
 
 /// Two threads, each spending CPU in `three_parts` and `one_part` at 3:1 for ~1 s. Returns
@@ -79,8 +98,9 @@ fn three_to_one(hz: u32, source: Option<Source>) -> (Profile, Vec<(u32, u64)>) {
                 .spawn(|| {
                     let t0 = thread_cpu_ns();
                     while thread_cpu_ns() - t0 < 1_000_000_000 {
-                        black_box(three_parts());
-                        black_box(one_part());
+                        let round = round_ns();
+                        black_box(three_parts(round));
+                        black_box(one_part(round));
                     }
                     (gettid(), thread_cpu_ns() - t0)
                 })
@@ -884,7 +904,7 @@ fn go_tool_pprof_reads_names_totals_lines_source_and_scope_labels() {
 fn flame_graph_and_folded_stacks_name_the_hot_functions() {
     let _g = lock();
     let sampler = Sampler::builder().frequency(500).start().unwrap();
-    black_box(three_parts());
+    black_box(three_parts(ROUND_NS));
     black_box(burn(200_000_000));
     let profile = sampler.stop();
     let dir = std::env::temp_dir().join(format!("tickscope-flame-{}", std::process::id()));

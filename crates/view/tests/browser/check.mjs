@@ -147,7 +147,7 @@ try {
 
     // A scope: click the middle of the widest slice drawn (narrower than the window when
     // one is: a slice that fills it says less of where the click landed).
-    const target = await page.evaluate(() => {
+    const findTarget = () => page.evaluate(() => {
       const { TL, S } = window.tickscope;
       const box = document.getElementById('tl-canvas').getBoundingClientRect();
       let best = null;
@@ -167,6 +167,14 @@ try {
       }
       return best;
     });
+    let target = await findTarget();
+    // The zoomed, panned window may fall where no slice is wide enough to click (between a
+    // worker's scopes, say): zoom out with S until one is.
+    for (let n = 0; !target && n < 24; n++) {
+      await page.keyboard.press('s');
+      await painted();
+      target = await findTarget();
+    }
     out.clicked = target;
     if (target) {
       await page.mouse.click(target.x, target.y);

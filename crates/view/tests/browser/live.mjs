@@ -47,6 +47,8 @@ try {
     return c && c.threads && c.duration_ns > 0 && window.drawn() > 0;
   }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
+  // Nothing more can arrive: say so now rather than wait out the timeouts below.
+  if (out.seen[0].done) throw new Error('the capture had ended by the page\'s first look: the program ran too short for this machine');
   await page.screenshot({ path: path.join(outdir, 'live-1.png') });
   // Then the page follows it: a later window, drawn (its answer is the window's).
   const drawnAfter = (u) => {
