@@ -9,6 +9,12 @@
 //! position-independent executables and shared objects wherever they were loaded; a
 //! fixed-address executable's addresses are its virtual addresses already.
 //!
+//! A stripped binary's symbols are read from its separate debug file where one is installed
+//! (Debian's `-dbgsym` packages, `objcopy --only-keep-debug`), found as gdb, perf and
+//! `go tool pprof` find it: by build id under `/usr/lib/debug/.build-id/`, or by the
+//! `.gnu_debuglink` name beside the binary, in its `.debug/` directory, or under
+//! `/usr/lib/debug` at the binary's directory.
+//!
 //! Only function names: no file names, line numbers or inline frames (those need DWARF), and
 //! names are not demangled.
 
@@ -22,6 +28,14 @@ use super::{Line, Mapping, Profile, StrId};
 /// those mappings `has_functions`. Returns one warning per binary that is needed but cannot
 /// be read or is not ELF.
 pub fn symbolize(p: &mut Profile) -> Vec<String> {
+    symbolize_with_debug_root(p, DEBUG_ROOT)
+}
+
+/// Where separate debug files are installed.
+const DEBUG_ROOT: &str = "/usr/lib/debug";
+
+/// [`symbolize`], looking for separate debug files under `root` instead of [`DEBUG_ROOT`].
+fn symbolize_with_debug_root(p: &mut Profile, root: &str) -> Vec<String> {
     let mut warnings = Vec::new();
     // The mappings with locations still to name.
     let mut wanted = vec![false; p.mappings.len()];
@@ -57,7 +71,7 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
                 continue;
             }
         };
-        let binary = match Binary::parse(&data) {
+        let mut binary = match Binary::parse(&data) {
             Ok(b) => b,
             Err(e) => {
                 warnings.push(format!(
@@ -67,6 +81,15 @@ pub fn symbolize(p: &mut Profile) -> Vec<String> {
                 continue;
             }
         };
+        // A stripped binary's local functions are in its debug file, if one is installed.
+        if let Some((debug, data)) = binary.debug_file(&mapping.file, root) {
+            if let Err(e) = binary.add_symbols_of(&data) {
+                warnings.push(format!(
+                    "cannot read the debug file {debug} of {}: {e}",
+                    mapping.file
+                ));
+            }
+        }
         for li in 0..p.locations.len() {
             let l = p.locations[li];
             if l.mapping != Some(index as u32) || !l.lines.is_empty() || l.address == 0 {
@@ -117,6 +140,27 @@ struct Binary {
     symbols: Vec<(u64, u64, String)>,
     /// Sections loaded in memory: (address, size), by address.
     sections: Vec<(u64, u64)>,
+    /// Its build id (GNU note), and the file name in its `.gnu_debuglink`.
+    build_id: Vec<u8>,
+    debug_link: Option<String>,
+}
+
+/// The function symbols of an ELF file, static and dynamic: (address, size, name).
+fn function_symbols(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string()))
+        })
+        .collect()
+}
+
+/// Per address, one symbol: one with a size first, then the first name alphabetically.
+fn sort_symbols(symbols: &mut Vec<(u64, u64, String)>) {
+    symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
+    symbols.dedup_by_key(|s| s.0);
 }
 
 impl Binary {
@@ -129,18 +173,16 @@ impl Binary {
                 (s.address(), s.size(), offset, size)
             })
             .collect();
-        let mut symbols: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string()))
-            })
-            .collect();
-        // Per address, prefer a symbol with a size, then the first name alphabetically.
-        symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
-        symbols.dedup_by_key(|s| s.0);
+        let mut symbols = function_symbols(&file);
+        sort_symbols(&mut symbols);
+        let build_id = file.build_id().ok().flatten().unwrap_or_default().to_vec();
+        let debug_link = file
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .and_then(|(name, _)| std::str::from_utf8(name).ok())
+            .filter(|name| !name.is_empty() && !name.contains('/'))
+            .map(str::to_string);
         let mut sections: Vec<(u64, u64)> = file
             .sections()
             .map(|s| (s.address(), s.size()))
@@ -152,7 +194,45 @@ impl Binary {
             segments,
             symbols,
             sections,
+            build_id,
+            debug_link,
         })
+    }
+
+    /// The separate debug file of this binary, read from `path`: by build id,
+    /// `ROOT/.build-id/ab/cdef….debug`; by `.gnu_debuglink`, the name beside the binary, in
+    /// its `.debug/` directory, or under `ROOT` at the binary's directory (`ROOT` is
+    /// `/usr/lib/debug`). Only a file that exists and, when both have a build id, has the
+    /// same one (a debug file of another build would name the wrong functions).
+    /// Returns its path and contents.
+    fn debug_file(&self, path: &str, root: &str) -> Option<(String, Vec<u8>)> {
+        let id: String = self.build_id.iter().map(|b| format!("{b:02x}")).collect();
+        let mut candidates = Vec::new();
+        if id.len() > 2 {
+            candidates.push(format!("{root}/.build-id/{}/{}.debug", &id[..2], &id[2..]));
+        }
+        if let Some(link) = &self.debug_link {
+            let dir = std::path::Path::new(path).parent()?.to_str()?;
+            candidates.push(format!("{dir}/{link}"));
+            candidates.push(format!("{dir}/.debug/{link}"));
+            candidates.push(format!("{root}{dir}/{link}"));
+        }
+        candidates.into_iter().filter(|c| c != path).find_map(|c| {
+            let data = std::fs::read(&c).ok()?;
+            let file = object::File::parse(&*data).ok()?;
+            let theirs = file.build_id().ok().flatten().unwrap_or_default();
+            (theirs.is_empty() || self.build_id.is_empty() || theirs == self.build_id)
+                .then(|| (c.clone(), data.clone()))
+        })
+    }
+
+    /// Adds the function symbols of `debug`, this binary's separate debug file (its
+    /// addresses are the binary's).
+    fn add_symbols_of(&mut self, debug: &[u8]) -> Result<(), object::Error> {
+        let file = object::File::parse(debug)?;
+        self.symbols.extend(function_symbols(&file));
+        sort_symbols(&mut self.symbols);
+        Ok(())
     }
 
     /// The ELF virtual address of a runtime address in `mapping`.
@@ -257,6 +337,17 @@ int main(void) {
     /// Compiles the program (`extra`: more gcc flags), runs it under gperftools' CPU profiler
     /// and reads the profile it writes. `None` when gcc or libprofiler is missing.
     fn profile_program(dir: &Path, name: &str, extra: &[&str]) -> Option<Profile> {
+        profile_prepared(dir, name, extra, |_| {})
+    }
+
+    /// [`profile_program`], with `prepare` run on the binary between compiling and running
+    /// it (to strip it, say).
+    fn profile_prepared(
+        dir: &Path,
+        name: &str,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> Option<Profile> {
         let Some(lib) = libprofiler() else {
             skip_unless_ci("libprofiler.so (google-perftools) not found");
             return None;
@@ -278,6 +369,7 @@ int main(void) {
                 return None;
             }
         }
+        prepare(&binary);
         let out = dir.join(format!("{name}.prof"));
         let run = Command::new(&binary)
             .env("LD_PRELOAD", &lib)
@@ -291,13 +383,18 @@ int main(void) {
 
     /// The share of samples (by count) whose leaf is the hot function, after symbolize().
     fn hot_share(p: &mut Profile, binary: &Path) -> f64 {
+        hot_share_with(p, binary, DEBUG_ROOT)
+    }
+
+    /// [`hot_share`], with separate debug files looked for under `root`.
+    fn hot_share_with(p: &mut Profile, binary: &Path, root: &str) -> f64 {
         assert_eq!(p.format, crate::Format::GperftoolsCpu);
         let main = p
             .mappings
             .iter()
             .position(|m| Path::new(&m.file) == binary)
             .unwrap_or_else(|| panic!("no mapping for {}: {:?}", binary.display(), p.mappings));
-        let warnings = symbolize(p);
+        let warnings = symbolize_with_debug_root(p, root);
         assert!(
             !warnings
                 .iter()
@@ -342,6 +439,86 @@ int main(void) {
 
     /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
     /// below them (`_init`, sized 0) must not take them.
+    /// A stripped binary's functions come from its separate debug file, found by its
+    /// `.gnu_debuglink` beside it or by its build id under the debug root; without one, its
+    /// hot function has no name.
+    #[test]
+    fn a_stripped_binarys_functions_come_from_its_debug_file() {
+        let dir = std::env::temp_dir().join(format!("tickscope-debugfile-{}", std::process::id()));
+        let root = dir.join("debug-root");
+        std::fs::create_dir_all(&root).unwrap();
+        let run = |what: &str, cmd: &mut Command| {
+            let s = cmd.status();
+            assert!(matches!(s, Ok(s) if s.success()), "{what}: {s:?}");
+        };
+        // Its debug info put aside, then stripped of every symbol (the hot function is not
+        // exported: only the debug file names it).
+        let strip = |binary: &Path, debug: &Path| {
+            run(
+                "objcopy",
+                Command::new("objcopy")
+                    .arg("--only-keep-debug")
+                    .arg(binary)
+                    .arg(debug),
+            );
+            run(
+                "strip",
+                Command::new("strip").arg("--strip-all").arg(binary),
+            );
+        };
+        let debug_of = |binary: &Path| binary.with_extension("debug");
+        let Some(mut linked) = profile_prepared(&dir, "linked", &["-g", "-fPIE", "-pie"], |b| {
+            strip(b, &debug_of(b));
+            run(
+                "objcopy --add-gnu-debuglink",
+                Command::new("objcopy")
+                    .arg(format!("--add-gnu-debuglink={}", debug_of(b).display()))
+                    .arg(b),
+            );
+        }) else {
+            return;
+        };
+        let share = hot_share_with(&mut linked, &dir.join("linked"), root.to_str().unwrap());
+        assert!(
+            share > 0.5,
+            "by .gnu_debuglink: hot function leaf in {share} of samples"
+        );
+
+        // By build id: the debug file under ROOT/.build-id/ab/cdef….debug, no link.
+        let mut id_file = None;
+        let mut by_id = profile_prepared(&dir, "by-id", &["-g", "-fPIE", "-pie"], |b| {
+            strip(b, &debug_of(b));
+            let data = std::fs::read(b).unwrap();
+            let id = object::File::parse(&*data)
+                .unwrap()
+                .build_id()
+                .unwrap()
+                .expect("gcc wrote no build id");
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let at = root.join(".build-id").join(&hex[..2]);
+            std::fs::create_dir_all(&at).unwrap();
+            let file = at.join(format!("{}.debug", &hex[2..]));
+            std::fs::rename(debug_of(b), &file).unwrap();
+            id_file = Some(file);
+        })
+        .unwrap();
+        let share = hot_share_with(&mut by_id, &dir.join("by-id"), root.to_str().unwrap());
+        assert!(
+            share > 0.5,
+            "by build id: hot function leaf in {share} of samples"
+        );
+
+        // Without it, nothing names the hot function.
+        std::fs::remove_file(id_file.unwrap()).unwrap();
+        let mut bare = crate::load(dir.join("by-id.prof")).unwrap();
+        let share = hot_share_with(&mut bare, &dir.join("by-id"), root.to_str().unwrap());
+        assert_eq!(
+            share, 0.0,
+            "a stripped binary's hot function named without its debug file"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn plt_stubs_are_left_unnamed_and_functions_still_named() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -366,6 +543,8 @@ int main(void) {
             segments: vec![],
             symbols: vec![(0x100, 0, "_init".into()), (0x200, 0x10, "f".into())],
             sections: vec![(0x100, 0x20), (0x120, 0x40), (0x200, 0x100)],
+            build_id: vec![],
+            debug_link: None,
         };
         assert_eq!(zero.function_at(0x110), Some("_init"));
         assert_eq!(zero.function_at(0x130), None, "the PLT after .init");
