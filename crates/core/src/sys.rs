@@ -87,18 +87,20 @@ pub(crate) fn process_start_boottime_ns() -> Option<u64> {
 pub(crate) static SAMPLER_SIGNAL: std::sync::atomic::AtomicI32 =
     std::sync::atomic::AtomicI32::new(0);
 
-/// Starts one of tickscope's own threads with the standard signals blocked, except those a
-/// fault raises, `SIGPROF`, the running sampler's signal and `keep`. A signal sent to the
+/// Starts one of tickscope's own threads with every signal blocked, except those a fault
+/// raises, `SIGPROF`, the running sampler's signal and `keep`. A signal sent to the
 /// process is for the program's threads: the kernel delivers it to any thread that does not
 /// block it, so without this a program's handler could run on a tickscope thread, and a
 /// signal every program thread blocks, to take it with `sigwait` or a signalfd, would land
 /// on ours and kill the process by its default action. (Each also woke tickscope's drain
 /// thread: a shell's `SIGCHLD`, once per command.)
 ///
-/// Real-time signals stay unblocked: a sampler started later may sample by one
-/// (`TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+N`), and a thread that blocked its timer's signal
-/// would never be sampled. The mask is set whole (not added to the caller's) around the
-/// spawn, so the thread never runs without it and inherits nothing the caller blocked.
+/// Real-time signals are blocked too (a program may wait for one it sends the process, as
+/// for SIGTERM, and their default action also ends the process), except the running
+/// sampler's: a sampler started later by another real-time signal samples threads of ours
+/// that are older than it through their perf rings, not by its signal. The mask is set
+/// whole (not added to the caller's) around the spawn, so the thread never runs without it
+/// and inherits nothing the caller blocked.
 pub(crate) fn spawn_quiet<F, T>(
     builder: std::thread::Builder,
     keep: &[libc::c_int],
@@ -122,12 +124,7 @@ where
         libc::SIGPROF,
         SAMPLER_SIGNAL.load(std::sync::atomic::Ordering::SeqCst),
     ];
-    let realtime = libc::SIGRTMIN()..=libc::SIGRTMAX();
-    for sig in unblocked
-        .into_iter()
-        .chain(keep.iter().copied())
-        .chain(realtime)
-    {
+    for sig in unblocked.into_iter().chain(keep.iter().copied()) {
         // SAFETY: `set` is a valid sigset_t; a number out of range (0) only fails.
         unsafe { libc::sigdelset(&mut set, sig) };
     }
@@ -731,11 +728,14 @@ mod tests {
         }
         // The spawning thread blocks SIGPROF and SIGUSR2, and not SIGTERM.
         mask(libc::SIG_BLOCK, &[libc::SIGPROF, libc::SIGUSR2]);
-        let there = spawn_quiet(std::thread::Builder::new(), &[libc::SIGUSR2], || {
+        // A real-time signal kept (a sampler's), and one not (a program's).
+        let keep = [libc::SIGUSR2, libc::SIGRTMIN() + 4];
+        let there = spawn_quiet(std::thread::Builder::new(), &keep, || {
             [
                 libc::SIGTERM,
                 libc::SIGCHLD,
                 libc::SIGINT,
+                libc::SIGRTMIN() + 1,
                 libc::SIGUSR2,
                 libc::SIGPROF,
                 libc::SIGRTMIN() + 4,
@@ -748,7 +748,7 @@ mod tests {
         .unwrap();
         let here = [libc::SIGTERM, libc::SIGPROF, libc::SIGUSR2].map(blocked);
         mask(libc::SIG_UNBLOCK, &[libc::SIGPROF, libc::SIGUSR2]);
-        assert_eq!(there, [true, true, true, false, false, false, false]);
+        assert_eq!(there, [true, true, true, true, false, false, false, false]);
         assert_eq!(
             here,
             [false, true, true],

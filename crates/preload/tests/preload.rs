@@ -569,6 +569,19 @@ fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
         );
         assert!(profile.exists(), "SIGNALS={signals}: no profile: {stderr}");
     }
+    // A real-time signal, whose default action ends the process too.
+    let profile = dir.join("out-rt.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(&exe, &profile, &["rt"]));
+    assert_eq!(
+        (out.status.code(), out.status.signal(), stdout.trim()),
+        (
+            Some(0),
+            None,
+            format!("took {}", libc::SIGRTMIN() + 1).as_str()
+        ),
+        "SIGRTMIN+1: {stderr}"
+    );
+    assert!(profile.exists(), "SIGRTMIN+1: no profile: {stderr}");
     // Taken by the library's handler inside a ppoll, then blocked again everywhere: the
     // signal, sent again once the profile is written, still ends the process.
     let profile = dir.join("out-ppoll.pb.gz");

@@ -1,10 +1,10 @@
 /* Signals a program blocks, against a preloaded libtickscope (tests/preload.rs). It blocks
- * SIGTERM (threads it starts would inherit the mask), burns 100 ms of CPU time so that the
- * library's threads have started (a thread in creation has every signal blocked until it
- * runs: a signal sent at once could wait for the program's own taker), and sends SIGTERM
- * to itself. Then:
+ * SIGTERM (SIGRTMIN+1 with `rt`; threads it starts would inherit the mask), burns 100 ms
+ * of CPU time so that the library's threads have started (a thread in creation has every
+ * signal blocked until it runs: a signal sent at once could wait for the program's own
+ * taker), and sends that signal to itself. Then:
  *
- *   sigwait        takes it with sigtimedwait, as servers that wait for signals in one
+ *   sigwait, rt    takes it with sigtimedwait, as servers that wait for signals in one
  *                  place do: exits 0 once taken, 4 if it did not come within 10 s. A thread
  *                  of the library's that did not block SIGTERM would get it instead, and
  *                  the process would die of it.
@@ -28,19 +28,21 @@ int main(int argc, char **argv)
     sigset_t set, during;
     siginfo_t info;
     struct timespec wait = {10, 0};
+    int rt = argc > 1 && strcmp(argv[1], "rt") == 0;
+    int sig = rt ? SIGRTMIN + 1 : SIGTERM;
     sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
+    sigaddset(&set, sig);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return 5;
     burn(100000000LL);
-    kill(getpid(), SIGTERM);
+    kill(getpid(), sig);
     if (argc > 1 && strcmp(argv[1], "ppoll") == 0) {
         sigemptyset(&during);
         ppoll(NULL, 0, &wait, &during);
         sleep(10);
         return 0;
     }
-    if (sigtimedwait(&set, &info, &wait) != SIGTERM)
+    if (sigtimedwait(&set, &info, &wait) != sig)
         return 4;
     printf("took %d\n", info.si_signo);
     return 0;
