@@ -613,13 +613,13 @@ fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Runs the demo for `seconds` into `tcp://addr`.
 /// How long the live demo runs: the page must draw it, then see it grow, while it runs. 3 s
 /// (with two workers) was once too short beside two busy loops and the rest of the suite:
 /// the capture had ended before Chromium's first look, and the wait for it to grow timed
 /// out. One worker for 8 s sends about as many events as two did for 3 s (~100 MB).
 const LIVE_SECONDS: &str = "8";
 
+/// Runs the demo for `seconds` into `tcp://addr`.
 fn demo_into(addr: &str, seconds: &str) -> Child {
     tickscope()
         .args([

@@ -98,7 +98,9 @@ pub(crate) static SAMPLER_SIGNAL: std::sync::atomic::AtomicI32 =
 /// Real-time signals are blocked too (a program may wait for one it sends the process, as
 /// for SIGTERM, and their default action also ends the process), except the running
 /// sampler's: a sampler started later by another real-time signal samples threads of ours
-/// that are older than it through their perf rings, not by its signal. The mask is set
+/// that are older than it through their perf rings, not by its signal (and, in wall mode or
+/// without perf events, not at all: their CPU time is then "no signal arrived", as for a
+/// program's thread that blocks the signal). The mask is set
 /// whole (not added to the caller's) around the spawn, so the thread never runs without it
 /// and inherits nothing the caller blocked.
 pub(crate) fn spawn_quiet<F, T>(

@@ -82,8 +82,12 @@ fn symbolize_with_debug_root(p: &mut Profile, root: &str) -> Vec<String> {
             }
         };
         // A stripped binary's local functions are in its debug file, if one is installed.
-        if let Some((debug, data)) = binary.debug_file(&mapping.file, root) {
-            if let Err(e) = binary.add_symbols_of(&data) {
+        let debug = match binary.has_symtab {
+            true => None,
+            false => binary.debug_file(&mapping.file, root),
+        };
+        if let Some((debug, cache)) = debug {
+            if let Err(e) = binary.add_symbols_of(&cache) {
                 warnings.push(format!(
                     "cannot read the debug file {debug} of {}: {e}",
                     mapping.file
@@ -140,13 +144,17 @@ struct Binary {
     symbols: Vec<(u64, u64, String)>,
     /// Sections loaded in memory: (address, size), by address.
     sections: Vec<(u64, u64)>,
-    /// Its build id (GNU note), and the file name in its `.gnu_debuglink`.
+    /// Its build id (GNU note), and the file name and CRC in its `.gnu_debuglink`.
     build_id: Vec<u8>,
-    debug_link: Option<String>,
+    debug_link: Option<(String, u32)>,
+    /// It has a static symbol table (not stripped): its local functions are named.
+    has_symtab: bool,
 }
 
 /// The function symbols of an ELF file, static and dynamic: (address, size, name).
-fn function_symbols(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
+fn function_symbols<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Vec<(u64, u64, String)> {
     file.symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
@@ -161,6 +169,23 @@ fn function_symbols(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
 fn sort_symbols(symbols: &mut Vec<(u64, u64, String)>) {
     symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
     symbols.dedup_by_key(|s| s.0);
+}
+
+/// The CRC-32 of the file at `path` (`.gnu_debuglink`'s, the same as gzip's), read in
+/// pieces.
+fn file_crc32(path: &str) -> Option<u32> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut crc = flate2::Crc::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(crc.sum()),
+            Ok(n) => crc.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 impl Binary {
@@ -180,9 +205,10 @@ impl Binary {
             .gnu_debuglink()
             .ok()
             .flatten()
-            .and_then(|(name, _)| std::str::from_utf8(name).ok())
-            .filter(|name| !name.is_empty() && !name.contains('/'))
-            .map(str::to_string);
+            .and_then(|(name, crc)| Some((std::str::from_utf8(name).ok()?, crc)))
+            .filter(|(name, _)| !name.is_empty() && !name.contains('/'))
+            .map(|(name, crc)| (name.to_string(), crc));
+        let has_symtab = file.symbol_table().is_some();
         let mut sections: Vec<(u64, u64)> = file
             .sections()
             .map(|s| (s.address(), s.size()))
@@ -196,39 +222,63 @@ impl Binary {
             sections,
             build_id,
             debug_link,
+            has_symtab,
         })
     }
 
     /// The separate debug file of this binary, read from `path`: by build id,
     /// `ROOT/.build-id/ab/cdef….debug`; by `.gnu_debuglink`, the name beside the binary, in
     /// its `.debug/` directory, or under `ROOT` at the binary's directory (`ROOT` is
-    /// `/usr/lib/debug`). Only a file that exists and, when both have a build id, has the
-    /// same one (a debug file of another build would name the wrong functions).
-    /// Returns its path and contents.
-    fn debug_file(&self, path: &str, root: &str) -> Option<(String, Vec<u8>)> {
+    /// `/usr/lib/debug`). Only a file that exists and has the same build id, or, where
+    /// either has none, the CRC its link gives (a debug file of another build would name
+    /// the wrong functions). Its path, and the file opened for reading the parts asked for
+    /// (a debug file may be hundreds of megabytes of DWARF this does not need).
+    fn debug_file(
+        &self,
+        path: &str,
+        root: &str,
+    ) -> Option<(String, object::ReadCache<std::fs::File>)> {
         let id: String = self.build_id.iter().map(|b| format!("{b:02x}")).collect();
         let mut candidates = Vec::new();
         if id.len() > 2 {
             candidates.push(format!("{root}/.build-id/{}/{}.debug", &id[..2], &id[2..]));
         }
-        if let Some(link) = &self.debug_link {
-            let dir = std::path::Path::new(path).parent()?.to_str()?;
+        let dir = std::path::Path::new(path)
+            .parent()
+            .and_then(|d| d.to_str())
+            .filter(|d| d.starts_with('/'));
+        if let (Some((link, _)), Some(dir)) = (&self.debug_link, dir) {
             candidates.push(format!("{dir}/{link}"));
             candidates.push(format!("{dir}/.debug/{link}"));
             candidates.push(format!("{root}{dir}/{link}"));
         }
         candidates.into_iter().filter(|c| c != path).find_map(|c| {
-            let data = std::fs::read(&c).ok()?;
-            let file = object::File::parse(&*data).ok()?;
-            let theirs = file.build_id().ok().flatten().unwrap_or_default();
-            (theirs.is_empty() || self.build_id.is_empty() || theirs == self.build_id)
-                .then(|| (c.clone(), data.clone()))
+            let cache = object::ReadCache::new(std::fs::File::open(&c).ok()?);
+            let theirs = object::File::parse(&cache)
+                .ok()?
+                .build_id()
+                .ok()
+                .flatten()
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+            let same = match (
+                theirs.is_empty() || self.build_id.is_empty(),
+                &self.debug_link,
+            ) {
+                (false, _) => theirs == self.build_id,
+                (true, Some((_, crc))) => file_crc32(&c) == Some(*crc),
+                (true, None) => false,
+            };
+            same.then_some((c, cache))
         })
     }
 
     /// Adds the function symbols of `debug`, this binary's separate debug file (its
     /// addresses are the binary's).
-    fn add_symbols_of(&mut self, debug: &[u8]) -> Result<(), object::Error> {
+    fn add_symbols_of(
+        &mut self,
+        debug: &object::ReadCache<std::fs::File>,
+    ) -> Result<(), object::Error> {
         let file = object::File::parse(debug)?;
         self.symbols.extend(function_symbols(&file));
         sort_symbols(&mut self.symbols);
@@ -437,11 +487,9 @@ int main(void) {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
-    /// below them (`_init`, sized 0) must not take them.
     /// A stripped binary's functions come from its separate debug file, found by its
-    /// `.gnu_debuglink` beside it or by its build id under the debug root; without one, its
-    /// hot function has no name.
+    /// `.gnu_debuglink` beside it (checked by its CRC where there is no build id) or by its
+    /// build id under the debug root; without one, its hot function has no name.
     #[test]
     fn a_stripped_binarys_functions_come_from_its_debug_file() {
         let dir = std::env::temp_dir().join(format!("tickscope-debugfile-{}", std::process::id()));
@@ -516,9 +564,41 @@ int main(void) {
             share, 0.0,
             "a stripped binary's hot function named without its debug file"
         );
+
+        // No build id: the link's CRC says whether the file beside it is its debug file.
+        let mut no_id = profile_prepared(
+            &dir,
+            "no-id",
+            &["-g", "-fPIE", "-pie", "-Wl,--build-id=none"],
+            |b| {
+                strip(b, &debug_of(b));
+                run(
+                    "objcopy --add-gnu-debuglink",
+                    Command::new("objcopy")
+                        .arg(format!("--add-gnu-debuglink={}", debug_of(b).display()))
+                        .arg(b),
+                );
+            },
+        )
+        .unwrap();
+        let mut other = crate::load(dir.join("no-id.prof")).unwrap();
+        let share = hot_share_with(&mut no_id, &dir.join("no-id"), root.to_str().unwrap());
+        assert!(
+            share > 0.5,
+            "by .gnu_debuglink, no build id: hot function leaf in {share}"
+        );
+        // Another build's debug file in its place (here, another program's): refused.
+        std::fs::copy(dir.join("linked.debug"), dir.join("no-id.debug")).unwrap();
+        let share = hot_share_with(&mut other, &dir.join("no-id"), root.to_str().unwrap());
+        assert_eq!(
+            share, 0.0,
+            "a debug file whose CRC is not the link's was read"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
+    /// below them (`_init`, sized 0) must not take them.
     #[test]
     fn plt_stubs_are_left_unnamed_and_functions_still_named() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -545,6 +625,7 @@ int main(void) {
             sections: vec![(0x100, 0x20), (0x120, 0x40), (0x200, 0x100)],
             build_id: vec![],
             debug_link: None,
+            has_symtab: true,
         };
         assert_eq!(zero.function_at(0x110), Some("_init"));
         assert_eq!(zero.function_at(0x130), None, "the PLT after .init");

@@ -304,6 +304,14 @@ pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
 /// After stop: ignore the signal, so one still pending cannot kill the process (the default
 /// action of SIGPROF is to terminate) and the next start finds it free.
 pub(crate) fn uninstall(signal: libc::c_int) {
+    // Threads of ours started from now on block it like any other signal: it is ignored
+    // now, and a program may wait for it.
+    let _ = crate::sys::SAMPLER_SIGNAL.compare_exchange(
+        signal,
+        0,
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    );
     if current(signal) == on_signal as *const () as usize {
         // SAFETY: installs SIG_IGN, a valid disposition.
         unsafe {

@@ -227,10 +227,10 @@ impl Builder {
     }
 
     /// For a caller that reports a process which ended before its first sample its own way
-    /// (libtickscope under `tickscope record`: one line instead of a file): such a profile
-    /// does not warn that it holds no sample, and
+    /// (libtickscope under `tickscope record`: one line instead of a file):
     /// [`stop_at_exit_unless_unsampled`](Sampler::stop_at_exit_unless_unsampled) then
-    /// returns only the CPU time, without disarming a timer or building a profile.
+    /// returns only the CPU time when nothing was sampled, without reading, disarming or
+    /// building anything.
     #[doc(hidden)]
     pub fn unsampled_said(mut self, yes: bool) -> Builder {
         self.unsampled_said = yes;
@@ -269,6 +269,9 @@ struct StartInfo {
     cpu_at_start: Option<u64>,
     /// [`handler::STRAY`] at `start()`.
     stray_at_start: u64,
+    /// A profile without a sample is reported by the caller: no warning of it (set by
+    /// [`Sampler::stop_at_exit_unless_unsampled`]).
+    unsampled_said: bool,
 }
 
 /// Whether a sampler runs in this process (and its process id, to tell a fork child).
@@ -485,15 +488,20 @@ impl Sampler {
         }
     }
 
-    /// [`stop_at_exit`](Self::stop_at_exit) for a sampler started with
-    /// [`Builder::unsampled_said`] in CPU mode: if nothing was sampled (every thread on a
-    /// ring that holds no record, no signal), `Err` with the process's CPU time (since `start()`, or since
-    /// it began with [`Builder::whole_process`]), and the timers are left to the process's
-    /// end. Otherwise the profile.
+    /// [`stop_at_exit`](Self::stop_at_exit) for a caller that says a profile without a
+    /// sample its own way (no warning of it in the profile). Started with
+    /// [`Builder::unsampled_said`] in CPU mode with the perf source, if nothing was sampled
+    /// (every thread on a ring that holds no record, no signal): `Err` with the process's
+    /// CPU time (since `start()`, or since it began with [`Builder::whole_process`]), the
+    /// rings disabled but left to the process's end (their locked memory with them: a
+    /// sampler started afterwards may find less room for its own). Otherwise the profile.
     #[doc(hidden)]
     pub fn stop_at_exit_unless_unsampled(mut self) -> Result<Profile, u64> {
         match self.inner.take() {
-            Some(r) => finish(r, true, true).unwrap_or_else(|| Ok(Profile::empty_after_fork())),
+            Some(mut r) => {
+                r.meta.unsampled_said = true;
+                finish(r, true, true, true).unwrap_or_else(|| Ok(Profile::empty_after_fork()))
+            }
             None => Ok(Profile::empty_after_fork()),
         }
     }
@@ -502,7 +510,7 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         if let Some(r) = self.inner.take() {
-            finish(r, false, false);
+            finish(r, false, false, false);
         }
     }
 }
@@ -716,6 +724,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
                 started: Instant::now(),
                 cpu_at_start,
                 stray_at_start: handler::STRAY.load(Relaxed),
+                unsampled_said: false,
                 start_time: SystemTime::now(),
             },
         }),
@@ -746,19 +755,24 @@ fn wait_handlers() {
 
 /// [`finish`] for a caller that wants the profile.
 fn finish_profile(r: Running, exiting: bool) -> Profile {
-    match finish(r, true, exiting) {
+    match finish(r, true, exiting, false) {
         Some(Ok(p)) => p,
-        // Only a sampler started with `unsampled_said` stops without a profile.
+        // Only a caller that takes "nothing sampled" for an answer gets it.
         Some(Err(_)) | None => Profile::empty_after_fork(),
     }
 }
 
 /// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
 /// where the drain thread and the timers do not exist. With `exiting`, the shared state is
-/// not freed (see [`Sampler::stop_at_exit`]); `Err` with the CPU time instead of a profile
-/// when the sampler was started with [`Builder::unsampled_said`] and nothing was sampled
-/// (see [`Sampler::stop_at_exit_unless_unsampled`]).
-fn finish(r: Running, build: bool, exiting: bool) -> Option<Result<Profile, u64>> {
+/// not freed (see [`Sampler::stop_at_exit`]); with `unsampled_ok` as well, `Err` with the CPU
+/// time instead of a profile when the sampler was started with [`Builder::unsampled_said`]
+/// and nothing was sampled (see [`Sampler::stop_at_exit_unless_unsampled`]).
+fn finish(
+    r: Running,
+    build: bool,
+    exiting: bool,
+    unsampled_ok: bool,
+) -> Option<Result<Profile, u64>> {
     if r.pid != std::process::id() {
         // A fork child: nothing of the parent's sampler runs here. Leak the state rather
         // than touch timers and a thread that belong to the parent.
@@ -778,7 +792,12 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Result<Profile, u64>
     // The drain thread disarms every timer and hands back what it gathered; if it stopped
     // at a request, it left that in HANDED (and this may be it, stopping the sampler from
     // the request's function: it cannot join itself).
-    let _ = to_drain(&r.tx, Msg::Stop { exiting });
+    let _ = to_drain(
+        &r.tx,
+        Msg::Stop {
+            quick: exiting && unsampled_ok,
+        },
+    );
     let on_drain_thread = std::thread::current().id() == r.drain.thread().id();
     let mut drained = match on_drain_thread {
         true => Drained::default(),
@@ -800,10 +819,12 @@ fn finish(r: Running, build: bool, exiting: bool) -> Option<Result<Profile, u64>
     let process_cpu_ns = r.meta.process_cpu_ns();
     let (shared, meta) = (r.shared, r.meta);
     let meta = &meta;
-    if drained.unsampled_exit {
-        // Nothing sampled, and the process is ending: its timers (rings that hold nothing)
-        // go with it, and no profile is built. No signal came, so no handler holds the
-        // state; none will (the rings deliver none).
+    // The drain thread also stops so at a signal's or `_exit`'s request (the process ends
+    // once it is answered): a caller that wants a profile still gets one, of nothing.
+    if drained.unsampled_exit && exiting && unsampled_ok {
+        // Nothing sampled, and the process is ending: its timers (rings that hold nothing,
+        // disabled) go with it, and no profile is built. No signal came, so no handler
+        // holds the state; none will (the rings deliver none).
         SHARED.store(std::ptr::null_mut(), SeqCst);
         wait_handlers();
         *lock_running() = None;
@@ -854,7 +875,7 @@ fn parts(
     process_cpu_ns: Option<u64>,
 ) -> profile::Parts {
     profile::Parts {
-        unsampled_said: r.settings.unsampled_said,
+        unsampled_said: r.unsampled_said,
         mode: r.settings.mode,
         source: r.source,
         requested_hz: r.settings.hz,

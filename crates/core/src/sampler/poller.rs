@@ -13,9 +13,9 @@ use super::{procfs, timer, Mode, Source};
 
 /// What `stop()` and `snapshot()` ask of the drain thread.
 pub(super) enum Msg {
-    /// Disarm every timer and hand back everything; `exiting`: the process is about to end
-    /// (see [`Poller::finish`]).
-    Stop { exiting: bool },
+    /// Disarm every timer and hand back everything; `quick`: the process is about to end and
+    /// the caller takes "nothing sampled" for an answer (see [`Poller::finish`]).
+    Stop { quick: bool },
     /// Drain the table and send a copy of everything so far; keep sampling.
     Snapshot(mpsc::Sender<Drained>),
     /// Arm this new thread's timer now, and answer. With the thread's stack `[low, high)`
@@ -726,27 +726,35 @@ impl Poller {
         }
     }
 
-    /// True if and only if nothing was sampled so far in CPU mode: every armed thread is on
-    /// a ring that holds no record (no sample, no loss), none was read, no signal came.
+    /// True if and only if nothing was sampled so far in CPU mode by the perf source: every
+    /// armed thread is on a ring (at least one is) that holds no record (no sample, no
+    /// loss), none was read, no signal came, the program did not take the signal over.
     fn nothing_sampled(&self, shared: &Shared) -> bool {
+        let mut armed = self.armed.values().flatten().peekable();
         self.mode == Mode::Cpu
+            && self.source == Source::PerfTaskClock
+            && self.out.handler_replaced_at.is_none()
             && shared.signals.load(SeqCst) == 0
             && self.out.stacks.is_empty()
             && self.out.ring_sampled == 0
             && self.out.ring_lost == 0
             && self.rings.samples.is_empty()
-            && self.armed.values().flatten().all(timer::ring_untouched)
+            && armed.peek().is_some()
+            && armed.all(timer::ring_untouched)
     }
 
-    /// Disarms every timer and returns what was gathered. `exiting` (the process is about
-    /// to end) with [`quick_unsampled_exit`](Poller::quick_unsampled_exit) and nothing
-    /// sampled: nothing is disarmed or read (each thread's name, times and count would cost
-    /// a program that ended before its first sample more than the rest of its profiling),
-    /// and [`Drained::unsampled_exit`] says so.
-    fn finish(mut self, shared: &Shared, exiting: bool) -> Drained {
-        if exiting && self.quick_exit && self.nothing_sampled(shared) {
-            // Left armed: the process's end closes them.
-            std::mem::forget(std::mem::take(&mut self.armed));
+    /// Disarms every timer and returns what was gathered. `quick` (the process is about to
+    /// end, and the caller takes "nothing sampled" for an answer) with
+    /// [`quick_unsampled_exit`](Poller::quick_unsampled_exit) and nothing sampled: nothing
+    /// is read (each thread's name, times and count would cost a program that ended before
+    /// its first sample more than the rest of its profiling), each ring is only disabled
+    /// (left mapped and open for the process's end to close), and
+    /// [`Drained::unsampled_exit`] says so.
+    fn finish(mut self, shared: &Shared, quick: bool) -> Drained {
+        if quick && self.quick_exit && self.nothing_sampled(shared) {
+            for a in std::mem::take(&mut self.armed).into_values().flatten() {
+                timer::disable_at_exit(a);
+            }
             return Drained {
                 unsampled_exit: true,
                 ..Drained::default()
@@ -896,7 +904,7 @@ pub(super) fn drain_loop(
                 }
                 None
             }
-            Ok(Msg::Stop { exiting }) => return poller.finish(shared, exiting),
+            Ok(Msg::Stop { quick }) => return poller.finish(shared, quick),
             Err(mpsc::TryRecvError::Disconnected) => {
                 // A thread that asked to be armed as the sampler stopped runs unsampled now,
                 // rather than wait out its 2 s for an answer that will not come: its request,

@@ -597,6 +597,19 @@ pub(crate) fn disarm(armed: Armed) -> Option<u64> {
     }
 }
 
+/// At the process's exit, a timer nothing will read (see `Poller::finish`): a perf event is
+/// disabled, if its descriptor is still ours, so that it writes no more; its ring stays
+/// mapped and its descriptor open until the process ends (unmapping a ring frees its pages,
+/// which the end does anyway).
+pub(crate) fn disable_at_exit(armed: Armed) {
+    if let Armed::Perf { fd, .. } | Armed::Ring { fd, .. } = armed {
+        if still_ours(&armed) {
+            // SAFETY: an ioctl on our own event's descriptor (checked just above).
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0) };
+        }
+    }
+}
+
 /// Starts (or, with 0, stops) the process-wide `ITIMER_PROF` timer.
 pub(crate) fn process_timer(period_ns: u64) -> io::Result<()> {
     let tv = libc::timeval {
