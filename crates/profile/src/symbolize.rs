@@ -515,7 +515,8 @@ int main(void) {
             );
         };
         let debug_of = |binary: &Path| binary.with_extension("debug");
-        let Some(mut linked) = profile_prepared(&dir, "linked", &["-g", "-fPIE", "-pie"], |b| {
+        // Stripped, and linked to its debug file beside it.
+        let strip_and_link = |b: &Path| {
             strip(b, &debug_of(b));
             run(
                 "objcopy --add-gnu-debuglink",
@@ -523,7 +524,10 @@ int main(void) {
                     .arg(format!("--add-gnu-debuglink={}", debug_of(b).display()))
                     .arg(b),
             );
-        }) else {
+        };
+        let Some(mut linked) =
+            profile_prepared(&dir, "linked", &["-g", "-fPIE", "-pie"], strip_and_link)
+        else {
             return;
         };
         let share = hot_share_with(&mut linked, &dir.join("linked"), root.to_str().unwrap());
@@ -570,15 +574,7 @@ int main(void) {
             &dir,
             "no-id",
             &["-g", "-fPIE", "-pie", "-Wl,--build-id=none"],
-            |b| {
-                strip(b, &debug_of(b));
-                run(
-                    "objcopy --add-gnu-debuglink",
-                    Command::new("objcopy")
-                        .arg(format!("--add-gnu-debuglink={}", debug_of(b).display()))
-                        .arg(b),
-                );
-            },
+            strip_and_link,
         )
         .unwrap();
         let mut other = crate::load(dir.join("no-id.prof")).unwrap();
