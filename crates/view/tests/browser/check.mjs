@@ -209,8 +209,17 @@ try {
       out.range_samples = await page.evaluate(() => window.tickscope.TL.smpFlame.tree.cum[0]);
       await shot('timeline-samples');
     }
-    // The URL restores the view: reload and compare.
-    await page.waitForTimeout(300);
+    // The URL restores the view: once the page has written it (debounced), reload and
+    // compare.
+    await page.waitForFunction(() => {
+      const S = window.tickscope.S;
+      const h = new URLSearchParams(location.hash.slice(1));
+      if (h.get('t') !== S.tab) return false;
+      if (S.tab !== 'timeline') return true;
+      const at = (k, v) => h.get(k) === String(Math.round(v));
+      if (S.from !== null && !(at('from', S.from) && at('until', S.until))) return false;
+      return !S.sel || h.get('sel') === `${Math.round(S.sel[0])},${Math.round(S.sel[1])}`;
+    }, null, { timeout: 60000, polling: 50 });
     const before = await state();
     await page.reload();
     await painted();
