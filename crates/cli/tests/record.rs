@@ -122,10 +122,7 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
     // What the programs it ran said is kept all the same: /bin/true ended before its first
     // sample (100 Hz), and its profile is the run's `.unsampled` file.
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("1 program it exec'd ended before its first sample"))
-        .unwrap_or_else(|| panic!("{stderr}"));
+    let line = said(&stderr, "1 program it exec'd ended before its first sample");
     let kept = line
         .rsplit("their profile: ")
         .next()
@@ -592,10 +589,7 @@ fn programs_that_end_before_their_first_sample_leave_a_line_not_a_file() {
     assert_eq!(sampled.len(), 1, "{files:?}\n{stderr}");
     want.push(sampled[0].clone());
     assert!(stderr.contains("Processes: 5"), "{stderr}");
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("it exec'd ended before their first sample"))
-        .unwrap_or_else(|| panic!("not said: {stderr}"));
+    let line = said(&stderr, "it exec'd ended before their first sample");
     assert!(
         line.contains("3 programs it exec'd") && line.contains(": true (3)"),
         "{line}"
@@ -664,10 +658,7 @@ if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
     std::fs::write(dir.join("pool.py"), script).unwrap();
     let (code, _, stderr) = record_in(&dir, ["-o", "p.pb.gz", "--", "python3", "pool.py"]);
     assert_eq!(code, Some(0), "python3 (Debian: python3): {stderr}");
-    let forks = stderr
-        .lines()
-        .find(|l| l.contains("that did not exec ran unprofiled"))
-        .unwrap_or_else(|| panic!("the workers are not counted: {stderr}"));
+    let forks = said(&stderr, "that did not exec ran unprofiled");
     // (A `python3` that is a shell script, pyenv's, adds its shell's subshells.)
     assert!(forks.contains("python3 (2)"), "{forks}");
 }
@@ -703,10 +694,7 @@ fn cpu_of_processes_not_profiled_is_said() {
     // says so, named, with its CPU time.
     let (pct, line) = accounting(&stderr);
     assert!(pct < 50.0, "{line}");
-    let forks = stderr
-        .lines()
-        .find(|l| l.contains("that did not exec ran unprofiled"))
-        .unwrap_or_else(|| panic!("the fork child is not counted: {stderr}"));
+    let forks = said(&stderr, "that did not exec ran unprofiled");
     assert!(
         forks.contains("1 fork child ") && forks.ends_with("bash (1)"),
         "{forks}"
@@ -732,13 +720,18 @@ fn cpu_of_processes_not_profiled_is_said() {
     assert!(pct >= 90.0 && !line.contains("not profiled"), "{line}");
 }
 
+/// The line of `stderr` that holds `what`; the test fails, showing `stderr`, if none does.
+fn said<'a>(stderr: &'a str, what: &str) -> &'a str {
+    stderr
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("not said ({what:?}): {stderr}"))
+}
+
 /// `record`'s accounting line in `stderr` ("the profiles hold H s of the T s of CPU time
 /// the run's processes used (P%) ..."): P and the line.
 fn accounting(stderr: &str) -> (f64, &str) {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("of CPU time the run's processes used"))
-        .unwrap_or_else(|| panic!("no accounting line: {stderr}"));
+    let line = said(stderr, "of CPU time the run's processes used");
     let pct = line
         .split_once("used (")
         .and_then(|(_, r)| r.split('%').next())

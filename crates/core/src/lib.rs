@@ -379,13 +379,7 @@ pub mod __private {
     /// read.
     #[cfg(feature = "sampler")]
     pub fn process_name() -> String {
-        let pid = std::process::id();
-        if crate::sys::gettid() != u64::from(pid) {
-            return crate::sampler::procfs::thread_name(pid as i32).unwrap_or_default();
-        }
-        let name = crate::sys::own_name();
-        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        String::from_utf8_lossy(&name[..len]).into_owned()
+        crate::sampler::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
     }
 
     /// True while the calling thread starts one of tickscope's own threads (see

@@ -100,9 +100,9 @@ pub(crate) static SAMPLER_SIGNAL: std::sync::atomic::AtomicI32 =
 /// sampler's: a sampler started later by another real-time signal samples threads of ours
 /// that are older than it through their perf rings, not by its signal (and, in wall mode or
 /// without perf events, not at all: their CPU time is then "no signal arrived", as for a
-/// program's thread that blocks the signal). The mask is set
-/// whole (not added to the caller's) around the spawn, so the thread never runs without it
-/// and inherits nothing the caller blocked.
+/// program's thread that blocks the signal). The mask is set whole (not added to the
+/// caller's) around the spawn, so the thread never runs without it and inherits nothing the
+/// caller blocked.
 pub(crate) fn spawn_quiet<F, T>(
     builder: std::thread::Builder,
     keep: &[libc::c_int],
@@ -522,6 +522,12 @@ pub(crate) fn own_name() -> [u8; 16] {
     // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
     name
+}
+
+/// A thread name as the kernel keeps it (NUL-padded, 16 bytes) as text.
+pub(crate) fn name_text(name: &[u8; 16]) -> String {
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    String::from_utf8_lossy(&name[..len]).into_owned()
 }
 
 /// The terminating signal that reached a process holding them (see [`hold_terminal_signals`]),

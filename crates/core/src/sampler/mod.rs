@@ -472,7 +472,7 @@ impl Sampler {
     /// Stops sampling and returns the profile, symbolised.
     pub fn stop(mut self) -> Profile {
         match self.inner.take() {
-            Some(r) => finish_profile(r, false),
+            Some(r) => finish_profile(r, Ending::Stopped),
             None => Profile::empty_after_fork(),
         }
     }
@@ -483,7 +483,7 @@ impl Sampler {
     /// works, without that memory back.
     pub fn stop_at_exit(mut self) -> Profile {
         match self.inner.take() {
-            Some(r) => finish_profile(r, true),
+            Some(r) => finish_profile(r, Ending::AtExit),
             None => Profile::empty_after_fork(),
         }
     }
@@ -500,7 +500,8 @@ impl Sampler {
         match self.inner.take() {
             Some(mut r) => {
                 r.meta.unsampled_said = true;
-                finish(r, true, true, true).unwrap_or_else(|| Ok(Profile::empty_after_fork()))
+                finish(r, Ending::AtExitUnlessUnsampled)
+                    .unwrap_or_else(|| Ok(Profile::empty_after_fork()))
             }
             None => Ok(Profile::empty_after_fork()),
         }
@@ -510,7 +511,7 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         if let Some(r) = self.inner.take() {
-            finish(r, false, false, false);
+            finish(r, Ending::Dropped);
         }
     }
 }
@@ -753,26 +754,37 @@ fn wait_handlers() {
     }
 }
 
+/// How a sampler is stopped.
+#[derive(Clone, Copy, PartialEq)]
+enum Ending {
+    /// Dropped: no profile is built.
+    Dropped,
+    /// [`Sampler::stop`].
+    Stopped,
+    /// [`Sampler::stop_at_exit`]: the process is about to end, the shared state is left.
+    AtExit,
+    /// [`Sampler::stop_at_exit_unless_unsampled`]: as `AtExit`, and "nothing sampled" is an
+    /// answer.
+    AtExitUnlessUnsampled,
+}
+
 /// [`finish`] for a caller that wants the profile.
-fn finish_profile(r: Running, exiting: bool) -> Profile {
-    match finish(r, true, exiting, false) {
+fn finish_profile(r: Running, how: Ending) -> Profile {
+    match finish(r, how) {
         Some(Ok(p)) => p,
         // Only a caller that takes "nothing sampled" for an answer gets it.
         Some(Err(_)) | None => Profile::empty_after_fork(),
     }
 }
 
-/// Stops a running sampler; with `build`, returns its profile. `None` in a fork child,
-/// where the drain thread and the timers do not exist. With `exiting`, the shared state is
-/// not freed (see [`Sampler::stop_at_exit`]); with `unsampled_ok` as well, `Err` with the CPU
-/// time instead of a profile when the sampler was started with [`Builder::unsampled_said`]
-/// and nothing was sampled (see [`Sampler::stop_at_exit_unless_unsampled`]).
-fn finish(
-    r: Running,
-    build: bool,
-    exiting: bool,
-    unsampled_ok: bool,
-) -> Option<Result<Profile, u64>> {
+/// Stops a running sampler and, unless it was dropped, returns its profile. `None` when
+/// dropped, and in a fork child, where the drain thread and the timers do not exist. At exit, the shared state
+/// is not freed (see [`Sampler::stop_at_exit`]); with
+/// [`Ending::AtExitUnlessUnsampled`], `Err` with the CPU time instead of a profile when the
+/// sampler was started with [`Builder::unsampled_said`] and nothing was sampled.
+fn finish(r: Running, how: Ending) -> Option<Result<Profile, u64>> {
+    let exiting = matches!(how, Ending::AtExit | Ending::AtExitUnlessUnsampled);
+    let unsampled_ok = how == Ending::AtExitUnlessUnsampled;
     if r.pid != std::process::id() {
         // A fork child: nothing of the parent's sampler runs here. Leak the state rather
         // than touch timers and a thread that belong to the parent.
@@ -795,7 +807,7 @@ fn finish(
     let _ = to_drain(
         &r.tx,
         Msg::Stop {
-            quick: exiting && unsampled_ok,
+            quick: unsampled_ok,
         },
     );
     let on_drain_thread = std::thread::current().id() == r.drain.thread().id();
@@ -821,7 +833,7 @@ fn finish(
     let meta = &meta;
     // The drain thread also stops so at a signal's or `_exit`'s request (the process ends
     // once it is answered): a caller that wants a profile still gets one, of nothing.
-    if drained.unsampled_exit && exiting && unsampled_ok {
+    if drained.unsampled_exit && unsampled_ok {
         // Nothing sampled, and the process is ending: its timers (rings that hold nothing,
         // disabled) go with it, and no profile is built. No signal came, so no handler
         // holds the state; none will (the rings deliver none).
@@ -846,11 +858,12 @@ fn finish(
     shared.store.drain(&mut drained.stacks, 0, true);
     #[cfg(feature = "capture")]
     poller::to_timeline(&shared, &drained.stacks, &mut drained.timeline, true);
-    let profile = build.then(|| profile::build(parts(meta, &shared, drained, process_cpu_ns)));
+    let profile = (how != Ending::Dropped)
+        .then(|| profile::build(parts(meta, &shared, drained, process_cpu_ns)));
     if exiting {
         std::mem::forget(shared);
     }
-    Some(Ok(profile.unwrap_or_else(Profile::empty_after_fork)))
+    profile.map(Ok)
 }
 
 impl StartInfo {

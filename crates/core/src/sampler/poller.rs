@@ -58,8 +58,8 @@ pub(super) struct Drained {
     /// It stopped at this request (see `sampler::request_stop`), not at a message.
     pub request: Option<u32>,
     /// Stopped at the process's exit with nothing sampled, under
-    /// [`Builder::unsampled_said`](super::Builder::unsampled_said): the timers were left
-    /// armed and nothing else was gathered.
+    /// [`Builder::unsampled_said`](super::Builder::unsampled_said): the rings were only
+    /// disabled (left to the process's end) and nothing else was gathered.
     pub unsampled_exit: bool,
     pub stacks: HashMap<Key, Counts>,
     /// What the timeline capture has been given of the samples (see [`to_timeline`]).
@@ -219,8 +219,8 @@ impl Poller {
         p
     }
 
-    /// With `yes`, a stop at the process's exit that finds nothing sampled leaves the timers
-    /// armed and gathers nothing (see [`Poller::finish`]).
+    /// With `yes`, a stop at the process's exit that finds nothing sampled only disables the
+    /// rings and gathers nothing (see [`Poller::finish`]).
     pub fn quick_unsampled_exit(&mut self, yes: bool) {
         self.quick_exit = yes;
     }
@@ -301,9 +301,8 @@ impl Poller {
             return;
         }
         let stack = me.stack;
-        let len = me.name.iter().position(|&b| b == 0).unwrap_or(16);
-        if len > 0 {
-            let name = String::from_utf8_lossy(&me.name[..len]).into_owned();
+        let name = crate::sys::name_text(&me.name);
+        if !name.is_empty() {
             self.out.names.insert(tid as u32, name);
         }
         // The handler may walk the thread's stack only once its mapping is known. A program

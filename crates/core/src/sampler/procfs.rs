@@ -101,9 +101,7 @@ pub(crate) fn thread_name(tid: i32) -> Option<String> {
     // The calling thread's own: asked of the kernel, no file opened (the start's poll names
     // the thread that starts the sampler this way).
     if tid as u64 == crate::sys::gettid() {
-        let name = crate::sys::own_name();
-        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        return Some(String::from_utf8_lossy(&name[..len]).into_owned());
+        return Some(crate::sys::name_text(&crate::sys::own_name()));
     }
     let mut s = String::new();
     crate::sys::open_read(format!("/proc/self/task/{tid}/comm").as_ref())

@@ -241,19 +241,28 @@ fn arm_ring_of(tid: i32, period_ns: u64, stack: bool, first: bool) -> io::Result
     Ok(armed)
 }
 
+/// A word of a ring's control page (struct perf_event_mmap_page): `DATA_HEAD`, how far the
+/// kernel has written (0 before its first record), or `DATA_TAIL`, how far we have read.
+/// `None` for another kind of timer.
+fn ring_word(armed: &Armed, offset: usize) -> Option<&std::sync::atomic::AtomicU64> {
+    let Armed::Ring { ring, .. } = *armed else {
+        return None;
+    };
+    let word = (ring as *const u8).wrapping_add(offset) as *const std::sync::atomic::AtomicU64;
+    // SAFETY: in the control page of the live mapping (a ring is unmapped only when
+    // disarmed, which takes the `Armed` this borrows), 8-aligned; the kernel reads or
+    // writes it concurrently, hence an atomic.
+    Some(unsafe { &*word })
+}
+
+const DATA_HEAD: usize = 1024;
+const DATA_TAIL: usize = 1032;
+
 /// True if and only if `armed` is a ring the kernel has written no record into (no sample,
 /// no loss) since it was mapped.
 pub(crate) fn ring_untouched(armed: &Armed) -> bool {
-    let Armed::Ring { ring, .. } = *armed else {
-        return false;
-    };
-    // The control page's data_head (see `drain_ring`): 0 until the kernel's first record.
-    let head = (ring as *const u8).wrapping_add(1024) as *const std::sync::atomic::AtomicU64;
-    // SAFETY: in the control page of the live mapping (a ring is unmapped only when
-    // disarmed, which takes the `Armed`), 8-aligned; the kernel writes it concurrently,
-    // hence an atomic.
-    let head = unsafe { &*head };
-    head.load(std::sync::atomic::Ordering::Acquire) == 0
+    ring_word(armed, DATA_HEAD)
+        .is_some_and(|head| head.load(std::sync::atomic::Ordering::Acquire) == 0)
 }
 
 /// Reads the samples a ring holds, oldest first, calling `sample(tid, what)` for each, and
@@ -273,14 +282,10 @@ pub(crate) fn drain_ring(
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
     let base = ring as *mut u8;
-    // The control page (struct perf_event_mmap_page): data_head at 1024, data_tail at 1032.
-    let head = base.wrapping_add(1024) as *const std::sync::atomic::AtomicU64;
-    // SAFETY: in the control page of the live mapping, 8-aligned; the kernel writes the head
-    // concurrently, hence an atomic.
-    let head = unsafe { &*head };
-    let tail = base.wrapping_add(1032) as *const std::sync::atomic::AtomicU64;
-    // SAFETY: as above; the kernel reads the tail concurrently.
-    let tail = unsafe { &*tail };
+    let (Some(head), Some(tail)) = (ring_word(armed, DATA_HEAD), ring_word(armed, DATA_TAIL))
+    else {
+        return 0;
+    };
     let size = len - page;
     // The data pages follow the control page inside the mapping.
     let data = base.wrapping_add(page);
