@@ -208,8 +208,8 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
 }
 
 /// The program `record` (pid `parent`) runs, once libtickscope is loaded in it and catches
-/// SIGINT and SIGTERM (to write the profile): its pid.
-fn profiled_child(parent: u32) -> u32 {
+/// `sig` (the library, to write the profile, or the program's own handler): its pid.
+fn profiled_child(parent: u32, sig: i32) -> u32 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
@@ -225,7 +225,7 @@ fn profiled_child(parent: u32) -> u32 {
                 .find_map(|l| l.strip_prefix("SigCgt:"))
                 .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
                 .unwrap_or(0);
-            let wanted = 1 << (libc::SIGINT - 1) | 1 << (libc::SIGTERM - 1);
+            let wanted = 1 << (sig - 1);
             if maps.contains("libtickscope.so") && caught & wanted == wanted {
                 return pid;
             }
@@ -240,14 +240,20 @@ fn profiled_child(parent: u32) -> u32 {
 
 /// Ctrl-C (SIGINT to the terminal's whole group) ends the program, not `record`: it waits
 /// for the program's profile and shows it, and exits as the program did (130). A SIGTERM sent
-/// to `record` alone is passed on to the program, with the same result (143). (bash: dash
-/// replaces the library's SIGINT handler.)
+/// to `record` alone is passed on to the program, with the same result (143). A program whose
+/// own handler ends it by raising the signal again (dash) leaves its profile too.
 #[test]
 fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
     use std::os::unix::process::CommandExt;
     let dir = scratch("signals");
     let lib = library();
-    for (to_group, sig, code) in [(true, libc::SIGINT, 130), (false, libc::SIGTERM, 143)] {
+    // bash leaves SIGINT/SIGTERM to the library's handler; dash (Debian's sh) has a handler
+    // of its own, which puts the default action back and raises the signal again.
+    for (shell, to_group, sig, code) in [
+        ("bash", true, libc::SIGINT, 130),
+        ("bash", false, libc::SIGTERM, 143),
+        ("sh", true, libc::SIGINT, 130),
+    ] {
         let _ = std::fs::remove_file(dir.join("p.pb.gz"));
         let child = Command::new(bin())
             .current_dir(&dir)
@@ -259,7 +265,7 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
                 "-o",
                 "p.pb.gz",
                 "--",
-                "bash",
+                shell,
                 "-c",
                 "while :; do :; done",
             ])
@@ -268,7 +274,7 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
             .spawn()
             .unwrap();
         let record = child.id();
-        profiled_child(record);
+        profiled_child(record, sig);
         let target = if to_group {
             -(record as i32)
         } else {
@@ -278,12 +284,12 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
         assert_eq!(unsafe { libc::kill(target, sig) }, 0);
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert_eq!(out.status.code(), Some(code), "{shell}: {stderr}");
         assert!(
             stderr.contains("profile written to p.pb.gz") && stderr.contains("flat%"),
-            "{stderr}"
+            "{shell}: {stderr}"
         );
-        assert!(dir.join("p.pb.gz").exists());
+        assert!(dir.join("p.pb.gz").exists(), "{shell}");
     }
 }
 

@@ -44,7 +44,9 @@
 //!   `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which `record` sets) also at `_exit`/`_Exit` (dash
 //!   ends by it, Python's `os._exit` too: the sampler's drain thread writes the profile
 //!   while `_exit` waits, at most 3 s) and on `SIGINT`/`SIGTERM` when the program has not
-//!   installed handlers of its own for them. `abort` and other fatal signals write nothing.
+//!   installed handlers of its own for them, or when its own handler ends the process by
+//!   raising the signal again with the default action back (`raise`, or `kill` of its own
+//!   pid: dash on Ctrl-C). `abort` and other fatal signals write nothing.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
 //! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel

@@ -106,8 +106,8 @@ extern "C" fn on_terminate(sig: c_int) {
         report_fork_child();
         // SAFETY: `signal` is async-signal-safe; SIG_DFL is a valid disposition.
         unsafe { libc::signal(sig, libc::SIG_DFL) };
-        // SAFETY: `raise` is async-signal-safe.
-        unsafe { libc::raise(sig) };
+        // What `raise` does, without this library's hook.
+        signal_this_thread(sig);
     }
     // SAFETY: as above: restores the interrupted code's errno.
     unsafe { *slot = errno };
@@ -178,8 +178,15 @@ fn answer(code: u32) {
     // mask, say) ...
     unblock(sig);
     // ... and sends it again: the process ends as it would have without the profiler.
-    // SAFETY: kill to our own pid; no memory is involved.
-    unsafe { libc::kill(std::process::id() as libc::pid_t, sig) };
+    // SAFETY: kill to our own pid (the system call: not this library's `kill`, which would
+    // look for a profile to write); no memory is involved.
+    unsafe {
+        libc::syscall(
+            libc::SYS_kill,
+            std::process::id() as libc::c_long,
+            sig as libc::c_long,
+        )
+    };
 }
 
 /// Tells an `_exit` waiting in [`profile_before_exit`] that the profile is written.
@@ -372,6 +379,72 @@ pub extern "C" fn _exit(status: c_int) -> ! {
 #[no_mangle]
 pub extern "C" fn _Exit(status: c_int) -> ! {
     _exit(status)
+}
+
+/// Interposes `raise`: a program that ends itself by SIGINT or SIGTERM after putting back
+/// its default action (dash on Ctrl-C: its handler resets the signal and raises it again)
+/// has its profile written first, as at [`_exit`]. Otherwise, and then, `raise` as glibc's:
+/// the signal sent to the calling thread.
+#[no_mangle]
+pub extern "C" fn raise(sig: c_int) -> c_int {
+    profile_before_own_signal(sig);
+    signal_this_thread(sig)
+}
+
+/// Sends `sig` to the calling thread (`tgkill`), as glibc's `raise` does. Async-signal-safe.
+fn signal_this_thread(sig: c_int) -> c_int {
+    // SAFETY: getpid and gettid have no preconditions.
+    let (pid, tid) = (unsafe { libc::getpid() }, unsafe { libc::gettid() });
+    // SAFETY: tgkill has no memory arguments; an invalid signal only fails, errno set.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            pid as libc::c_long,
+            tid as libc::c_long,
+            sig as libc::c_long,
+        ) as c_int
+    }
+}
+
+/// Interposes `kill`: as [`raise`] for a signal a program sends its own process (Python
+/// ends so after a KeyboardInterrupt: `kill(getpid(), SIGINT)` with the default action
+/// back). Then `kill` itself.
+#[no_mangle]
+pub extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
+    // SAFETY: getpid has no preconditions.
+    if pid == unsafe { libc::getpid() } {
+        profile_before_own_signal(sig);
+    }
+    // SAFETY: kill has no memory arguments; a wrong pid or signal only fails, errno set.
+    unsafe { libc::syscall(libc::SYS_kill, pid as libc::c_long, sig as libc::c_long) as c_int }
+}
+
+/// Before SIGINT or SIGTERM is sent to this process by itself: if it will end the process
+/// (the default action, and the calling thread, which the kernel gives it to first, does not
+/// block it), the profile is written as at `_exit` ([`profile_before_exit`]). A handler of
+/// the program's, an ignored or a blocked signal: nothing. Async-signal-safe, as the
+/// callers are called from handlers.
+fn profile_before_own_signal(sig: c_int) {
+    if sig != libc::SIGINT && sig != libc::SIGTERM {
+        return;
+    }
+    // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only reads.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: reads the current action into a valid local.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) } != 0
+        || now.sa_sigaction != libc::SIG_DFL
+    {
+        return;
+    }
+    // SAFETY: sigset_t is plain data; all-zero is valid for pthread_sigmask to fill.
+    let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: reads this thread's mask into a valid local (a null new set changes nothing).
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
+    // SAFETY: `mask` is a valid sigset_t.
+    if unsafe { libc::sigismember(&mask, sig) } == 1 {
+        return;
+    }
+    profile_before_exit();
 }
 
 /// Asks the drain thread to write the profile and waits for it (bounded); nothing in a fork
