@@ -241,7 +241,9 @@ fn profiled_child(parent: u32, sig: i32) -> u32 {
 /// Ctrl-C (SIGINT to the terminal's whole group) ends the program, not `record`: it waits
 /// for the program's profile and shows it, and exits as the program did (130). A SIGTERM sent
 /// to `record` alone is passed on to the program, with the same result (143). A program whose
-/// own handler ends it by raising the signal again (dash) leaves its profile too.
+/// own handler ends it by raising the signal again (dash) leaves its profile too. The signal
+/// is sent again every few ms until `record` ends: more of them, while the profile is being
+/// written, do not cut it short.
 #[test]
 fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
     use std::os::unix::process::CommandExt;
@@ -282,7 +284,23 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
         };
         // SAFETY: kill has no memory arguments.
         assert_eq!(unsafe { libc::kill(target, sig) }, 0);
-        let out = child.wait_with_output().unwrap();
+        // Then again and again (every 0.5 ms) until record has ended: a
+        // signal that comes while the profile is being written does not cut it short.
+        let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let again = {
+            let ended = ended.clone();
+            std::thread::spawn(move || {
+                while !ended.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                    // SAFETY: as above (record is alive until `ended`, so is its group).
+                    unsafe { libc::kill(target, sig) };
+                }
+            })
+        };
+        let out = child.wait_with_output();
+        ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        again.join().unwrap();
+        let out = out.unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{shell}: {stderr}");
         assert!(

@@ -428,28 +428,38 @@ fn profile_before_own_signal(sig: c_int) {
     if sig != libc::SIGINT && sig != libc::SIGTERM {
         return;
     }
-    // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only reads.
-    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: reads the current action into a valid local.
-    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) } != 0
-        || now.sa_sigaction != libc::SIG_DFL
-    {
+    // Ignored at once, before anything else is done (each system call widens the window in
+    // which another of these signals, a second Ctrl-C, would end the process unwritten).
+    let Some(old) = ignore_if_default(sig) else {
         return;
-    }
+    };
     // SAFETY: sigset_t is plain data; all-zero is valid for pthread_sigmask to fill.
     let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: reads this thread's mask into a valid local (a null new set changes nothing).
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
     // SAFETY: `mask` is a valid sigset_t.
-    if unsafe { libc::sigismember(&mask, sig) } == 1 {
-        return;
+    if unsafe { libc::sigismember(&mask, sig) } != 1 {
+        // SAFETY: no preconditions: the calling thread's errno slot.
+        let slot = unsafe { libc::__errno_location() };
+        // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its
+        // errno.
+        let errno = unsafe { *slot };
+        profile_before_exit();
+        // SAFETY: as above.
+        unsafe { *slot = errno };
     }
-    profile_before_exit();
+    // SAFETY: puts back the action read before (a valid sigaction).
+    unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
 }
 
 /// Asks the drain thread to write the profile and waits for it (bounded); nothing in a fork
 /// child, without the SIGINT/SIGTERM setting, with no sampler running, or when another
 /// thread is already exiting.
+///
+/// The process is on its way out (by `_exit`, or by a signal it sends itself with the
+/// default action back): a SIGINT or SIGTERM that would end it by that default action before
+/// the profile is written (a second Ctrl-C; `record` passing on a signal sent to the whole
+/// group) is ignored until then. Without the profiler the process would already be gone.
 fn profile_before_exit() {
     // A fork child that did not exec: said, under `record`, and nothing written.
     report_fork_child();
@@ -460,20 +470,68 @@ fn profile_before_exit() {
     if done < 0 || !here || EXITING.swap(true, Relaxed) {
         return;
     }
-    if !ts::__private::request_stop(EXIT_REQUEST) {
-        return;
+    let held = [libc::SIGINT, libc::SIGTERM].map(ignore_if_default);
+    if ts::__private::request_stop(EXIT_REQUEST) {
+        wait_written(done);
     }
-    let mut p = libc::pollfd {
-        fd: done,
-        events: libc::POLLIN,
-        revents: 0,
+    for (sig, old) in [libc::SIGINT, libc::SIGTERM].into_iter().zip(held) {
+        if let Some(old) = old {
+            // SAFETY: puts back the action read before (a valid sigaction).
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Where `sig`'s action is the default, ignores it and returns the action it had.
+/// Async-signal-safe.
+fn ignore_if_default(sig: c_int) -> Option<libc::sigaction> {
+    // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only reads.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: reads the current action into a valid local.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
+        || old.sa_sigaction != libc::SIG_DFL
+    {
+        return None;
+    }
+    // SAFETY: as above.
+    let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
+    ignore.sa_sigaction = libc::SIG_IGN;
+    // SAFETY: installs SIG_IGN, a valid disposition.
+    (unsafe { libc::sigaction(sig, &ignore, std::ptr::null_mut()) } == 0).then_some(old)
+}
+
+/// Waits (at most [`EXIT_WAIT_MS`]) for the drain thread to say, on the pipe `done`, that
+/// the profile is written; a handler that runs meanwhile (a second signal) does not end the
+/// wait. Async-signal-safe: `clock_gettime`, `poll`, `read`.
+fn wait_written(done: c_int) {
+    let now_ms = || {
+        // SAFETY: timespec is plain data; clock_gettime fills it (async-signal-safe).
+        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: `t` is a valid, writable timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+        t.tv_sec as i64 * 1000 + t.tv_nsec as i64 / 1_000_000
     };
-    // SAFETY: polls one valid pollfd on the stack; a signal only ends the wait early.
-    if unsafe { libc::poll(&mut p, 1, EXIT_WAIT_MS) } == 1 {
-        let mut b = 0u8;
-        // SAFETY: reads one byte into a local.
-        unsafe { libc::read(done, (&mut b as *mut u8).cast(), 1) };
+    let deadline = now_ms() + EXIT_WAIT_MS as i64;
+    loop {
+        let left = deadline - now_ms();
+        if left <= 0 {
+            return;
+        }
+        let mut p = libc::pollfd {
+            fd: done,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one valid pollfd on the stack.
+        match unsafe { libc::poll(&mut p, 1, left as c_int) } {
+            1 => break,
+            -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
+            _ => return,
+        }
     }
+    let mut b = 0u8;
+    // SAFETY: reads one byte into a local.
+    unsafe { libc::read(done, (&mut b as *mut u8).cast(), 1) };
 }
 
 // ---- Threads: sampled from their first instruction ---------------------------------------
