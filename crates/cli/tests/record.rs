@@ -238,23 +238,38 @@ fn profiled_child(parent: u32, sig: i32) -> u32 {
     }
 }
 
+/// Kills process group `.0` when dropped by a panic (a test that failed).
+struct KillOnPanic(i32);
+
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // SAFETY: kill has no memory arguments.
+            unsafe { libc::kill(-self.0, libc::SIGKILL) };
+        }
+    }
+}
+
 /// Ctrl-C (SIGINT to the terminal's whole group) ends the program, not `record`: it waits
 /// for the program's profile and shows it, and exits as the program did (130). A SIGTERM sent
 /// to `record` alone is passed on to the program, with the same result (143). A program whose
-/// own handler ends it by raising the signal again (dash) leaves its profile too. The signal
-/// is sent again every few ms until `record` ends: more of them, while the profile is being
-/// written, do not cut it short.
+/// own handler ends it by raising the signal again (dash) leaves its profile too, and so does
+/// one that asked for the default action (dash, for SIGTERM). The signal is sent again every
+/// 0.5 ms until `record` ends: more of them, while the profile is being written, do not cut
+/// it short.
 #[test]
 fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
     use std::os::unix::process::CommandExt;
     let dir = scratch("signals");
     let lib = library();
-    // bash leaves SIGINT/SIGTERM to the library's handler; dash (Debian's sh) has a handler
-    // of its own, which puts the default action back and raises the signal again.
+    // bash leaves SIGINT/SIGTERM to the library's handler; dash (Debian's sh) has a SIGINT
+    // handler of its own, which puts the default action back and raises the signal again, and
+    // it asks for SIGTERM's default action as it starts.
     for (shell, to_group, sig, code) in [
         ("bash", true, libc::SIGINT, 130),
         ("bash", false, libc::SIGTERM, 143),
         ("sh", true, libc::SIGINT, 130),
+        ("sh", false, libc::SIGTERM, 143),
     ] {
         let _ = std::fs::remove_file(dir.join("p.pb.gz"));
         let child = Command::new(bin())
@@ -276,6 +291,8 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
             .spawn()
             .unwrap();
         let record = child.id();
+        // A failed assertion leaves no spinning shell behind.
+        let _group = KillOnPanic(record as i32);
         profiled_child(record, sig);
         let target = if to_group {
             -(record as i32)

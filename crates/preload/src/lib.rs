@@ -46,7 +46,11 @@
 //!   while `_exit` waits, at most 3 s) and on `SIGINT`/`SIGTERM` when the program has not
 //!   installed handlers of its own for them, or when its own handler ends the process by
 //!   raising the signal again with the default action back (`raise`, or `kill` of its own
-//!   pid: dash on Ctrl-C). `abort` and other fatal signals write nothing.
+//!   pid: dash on Ctrl-C). A program that asks for their default action (`sigaction`,
+//!   `signal`: dash does for SIGTERM as it starts) keeps the library's handler, which writes
+//!   the profile and then ends the process by the default action; the program is shown the
+//!   default it asked for. On the way out, further SIGINTs and SIGTERMs wait for the
+//!   profile. `abort` and other fatal signals write nothing.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
 //! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel

@@ -545,7 +545,8 @@ fn code_without_frame_pointers_loses_callers_but_gains_no_invented_frame() {
 /// A program that blocks SIGTERM and takes it with `sigtimedwait` keeps it: the library's
 /// threads (the drain thread; with `TICKSCOPE_CPUPROFILE_SIGNALS=1` the writer too) block
 /// the signals the program may send the process, so none lands on them and kills it. And
-/// the writer, which sends SIGTERM again after writing the profile, lets it in itself.
+/// the writer, which sends SIGTERM again after writing the profile, lets it in itself. A
+/// program that asks for SIGTERM's default action still leaves its profile when sent it.
 #[test]
 fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
     let dir = scratch("sigwait");
@@ -594,6 +595,25 @@ fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
         "the program outlived its SIGTERM: {stderr}"
     );
     assert!(profile.exists(), "no profile: {stderr}");
+    // A program that asks for SIGTERM's default action (dash does as it starts) and is then
+    // sent it from outside: the library's handler stands in for the default, the program
+    // is shown the default, and the process dies of the signal with its profile written.
+    for signals in ["0", "1"] {
+        let profile = dir.join(format!("out-default-{signals}.pb.gz"));
+        let mut c = profiled(&exe, &profile, &["default"]);
+        c.env("TICKSCOPE_CPUPROFILE_SIGNALS", signals);
+        let (out, _, stderr) = run(&mut c);
+        assert_eq!(
+            (out.status.code(), out.status.signal()),
+            (None, Some(libc::SIGTERM)),
+            "SIGNALS={signals}: 6 or 7: the program was not shown the default: {stderr}"
+        );
+        assert_eq!(
+            profile.exists(),
+            signals == "1",
+            "SIGNALS={signals}: {stderr}"
+        );
+    }
 }
 
 /// `tests/c/fds.c`, built once.

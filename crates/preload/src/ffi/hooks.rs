@@ -12,6 +12,7 @@ use super::*;
 static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
+    find_real_sigaction();
     let _ = catch_unwind(start_from_env);
 }
 
@@ -104,8 +105,7 @@ extern "C" fn on_terminate(sig: c_int) {
         // signal as without us, a fork child saying first that it ran unprofiled (a worker a
         // pool terminates).
         report_fork_child();
-        // SAFETY: `signal` is async-signal-safe; SIG_DFL is a valid disposition.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        set_action(sig, libc::SIG_DFL);
         // What `raise` does, without this library's hook.
         signal_this_thread(sig);
     }
@@ -171,8 +171,8 @@ fn answer(code: u32) {
     }
     // An `_exit` that came meanwhile waits for the profile too: written.
     exit_done();
-    // SAFETY: restores the default action (a valid disposition) ...
-    unsafe { libc::signal(sig, libc::SIG_DFL) };
+    // Restores the default action ...
+    set_action(sig, libc::SIG_DFL);
     // ... takes the signal off this thread's mask (tickscope's threads block it), so that
     // it lands whatever the program's threads block now (it had been taken inside `ppoll`'s
     // mask, say) ...
@@ -212,25 +212,185 @@ fn write_on_signals() -> std::io::Result<()> {
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
     EXIT_DONE_WRITE.store(done_write, Relaxed);
     EXIT_DONE.store(done_read, Relaxed);
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for (i, sig) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
         // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only
         // reads the current one.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+        real_sigaction(sig, std::ptr::null(), &mut old);
         if old.sa_sigaction != libc::SIG_DFL {
             continue;
         }
-        // SAFETY: as above.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_terminate as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        // SAFETY: `sa.sa_mask` is a valid sigset_t to clear.
-        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        // SAFETY: installs a handler that is async-signal-safe (see `on_terminate`).
-        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+        if real_sigaction(sig, &terminate_action(), std::ptr::null_mut()) == 0 {
+            STANDING_IN[i].store(true, Relaxed);
+        }
     }
     Ok(())
+}
+
+/// The action that writes the profile on SIGINT/SIGTERM: [`on_terminate`].
+fn terminate_action() -> libc::sigaction {
+    // SAFETY: sigaction is plain data; all-zero is valid.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_terminate as *const () as usize;
+    sa.sa_flags = libc::SA_RESTART;
+    // SAFETY: `sa.sa_mask` is a valid sigset_t to clear.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    sa
+}
+
+// ---- sigaction: the library's handler stands in for SIGINT's and SIGTERM's default -------
+
+/// Whether [`on_terminate`] stands in for the default action the program has (or asked
+/// for) on SIGINT (0) and SIGTERM (1). A program that asks for the default (dash puts
+/// SIGTERM back to it as it starts, and SIGINT before it raises it again) would otherwise
+/// remove the handler that writes its profile, and a `kill` from outside (`timeout`, a
+/// supervisor, `record` passing one on) would end it unwritten. The program is shown the
+/// default it asked for.
+static STANDING_IN: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
+/// libc's `sigaction` (the next object's: this library's own is [`sigaction`]), found at load.
+static REAL_SIGACTION: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+type Sigaction = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+
+/// Finds libc's `sigaction` (at load, so that no signal handler ever runs `dlsym`).
+fn find_real_sigaction() {
+    if REAL_SIGACTION.load(Relaxed).is_null() {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's sigaction, or null.
+        let f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr()) };
+        REAL_SIGACTION.store(f, Relaxed);
+    }
+}
+
+/// libc's `sigaction` (what the kernel does, not what the program is shown); -1 with errno
+/// ENOSYS if it cannot be found. Async-signal-safe once found at load.
+fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    find_real_sigaction();
+    let f = REAL_SIGACTION.load(Relaxed);
+    if f.is_null() {
+        // SAFETY: no preconditions: the calling thread's errno slot.
+        let slot = unsafe { libc::__errno_location() };
+        // SAFETY: the slot is valid and aligned.
+        unsafe { *slot = libc::ENOSYS };
+        return -1;
+    }
+    // SAFETY: `f` is libc's sigaction (found by dlsym under that name), of this type.
+    let f = unsafe { std::mem::transmute::<*mut c_void, Sigaction>(f) };
+    // SAFETY: the arguments are the caller's, valid or null as sigaction(2) allows.
+    unsafe { f(sig, act, old) }
+}
+
+/// Sets `sig`'s action in the kernel to `handler` (SIG_DFL or SIG_IGN). Async-signal-safe.
+fn set_action(sig: c_int, handler: libc::sighandler_t) {
+    // SAFETY: sigaction is plain data; all-zero is valid.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = handler;
+    real_sigaction(sig, &sa, std::ptr::null_mut());
+}
+
+/// Index into [`STANDING_IN`] of `sig` where the library's handler stands in for its
+/// default in this process (not in a fork child, which dies of the signal as without us).
+fn standing_in(sig: c_int) -> Option<usize> {
+    let i = match sig {
+        libc::SIGINT => 0,
+        libc::SIGTERM => 1,
+        _ => return None,
+    };
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
+    (here && STANDING_IN[i].load(Relaxed)).then_some(i)
+}
+
+/// Interposes `sigaction`: for SIGINT and SIGTERM, where the library writes the profile on
+/// them, a program that asks for the default action keeps the library's handler, which
+/// writes the profile and then ends the process by the default action; the program is shown
+/// the default it asked for. Any other signal or action: libc's `sigaction`.
+///
+/// # Safety
+/// As `sigaction(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    let i = match sig {
+        libc::SIGINT => 0,
+        libc::SIGTERM => 1,
+        _ => return real_sigaction(sig, act, old),
+    };
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } as u32 != SIGNAL_OWNER.load(Relaxed) {
+        return real_sigaction(sig, act, old);
+    }
+    let standing = STANDING_IN[i].load(Relaxed);
+    // What the program is shown as the action before: the default while the library's
+    // handler stands in for it.
+    // SAFETY: sigaction is plain data; all-zero is valid (SIG_DFL, no flags, empty mask).
+    let mut before: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `act` is null or a valid sigaction, as the caller promises.
+    let rc = match unsafe { act.as_ref() } {
+        None if standing => 0,
+        None => real_sigaction(sig, std::ptr::null(), &mut before),
+        Some(a) if a.sa_sigaction == libc::SIG_DFL => {
+            if standing {
+                0
+            } else {
+                let rc = real_sigaction(sig, &terminate_action(), &mut before);
+                if rc == 0 {
+                    STANDING_IN[i].store(true, Relaxed);
+                }
+                rc
+            }
+        }
+        Some(a) => {
+            let rc = real_sigaction(
+                sig,
+                a,
+                if standing {
+                    std::ptr::null_mut()
+                } else {
+                    &mut before
+                },
+            );
+            if rc == 0 {
+                STANDING_IN[i].store(false, Relaxed);
+            }
+            rc
+        }
+    };
+    if rc == 0 && !old.is_null() {
+        // SAFETY: `old` is a valid, writable sigaction, as the caller promises.
+        unsafe { old.write(before) };
+    }
+    rc
+}
+
+/// Interposes `signal` (glibc's calls its own `sigaction` inside, which [`sigaction`] does not
+/// see): BSD semantics as glibc's (the signal blocked in its handler, system calls
+/// restarted), through [`sigaction`].
+///
+/// # Safety
+/// As `signal(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: sigaction is plain data; all-zero is valid.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: `act.sa_mask` is a valid sigset_t; a bad signal number only fails.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+    }
+    // SAFETY: as above.
+    unsafe { libc::sigaddset(&mut act.sa_mask, sig) };
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both point at valid locals.
+    if unsafe { sigaction(sig, &act, &mut old) } != 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
 }
 
 /// A pipe, close-on-exec, neither end on descriptors 0-2 (which a program started with them
@@ -420,36 +580,48 @@ pub extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
 }
 
 /// Before SIGINT or SIGTERM is sent to this process by itself: if it will end the process
-/// (the default action, and the calling thread, which the kernel gives it to first, does not
-/// block it), the profile is written as at `_exit` ([`profile_before_exit`]). A handler of
-/// the program's, an ignored or a blocked signal: nothing. Async-signal-safe, as the
-/// callers are called from handlers.
+/// (the default action, or the library's handler standing in for it, and the calling
+/// thread, which the kernel gives it to first, does not block it), the profile is written
+/// as at `_exit` ([`profile_before_exit`]), and the default action is the kernel's again
+/// for the signal to end the process. A handler of the program's, an ignored or a blocked
+/// signal: nothing. Async-signal-safe, as the callers are called from handlers.
 fn profile_before_own_signal(sig: c_int) {
     if sig != libc::SIGINT && sig != libc::SIGTERM {
         return;
     }
-    // Ignored at once, before anything else is done (each system call widens the window in
-    // which another of these signals, a second Ctrl-C, would end the process unwritten).
-    let Some(old) = ignore_if_default(sig) else {
+    // Ignored at once where the action is the default, before anything else is done (each
+    // system call widens the window in which another of these signals, a second Ctrl-C,
+    // would end the process unwritten). Where the library's handler stands in for the
+    // default, it takes such a signal itself.
+    let ignored = ignore_if_default(sig);
+    let standing = standing_in(sig).is_some();
+    if ignored.is_none() && !standing {
         return;
-    };
+    }
     // SAFETY: sigset_t is plain data; all-zero is valid for pthread_sigmask to fill.
     let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: reads this thread's mask into a valid local (a null new set changes nothing).
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
     // SAFETY: `mask` is a valid sigset_t.
-    if unsafe { libc::sigismember(&mask, sig) } != 1 {
-        // SAFETY: no preconditions: the calling thread's errno slot.
-        let slot = unsafe { libc::__errno_location() };
-        // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its
-        // errno.
-        let errno = unsafe { *slot };
-        profile_before_exit();
-        // SAFETY: as above.
-        unsafe { *slot = errno };
+    if unsafe { libc::sigismember(&mask, sig) } == 1 {
+        // Pending until the thread unblocks it: the library's handler, standing in, or the
+        // default.
+        if let Some(old) = ignored {
+            real_sigaction(sig, &old, std::ptr::null_mut());
+        }
+        return;
     }
-    // SAFETY: puts back the action read before (a valid sigaction).
-    unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+    // SAFETY: no preconditions: the calling thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its errno.
+    let errno = unsafe { *slot };
+    profile_before_exit();
+    // SAFETY: as above.
+    unsafe { *slot = errno };
+    set_action(sig, libc::SIG_DFL);
+    if let Some(i) = standing_in(sig) {
+        STANDING_IN[i].store(false, Relaxed);
+    }
 }
 
 /// Asks the drain thread to write the profile and waits for it (bounded); nothing in a fork
@@ -476,28 +648,23 @@ fn profile_before_exit() {
     }
     for (sig, old) in [libc::SIGINT, libc::SIGTERM].into_iter().zip(held) {
         if let Some(old) = old {
-            // SAFETY: puts back the action read before (a valid sigaction).
-            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+            real_sigaction(sig, &old, std::ptr::null_mut());
         }
     }
 }
 
-/// Where `sig`'s action is the default, ignores it and returns the action it had.
-/// Async-signal-safe.
+/// Where `sig`'s action (in the kernel) is the default, ignores it and returns the action it
+/// had. Async-signal-safe.
 fn ignore_if_default(sig: c_int) -> Option<libc::sigaction> {
     // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only reads.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: reads the current action into a valid local.
-    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
-        || old.sa_sigaction != libc::SIG_DFL
-    {
+    if real_sigaction(sig, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
         return None;
     }
     // SAFETY: as above.
     let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
     ignore.sa_sigaction = libc::SIG_IGN;
-    // SAFETY: installs SIG_IGN, a valid disposition.
-    (unsafe { libc::sigaction(sig, &ignore, std::ptr::null_mut()) } == 0).then_some(old)
+    (real_sigaction(sig, &ignore, std::ptr::null_mut()) == 0).then_some(old)
 }
 
 /// Waits (at most [`EXIT_WAIT_MS`]) for the drain thread to say, on the pipe `done`, that

@@ -12,6 +12,12 @@
  *                  back), then sleeps 10 s and exits 0. With the library's SIGTERM handler
  *                  (TICKSCOPE_CPUPROFILE_SIGNALS=1), the process must die of SIGTERM, the
  *                  profile written, although every program thread blocks it by then.
+ *   default        blocks nothing: asks for SIGINT's and SIGTERM's default action (signal,
+ *                  sigaction), checks that it is what it is shown (exits 6 or 7 if not),
+ *                  burns 100 ms and sends itself SIGTERM by the system call, as another
+ *                  process would (not through kill(), which the library interposes). It
+ *                  must die of it, and with TICKSCOPE_CPUPROFILE_SIGNALS=1 the profile
+ *                  must be written first, as dash's is when it is sent SIGTERM.
  *
  * Build: gcc -O2. */
 #define _GNU_SOURCE
@@ -19,6 +25,7 @@
 #include <signal.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "burn.h"
@@ -30,6 +37,21 @@ int main(int argc, char **argv)
     struct timespec wait = {10, 0};
     int rt = argc > 1 && strcmp(argv[1], "rt") == 0;
     int sig = rt ? SIGRTMIN + 1 : SIGTERM;
+    if (argc > 1 && strcmp(argv[1], "default") == 0) {
+        struct sigaction dfl, old;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        if (sigaction(SIGTERM, &dfl, NULL) != 0 || signal(SIGINT, SIG_DFL) == SIG_ERR)
+            return 5;
+        if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            return 6;
+        if (signal(SIGINT, SIG_DFL) != SIG_DFL)
+            return 7;
+        burn(100000000LL);
+        syscall(SYS_kill, getpid(), SIGTERM);
+        sleep(10);
+        return 0;
+    }
     sigemptyset(&set);
     sigaddset(&set, sig);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
