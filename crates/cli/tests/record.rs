@@ -309,15 +309,28 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
             std::thread::spawn(move || {
                 while !ended.load(std::sync::atomic::Ordering::SeqCst) {
                     std::thread::sleep(std::time::Duration::from_micros(500));
-                    // SAFETY: as above (record is alive until `ended`, so is its group).
+                    // SAFETY: as above (record is not reaped before `ended`: its pid and
+                    // group are not anyone else's).
                     unsafe { libc::kill(target, sig) };
                 }
             })
         };
-        let out = child.wait_with_output();
+        // Waits for record to end without reaping it, then stops the signals, then reaps.
+        // SAFETY: siginfo_t is plain data; waitid fills it (WNOWAIT: the child stays).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t.
+        let waited = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                record as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         ended.store(true, std::sync::atomic::Ordering::SeqCst);
         again.join().unwrap();
-        let out = out.unwrap();
+        assert_eq!(waited, 0, "waitid: {}", std::io::Error::last_os_error());
+        let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{shell}: {stderr}");
         assert!(

@@ -49,8 +49,9 @@
 //!   pid: dash on Ctrl-C). A program that asks for their default action (`sigaction`,
 //!   `signal`: dash does for SIGTERM as it starts) keeps the library's handler, which writes
 //!   the profile and then ends the process by the default action; the program is shown the
-//!   default it asked for. On the way out, further SIGINTs and SIGTERMs wait for the
-//!   profile. `abort` and other fatal signals write nothing.
+//!   default it asked for. While the profile is written on the way out, a further SIGINT
+//!   or SIGTERM does not end the process first (it is ignored, or taken by the library's
+//!   handler). `abort` and other fatal signals write nothing.
 //! - **Signals**: the timers deliver `SIGRTMIN+4`, not `SIGPROF`, so a program with its own
 //!   `SIGPROF` handler (its own profiler, `setitimer`) keeps working unchanged.
 //! - **File descriptors**: each thread's timer is a perf task-clock event where the kernel

@@ -12,7 +12,7 @@ use super::*;
 static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
-    find_real_sigaction();
+    find_real_signal_functions();
     let _ = catch_unwind(start_from_env);
 }
 
@@ -90,17 +90,24 @@ const EXIT_WAIT_MS: c_int = 3000;
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 
 /// SIGINT/SIGTERM: asks the sampler's drain thread to write the profile and end the process
-/// by the signal ([`on_request`]). Async-signal-safe: `getpid`, atomics, `futex`,
-/// `signal`, `raise` only, and errno preserved.
+/// by the signal ([`on_request`]), and waits for it. Async-signal-safe: `getpid`, atomics,
+/// `futex`, `poll`, `clock_gettime`, libc's `sigaction`, `tgkill`, and errno preserved.
 extern "C" fn on_terminate(sig: c_int) {
     // SAFETY: no preconditions: the calling thread's errno slot.
     let slot = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid and aligned; saving errno is what a handler must do.
     let errno = unsafe { *slot };
-    // SAFETY: getpid is async-signal-safe and has no preconditions.
-    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
-    let handed = here && ts::__private::request_stop(sig as u32);
-    if !handed {
+    let handed = signal_owner() && ts::__private::request_stop(sig as u32);
+    if handed {
+        // The program has (or asked for) the default action: it does not go on while the
+        // profile is written (its system calls interrupted, its side effects), but waits
+        // here until the drain thread ends the process by the signal (bounded, as `_exit`)
+        // - unless a thread is writing the profile already (this one, maybe, interrupted
+        // in `exit`), which answers the request once done.
+        if !profile::stopping() {
+            wait_written(EXIT_DONE.load(Relaxed));
+        }
+    } else {
         // A fork child (no sampler runs in it) or a sampler already stopped: die of the
         // signal as without us, a fork child saying first that it ran unprofiled (a worker a
         // pool terminates).
@@ -212,16 +219,9 @@ fn write_on_signals() -> std::io::Result<()> {
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
     EXIT_DONE_WRITE.store(done_write, Relaxed);
     EXIT_DONE.store(done_read, Relaxed);
-    for (i, sig) in [libc::SIGINT, libc::SIGTERM].into_iter().enumerate() {
-        // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only
-        // reads the current one.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        real_sigaction(sig, std::ptr::null(), &mut old);
-        if old.sa_sigaction != libc::SIG_DFL {
-            continue;
-        }
-        if real_sigaction(sig, &terminate_action(), std::ptr::null_mut()) == 0 {
-            STANDING_IN[i].store(true, Relaxed);
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        if kernel_action(sig) == Some(libc::SIG_DFL) {
+            real_sigaction(sig, &terminate_action(), std::ptr::null_mut());
         }
     }
     Ok(())
@@ -239,45 +239,79 @@ fn terminate_action() -> libc::sigaction {
 }
 
 // ---- sigaction: the library's handler stands in for SIGINT's and SIGTERM's default -------
+//
+// A program that asks for SIGINT's or SIGTERM's default action (dash puts SIGTERM back to it
+// as it starts, and SIGINT before it raises it again; Python's `signal.signal(SIGINT,
+// SIG_DFL)`; bash's `trap - TERM`) would remove the handler that writes its profile, and a
+// `kill` from outside (`timeout`, a supervisor, `record` passing one on) would end it
+// unwritten. In the process that installed the handler, such a request leaves
+// [`on_terminate`] in the kernel, standing in for the default: it writes the profile, then
+// ends the process by the default action. The program is shown the default wherever the
+// library's handler is the action (in its fork children too). Whether the handler stands
+// in is read from the kernel each time, never remembered: `sigset`, `sysv_signal` (what
+// `signal` is under `-std=c99`) or a raw system call may change the action behind the
+// library's back.
 
-/// Whether [`on_terminate`] stands in for the default action the program has (or asked
-/// for) on SIGINT (0) and SIGTERM (1). A program that asks for the default (dash puts
-/// SIGTERM back to it as it starts, and SIGINT before it raises it again) would otherwise
-/// remove the handler that writes its profile, and a `kill` from outside (`timeout`, a
-/// supervisor, `record` passing one on) would end it unwritten. The program is shown the
-/// default it asked for.
-static STANDING_IN: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
-
-/// libc's `sigaction` (the next object's: this library's own is [`sigaction`]), found at load.
+/// libc's `sigaction` and `signal` (the next object's: this library's own are [`sigaction`]
+/// and [`signal`]), found at load (or at the first call, if one comes before the load's
+/// constructor), never in a signal handler.
 static REAL_SIGACTION: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static REAL_SIGNAL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// 0: not looked for yet; 1: looked for (found or not: never looked for again).
+static LOOKED_FOR: AtomicU32 = AtomicU32::new(0);
 
 type Sigaction = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+type Signal = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
 
-/// Finds libc's `sigaction` (at load, so that no signal handler ever runs `dlsym`).
-fn find_real_sigaction() {
-    if REAL_SIGACTION.load(Relaxed).is_null() {
-        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's sigaction, or null.
-        let f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr()) };
-        REAL_SIGACTION.store(f, Relaxed);
+/// Finds libc's `sigaction` and `signal`, once: the next object's (this library preloaded,
+/// or linked before libc), else glibc's own names for them (this library linked after libc,
+/// whose functions then come first anyway).
+fn find_real_signal_functions() {
+    if LOOKED_FOR.swap(1, Relaxed) != 0 {
+        return;
+    }
+    for (slot, next, own) in [
+        (&REAL_SIGACTION, c"sigaction", c"__sigaction"),
+        (&REAL_SIGNAL, c"signal", c"bsd_signal"),
+    ] {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's function, or null.
+        let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, next.as_ptr()) };
+        if f.is_null() {
+            // SAFETY: as above, in the global scope.
+            f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, own.as_ptr()) };
+        }
+        slot.store(f, Relaxed);
     }
 }
 
+/// Sets errno to ENOSYS (libc's function was not found).
+fn no_such_function() {
+    // SAFETY: no preconditions: the calling thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid and aligned.
+    unsafe { *slot = libc::ENOSYS };
+}
+
 /// libc's `sigaction` (what the kernel does, not what the program is shown); -1 with errno
-/// ENOSYS if it cannot be found. Async-signal-safe once found at load.
+/// ENOSYS if it was not found. Async-signal-safe once looked for at load.
 fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
-    find_real_sigaction();
+    find_real_signal_functions();
     let f = REAL_SIGACTION.load(Relaxed);
     if f.is_null() {
-        // SAFETY: no preconditions: the calling thread's errno slot.
-        let slot = unsafe { libc::__errno_location() };
-        // SAFETY: the slot is valid and aligned.
-        unsafe { *slot = libc::ENOSYS };
+        no_such_function();
         return -1;
     }
     // SAFETY: `f` is libc's sigaction (found by dlsym under that name), of this type.
     let f = unsafe { std::mem::transmute::<*mut c_void, Sigaction>(f) };
     // SAFETY: the arguments are the caller's, valid or null as sigaction(2) allows.
     unsafe { f(sig, act, old) }
+}
+
+/// The handler (or SIG_DFL, SIG_IGN) the kernel has for `sig` now. Async-signal-safe.
+fn kernel_action(sig: c_int) -> Option<libc::sighandler_t> {
+    // SAFETY: sigaction is plain data; all-zero is valid, and a null new action only reads.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    (real_sigaction(sig, std::ptr::null(), &mut now) == 0).then_some(now.sa_sigaction)
 }
 
 /// Sets `sig`'s action in the kernel to `handler` (SIG_DFL or SIG_IGN). Async-signal-safe.
@@ -288,23 +322,25 @@ fn set_action(sig: c_int, handler: libc::sighandler_t) {
     real_sigaction(sig, &sa, std::ptr::null_mut());
 }
 
-/// Index into [`STANDING_IN`] of `sig` where the library's handler stands in for its
-/// default in this process (not in a fork child, which dies of the signal as without us).
-fn standing_in(sig: c_int) -> Option<usize> {
-    let i = match sig {
-        libc::SIGINT => 0,
-        libc::SIGTERM => 1,
-        _ => return None,
-    };
+/// Whether this process installed the SIGINT/SIGTERM handler (not a fork child of it).
+fn signal_owner() -> bool {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
-    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
-    (here && STANDING_IN[i].load(Relaxed)).then_some(i)
+    (unsafe { libc::getpid() }) as u32 == SIGNAL_OWNER.load(Relaxed)
 }
 
-/// Interposes `sigaction`: for SIGINT and SIGTERM, where the library writes the profile on
-/// them, a program that asks for the default action keeps the library's handler, which
-/// writes the profile and then ends the process by the default action; the program is shown
-/// the default it asked for. Any other signal or action: libc's `sigaction`.
+/// What the program is shown for an action the kernel has: the default where it is the
+/// library's handler.
+fn as_shown(handler: libc::sighandler_t) -> libc::sighandler_t {
+    if handler == on_terminate as *const () as usize {
+        libc::SIG_DFL
+    } else {
+        handler
+    }
+}
+
+/// Interposes `sigaction`: for SIGINT and SIGTERM, in the process that installed the
+/// library's handler, a request for the default action installs that handler instead, and
+/// the handler is shown as the default (see above). Anything else: libc's `sigaction`.
 ///
 /// # Safety
 /// As `sigaction(2)`.
@@ -314,83 +350,61 @@ pub unsafe extern "C" fn sigaction(
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> c_int {
-    let i = match sig {
-        libc::SIGINT => 0,
-        libc::SIGTERM => 1,
-        _ => return real_sigaction(sig, act, old),
-    };
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } as u32 != SIGNAL_OWNER.load(Relaxed) {
+    if sig != libc::SIGINT && sig != libc::SIGTERM {
         return real_sigaction(sig, act, old);
     }
-    let standing = STANDING_IN[i].load(Relaxed);
-    // What the program is shown as the action before: the default while the library's
-    // handler stands in for it.
-    // SAFETY: sigaction is plain data; all-zero is valid (SIG_DFL, no flags, empty mask).
-    let mut before: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: `act` is null or a valid sigaction, as the caller promises.
-    let rc = match unsafe { act.as_ref() } {
-        None if standing => 0,
-        None => real_sigaction(sig, std::ptr::null(), &mut before),
-        Some(a) if a.sa_sigaction == libc::SIG_DFL => {
-            if standing {
-                0
-            } else {
-                let rc = real_sigaction(sig, &terminate_action(), &mut before);
-                if rc == 0 {
-                    STANDING_IN[i].store(true, Relaxed);
-                }
-                rc
-            }
-        }
-        Some(a) => {
-            let rc = real_sigaction(
-                sig,
-                a,
-                if standing {
-                    std::ptr::null_mut()
-                } else {
-                    &mut before
-                },
-            );
-            if rc == 0 {
-                STANDING_IN[i].store(false, Relaxed);
-            }
-            rc
-        }
+    let asks_default = unsafe { act.as_ref() }.is_some_and(|a| a.sa_sigaction == libc::SIG_DFL);
+    let stand_in = terminate_action();
+    let act = if asks_default && signal_owner() {
+        &stand_in
+    } else {
+        act
     };
-    if rc == 0 && !old.is_null() {
-        // SAFETY: `old` is a valid, writable sigaction, as the caller promises.
-        unsafe { old.write(before) };
+    let rc = real_sigaction(sig, act, old);
+    if rc == 0 {
+        // SAFETY: `old` is null or a valid, writable sigaction, as the caller promises.
+        if let Some(old) = unsafe { old.as_mut() } {
+            if as_shown(old.sa_sigaction) != old.sa_sigaction {
+                // SAFETY: sigaction is plain data; all-zero is SIG_DFL, no flags, no mask.
+                *old = unsafe { std::mem::zeroed() };
+            }
+        }
     }
     rc
 }
 
-/// Interposes `signal` (glibc's calls its own `sigaction` inside, which [`sigaction`] does not
-/// see): BSD semantics as glibc's (the signal blocked in its handler, system calls
-/// restarted), through [`sigaction`].
+/// Interposes `signal`: as [`sigaction`] for a request of SIGINT's or SIGTERM's default in
+/// the process that installed the library's handler; libc's `signal` for everything else.
+/// The library's handler is shown as the default.
 ///
 /// # Safety
 /// As `signal(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    // SAFETY: sigaction is plain data; all-zero is valid.
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = handler;
-    act.sa_flags = libc::SA_RESTART;
-    // SAFETY: `act.sa_mask` is a valid sigset_t; a bad signal number only fails.
-    unsafe {
-        libc::sigemptyset(&mut act.sa_mask);
-    }
-    // SAFETY: as above.
-    unsafe { libc::sigaddset(&mut act.sa_mask, sig) };
-    // SAFETY: as above.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: both point at valid locals.
-    if unsafe { sigaction(sig, &act, &mut old) } != 0 {
-        return libc::SIG_ERR;
-    }
-    old.sa_sigaction
+    let old = if handler == libc::SIG_DFL
+        && (sig == libc::SIGINT || sig == libc::SIGTERM)
+        && signal_owner()
+    {
+        // SAFETY: sigaction is plain data; all-zero is valid.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if real_sigaction(sig, &terminate_action(), &mut old) != 0 {
+            return libc::SIG_ERR;
+        }
+        old.sa_sigaction
+    } else {
+        find_real_signal_functions();
+        let f = REAL_SIGNAL.load(Relaxed);
+        if f.is_null() {
+            no_such_function();
+            return libc::SIG_ERR;
+        }
+        // SAFETY: `f` is libc's signal (found by dlsym under that name), of this type.
+        let f = unsafe { std::mem::transmute::<*mut c_void, Signal>(f) };
+        // SAFETY: the caller's arguments, as signal(2) takes them.
+        unsafe { f(sig, handler) }
+    };
+    as_shown(old)
 }
 
 /// A pipe, close-on-exec, neither end on descriptors 0-2 (which a program started with them
@@ -524,8 +538,9 @@ impl Line {
 /// the profile is written first, by the sampler's drain thread, while this one waits at most
 /// [`EXIT_WAIT_MS`]; then the process ends as `_exit` ends it. The writing is never done
 /// here: `_exit` is the way out of a signal handler, and the code it interrupted may hold a
-/// lock the writing needs. Async-signal-safe: `getpid`, atomics, `futex`, `poll`, `read`,
-/// `exit_group`.
+/// lock the writing needs. SIGINT and SIGTERM with the default action are ignored while it
+/// waits. Async-signal-safe: `getpid`, atomics, `futex`, libc's `sigaction`,
+/// `clock_gettime`, `poll`, `exit_group`.
 #[no_mangle]
 pub extern "C" fn _exit(status: c_int) -> ! {
     profile_before_exit();
@@ -582,11 +597,20 @@ pub extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
 /// Before SIGINT or SIGTERM is sent to this process by itself: if it will end the process
 /// (the default action, or the library's handler standing in for it, and the calling
 /// thread, which the kernel gives it to first, does not block it), the profile is written
-/// as at `_exit` ([`profile_before_exit`]), and the default action is the kernel's again
-/// for the signal to end the process. A handler of the program's, an ignored or a blocked
-/// signal: nothing. Async-signal-safe, as the callers are called from handlers.
+/// as at `_exit` ([`profile_before_exit`]), and the kernel has the default action again for
+/// the signal to end the process. A handler of the program's, an ignored or a blocked
+/// signal, a fork child, or signals not asked for: nothing. Async-signal-safe, as the
+/// callers are called from handlers.
 fn profile_before_own_signal(sig: c_int) {
-    if sig != libc::SIGINT && sig != libc::SIGTERM {
+    if (sig != libc::SIGINT && sig != libc::SIGTERM) || EXIT_DONE.load(Relaxed) < 0 {
+        return;
+    }
+    if !signal_owner() {
+        // A fork child that did not exec ends by the signal: said, under `record`. (Where
+        // the library's handler is the action, the handler says it.)
+        if kernel_action(sig) == Some(libc::SIG_DFL) {
+            report_fork_child();
+        }
         return;
     }
     // Ignored at once where the action is the default, before anything else is done (each
@@ -594,8 +618,7 @@ fn profile_before_own_signal(sig: c_int) {
     // would end the process unwritten). Where the library's handler stands in for the
     // default, it takes such a signal itself.
     let ignored = ignore_if_default(sig);
-    let standing = standing_in(sig).is_some();
-    if ignored.is_none() && !standing {
+    if ignored.is_none() && kernel_action(sig) != Some(on_terminate as *const () as usize) {
         return;
     }
     // SAFETY: sigset_t is plain data; all-zero is valid for pthread_sigmask to fill.
@@ -603,24 +626,27 @@ fn profile_before_own_signal(sig: c_int) {
     // SAFETY: reads this thread's mask into a valid local (a null new set changes nothing).
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
     // SAFETY: `mask` is a valid sigset_t.
-    if unsafe { libc::sigismember(&mask, sig) } == 1 {
-        // Pending until the thread unblocks it: the library's handler, standing in, or the
-        // default.
-        if let Some(old) = ignored {
+    let blocked = unsafe { libc::sigismember(&mask, sig) } == 1;
+    if !blocked {
+        // SAFETY: no preconditions: the calling thread's errno slot.
+        let slot = unsafe { libc::__errno_location() };
+        // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its
+        // errno.
+        let errno = unsafe { *slot };
+        profile_before_exit();
+        // SAFETY: as above.
+        unsafe { *slot = errno };
+    }
+    match ignored {
+        // The action as it was (the default).
+        Some(old) => {
             real_sigaction(sig, &old, std::ptr::null_mut());
         }
-        return;
-    }
-    // SAFETY: no preconditions: the calling thread's errno slot.
-    let slot = unsafe { libc::__errno_location() };
-    // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its errno.
-    let errno = unsafe { *slot };
-    profile_before_exit();
-    // SAFETY: as above.
-    unsafe { *slot = errno };
-    set_action(sig, libc::SIG_DFL);
-    if let Some(i) = standing_in(sig) {
-        STANDING_IN[i].store(false, Relaxed);
+        // The default the program was shown, now in the kernel, once the profile is
+        // written; a blocked signal keeps the library's handler (it may reach another
+        // thread, or this one later).
+        None if !blocked => set_action(sig, libc::SIG_DFL),
+        None => {}
     }
 }
 
@@ -637,9 +663,7 @@ fn profile_before_exit() {
     report_fork_child();
     static EXITING: AtomicBool = AtomicBool::new(false);
     let done = EXIT_DONE.load(Relaxed);
-    // SAFETY: getpid is async-signal-safe and has no preconditions.
-    let here = unsafe { libc::getpid() } as u32 == SIGNAL_OWNER.load(Relaxed);
-    if done < 0 || !here || EXITING.swap(true, Relaxed) {
+    if done < 0 || !signal_owner() || EXITING.swap(true, Relaxed) {
         return;
     }
     let held = [libc::SIGINT, libc::SIGTERM].map(ignore_if_default);
@@ -669,7 +693,8 @@ fn ignore_if_default(sig: c_int) -> Option<libc::sigaction> {
 
 /// Waits (at most [`EXIT_WAIT_MS`]) for the drain thread to say, on the pipe `done`, that
 /// the profile is written; a handler that runs meanwhile (a second signal) does not end the
-/// wait. Async-signal-safe: `clock_gettime`, `poll`, `read`.
+/// wait. The byte is left in the pipe: any other waiter goes on too. Async-signal-safe:
+/// `clock_gettime`, `poll`.
 fn wait_written(done: c_int) {
     let now_ms = || {
         // SAFETY: timespec is plain data; clock_gettime fills it (async-signal-safe).
@@ -691,14 +716,10 @@ fn wait_written(done: c_int) {
         };
         // SAFETY: polls one valid pollfd on the stack.
         match unsafe { libc::poll(&mut p, 1, left as c_int) } {
-            1 => break,
             -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
             _ => return,
         }
     }
-    let mut b = 0u8;
-    // SAFETY: reads one byte into a local.
-    unsafe { libc::read(done, (&mut b as *mut u8).cast(), 1) };
 }
 
 // ---- Threads: sampled from their first instruction ---------------------------------------

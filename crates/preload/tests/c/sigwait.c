@@ -14,10 +14,13 @@
  *                  profile written, although every program thread blocks it by then.
  *   default        blocks nothing: asks for SIGINT's and SIGTERM's default action (signal,
  *                  sigaction), checks that it is what it is shown (exits 6 or 7 if not),
- *                  burns 100 ms and sends itself SIGTERM by the system call, as another
- *                  process would (not through kill(), which the library interposes). It
- *                  must die of it, and with TICKSCOPE_CPUPROFILE_SIGNALS=1 the profile
- *                  must be written first, as dash's is when it is sent SIGTERM.
+ *                  and in a fork child too (8); installs a SIGINT handler behind the
+ *                  library's back (sysv_signal, which reaches libc's sigaction inside
+ *                  glibc) and raises SIGINT: the handler must run and the program go on
+ *                  (9). Then it burns 100 ms and sends itself SIGTERM by the system call,
+ *                  as another process would (not through kill(), which the library
+ *                  interposes). It must die of it, and with TICKSCOPE_CPUPROFILE_SIGNALS=1
+ *                  the profile must be written first, as dash's is when it is sent SIGTERM.
  *
  * Build: gcc -O2. */
 #define _GNU_SOURCE
@@ -26,9 +29,18 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "burn.h"
+
+static volatile sig_atomic_t took_int;
+
+static void on_int(int sig)
+{
+    (void)sig;
+    took_int = 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -47,6 +59,18 @@ int main(int argc, char **argv)
             return 6;
         if (signal(SIGINT, SIG_DFL) != SIG_DFL)
             return 7;
+        pid_t child = fork();
+        if (child == 0)
+            _exit(sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL ? 0 : 8);
+        int status;
+        if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
+            return 5;
+        if (WEXITSTATUS(status) != 0)
+            return WEXITSTATUS(status);
+        sysv_signal(SIGINT, on_int);
+        raise(SIGINT);
+        if (!took_int)
+            return 9;
         burn(100000000LL);
         syscall(SYS_kill, getpid(), SIGTERM);
         sleep(10);
