@@ -90,24 +90,19 @@ const EXIT_WAIT_MS: c_int = 3000;
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 
 /// SIGINT/SIGTERM: asks the sampler's drain thread to write the profile and end the process
-/// by the signal ([`on_request`]), and waits for it. Async-signal-safe: `getpid`, atomics,
-/// `futex`, `poll`, `clock_gettime`, libc's `sigaction`, `tgkill`, and errno preserved.
+/// by the signal ([`on_request`]). Async-signal-safe: `getpid`, atomics, `futex`, libc's
+/// `sigaction`, `tgkill`, and errno preserved.
 extern "C" fn on_terminate(sig: c_int) {
     // SAFETY: no preconditions: the calling thread's errno slot.
     let slot = unsafe { libc::__errno_location() };
     // SAFETY: the slot is valid and aligned; saving errno is what a handler must do.
     let errno = unsafe { *slot };
     let handed = signal_owner() && ts::__private::request_stop(sig as u32);
-    if handed {
-        // The program has (or asked for) the default action: it does not go on while the
-        // profile is written (its system calls interrupted, its side effects), but waits
-        // here until the drain thread ends the process by the signal (bounded, as `_exit`)
-        // - unless a thread is writing the profile already (this one, maybe, interrupted
-        // in `exit`), which answers the request once done.
-        if !profile::stopping() {
-            wait_written(EXIT_DONE.load(Relaxed));
-        }
-    } else {
+    // Handed over, the handler returns and the program runs on until the drain thread ends
+    // the process. It does not wait here for that: the code it interrupted may hold a lock
+    // the writing needs (malloc's main arena, where the sampler's tables were allocated),
+    // and the wait would last its whole bound.
+    if !handed {
         // A fork child (no sampler runs in it) or a sampler already stopped: die of the
         // signal as without us, a fork child saying first that it ran unprofiled (a worker a
         // pool terminates).
