@@ -85,7 +85,7 @@ const EXIT_REQUEST: u32 = 0x100;
 /// How long `_exit` waits for the profile, at most (ms): a program that calls `_exit` from
 /// a signal handler may have interrupted a lock the writing needs; it then ends without its
 /// profile rather than hang.
-const EXIT_WAIT_MS: c_int = 3000;
+const EXIT_WAIT_MS: u64 = 3000;
 /// The process that installed the handlers (a fork child dies of the signal directly).
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 
@@ -93,26 +93,43 @@ static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 /// by the signal ([`on_request`]). Async-signal-safe: `getpid`, atomics, `futex`, libc's
 /// `sigaction`, `tgkill`, and errno preserved.
 extern "C" fn on_terminate(sig: c_int) {
+    keeping_errno(|| {
+        let handed = signal_owner() && ts::__private::request_stop(sig as u32);
+        // Handed over, the handler returns and the program runs on until the drain thread
+        // ends the process. It does not wait here for that: the code it interrupted may
+        // hold a lock the writing needs (malloc's main arena, where the sampler's tables
+        // were allocated), and the wait would last its whole bound.
+        if !handed {
+            // A fork child (no sampler runs in it) or a sampler already stopped: die of the
+            // signal as without us, a fork child saying first that it ran unprofiled (a
+            // worker a pool terminates).
+            report_fork_child();
+            set_action(sig, libc::SIG_DFL);
+            // What `raise` does, without this library's hook.
+            signal_this_thread(sig);
+        }
+    })
+}
+
+/// Runs `f`, then puts the calling thread's errno back as it was: a handler, and what a
+/// handler calls, must leave the interrupted code's errno alone. Async-signal-safe.
+fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: no preconditions: the calling thread's errno slot.
     let slot = unsafe { libc::__errno_location() };
-    // SAFETY: the slot is valid and aligned; saving errno is what a handler must do.
+    // SAFETY: the slot is valid and aligned.
     let errno = unsafe { *slot };
-    let handed = signal_owner() && ts::__private::request_stop(sig as u32);
-    // Handed over, the handler returns and the program runs on until the drain thread ends
-    // the process. It does not wait here for that: the code it interrupted may hold a lock
-    // the writing needs (malloc's main arena, where the sampler's tables were allocated),
-    // and the wait would last its whole bound.
-    if !handed {
-        // A fork child (no sampler runs in it) or a sampler already stopped: die of the
-        // signal as without us, a fork child saying first that it ran unprofiled (a worker a
-        // pool terminates).
-        report_fork_child();
-        set_action(sig, libc::SIG_DFL);
-        // What `raise` does, without this library's hook.
-        signal_this_thread(sig);
-    }
-    // SAFETY: as above: restores the interrupted code's errno.
+    let r = f();
+    // SAFETY: as above.
     unsafe { *slot = errno };
+    r
+}
+
+/// Sets the calling thread's errno.
+fn set_errno(e: c_int) {
+    // SAFETY: no preconditions: the calling thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: the slot is valid and aligned.
+    unsafe { *slot = e };
 }
 
 /// Takes `sig` off the calling thread's signal mask.
@@ -279,21 +296,13 @@ fn find_real_signal_functions() {
     }
 }
 
-/// Sets errno to ENOSYS (libc's function was not found).
-fn no_such_function() {
-    // SAFETY: no preconditions: the calling thread's errno slot.
-    let slot = unsafe { libc::__errno_location() };
-    // SAFETY: the slot is valid and aligned.
-    unsafe { *slot = libc::ENOSYS };
-}
-
 /// libc's `sigaction` (what the kernel does, not what the program is shown); -1 with errno
 /// ENOSYS if it was not found. Async-signal-safe once looked for at load.
 fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
     find_real_signal_functions();
     let f = REAL_SIGACTION.load(Relaxed);
     if f.is_null() {
-        no_such_function();
+        set_errno(libc::ENOSYS);
         return -1;
     }
     // SAFETY: `f` is libc's sigaction (found by dlsym under that name), of this type.
@@ -350,13 +359,11 @@ pub unsafe extern "C" fn sigaction(
     }
     // SAFETY: `act` is null or a valid sigaction, as the caller promises.
     let asks_default = unsafe { act.as_ref() }.is_some_and(|a| a.sa_sigaction == libc::SIG_DFL);
-    let stand_in = terminate_action();
-    let act = if asks_default && signal_owner() {
-        &stand_in
+    let rc = if asks_default && signal_owner() {
+        real_sigaction(sig, &terminate_action(), old)
     } else {
-        act
+        real_sigaction(sig, act, old)
     };
-    let rc = real_sigaction(sig, act, old);
     if rc == 0 {
         // SAFETY: `old` is null or a valid, writable sigaction, as the caller promises.
         if let Some(old) = unsafe { old.as_mut() } {
@@ -369,37 +376,35 @@ pub unsafe extern "C" fn sigaction(
     rc
 }
 
-/// Interposes `signal`: as [`sigaction`] for a request of SIGINT's or SIGTERM's default in
-/// the process that installed the library's handler; libc's `signal` for everything else.
-/// The library's handler is shown as the default.
+/// Interposes `signal`: a request of SIGINT's or SIGTERM's default goes through
+/// [`sigaction`] (which stands in for it, in the process that installed the library's
+/// handler); everything else to libc's `signal`. The library's handler is shown as the
+/// default.
 ///
 /// # Safety
 /// As `signal(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    let old = if handler == libc::SIG_DFL
-        && (sig == libc::SIGINT || sig == libc::SIGTERM)
-        && signal_owner()
-    {
-        // SAFETY: sigaction is plain data; all-zero is valid.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        if real_sigaction(sig, &terminate_action(), &mut old) != 0 {
-            return libc::SIG_ERR;
-        }
-        old.sa_sigaction
-    } else {
-        find_real_signal_functions();
-        let f = REAL_SIGNAL.load(Relaxed);
-        if f.is_null() {
-            no_such_function();
-            return libc::SIG_ERR;
-        }
-        // SAFETY: `f` is libc's signal (found by dlsym under that name), of this type.
-        let f = unsafe { std::mem::transmute::<*mut c_void, Signal>(f) };
-        // SAFETY: the caller's arguments, as signal(2) takes them.
-        unsafe { f(sig, handler) }
-    };
-    as_shown(old)
+    if handler == libc::SIG_DFL && (sig == libc::SIGINT || sig == libc::SIGTERM) {
+        // SAFETY: sigaction is plain data; all-zero is SIG_DFL, no flags, no mask.
+        let default: libc::sigaction = unsafe { std::mem::zeroed() };
+        let mut old = default;
+        // SAFETY: both point at valid locals.
+        return match unsafe { sigaction(sig, &default, &mut old) } {
+            0 => old.sa_sigaction,
+            _ => libc::SIG_ERR,
+        };
+    }
+    find_real_signal_functions();
+    let f = REAL_SIGNAL.load(Relaxed);
+    if f.is_null() {
+        set_errno(libc::ENOSYS);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: `f` is libc's signal (found by dlsym under that name), of this type.
+    let f = unsafe { std::mem::transmute::<*mut c_void, Signal>(f) };
+    // SAFETY: the caller's arguments, as signal(2) takes them.
+    as_shown(unsafe { f(sig, handler) })
 }
 
 /// A pipe, close-on-exec, neither end on descriptors 0-2 (which a program started with them
@@ -623,14 +628,8 @@ fn profile_before_own_signal(sig: c_int) {
     // SAFETY: `mask` is a valid sigset_t.
     let blocked = unsafe { libc::sigismember(&mask, sig) } == 1;
     if !blocked {
-        // SAFETY: no preconditions: the calling thread's errno slot.
-        let slot = unsafe { libc::__errno_location() };
-        // SAFETY: the slot is valid and aligned; the caller (a handler, often) keeps its
-        // errno.
-        let errno = unsafe { *slot };
-        profile_before_exit();
-        // SAFETY: as above.
-        unsafe { *slot = errno };
+        // The caller is often a handler.
+        keeping_errno(profile_before_exit);
     }
     match ignored {
         // The action as it was (the default).
@@ -691,17 +690,11 @@ fn ignore_if_default(sig: c_int) -> Option<libc::sigaction> {
 /// wait. The byte is left in the pipe: any other waiter goes on too. Async-signal-safe:
 /// `clock_gettime`, `poll`.
 fn wait_written(done: c_int) {
-    let now_ms = || {
-        // SAFETY: timespec is plain data; clock_gettime fills it (async-signal-safe).
-        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-        // SAFETY: `t` is a valid, writable timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-        t.tv_sec as i64 * 1000 + t.tv_nsec as i64 / 1_000_000
-    };
-    let deadline = now_ms() + EXIT_WAIT_MS as i64;
+    // Instant::now is clock_gettime (vDSO): no lock, no allocation.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(EXIT_WAIT_MS);
     loop {
-        let left = deadline - now_ms();
-        if left <= 0 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
             return;
         }
         let mut p = libc::pollfd {
@@ -710,7 +703,7 @@ fn wait_written(done: c_int) {
             revents: 0,
         };
         // SAFETY: polls one valid pollfd on the stack.
-        match unsafe { libc::poll(&mut p, 1, left as c_int) } {
+        match unsafe { libc::poll(&mut p, 1, left.as_millis().max(1) as c_int) } {
             -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
             _ => return,
         }
