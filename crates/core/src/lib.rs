@@ -382,6 +382,16 @@ pub mod __private {
         crate::sampler::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
     }
 
+    /// Runs `f` with the calling thread known as one of tickscope's own (see
+    /// `sys::own_threads`): a sampler started meanwhile samples it by frame pointers, as
+    /// the drain thread (libtickscope's thread that starts a deferred sampler).
+    pub fn as_own_thread<T>(f: impl FnOnce() -> T) -> T {
+        let _ours = crate::sys::own_threads::Registered(crate::sys::own_threads::register(
+            crate::sys::gettid() as i32,
+        ));
+        f()
+    }
+
     /// True while the calling thread starts one of tickscope's own threads (see
     /// [`spawn_quiet`]): libtickscope's `pthread_create` does not have it armed at once.
     pub fn spawning_own_thread() -> bool {

@@ -39,6 +39,12 @@ fn lock(wait: Duration) -> Option<MutexGuard<'static, Option<Active>>> {
     }
 }
 
+/// Makes `pid` the process whose sampler this is before it starts (a deferred start, see
+/// `ffi::deferred`): its fork children say they ran unprofiled, as with a sampler running.
+pub(crate) fn claim(pid: u32) {
+    OWNER.store(pid, SeqCst);
+}
+
 fn owned_here() -> bool {
     OWNER.load(SeqCst) == std::process::id()
 }
@@ -180,6 +186,19 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
             Code::State,
             "no sampler is running in this process",
         ));
+    }
+    // A start deferred until after the program ended: none now, and the line for `record`
+    // says the program ended before its first sample. One being made is waited for.
+    if exiting {
+        match crate::ffi::end_if_pending() {
+            crate::ffi::Start::Ended => {
+                let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
+                let path = crate::ffi::deferred_path().unwrap_or(Path::new(""));
+                return Ok(say_unsampled(total_ns, path));
+            }
+            crate::ffi::Start::Starting => crate::ffi::wait_started(),
+            crate::ffi::Start::NotPending => {}
+        }
     }
     let mut active = lock(Duration::from_secs(5))
         .ok_or_else(|| Failure::new(Code::State, "another thread is stopping the sampler"))?;

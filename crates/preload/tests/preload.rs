@@ -235,6 +235,67 @@ fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() 
 /// threads that live a few milliseconds (shorter than the sampler's 10 ms poll of
 /// `/proc/self/task`, let alone on a busy machine) are sampled on their own stacks, not
 /// reported as `[not sampled: thread start before discovery]`.
+/// A program `record` execs (a descendant, record's settings) starts its sampler only after a
+/// delay, or at its first `pthread_create`; one that ends first starts none and leaves
+/// `record` its line. The delay is made long here, so that nothing depends on how busy the
+/// machine is.
+#[test]
+fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none() {
+    let dir = scratch("deferred");
+    let profile = dir.join("out.pb.gz");
+    let messages = dir.join("messages");
+    let deferred = |args: &[&str]| {
+        std::fs::write(&messages, "").unwrap();
+        let mut c = profiled(workload(true), &profile, args);
+        c.env("TICKSCOPE_CPUPROFILE_PID", "1")
+            .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
+            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
+            .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+            .env("TICKSCOPE_MESSAGES", &messages)
+            .env("TICKSCOPE_CPUPROFILE_START_DELAY_MS", "600000");
+        run(&mut c)
+    };
+    let threads = |stdout: &str| -> Vec<String> {
+        let line = stdout.lines().find_map(|l| l.strip_prefix("threads "));
+        let line = line.unwrap_or_else(|| panic!("no threads line: {stdout}"));
+        line.split(' ').map(str::to_string).collect()
+    };
+    // Ends before any start: as main begins, no timer is open (a sampler started at load
+    // has the main thread's perf event open by then, where perf events are permitted), and
+    // the small thread that waits is the only thread but main; at the end, no file.
+    let (out, stdout, stderr) = deferred(&["0", "--list-threads", "--end-now"]);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(threads(&stdout).len(), 2, "{stdout}");
+    assert!(stdout.contains("\nperf_events 0\n"), "{stdout}");
+    let said = std::fs::read_to_string(&messages).unwrap();
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("tickscope-record-stat unsampled pid=")
+                && l.ends_with(" name=workload")),
+        "{said}"
+    );
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("out.pb.gz"))
+        .collect();
+    assert!(files.is_empty(), "{files:?}");
+    // Starts at its first thread, which is sampled from its first instruction: the whole
+    // split, in its own file (a descendant's: out.pb.gz.PID).
+    let (out, stdout, stderr) = deferred(&["400", "--list-threads"]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("\nperf_events 0\n"), "{stdout}");
+    let own = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("out.pb.gz."))
+        })
+        .unwrap_or_else(|| panic!("no profile: {stderr}"));
+    check_split(&own, rusage_ns(&stdout), 10.0);
+}
+
 #[test]
 fn short_threads_are_sampled_from_their_first_instruction() {
     let dir = scratch("short");

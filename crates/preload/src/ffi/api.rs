@@ -319,6 +319,9 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
                 ))
             }
         };
+        // A sampler whose start the library deferred (under `record`) runs first: this one
+        // is then refused as a second.
+        crate::ffi::start_now_if_pending();
         profile::start(&Settings {
             hz,
             mode,
@@ -337,6 +340,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_stop() -> c_int {
     call(|| {
+        crate::ffi::start_now_if_pending();
         let stopped = profile::stop(false).map(drop);
         // A SIGINT/SIGTERM that came as this stopped the sampler ends the process now.
         crate::ffi::answer_unanswered();
@@ -347,7 +351,10 @@ pub extern "C" fn tickscope_sampler_stop() -> c_int {
 /// Writes the profile so far; sampling goes on.
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_flush() -> c_int {
-    call(|| profile::flush().map(drop))
+    call(|| {
+        crate::ffi::start_now_if_pending();
+        profile::flush().map(drop)
+    })
 }
 
 // ---- Capture -----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ fn start_from_env() {
     ts::__private::keep_stderr();
     let pid = std::process::id();
     let mut warn = |w: String| ts::__private::say(&format!("tickscope: {w}"));
-    let Some((mut settings, extras)) =
+    let Some((settings, extras)) =
         profile::settings_from_env(ts::__private::env_var, pid, &mut warn)
     else {
         return;
@@ -31,6 +31,28 @@ fn start_from_env() {
         // Programs this one execs profile into files of their own (see the crate docs).
         std::env::set_var("TICKSCOPE_CPUPROFILE_PID", pid.to_string());
     }
+    // Under `record`, a program it exec'd starts its sampler a moment late, so that one that
+    // ends first costs little (see `deferred`); the hooks go in first.
+    let deferrable = settings.line_if_unsampled && extras.on_signals;
+    if !deferrable && !start_with(settings.clone()) {
+        return;
+    }
+    write_at_exit();
+    if extras.on_signals {
+        if let Err(e) = write_on_signals() {
+            ts::__private::say(&format!(
+                "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
+            ));
+        }
+    }
+    if deferrable && !deferred::defer(settings.clone()) {
+        start_with(settings);
+    }
+}
+
+/// Starts the sampler the environment asked for (falling back to `SIGPROF` where there is
+/// no per-thread timer); says why not if it cannot. True if it runs.
+pub(super) fn start_with(mut settings: Settings) -> bool {
     let mut started = profile::start(&settings);
     if let Err(f) = &started {
         // No per-thread timer here: setitimer, which can only deliver SIGPROF.
@@ -45,16 +67,9 @@ fn start_from_env() {
             settings.path.display(),
             f.message
         ));
-        return;
+        return false;
     }
-    write_at_exit();
-    if extras.on_signals {
-        if let Err(e) = write_on_signals() {
-            ts::__private::say(&format!(
-                "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
-            ));
-        }
-    }
+    true
 }
 
 /// Registers the exit hook once: a running sampler's profile is written when the program
@@ -94,7 +109,8 @@ static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 /// `sigaction`, `tgkill`, and errno preserved.
 extern "C" fn on_terminate(sig: c_int) {
     keeping_errno(|| {
-        let handed = signal_owner() && ts::__private::request_stop(sig as u32);
+        let handed =
+            signal_owner() && (ts::__private::request_stop(sig as u32) || before_start(sig));
         // Handed over, the handler returns and the program runs on until the drain thread
         // ends the process. It does not wait here for that: the code it interrupted may
         // hold a lock the writing needs (malloc's main arena, where the sampler's tables
@@ -109,6 +125,24 @@ extern "C" fn on_terminate(sig: c_int) {
             signal_this_thread(sig);
         }
     })
+}
+
+/// [`on_terminate`] with no sampler running yet (its start deferred, see `deferred`): true if
+/// the signal was left for the thread starting the sampler right now, or handed to the
+/// sampler it has just started. Otherwise the handler ends the process by the signal, having
+/// first said (where the start will now never happen) that the program ended before its
+/// first sample. Async-signal-safe.
+fn before_start(sig: c_int) -> bool {
+    match deferred::end_if_pending() {
+        deferred::Start::Ended => {
+            write_record_line(ts::__private::UNSAMPLED_MARK);
+            false
+        }
+        deferred::Start::Starting => {
+            deferred::leave_signal(sig) || ts::__private::request_stop(sig as u32)
+        }
+        deferred::Start::NotPending => false,
+    }
 }
 
 /// Runs `f`, then puts the calling thread's errno back as it was: a handler, and what a
@@ -206,6 +240,15 @@ fn answer(code: u32) {
             sig as libc::c_long,
         )
     };
+}
+
+/// A SIGINT/SIGTERM left by [`on_terminate`] while the sampler was being started, on the
+/// thread that started it: handed to the drain thread, or (no sampler: it failed to start)
+/// answered here: the process ends by the signal.
+pub(super) fn hand_over_signal(sig: c_int) {
+    if !ts::__private::request_stop(sig as u32) {
+        answer(sig as u32);
+    }
 }
 
 /// Tells an `_exit` waiting in [`profile_before_exit`] that the profile is written.
@@ -450,7 +493,7 @@ pub(crate) fn report_fork_child() {
     // this one begun) then dies with no line written.
     let old = block_all();
     if REPORTED.swap(pid, Relaxed) != pid {
-        write_fork_child_line(pid);
+        write_record_line(ts::__private::FORK_CHILD_MARK);
     }
     // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
@@ -470,7 +513,11 @@ fn block_all() -> libc::sigset_t {
 }
 
 /// [`report_fork_child`]'s line: pid, CPU time and name, built on the stack.
-fn write_fork_child_line(pid: u32) {
+/// A line for `record` (`mark`, then this process's id, CPU time and name), written to the
+/// messages file. Async-signal-safe.
+fn write_record_line(mark: &str) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
     // The process's CPU clock, as every other line for `record` (clock_gettime is
     // async-signal-safe).
     let Some(cpu) = ts::__private::process_cpu_ns() else {
@@ -481,7 +528,7 @@ fn write_fork_child_line(pid: u32) {
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(16)];
     let mut line = Line::default();
-    line.push(ts::__private::FORK_CHILD_MARK.as_bytes());
+    line.push(mark.as_bytes());
     line.push(b"pid=");
     line.number(pid as u64);
     line.push(b" cpu-ns=");
@@ -661,6 +708,13 @@ fn profile_before_exit() {
         return;
     }
     let held = [libc::SIGINT, libc::SIGTERM].map(ignore_if_default);
+    // A sampler whose start was deferred: none will start now (the line for `record` says
+    // the program ended before its first sample), or one is starting: waited for.
+    match deferred::end_if_pending() {
+        deferred::Start::Ended => write_record_line(ts::__private::UNSAMPLED_MARK),
+        deferred::Start::Starting => deferred::wait_started(),
+        deferred::Start::NotPending => {}
+    }
     if ts::__private::request_stop(EXIT_REQUEST) {
         wait_written(done);
     }
@@ -723,12 +777,28 @@ static REAL_PTHREAD_CREATE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mu
 
 /// libc's `pthread_create`, its start routine spelt with the unwinding ABI of the same
 /// calling convention (see [`pthread_create`]).
-type PthreadCreate = unsafe extern "C" fn(
+pub(super) type PthreadCreate = unsafe extern "C" fn(
     *mut libc::pthread_t,
     *const libc::pthread_attr_t,
     unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void,
     *mut c_void,
 ) -> c_int;
+
+/// libc's `pthread_create` (the next object's), found once; `None` if there is none.
+pub(super) fn real_pthread_create() -> Option<PthreadCreate> {
+    let mut real = REAL_PTHREAD_CREATE.load(Relaxed);
+    if real.is_null() {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: the next object's symbol,
+        // libc's pthread_create (its default version), or null.
+        real = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
+        if real.is_null() {
+            return None;
+        }
+        REAL_PTHREAD_CREATE.store(real, Relaxed);
+    }
+    // SAFETY: `real` is libc's pthread_create, whose signature PthreadCreate spells.
+    Some(unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) })
+}
 
 /// Interposes libc's `pthread_create` (this library is preloaded, or linked before libc): a
 /// new thread arms its sampling timer before its start routine runs, so its whole CPU time is
@@ -744,18 +814,9 @@ pub unsafe extern "C" fn pthread_create(
     routine: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
 ) -> c_int {
-    let mut real = REAL_PTHREAD_CREATE.load(Relaxed);
-    if real.is_null() {
-        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: the next object's symbol,
-        // libc's pthread_create (its default version), or null.
-        real = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) };
-        if real.is_null() {
-            return libc::ENOSYS;
-        }
-        REAL_PTHREAD_CREATE.store(real, Relaxed);
-    }
-    // SAFETY: `real` is libc's pthread_create, whose signature PthreadCreate spells.
-    let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
+    let Some(real) = real_pthread_create() else {
+        return libc::ENOSYS;
+    };
     // SAFETY: the same function pointer with the unwinding ABI of the same calling
     // convention: a forced unwind (pthread_exit, cancellation) may pass through
     // `thread_start` into libc's frame, as it would without us.
@@ -768,7 +829,13 @@ pub unsafe extern "C" fn pthread_create(
     // tickscope's own threads (a capture's, say) are found by the sampler's poll, if
     // they live that long: they mostly wait, and arming each at once cost every profiled
     // process a round trip to the drain thread.
-    if !ts::sampler::running_here() || ts::__private::spawning_own_thread() {
+    let own = ts::__private::spawning_own_thread();
+    if !own {
+        // A sampler whose start was deferred starts now, so that the new thread is armed
+        // from its first instruction.
+        deferred::start_now_if_pending();
+    }
+    if !ts::sampler::running_here() || own {
         // SAFETY: the caller's arguments, as given.
         return unsafe { real(thread, attr, routine, arg) };
     }

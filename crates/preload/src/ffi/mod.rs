@@ -14,7 +14,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering::*};
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, OnceLock};
+use std::time::Duration;
 
 use ts::__private::{Callsite, Kind, Name};
 use ts::sampler::Mode;
@@ -24,7 +25,11 @@ use crate::profile::{self, Settings};
 use crate::{Code, Failure};
 
 mod api;
+mod deferred;
 mod hooks;
+pub(crate) use deferred::{
+    deferred_path, end_if_pending, start_now_if_pending, wait_started, Start,
+};
 use hooks::write_at_exit;
 pub(crate) use hooks::{answer_unanswered, report_fork_child};
 

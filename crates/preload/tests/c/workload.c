@@ -6,7 +6,9 @@
  * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
- *                         [--short-threads N]
+ *                         [--short-threads N] [--list-threads] [--end-now]
+ * --list-threads: prints "threads NAME..." (the process's threads, from /proc) and
+ * "perf_events N" (its perf event descriptors) when it comes to that argument; --end-now: exit(0) there.
  * --short-threads N: main also starts N threads one after another, each spending 1% in
  * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
  * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
@@ -19,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +103,47 @@ static long long rusage_cpu_ns(void)
            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 }
 
+static void list_threads(void)
+{
+    char path[300], name[64];
+    struct dirent *e;
+    int i;
+    DIR *d = opendir("/proc/self/task");
+    printf("threads");
+    while (d && (e = readdir(d))) {
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        f = fopen(path, "r");
+        if (f && fgets(name, sizeof name, f)) {
+            name[strcspn(name, "\n")] = 0;
+            printf(" %s", name);
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    printf("\n");
+    /* The perf events open (a sampler's timers). */
+    d = opendir("/proc/self/fd");
+    i = 0;
+    while (d && (e = readdir(d))) {
+        ssize_t n;
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        n = readlink(path, name, sizeof name - 1);
+        if (n > 0) {
+            name[n] = 0;
+            i += strstr(name, "perf_event") != 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    printf("perf_events %d\n", i);
+    fflush(stdout);
+}
+
 static void __attribute__((noinline)) leave(int status)
 {
     exit(status);
@@ -113,7 +157,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
-                "[--short-threads N]\n",
+                "[--short-threads N] [--list-threads] [--end-now]\n",
                 argv[0]);
         return 2;
     }
@@ -131,6 +175,12 @@ int main(int argc, char **argv)
             do_wait = 1;
         } else if (!strcmp(argv[i], "--closefds")) {
             do_closefds = 1;
+        } else if (!strcmp(argv[i], "--list-threads")) {
+            /* The names of the process's threads as main starts (the library's, before any
+             * of the program's), then on. */
+            list_threads();
+        } else if (!strcmp(argv[i], "--end-now")) {
+            exit(0);
         } else if (!strcmp(argv[i], "--short-threads") && i + 1 < argc) {
             short_threads = atoi(argv[++i]);
         }

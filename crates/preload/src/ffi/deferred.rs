@@ -1,0 +1,268 @@
+//! A program `record` execs starts its sampler a moment late: most of a shell script's
+//! commands end before their first sample, and for them starting and stopping a sampler
+//! (a perf ring, the drain thread, the tables) was most of what the profiler cost.
+//!
+//! Under `record`, a profiled program's descendants (CPU time, SIGINT/SIGTERM hooks: the
+//! settings with which a program that ends before its first sample writes a line instead of
+//! a file) do not start the sampler as the library loads. The constructor installs the
+//! exit and signal hooks as before and starts one small thread (signals blocked, no
+//! allocation) that waits one sampling period (at most 1 ms) and then starts the sampler
+//! as the constructor would have. Whatever comes first of:
+//! - that wait's end: the sampler starts on the small thread, which then ends;
+//! - a new thread (`pthread_create`) or the C API: the sampler starts at once, on the
+//!   calling thread, so the new thread is armed from its first instruction as before;
+//! - the program's end (`exit`, `_exit`, SIGINT/SIGTERM, `raise`/`kill` of itself): no
+//!   sampler ever starts; the line for `record` is written with the process's CPU time,
+//!   as for a program that ended before its first sample.
+//!
+//! The CPU time before the start is in the profile as `[not sampled: before the profiler
+//! started]`, as the dynamic loader's always was: at most about one sample per process.
+
+use super::*;
+
+/// No start is waiting (the constructor started the sampler itself, or none was asked).
+const NONE: u32 = 0;
+/// The start waits for the small thread's wait to end.
+const PENDING: u32 = 1;
+/// A thread is starting the sampler.
+const STARTING: u32 = 2;
+/// The sampler was started (or failed to start: said as the constructor says it).
+const STARTED: u32 = 3;
+/// The program ended first: no sampler will start.
+const ENDED: u32 = 4;
+
+/// Where the deferred start stands; also the futex word the small thread and any thread
+/// waiting for the start sleep on.
+static STATE: AtomicU32 = AtomicU32::new(NONE);
+/// The settings to start with (set once, before [`STATE`] becomes [`PENDING`]).
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+/// The thread that is starting the sampler (0: none): its own `pthread_create` (the drain
+/// thread's) must not wait for the start it is making.
+static STARTER: AtomicI32 = AtomicI32::new(0);
+/// A SIGINT/SIGTERM that came while the sampler was being started, left for the thread that
+/// starts it to hand to the drain thread once it runs (0: none).
+static SIGNAL_LEFT: AtomicI32 = AtomicI32::new(0);
+/// The wait before the start, at most: one sampling period at 1000 Hz. A program that ends
+/// within it would seldom have had a sample.
+const DEFAULT_DELAY_NS: u64 = 1_000_000;
+/// How long a thread waits for another's start, at most (ms): the exit path never hangs.
+const START_WAIT_MS: u64 = 3000;
+
+/// Defers the start with `settings` (see the module docs). False if the small thread could
+/// not be started: the caller then starts the sampler itself.
+pub(super) fn defer(settings: Settings) -> bool {
+    // `TICKSCOPE_CPUPROFILE_START_DELAY_MS` sets the wait (the tests make it long, so that
+    // what happens before the start does not depend on how busy the machine is).
+    let delay_ns = ts::__private::env_var("TICKSCOPE_CPUPROFILE_START_DELAY_MS")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(
+            DEFAULT_DELAY_NS.min(1_000_000_000 / u64::from(settings.hz.max(1))),
+            |ms| ms.saturating_mul(1_000_000),
+        );
+    if SETTINGS.set(settings).is_err() {
+        return false;
+    }
+    // The process's own, from now: a fork child says it ran unprofiled, as with a sampler.
+    profile::claim(std::process::id());
+    STATE.store(PENDING, SeqCst);
+    if spawn_waiter(delay_ns) {
+        return true;
+    }
+    STATE.store(NONE, SeqCst);
+    false
+}
+
+/// Starts the small thread that waits `delay_ns` and then starts the sampler: libc's
+/// `pthread_create` (not this library's, which would start the sampler first), every signal
+/// blocked but the synchronous faults, no allocation on the new thread (glibc would give it
+/// a malloc arena of its own: a 128 MiB reservation, unmaps, a `mprotect`, per process).
+fn spawn_waiter(delay_ns: u64) -> bool {
+    let Some(real) = hooks::real_pthread_create() else {
+        return false;
+    };
+    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigfillset to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    unsafe { libc::sigfillset(&mut set) };
+    for sig in [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGSYS,
+    ] {
+        // SAFETY: `set` is a valid sigset_t.
+        unsafe { libc::sigdelset(&mut set, sig) };
+    }
+    // SAFETY: as above: the previous mask, filled in by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid for the call; the mask only delays signals to this thread
+    // for the moment of the spawn (the new thread inherits it).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, &mut old) };
+    // SAFETY: pthread_t is plain data, written by pthread_create.
+    let mut thread: libc::pthread_t = unsafe { std::mem::zeroed() };
+    // SAFETY: libc's pthread_create with a valid out-pointer, default attributes, and a
+    // start routine that takes its argument as a number (no memory is handed over).
+    let rc = unsafe {
+        real(
+            &mut thread,
+            std::ptr::null(),
+            wait_then_start,
+            delay_ns as *mut c_void,
+        )
+    };
+    // SAFETY: restores the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: a thread just created and joined by nobody: its resources go when it ends.
+    unsafe { libc::pthread_detach(thread) };
+    true
+}
+
+/// The small thread: waits (see [`defer`]), then starts the sampler if nothing else has.
+extern "C-unwind" fn wait_then_start(delay: *mut c_void) -> *mut c_void {
+    let _ = catch_unwind(|| {
+        // Named as tickscope's own (record's table leaves them out).
+        // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c"tickscope-start".as_ptr()) };
+        let deadline = std::time::Instant::now() + Duration::from_nanos(delay as u64);
+        while STATE.load(SeqCst) == PENDING {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            futex_wait(PENDING, left);
+        }
+        // Known as one of tickscope's own threads while it starts the sampler, which then
+        // samples it (briefly) by its frame pointers, as the drain thread.
+        ts::__private::as_own_thread(start_now_if_pending);
+    });
+    std::ptr::null_mut()
+}
+
+/// Starts the sampler now if its start is still waiting; waits (bounded) if another thread
+/// is starting it. Not in a signal handler, nor in a fork child (it does nothing there).
+pub(crate) fn start_now_if_pending() {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    loop {
+        match STATE.load(SeqCst) {
+            PENDING if profile::owner() == std::process::id() => {
+                if STATE
+                    .compare_exchange(PENDING, STARTING, SeqCst, SeqCst)
+                    .is_ok()
+                {
+                    STARTER.store(tid, SeqCst);
+                    if let Some(s) = SETTINGS.get() {
+                        hooks::start_with(s.clone());
+                    }
+                    STARTER.store(0, SeqCst);
+                    STATE.store(STARTED, SeqCst);
+                    futex_wake();
+                    if let Some(sig) = take_signal_left() {
+                        hooks::hand_over_signal(sig);
+                    }
+                    return;
+                }
+            }
+            STARTING if STARTER.load(SeqCst) != tid => {
+                wait_started();
+                return;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Where a deferred start's profile would go.
+pub(crate) fn deferred_path() -> Option<&'static std::path::Path> {
+    SETTINGS.get().map(|s| s.path.as_path())
+}
+
+/// What [`end_if_pending`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// No start was waiting (or it is done): the sampler, if any, is running.
+    NotPending,
+    /// The start was waiting and will not happen now: the caller says the program ended
+    /// before its first sample.
+    Ended,
+    /// Another thread is starting the sampler right now.
+    Starting,
+}
+
+/// On the way out: if the sampler's start is still waiting, it never happens (the caller
+/// writes the line for `record`). Async-signal-safe: atomics, `futex`.
+pub(crate) fn end_if_pending() -> Start {
+    match STATE.compare_exchange(PENDING, ENDED, SeqCst, SeqCst) {
+        Ok(_) => {
+            futex_wake();
+            Start::Ended
+        }
+        Err(STARTING) => Start::Starting,
+        Err(_) => Start::NotPending,
+    }
+}
+
+/// Waits (at most [`START_WAIT_MS`]) while another thread starts the sampler.
+/// Async-signal-safe: `futex`, `clock_gettime`.
+pub(crate) fn wait_started() {
+    let deadline = std::time::Instant::now() + Duration::from_millis(START_WAIT_MS);
+    while STATE.load(SeqCst) == STARTING {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        futex_wait(STARTING, left);
+    }
+}
+
+/// From a SIGINT/SIGTERM handler that came while another thread starts the sampler: leaves
+/// `sig` for that thread to hand over once the sampler runs. False if the start finished
+/// meanwhile and did not take it: the handler hands it over itself. Async-signal-safe.
+pub(crate) fn leave_signal(sig: c_int) -> bool {
+    SIGNAL_LEFT.store(sig, SeqCst);
+    if STATE.load(SeqCst) == STARTING {
+        return true;
+    }
+    // Done meanwhile: whoever takes it back answers it.
+    SIGNAL_LEFT.swap(0, SeqCst) == 0
+}
+
+fn take_signal_left() -> Option<c_int> {
+    Some(SIGNAL_LEFT.swap(0, SeqCst)).filter(|&s| s != 0)
+}
+
+/// Sleeps while [`STATE`] is `value`, at most `left`. Async-signal-safe.
+fn futex_wait(value: u32, left: Duration) {
+    let ts = libc::timespec {
+        tv_sec: left.as_secs() as libc::time_t,
+        tv_nsec: left.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a static word with a valid relative timeout; it only sleeps.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            STATE.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            value,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes every thread sleeping on [`STATE`]. Async-signal-safe.
+fn futex_wake() {
+    // SAFETY: FUTEX_WAKE on a static word; no memory is written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            STATE.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
