@@ -11,7 +11,8 @@ wall time of each and what each adds to the plain run:
 - profiled with `record`'s settings but no SIGINT/SIGTERM hooks (what they cost: once a
   thread of their own, 0.18 ms; the drain thread does their work now);
 - profiled with `record`'s settings (1000 Hz, the profile written at exit, SIGINT/SIGTERM
-  hooks, messages to a file: what `record` sets for every process it runs);
+  hooks, messages to a file: what `record` sets for every process it runs; a program that
+  ends within 1 ms, as /bin/true does, never starts its sampler, whose start is deferred);
 - the same with --baseline LIB, another build of the library (say, before a change), so two
   builds are compared side by side in one run.
 

@@ -20,6 +20,7 @@
 //! | `TICKSCOPE_CPUPROFILE_UNWIND=tables\|fp` | walk stacks by the unwind tables (default) or by frame pointers |
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
+//! | `TICKSCOPE_CPUPROFILE_START_DELAY_MS=MS` | under `record`, how long a program it execs waits before starting its sampler (default: one sampling period, at most 1 ms) |
 //! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took |
 //!
 //! - **setuid and setgid programs** (the kernel's `AT_SECURE`, as glibc's `secure_getenv`):
@@ -66,7 +67,12 @@
 //!   their names and CPU time, and how much CPU time no profile holds. A program exec'd by
 //!   the profiled process inherits the environment and profiles into `PATH.<pid>`; under
 //!   `record` (CPU time), one that ends before its first sample writes no file but a line
-//!   with its pid, name and CPU time, which `record` counts and keeps as one row.
+//!   with its pid, name and CPU time, which `record` counts and keeps as one row. Such a
+//!   program starts its sampler a moment late: after one sampling period (at most 1 ms) on
+//!   a small thread of the library's, or at once when it starts a thread (which is then
+//!   sampled from its first instruction); one that ends first starts none (most commands
+//!   of a shell script: the start and stop were most of what each cost). The CPU time
+//!   before the start is `[not sampled: before the profiler started]`.
 //! - **tickscope's own threads** (the drain thread, which also writes the profile on
 //!   SIGINT/SIGTERM and `_exit`; a capture's threads) are sampled
 //!   by their frame pointers into small perf rings, and are not armed as they start: they
