@@ -146,11 +146,16 @@ extern "C-unwind" fn wait_then_start(delay: *mut c_void) -> *mut c_void {
 /// Starts the sampler now if its start is still waiting; waits (bounded) if another thread
 /// is starting it. Not in a signal handler, nor in a fork child (it does nothing there).
 pub(crate) fn start_now_if_pending() {
+    // A fork child (whose copy of the state may say "starting", for a thread it does not
+    // have) never starts one.
+    if profile::owner() != std::process::id() {
+        return;
+    }
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     loop {
         match STATE.load(SeqCst) {
-            PENDING if profile::owner() == std::process::id() => {
+            PENDING => {
                 if STATE
                     .compare_exchange(PENDING, STARTING, SeqCst, SeqCst)
                     .is_ok()
@@ -207,9 +212,15 @@ pub(crate) fn end_if_pending() -> Start {
     }
 }
 
-/// Waits (at most [`START_WAIT_MS`]) while another thread starts the sampler.
-/// Async-signal-safe: `futex`, `clock_gettime`.
+/// Waits (at most [`START_WAIT_MS`]) while another thread starts the sampler; at once if the
+/// calling thread is the one starting it. Async-signal-safe: `gettid`, `futex`,
+/// `clock_gettime`.
 pub(crate) fn wait_started() {
+    // SAFETY: gettid has no preconditions.
+    if STARTER.load(SeqCst) == unsafe { libc::gettid() } {
+        // This thread is the one starting it (a handler that interrupted the start).
+        return;
+    }
     let deadline = std::time::Instant::now() + Duration::from_millis(START_WAIT_MS);
     while STATE.load(SeqCst) == STARTING {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
