@@ -382,6 +382,27 @@ pub mod __private {
         crate::sampler::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
     }
 
+    /// The signal mask tickscope's own threads run with (see `sys::spawn_quiet`), for one
+    /// started otherwise.
+    pub fn quiet_mask() -> libc::sigset_t {
+        crate::sys::quiet_mask(&[])
+    }
+
+    /// Sleeps while `word` holds `expected`, at most `timeout` (a futex; a signal or a wake
+    /// ends it early). Async-signal-safe.
+    pub fn futex_wait_while(
+        word: &std::sync::atomic::AtomicU32,
+        expected: u32,
+        timeout: std::time::Duration,
+    ) {
+        crate::sys::futex_wait_while(word, expected, timeout)
+    }
+
+    /// Wakes every thread in [`futex_wait_while`] on `word`. Async-signal-safe.
+    pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+        crate::sys::futex_wake_all(word)
+    }
+
     /// Runs `f` with the calling thread known as one of tickscope's own (see
     /// `sys::own_threads`): a sampler started meanwhile samples it by frame pointers, as
     /// the drain thread (libtickscope's thread that starts a deferred sampler).

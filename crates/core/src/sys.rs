@@ -112,6 +112,28 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let set = quiet_mask(keep);
+    // SAFETY: as above: the previous mask, filled in by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid for the call; masking signals in this thread for the
+    // moment of the spawn only delays them (pending signals arrive when it is restored).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, &mut old) };
+    SPAWNING_OWN.with(|s| s.set(true));
+    let spawned = builder.spawn(move || {
+        // Unregistered as the thread ends, by a panic too (its id may go to a program's
+        // thread next).
+        let _ours = own_threads::Registered(own_threads::register(gettid() as i32));
+        f()
+    });
+    SPAWNING_OWN.with(|s| s.set(false));
+    // SAFETY: restores the mask read above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    spawned
+}
+
+/// The signal mask of tickscope's own threads ([`spawn_quiet`]): every signal blocked but
+/// the synchronous faults, `SIGPROF`, the running sampler's signal and `keep`.
+pub(crate) fn quiet_mask(keep: &[libc::c_int]) -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; all-zero is a valid value for sigfillset to fill.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid, writable sigset_t.
@@ -130,22 +152,7 @@ where
         // SAFETY: `set` is a valid sigset_t; a number out of range (0) only fails.
         unsafe { libc::sigdelset(&mut set, sig) };
     }
-    // SAFETY: as above: the previous mask, filled in by pthread_sigmask.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: both sets are valid for the call; masking signals in this thread for the
-    // moment of the spawn only delays them (pending signals arrive when it is restored).
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, &mut old) };
-    SPAWNING_OWN.with(|s| s.set(true));
-    let spawned = builder.spawn(move || {
-        // Unregistered as the thread ends, by a panic too (its id may go to a program's
-        // thread next).
-        let _ours = own_threads::Registered(own_threads::register(gettid() as i32));
-        f()
-    });
-    SPAWNING_OWN.with(|s| s.set(false));
-    // SAFETY: restores the mask read above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    spawned
+    set
 }
 
 /// One value handed from a thread to another without a lock (a fork child never finds it
@@ -479,7 +486,6 @@ pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, timeout: std::time
 
 /// Sleeps while `word` holds `expected`, until woken ([`futex_wake`]), `timeout` passes or a
 /// signal interrupts; returns at once if it holds something else already.
-#[cfg_attr(not(feature = "sampler"), allow(dead_code))]
 pub(crate) fn futex_wait_while(
     word: &std::sync::atomic::AtomicU32,
     expected: u32,
@@ -512,6 +518,20 @@ pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
             word.as_ptr(),
             libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
             1,
+        )
+    };
+}
+
+/// Wakes every thread waiting on `word` in [`futex_wait_while`]. Async-signal-safe (one
+/// system call).
+pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32; no memory is written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
         )
     };
 }

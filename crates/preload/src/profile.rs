@@ -190,11 +190,15 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     // A start deferred until after the program ended: none now, and the line for `record`
     // says the program ended before its first sample. One being made is waited for.
     if exiting {
-        match crate::ffi::end_if_pending() {
+        match crate::ffi::end_pending_start() {
             crate::ffi::Start::Ended => {
-                let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
-                let path = crate::ffi::deferred_path().unwrap_or(Path::new(""));
-                return Ok(say_unsampled(total_ns, path));
+                return Ok(Written {
+                    path: crate::ffi::deferred_path().unwrap_or(Path::new("")).into(),
+                    samples: 0,
+                    total_ns: ts::__private::process_cpu_ns().unwrap_or(0),
+                    mode: Mode::Cpu,
+                    file: false,
+                });
             }
             crate::ffi::Start::Starting => crate::ffi::wait_started(),
             crate::ffi::Start::NotPending => {}

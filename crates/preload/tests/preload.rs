@@ -231,10 +231,6 @@ fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() 
     }
 }
 
-/// libtickscope's `pthread_create` arms a new thread's timer before its start routine runs:
-/// threads that live a few milliseconds (shorter than the sampler's 10 ms poll of
-/// `/proc/self/task`, let alone on a busy machine) are sampled on their own stacks, not
-/// reported as `[not sampled: thread start before discovery]`.
 /// A program `record` execs (a descendant, record's settings) starts its sampler only after a
 /// delay, or at its first `pthread_create`; one that ends first starts none and leaves
 /// `record` its line. The delay is made long here, so that nothing depends on how busy the
@@ -296,6 +292,10 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     check_split(&own, rusage_ns(&stdout), 10.0);
 }
 
+/// libtickscope's `pthread_create` arms a new thread's timer before its start routine runs:
+/// threads that live a few milliseconds (shorter than the sampler's 10 ms poll of
+/// `/proc/self/task`, let alone on a busy machine) are sampled on their own stacks, not
+/// reported as `[not sampled: thread start before discovery]`.
 #[test]
 fn short_threads_are_sampled_from_their_first_instruction() {
     let dir = scratch("short");

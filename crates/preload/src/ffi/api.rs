@@ -321,7 +321,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
         };
         // A sampler whose start the library deferred (under `record`) runs first: this one
         // is then refused as a second.
-        crate::ffi::start_now_if_pending();
+        crate::ffi::start_now_if_pending(true);
         profile::start(&Settings {
             hz,
             mode,
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn tickscope_sampler_start_mode(
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_stop() -> c_int {
     call(|| {
-        crate::ffi::start_now_if_pending();
+        crate::ffi::start_now_if_pending(true);
         let stopped = profile::stop(false).map(drop);
         // A SIGINT/SIGTERM that came as this stopped the sampler ends the process now.
         crate::ffi::answer_unanswered();
@@ -352,7 +352,7 @@ pub extern "C" fn tickscope_sampler_stop() -> c_int {
 #[no_mangle]
 pub extern "C" fn tickscope_sampler_flush() -> c_int {
     call(|| {
-        crate::ffi::start_now_if_pending();
+        crate::ffi::start_now_if_pending(true);
         profile::flush().map(drop)
     })
 }

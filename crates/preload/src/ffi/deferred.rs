@@ -6,8 +6,8 @@
 //! settings with which a program that ends before its first sample writes a line instead of
 //! a file) do not start the sampler as the library loads. The constructor installs the
 //! exit and signal hooks as before and starts one small thread (signals blocked, no
-//! allocation) that waits one sampling period (at most 1 ms) and then starts the sampler
-//! as the constructor would have. Whatever comes first of:
+//! allocation while it waits) that waits one sampling period (at most 1 ms) and then starts
+//! the sampler as the constructor would have. Whatever comes first of:
 //! - that wait's end: the sampler starts on the small thread, which then ends;
 //! - a new thread (`pthread_create`) or the C API: the sampler starts at once, on the
 //!   calling thread, so the new thread is armed from its first instruction as before;
@@ -16,7 +16,9 @@
 //!   as for a program that ended before its first sample.
 //!
 //! The CPU time before the start is in the profile as `[not sampled: before the profiler
-//! started]`, as the dynamic loader's always was: at most about one sample per process.
+//! started]`, as the dynamic loader's always was: the wait, plus however long the small
+//! thread takes to be scheduled (about one sample per process on an idle machine, more on a
+//! busy one).
 
 use super::*;
 
@@ -64,6 +66,7 @@ pub(super) fn defer(settings: Settings) -> bool {
     }
     // The process's own, from now: a fork child says it ran unprofiled, as with a sampler.
     profile::claim(std::process::id());
+    DEFERRED_BY.store(std::process::id(), SeqCst);
     STATE.store(PENDING, SeqCst);
     if spawn_waiter(delay_ns) {
         return true;
@@ -73,29 +76,16 @@ pub(super) fn defer(settings: Settings) -> bool {
 }
 
 /// Starts the small thread that waits `delay_ns` and then starts the sampler: libc's
-/// `pthread_create` (not this library's, which would start the sampler first), every signal
-/// blocked but the synchronous faults, no allocation on the new thread (glibc would give it
-/// a malloc arena of its own: a 128 MiB reservation, unmaps, a `mprotect`, per process).
+/// `pthread_create` (not this library's, which would start the sampler first), the signals
+/// blocked as on tickscope's other threads, no allocation on the new thread while it waits
+/// (glibc would give it a malloc arena of its own: a 128 MiB reservation, unmaps, a
+/// `mprotect`; a program that lives past the wait pays that as the sampler starts on it).
 fn spawn_waiter(delay_ns: u64) -> bool {
     let Some(real) = hooks::real_pthread_create() else {
         return false;
     };
-    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigfillset to fill.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable sigset_t.
-    unsafe { libc::sigfillset(&mut set) };
-    for sig in [
-        libc::SIGSEGV,
-        libc::SIGBUS,
-        libc::SIGFPE,
-        libc::SIGILL,
-        libc::SIGTRAP,
-        libc::SIGSYS,
-    ] {
-        // SAFETY: `set` is a valid sigset_t.
-        unsafe { libc::sigdelset(&mut set, sig) };
-    }
-    // SAFETY: as above: the previous mask, filled in by pthread_sigmask.
+    let set = ts::__private::quiet_mask();
+    // SAFETY: sigset_t is plain data: the previous mask, filled in by pthread_sigmask.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both sets are valid for the call; the mask only delays signals to this thread
     // for the moment of the spawn (the new thread inherits it).
@@ -138,17 +128,18 @@ extern "C-unwind" fn wait_then_start(delay: *mut c_void) -> *mut c_void {
         }
         // Known as one of tickscope's own threads while it starts the sampler, which then
         // samples it (briefly) by its frame pointers, as the drain thread.
-        ts::__private::as_own_thread(start_now_if_pending);
+        ts::__private::as_own_thread(|| start_now_if_pending(true));
     });
     std::ptr::null_mut()
 }
 
-/// Starts the sampler now if its start is still waiting; waits (bounded) if another thread
-/// is starting it. Not in a signal handler, nor in a fork child (it does nothing there).
-pub(crate) fn start_now_if_pending() {
+/// Starts the sampler now if its start is still waiting; if another thread is starting it,
+/// waits for that (bounded) when `wait`. Not in a signal handler, nor in a fork child (it
+/// does nothing there).
+pub(crate) fn start_now_if_pending(wait: bool) {
     // A fork child (whose copy of the state may say "starting", for a thread it does not
     // have) never starts one.
-    if profile::owner() != std::process::id() {
+    if !deferred_here() {
         return;
     }
     // SAFETY: gettid has no preconditions.
@@ -161,25 +152,44 @@ pub(crate) fn start_now_if_pending() {
                     .is_ok()
                 {
                     STARTER.store(tid, SeqCst);
+                    // Started (or failed) however this ends, a panic included: no thread
+                    // waits for a start that is over.
+                    struct Done;
+                    impl Drop for Done {
+                        fn drop(&mut self) {
+                            STATE.store(STARTED, SeqCst);
+                            STARTER.store(0, SeqCst);
+                            futex_wake();
+                        }
+                    }
+                    let done = Done;
                     if let Some(s) = SETTINGS.get() {
                         hooks::start_with(s.clone());
                     }
-                    STARTER.store(0, SeqCst);
-                    STATE.store(STARTED, SeqCst);
-                    futex_wake();
+                    drop(done);
                     if let Some(sig) = take_signal_left() {
                         hooks::hand_over_signal(sig);
                     }
                     return;
                 }
             }
-            STARTING if STARTER.load(SeqCst) != tid => {
+            STARTING if wait && STARTER.load(SeqCst) != tid => {
                 wait_started();
                 return;
             }
             _ => return,
         }
     }
+}
+
+/// The process that deferred its start: a fork child (which may start a sampler of its own
+/// through the C API) has nothing to start or end.
+static DEFERRED_BY: AtomicU32 = AtomicU32::new(0);
+
+/// True in the process that deferred its sampler's start. Async-signal-safe (`getpid`).
+fn deferred_here() -> bool {
+    // SAFETY: getpid has no preconditions.
+    DEFERRED_BY.load(SeqCst) == unsafe { libc::getpid() } as u32
 }
 
 /// Where a deferred start's profile would go.
@@ -202,6 +212,9 @@ pub(crate) enum Start {
 /// On the way out: if the sampler's start is still waiting, it never happens (the caller
 /// writes the line for `record`). Async-signal-safe: atomics, `futex`.
 pub(crate) fn end_if_pending() -> Start {
+    if !deferred_here() {
+        return Start::NotPending;
+    }
     match STATE.compare_exchange(PENDING, ENDED, SeqCst, SeqCst) {
         Ok(_) => {
             futex_wake();
@@ -249,31 +262,10 @@ fn take_signal_left() -> Option<c_int> {
 
 /// Sleeps while [`STATE`] is `value`, at most `left`. Async-signal-safe.
 fn futex_wait(value: u32, left: Duration) {
-    let ts = libc::timespec {
-        tv_sec: left.as_secs() as libc::time_t,
-        tv_nsec: left.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: FUTEX_WAIT on a static word with a valid relative timeout; it only sleeps.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            STATE.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            value,
-            &ts as *const libc::timespec,
-        )
-    };
+    ts::__private::futex_wait_while(&STATE, value, left);
 }
 
 /// Wakes every thread sleeping on [`STATE`]. Async-signal-safe.
 fn futex_wake() {
-    // SAFETY: FUTEX_WAKE on a static word; no memory is written.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            STATE.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        )
-    };
+    ts::__private::futex_wake_all(&STATE);
 }

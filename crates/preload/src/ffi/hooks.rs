@@ -133,16 +133,29 @@ extern "C" fn on_terminate(sig: c_int) {
 /// first said (where the start will now never happen) that the program ended before its
 /// first sample. Async-signal-safe.
 fn before_start(sig: c_int) -> bool {
-    match deferred::end_if_pending() {
-        deferred::Start::Ended => {
-            write_record_line(ts::__private::UNSAMPLED_MARK);
-            false
-        }
+    match end_pending_start() {
+        deferred::Start::Ended => false,
         deferred::Start::Starting => {
             deferred::leave_signal(sig) || ts::__private::request_stop(sig as u32)
         }
-        deferred::Start::NotPending => false,
+        // Started since the handler asked (a sampler may run now).
+        deferred::Start::NotPending => ts::__private::request_stop(sig as u32),
     }
+}
+
+/// On the way out: a sampler start still waiting never happens ([`deferred::end_if_pending`])
+/// and the line for `record` says the program ended before its first sample. Every signal
+/// waits meanwhile, so that none ends the process between the two (the line would be lost).
+/// Async-signal-safe.
+pub(crate) fn end_pending_start() -> deferred::Start {
+    let old = block_all();
+    let start = deferred::end_if_pending();
+    if start == deferred::Start::Ended {
+        write_record_line(ts::__private::UNSAMPLED_MARK);
+    }
+    // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    start
 }
 
 /// Runs `f`, then puts the calling thread's errno back as it was: a handler, and what a
@@ -512,7 +525,6 @@ fn block_all() -> libc::sigset_t {
     old
 }
 
-/// [`report_fork_child`]'s line: pid, CPU time and name, built on the stack.
 /// A line for `record` (`mark`, then this process's id, CPU time and name), written to the
 /// messages file. Async-signal-safe.
 fn write_record_line(mark: &str) {
@@ -710,10 +722,8 @@ fn profile_before_exit() {
     let held = [libc::SIGINT, libc::SIGTERM].map(ignore_if_default);
     // A sampler whose start was deferred: none will start now (the line for `record` says
     // the program ended before its first sample), or one is starting: waited for.
-    match deferred::end_if_pending() {
-        deferred::Start::Ended => write_record_line(ts::__private::UNSAMPLED_MARK),
-        deferred::Start::Starting => deferred::wait_started(),
-        deferred::Start::NotPending => {}
+    if end_pending_start() == deferred::Start::Starting {
+        deferred::wait_started();
     }
     if ts::__private::request_stop(EXIT_REQUEST) {
         wait_written(done);
@@ -832,8 +842,10 @@ pub unsafe extern "C" fn pthread_create(
     let own = ts::__private::spawning_own_thread();
     if !own {
         // A sampler whose start was deferred starts now, so that the new thread is armed
-        // from its first instruction.
-        deferred::start_now_if_pending();
+        // from its first instruction. Not waited for if another thread is starting it (that
+        // start may wait for a lock this thread holds, the loader's in a constructor): the
+        // sampler's poll then finds the new thread.
+        deferred::start_now_if_pending(false);
     }
     if !ts::sampler::running_here() || own {
         // SAFETY: the caller's arguments, as given.

@@ -27,11 +27,9 @@ use crate::{Code, Failure};
 mod api;
 mod deferred;
 mod hooks;
-pub(crate) use deferred::{
-    deferred_path, end_if_pending, start_now_if_pending, wait_started, Start,
-};
+pub(crate) use deferred::{deferred_path, start_now_if_pending, wait_started, Start};
 use hooks::write_at_exit;
-pub(crate) use hooks::{answer_unanswered, report_fork_child};
+pub(crate) use hooks::{answer_unanswered, end_pending_start, report_fork_child};
 
 /// Room for one message, NUL included; longer ones are cut (at a character boundary).
 const ERROR_BYTES: usize = 512;
