@@ -939,3 +939,52 @@ fn flame_graph_and_folded_stacks_name_the_hot_functions() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A thread that blocks the sampling signal when the sampler finds it, and unblocks it later
+/// (glibc starts every thread with all signals blocked until its start routine runs; on a
+/// busy machine the poll can land there), goes back to the signal: its samples carry scope
+/// labels and reach a capture's timeline. It used to stay on its perf ring for good.
+#[test]
+fn a_thread_that_unblocks_the_signal_goes_back_to_it() {
+    let _g = lock();
+    let sampler = Sampler::builder().frequency(1000).start().unwrap();
+    // SAFETY: sigset_t is plain data; sigfillset fills it.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` is a valid, writable sigset_t.
+    unsafe { libc::sigfillset(&mut all) };
+    // SAFETY: valid sets; the mask is this thread's, restored below.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        // Blocked (inherited) until the sampler has found this thread.
+        black_box(burn(20_000_000));
+        let _ = rx.recv();
+        // SAFETY: sigset_t is plain data; all-zero is a valid value for sigemptyset.
+        let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `none` is a valid, writable sigset_t.
+        unsafe { libc::sigemptyset(&mut none) };
+        // SAFETY: unblocks every signal in this thread only.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) };
+        black_box(burn(400_000_000))
+    });
+    // SAFETY: restores this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    // A snapshot polls: the thread is found, blocking every signal (it waits for the
+    // word to unblock them), and put on a ring.
+    let _ = sampler.snapshot();
+    let _ = tx.send(());
+    t.join().unwrap();
+    let profile = sampler.stop();
+    if profile.source() != Some(Source::PerfTaskClock) {
+        // No perf events: no ring to go back from.
+        return;
+    }
+    let comments = profile.comments().join("\n");
+    assert!(
+        comments.contains("1 thread blocked the sampling signal")
+            && comments.contains("1 of them unblocked it later and went back to it"),
+        "{comments}"
+    );
+}

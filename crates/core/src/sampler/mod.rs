@@ -918,6 +918,7 @@ fn parts(
         overrun_periods_sq: shared.overrun_periods_sq.load(Relaxed),
         on_cpu_timer: d.on_cpu_timer,
         ring_threads: d.ring_threads,
+        ring_threads_back: d.ring_threads_back,
         ring_lost: d.ring_lost,
         own_chain: d.own_chain,
         unwind: r.settings.unwind,

@@ -93,6 +93,8 @@ pub(super) struct Drained {
     /// Threads that blocked the signal, sampled through a perf ring instead, and the
     /// samples their rings lost for want of room.
     pub ring_threads: u64,
+    /// Of those, the threads that unblocked it later and went back to it.
+    pub ring_threads_back: u64,
     pub ring_lost: u64,
     /// tickscope's own threads, sampled by their frame pointers through a perf ring.
     pub own_chain: u64,
@@ -135,6 +137,9 @@ pub(super) struct Poller {
     rings: Rings,
     /// Threads on a signalled perf event that ran since the task clocks' last reading.
     ran: Vec<i32>,
+    /// Threads on a call-chain ring because they blocked the signal, and the poll that put
+    /// them there (see [`Poller::move_unblocking_threads_to_signals`]).
+    blocked_rings: HashMap<i32, u64>,
     polls: u64,
     /// When the mappings were last read for the handler.
     maps_read_at: Instant,
@@ -193,6 +198,7 @@ impl Poller {
             polls: 0,
             maps_read_at: Instant::now(),
             ranges_stale: false,
+            blocked_rings: HashMap::new(),
             signal_path_used: false,
             unnamed: Vec::new(),
             tids: Vec::new(),
@@ -273,6 +279,7 @@ impl Poller {
             .filter(|&t| self.tids.binary_search(&t).is_err() && !procfs::thread_alive(t))
             .collect();
         for tid in gone {
+            self.blocked_rings.remove(&tid);
             if let Some(Some(a)) = self.armed.remove(&tid) {
                 self.disarm(tid, a);
             }
@@ -284,6 +291,7 @@ impl Poller {
             self.read_task_clocks();
             self.move_blocking_threads_to_rings(shared);
         }
+        self.move_unblocking_threads_to_signals(shared);
         self.read_rings(shared);
         self.replace_first_rings(shared);
         if self.tombstones > 4096 {
@@ -357,12 +365,7 @@ impl Poller {
             self.armed.insert(tid, None);
             return;
         }
-        // Randomise the first expiry so threads started together do not sample in
-        // lockstep (xorshift64).
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let first = 1 + self.rng % self.period_ns;
+        let first = self.first_expiry();
         // CPU time the thread used since `start()` (or since it began, if it began later)
         // before its timer runs: reported, so the total stays exact.
         let before = match self.mode {
@@ -405,6 +408,7 @@ impl Poller {
                             let r = timer::arm_ring(tid, self.period_ns, false);
                             if r.is_ok() {
                                 self.out.ring_threads += 1;
+                                self.blocked_rings.insert(tid, self.polls);
                             }
                             r
                         } else {
@@ -460,6 +464,15 @@ impl Poller {
                 self.armed.insert(tid, None);
             }
         }
+    }
+
+    /// A random first expiry (ns), so that threads started together do not sample in
+    /// lockstep (xorshift64).
+    fn first_expiry(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        1 + self.rng % self.period_ns
     }
 
     /// Whether the program replaced the signal handler (its own `sigaction`, say for its own
@@ -687,6 +700,13 @@ impl Poller {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
+        self.replace_armed(shared, tid, r).map(Ok)
+    }
+
+    /// Puts the newly armed `r` in place of `tid`'s event, which is closed (its count kept,
+    /// as at a thread's end, and what its ring held read); `r` counts from now. `None` if
+    /// the thread ended meanwhile (`r` is then disarmed).
+    fn replace_armed(&mut self, shared: &Shared, tid: i32, r: timer::Armed) -> Option<()> {
         if let Some(Some(old)) = self.armed.remove(&tid) {
             self.disarm(tid, old);
         }
@@ -698,15 +718,15 @@ impl Poller {
             self.armed.insert(tid, None);
             return None;
         };
-        self.perf_armed += 1;
-        if let timer::Armed::Ring { fd, .. } = &r {
+        if let timer::Armed::Perf { fd, .. } | timer::Armed::Ring { fd, .. } = &r {
+            self.perf_armed += 1;
             if let Some(c) = shared.perf_tid.get(*fd as usize) {
                 c.store(tid as u32, Relaxed);
             }
         }
         self.armed_at.insert(tid, now);
         self.armed.insert(tid, Some(r));
-        Some(Ok(()))
+        Some(())
     }
 
     /// A thread on a signalled perf event that has blocked the signal since: its event is
@@ -721,6 +741,43 @@ impl Poller {
         for tid in blocking {
             if let Some(Ok(())) = self.move_to_ring(shared, tid, false) {
                 self.out.ring_threads += 1;
+                self.blocked_rings.insert(tid, self.polls);
+            }
+        }
+    }
+
+    /// A thread put on a ring because it blocked the signal, that blocks it no more: back
+    /// on the signalled event, so that its samples carry scope labels and go on a capture's
+    /// timeline again. A thread can be seen blocking it for a moment only: glibc starts
+    /// every thread with all signals blocked until its start routine runs (a thread found
+    /// by the poll then, on a busy machine, was put on a ring for good), and a program may
+    /// block signals around a short critical section. Threads put there in the last two
+    /// polls are looked at every poll, the others with the task clocks (every 100 ms).
+    fn move_unblocking_threads_to_signals(&mut self, shared: &Shared) {
+        if self.blocked_rings.is_empty() {
+            return;
+        }
+        let all = self.polls % READ_TASK_CLOCK_EVERY == 0;
+        let recent = self.polls.saturating_sub(2);
+        let back: Vec<i32> = self
+            .blocked_rings
+            .iter()
+            .filter(|&(_, &at)| all || at >= recent)
+            .map(|(&tid, _)| tid)
+            .filter(|&tid| procfs::thread_alive(tid) && !procfs::signal_blocked(tid, self.signal))
+            .collect();
+        for tid in back {
+            self.blocked_rings.remove(&tid);
+            let first = self.first_expiry();
+            if !matches!(self.armed.get(&tid), Some(Some(_))) {
+                continue;
+            }
+            let Ok(a) = timer::arm(self.source, tid, self.signal, self.period_ns, first) else {
+                // Kept on its ring.
+                continue;
+            };
+            if let Some(()) = self.replace_armed(shared, tid, a) {
+                self.out.ring_threads_back += 1;
             }
         }
     }

@@ -250,8 +250,14 @@ pub(crate) fn build(p: Parts) -> Profile {
         ));
     }
     if p.ring_threads > 0 {
+        let back = match p.ring_threads_back {
+            0 => String::new(),
+            n => format!(
+                "; {n} of them unblocked it later and went back to it (glibc starts a thread with every signal blocked)"
+            ),
+        };
         comments.push(format!(
-            "{} blocked the sampling signal: sampled through a perf ring instead (the kernel walks their user stacks by frame pointers; no scope labels)",
+            "{} blocked the sampling signal: sampled through a perf ring instead (the kernel walks their user stacks by frame pointers; no scope labels){back}",
             tickscope_fmt::count(p.ring_threads, "thread"),
         ));
     }

@@ -115,6 +115,8 @@ pub(crate) struct Parts {
     pub on_cpu_timer: u64,
     /// Threads that blocked the signal, sampled through a perf ring; samples the rings lost.
     pub ring_threads: u64,
+    /// Of those, the threads that unblocked it later and went back to it.
+    pub ring_threads_back: u64,
     pub ring_lost: u64,
     /// tickscope's own threads, sampled by their frame pointers through a perf ring.
     pub own_chain: u64,
