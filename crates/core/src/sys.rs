@@ -511,27 +511,23 @@ pub(crate) fn futex_wait_while(
 /// Wakes the thread waiting on `word` in [`futex_wait`] or [`futex_wait_while`].
 /// Async-signal-safe (one system call).
 pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
+    futex_wake_up_to(word, 1);
 }
 
 /// Wakes every thread waiting on `word` in [`futex_wait_while`]. Async-signal-safe (one
 /// system call).
 pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    futex_wake_up_to(word, i32::MAX);
+}
+
+fn futex_wake_up_to(word: &std::sync::atomic::AtomicU32, waiters: i32) {
     // SAFETY: FUTEX_WAKE on a live, aligned u32; no memory is written.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
+            waiters,
         )
     };
 }
