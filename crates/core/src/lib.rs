@@ -382,6 +382,13 @@ pub mod __private {
         crate::sampler::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
     }
 
+    /// Frames in the shared library this code is linked into are named by its symbol table
+    /// alone, never by its DWARF (libtickscope.so: see `symbolize::own_frames_by_symbols`).
+    #[cfg(feature = "sampler")]
+    pub fn own_frames_by_symbols() {
+        crate::symbolize::own_frames_by_symbols()
+    }
+
     /// The signal mask tickscope's own threads run with (see `sys::spawn_quiet`), for one
     /// started otherwise.
     pub fn quiet_mask() -> libc::sigset_t {

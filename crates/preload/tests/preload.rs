@@ -835,3 +835,56 @@ fn a_setuid_program_linked_with_the_library_ignores_the_variables() {
         "{stderr}"
     );
 }
+
+/// The library's own frames (its hooks: here `sigaction`, which the program calls in a loop
+/// for SIGINT, whose action the library stands in for; a shell calls it around every fork)
+/// are named by its symbol table at exit, without reading its DWARF (18 MB in a release
+/// build: about 15 ms at every such process's exit): they have names, and no file or line
+/// of the library's sources.
+#[test]
+fn the_librarys_own_frames_are_named_without_its_dwarf() {
+    let dir = scratch("own-frames");
+    let src = dir.join("sigloop.c");
+    std::fs::write(
+        &src,
+        "#include <signal.h>\n#include <time.h>\n\
+         int main(void) { struct sigaction old; struct timespec t; \
+         do { for (int i = 0; i < 1000; i++) sigaction(SIGINT, 0, &old); \
+         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); } while (t.tv_sec < 1); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("sigloop");
+    compile("cc", &["-O2"], &[src], &exe, &[] as &[&str]);
+    let profile = dir.join("out.pb.gz");
+    let (out, _, stderr) = run(profiled(&exe, &profile, &[])
+        .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
+        .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1"));
+    assert!(out.status.success(), "{stderr}");
+    let lines = Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-lines",
+            "-nodefraction=0",
+            "-nodecount=1000",
+        ])
+        .arg("-tagignore=thread=^tickscope-")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&lines.stdout);
+    let rows = rows(&profile);
+    // Its user time is mostly the hook's (the rest is libc's wrapper and the kernel's).
+    let hook = rows
+        .iter()
+        .find(|r| r.2 == "sigaction")
+        .map_or(0.0, |r| r.0);
+    assert!(hook > 0.0, "no sample named sigaction: {rows:?}");
+    // A Rust source file and line can only come from the library's DWARF (the program has
+    // none, and is C).
+    assert!(
+        !lines.contains(".rs:"),
+        "the library's DWARF was read:\n{lines}"
+    );
+}

@@ -204,6 +204,9 @@ struct ObjectFile {
     /// Its separate debug file's DWARF is compressed and not read (see [`Self::loader`]):
     /// names come from that file's symbol table, without lines.
     dwarf_skipped: bool,
+    /// The shared library this code is in, when it asked for its own frames to be named by
+    /// its symbol table alone ([`own_frames_by_symbols`]).
+    own_library: bool,
     /// Read on the first lookup that DWARF does not name; empty if that failed.
     symbols: Option<SymbolTable>,
 }
@@ -241,13 +244,17 @@ impl ObjectFile {
     /// Whether frames get files and lines: DWARF of its own or in its debug file (once
     /// looked for).
     fn has_debug_info(&self) -> bool {
-        self.info().has_debug_info
+        !self.own_library && self.info().has_debug_info
             || (self.debug_path.as_ref().is_some_and(|d| *d != self.path) && !self.dwarf_skipped)
     }
 
     /// The file's DWARF and symbol tables, opened on first use; `None` if that failed, then
     /// or earlier.
     fn loader(&mut self) -> Option<&addr2line::Loader> {
+        if let (LoaderState::NotLoaded, true) = (&self.loader, self.own_library) {
+            self.loader = LoaderState::Failed;
+            self.dwarf_skipped = true;
+        }
         if let LoaderState::NotLoaded = self.loader {
             let path = self.debug_path().to_string();
             // A separate debug file with compressed DWARF (libc6-dbg's: 4 MB that inflate
@@ -321,6 +328,20 @@ impl ObjectFile {
     }
 }
 
+/// Set by [`own_frames_by_symbols`].
+static OWN_FRAMES_BY_SYMBOLS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// The shared library this code is linked into (libtickscope.so, preloaded) names its own
+/// frames by its symbol table alone, without reading its DWARF: a profile written at a
+/// program's exit with a sample in the library's hooks (a shell's `sigaction`, around every
+/// fork) read the units of all 18 MB of it for one line, about 15 ms per process. Not for
+/// a program's own binary, nor a library of the user's that uses the crate: their lines
+/// are wanted.
+pub(crate) fn own_frames_by_symbols() {
+    OWN_FRAMES_BY_SYMBOLS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 impl Symbolizer {
     /// Modules are the executable mappings with a real file path (starting with `/`), sorted
     /// by start. No file is read here: lookups read what they need, and
@@ -333,6 +354,15 @@ impl Symbolizer {
             .collect();
         entries.sort_by_key(|entry| entry.start);
 
+        let own = OWN_FRAMES_BY_SYMBOLS
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| {
+                let here = Symbolizer::new as *const () as u64;
+                maps.iter()
+                    .find(|m| (m.start..m.end).contains(&here))
+                    .map(|m| m.path.as_str())
+            })
+            .flatten();
         let mut files: Vec<ObjectFile> = Vec::new();
         let mut file_of_path: HashMap<&str, usize> = HashMap::new();
         let mut modules = Vec::with_capacity(entries.len());
@@ -345,6 +375,7 @@ impl Symbolizer {
                     info: Default::default(),
                     loader: LoaderState::NotLoaded,
                     dwarf_skipped: false,
+                    own_library: own == Some(entry.path.as_str()),
                     symbols: None,
                 });
                 files.len() - 1

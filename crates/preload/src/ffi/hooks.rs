@@ -13,6 +13,8 @@ static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
     find_real_signal_functions();
+    // The library's own frames (its hooks) are named without reading its DWARF at exit.
+    ts::__private::own_frames_by_symbols();
     let _ = catch_unwind(start_from_env);
 }
 
