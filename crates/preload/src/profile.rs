@@ -169,6 +169,11 @@ fn say_unsampled(total_ns: u64, path: &Path) -> Written {
         ts::__private::UNSAMPLED_MARK,
         std::process::id(),
     ));
+    unsampled(total_ns, path)
+}
+
+/// What a profile that was never written holds: no sample, `total_ns` of CPU time.
+fn unsampled(total_ns: u64, path: &Path) -> Written {
     Written {
         path: path.to_path_buf(),
         samples: 0,
@@ -191,14 +196,11 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     // says the program ended before its first sample. One being made is waited for.
     if exiting {
         match crate::ffi::end_pending_start() {
+            // The line is written already (async-signal-safe, as `_exit` needs it).
             crate::ffi::Start::Ended => {
-                return Ok(Written {
-                    path: crate::ffi::deferred_path().unwrap_or(Path::new("")).into(),
-                    samples: 0,
-                    total_ns: ts::__private::process_cpu_ns().unwrap_or(0),
-                    mode: Mode::Cpu,
-                    file: false,
-                });
+                let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
+                let path = crate::ffi::deferred_path().unwrap_or(Path::new(""));
+                return Ok(unsampled(total_ns, path));
             }
             crate::ffi::Start::Starting => crate::ffi::wait_started(),
             crate::ffi::Start::NotPending => {}

@@ -256,12 +256,16 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
         let line = line.unwrap_or_else(|| panic!("no threads line: {stdout}"));
         line.split(' ').map(str::to_string).collect()
     };
-    // Ends before any start: as main begins, no timer is open (a sampler started at load
-    // has the main thread's perf event open by then, where perf events are permitted), and
-    // the small thread that waits is the only thread but main; at the end, no file.
+    // Ends before any start: as main begins, the only thread but main is the small one that
+    // waits (a sampler started at load has its drain thread, `tickscope-sampl`, and the main
+    // thread's perf event open where perf events are permitted); at the end, no file.
     let (out, stdout, stderr) = deferred(&["0", "--list-threads", "--end-now"]);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(threads(&stdout).len(), 2, "{stdout}");
+    assert_eq!(
+        threads(&stdout),
+        ["workload", "tickscope-start"],
+        "{stdout}"
+    );
     assert!(stdout.contains("\nperf_events 0\n"), "{stdout}");
     let said = std::fs::read_to_string(&messages).unwrap();
     assert!(
@@ -280,6 +284,11 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     // split, in its own file (a descendant's: out.pb.gz.PID).
     let (out, stdout, stderr) = deferred(&["400", "--list-threads"]);
     assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        threads(&stdout),
+        ["workload", "tickscope-start"],
+        "{stdout}"
+    );
     assert!(stdout.contains("\nperf_events 0\n"), "{stdout}");
     let own = std::fs::read_dir(&dir)
         .unwrap()

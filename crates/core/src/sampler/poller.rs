@@ -768,10 +768,10 @@ impl Poller {
             .collect();
         for tid in back {
             self.blocked_rings.remove(&tid);
-            let first = self.first_expiry();
             if !matches!(self.armed.get(&tid), Some(Some(_))) {
                 continue;
             }
+            let first = self.first_expiry();
             let Ok(a) = timer::arm(self.source, tid, self.signal, self.period_ns, first) else {
                 // Kept on its ring.
                 continue;

@@ -186,10 +186,12 @@ pub(crate) fn start_now_if_pending(wait: bool) {
 /// through the C API) has nothing to start or end.
 static DEFERRED_BY: AtomicU32 = AtomicU32::new(0);
 
-/// True in the process that deferred its sampler's start. Async-signal-safe (`getpid`).
+/// True in the process that deferred its sampler's start. Async-signal-safe (`getpid`, and
+/// only where a start was deferred: `pthread_create` and every exit path ask).
 fn deferred_here() -> bool {
+    let by = DEFERRED_BY.load(SeqCst);
     // SAFETY: getpid has no preconditions.
-    DEFERRED_BY.load(SeqCst) == unsafe { libc::getpid() } as u32
+    by != 0 && by == unsafe { libc::getpid() } as u32
 }
 
 /// Where a deferred start's profile would go.

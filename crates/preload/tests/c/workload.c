@@ -7,7 +7,8 @@
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  *                         [--short-threads N] [--list-threads] [--end-now]
- * --list-threads: prints "threads NAME..." (the process's threads, from /proc) and
+ * --list-threads: prints "threads NAME..." (the process's threads, from /proc, once those
+ * not main's have named themselves "tickscope-...", 10 s at most) and
  * "perf_events N" (its perf event descriptors) when it comes to that argument; --end-now: exit(0) there.
  * --short-threads N: main also starts N threads one after another, each spending 1% in
  * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
@@ -103,13 +104,16 @@ static long long rusage_cpu_ns(void)
            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 }
 
-static void list_threads(void)
+/* The names of the process's threads into `out` (main's first), space-separated; returns
+ * how many of the others do not yet have a name of tickscope's ("tickscope-..."): a thread
+ * names itself as it starts. */
+static int thread_names(char *out, size_t size)
 {
     char path[300], name[64];
     struct dirent *e;
-    int i;
+    int unnamed = 0;
     DIR *d = opendir("/proc/self/task");
-    printf("threads");
+    out[0] = 0;
     while (d && (e = readdir(d))) {
         FILE *f;
         if (e->d_name[0] == '.')
@@ -118,14 +122,28 @@ static void list_threads(void)
         f = fopen(path, "r");
         if (f && fgets(name, sizeof name, f)) {
             name[strcspn(name, "\n")] = 0;
-            printf(" %s", name);
+            strncat(out, " ", size - strlen(out) - 1);
+            strncat(out, name, size - strlen(out) - 1);
+            unnamed += atoi(e->d_name) != getpid() && strncmp(name, "tickscope-", 10) != 0;
         }
         if (f)
             fclose(f);
     }
     if (d)
         closedir(d);
-    printf("\n");
+    return unnamed;
+}
+
+static void list_threads(void)
+{
+    char path[300], name[64], names[1024];
+    struct dirent *e;
+    int i;
+    DIR *d;
+    /* The library's threads, once they have named themselves (10 s at most). */
+    for (i = 0; i < 10000 && thread_names(names, sizeof names) > 0; i++)
+        usleep(1000);
+    printf("threads%s\n", names);
     /* The perf events open (a sampler's timers). */
     d = opendir("/proc/self/fd");
     i = 0;
