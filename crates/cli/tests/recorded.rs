@@ -580,8 +580,10 @@ fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
 
     // A window of one thread, without its shortest scopes: still a trace Perfetto's protos
     // take, balanced, of that thread alone, with what was left out said. The window is the
-    // 3 ms from worker-0's first scope (the Chrome export's, in µs from the capture's start):
-    // on a loaded machine a worker may start milliseconds after the capture.
+    // 3 ms from a scope of worker-0's that lasts from 300 ns to 1 ms and holds a shorter one
+    // (the Chrome export's times, in µs from the capture's start): the 3 ms from its first
+    // scope held nothing but part of an outer one when the worker was preempted there on a
+    // loaded machine.
     let chrome: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     let events = chrome["traceEvents"].as_array().unwrap();
@@ -590,12 +592,25 @@ fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
         .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "worker-0")
         .map(|e| e["tid"].clone())
         .expect("worker-0 in the Chrome export");
-    let first_us = events
+    let mut spans: Vec<(f64, f64)> = events
         .iter()
         .filter(|e| e["ph"] == "X" && e["tid"] == worker0)
-        .map(|e| e["ts"].as_f64().unwrap())
-        .fold(f64::INFINITY, f64::min);
-    let from_ns = (first_us * 1e3).floor() as u64;
+        .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // The scopes a scope holds follow it in time order.
+    let start_us = (0..spans.len())
+        .find(|&i| {
+            let (ts, dur) = spans[i];
+            (0.3..=1000.0).contains(&dur)
+                && spans[i + 1..]
+                    .iter()
+                    .take_while(|&&(t, _)| t <= ts + dur)
+                    .any(|&(t, d)| d < 0.3 && t + d <= ts + dur)
+        })
+        .map(|i| spans[i].0)
+        .expect("a scope of worker-0 that holds a shorter one");
+    let from_ns = (start_us * 1e3).floor() as u64;
     let until_ns = from_ns + 3_000_000;
     let window = d.join("window.pftrace");
     let out = tickscope()
