@@ -19,6 +19,11 @@ on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
 
 Needs: a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`),
 perf, google-perftools, go (for `go tool pprof`), sqlite3, xz. Takes a few minutes.
+The leaf functions are named as far as debug info is installed: libc6-dbg for glibc, and
+for liblzma, whose -dbgsym package this machine cannot reach, the debug file that
+`debug_from_source.py /lib/x86_64-linux-gnu/liblzma.so.5` rebuilds from Debian's source
+and installs only if the rebuilt code equals the installed code byte for byte. Without it,
+xz's functions are `[liblzma.so.5.4.1]` in every tool and its `named` share is ~0.
 
 usage: debian_programs.py [--hz HZ] [--rounds N] [--mb TEXT_MB] [--scale K] [--only NAME...]
 

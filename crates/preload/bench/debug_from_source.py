@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Installs the debug info of an installed Debian library rebuilt from its own source, where
+its `-dbgsym` package cannot be had (issue 21's benchmark machine: `deb.debian.org/debian-debug`
+answers HTTP 400 there, and no debuginfod is reachable).
+
+For the library at PATH (say /lib/x86_64-linux-gnu/liblzma.so.5):
+
+1. finds the Debian package that installed it and that package's source and version;
+2. downloads that exact source (.dsc and its files) from the Debian archive the machine
+   reaches, unpacks it, installs what it needs to build, and builds it as the buildd does
+   (`dpkg-buildpackage -B`, tests skipped: `nocheck` does not change what is built);
+3. compares every section of the rebuilt library that holds code or what code reads
+   (.text, .rodata, .eh_frame, .eh_frame_hdr, .data.rel.ro, .data, .dynsym, .dynstr, .init,
+   .fini, .plt) and their addresses with the installed file's, and stops, installing nothing,
+   if any differs;
+4. only then puts the rebuilt `-dbgsym` debug file where gdb, perf, pprof and tickscope look
+   for it: `/usr/lib/debug/.build-id/ab/cdef….debug`, named by the *installed* file's build id,
+   which it also writes into the debug file's build-id note.
+
+The two build ids differ even when the code is the same byte for byte: the id hashes the
+unstripped file, and the rebuilt DWARF names this machine's compiler build (for liblzma
+5.4.1-1, gcc 12.2.0-14+deb12u1 here against the buildd's 12.2.0-14); Debian's reproducible
+builds make the rest equal. Step 3 is what makes the debug file true of the installed code:
+the same bytes at the same addresses.
+
+Needs root (apt-get, /usr/lib/debug), dpkg-dev, and the Debian source archive. Takes a few
+minutes for a small library (liblzma: ~4 min on 2 cores).
+
+usage: debug_from_source.py PATH [--work DIR]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+ARCHIVE = "http://deb.debian.org/debian"
+SECTIONS = [".text", ".rodata", ".eh_frame", ".eh_frame_hdr", ".data.rel.ro", ".data",
+            ".dynsym", ".dynstr", ".init", ".fini", ".plt"]
+
+
+def run(*cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def fail(msg):
+    print(f"debug_from_source: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", path))
+    return m.group(1) if m else None
+
+
+def sections(path):
+    """Name -> (address, bytes) of the sections compared."""
+    out = {}
+    for line in run("readelf", "-S", "-W", path).splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)", line)
+        if m and m.group(1) in SECTIONS:
+            with tempfile.NamedTemporaryFile() as f:
+                run("objcopy", "-O", "binary", f"--only-section={m.group(1)}", path, f.name)
+                out[m.group(1)] = (int(m.group(2), 16), open(f.name, "rb").read())
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--work", default=None, help="build directory (default: a new one in /tmp)")
+    a = ap.parse_args()
+    lib = os.path.realpath(a.path)
+    installed_id = build_id(lib)
+    if not installed_id:
+        fail(f"{lib}: no build id")
+    target = f"/usr/lib/debug/.build-id/{installed_id[:2]}/{installed_id[2:]}.debug"
+    if os.path.exists(target):
+        print(f"{target} is already installed")
+        return
+    owner = None
+    for p in {lib, a.path, "/usr" + lib, lib.replace("/usr/lib/", "/lib/", 1)}:
+        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
+        if r.returncode == 0:
+            owner = r.stdout.split(":")[0]
+            break
+    if not owner:
+        fail(f"{lib}: no installed Debian package holds it")
+    src, version = run("dpkg-query", "-W", "-f", "${source:Package} ${source:Version}",
+                       owner).split()
+    upstream = version.split(":", 1)[-1]
+    prefix = src[:4] if src.startswith("lib") else src[0]
+    pool = f"{ARCHIVE}/pool/main/{prefix}/{src}"
+    work = a.work or tempfile.mkdtemp(prefix=f"dbg-{src}-")
+    os.makedirs(work, exist_ok=True)
+    print(f"{lib}: package {owner}, source {src} {version}; building in {work}")
+
+    dsc_name = f"{src}_{upstream}.dsc"
+    dsc = urllib.request.urlopen(f"{pool}/{dsc_name}").read()
+    open(os.path.join(work, dsc_name), "wb").write(dsc)
+    files = re.search(rb"\nFiles:\n((?: .*\n)+)", dsc).group(1).decode().split("\n")
+    for line in filter(None, files):
+        name = line.split()[-1]
+        with urllib.request.urlopen(f"{pool}/{name}") as r:
+            open(os.path.join(work, name), "wb").write(r.read())
+        if name.endswith(".orig.tar.xz") or name.endswith(".orig.tar.gz"):
+            # dpkg-source checks an upstream signature named in the .dsc; fetch it if present.
+            try:
+                with urllib.request.urlopen(f"{pool}/{name}.asc") as r:
+                    open(os.path.join(work, name + ".asc"), "wb").write(r.read())
+            except OSError:
+                pass
+    run("dpkg-source", "-x", dsc_name, "tree", cwd=work)
+    tree = os.path.join(work, "tree")
+
+    # The build dependencies dpkg-checkbuilddeps finds missing, without their version ranges.
+    r = subprocess.run(["dpkg-checkbuilddeps", "-B"], cwd=tree, capture_output=True, text=True)
+    m = re.search(r"Unmet build dependencies: (.*)", r.stderr)
+    if m:
+        # "a (>= 1) b | c d:any [amd64]": the first of each set of alternatives, bare.
+        tokens = re.sub(r"\([^)]*\)|\[[^]]*\]", " ", m.group(1)).split()
+        wanted, skip = [], False
+        for t in tokens:
+            if t == "|":
+                skip = True
+            elif skip:
+                skip = False
+            else:
+                wanted.append(t.split(":")[0])
+        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", *wanted],
+                       check=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    env = dict(os.environ, DEB_BUILD_OPTIONS=f"nocheck parallel={os.cpu_count() or 1}")
+    with open(os.path.join(work, "build.log"), "w") as log:
+        subprocess.run(["dpkg-buildpackage", "-B", "-us", "-uc"], cwd=tree, env=env,
+                       stdout=log, stderr=subprocess.STDOUT, check=True)
+
+    unpacked = os.path.join(work, "unpacked")
+    for deb in os.listdir(work):
+        if deb.startswith(f"{owner}_") or deb.startswith(f"{owner}-dbgsym_"):
+            run("dpkg-deb", "-x", os.path.join(work, deb), unpacked)
+    rebuilt = None
+    for root, _, names in os.walk(unpacked):
+        if os.path.basename(lib) in names and "/debug/" not in root:
+            rebuilt = os.path.join(root, os.path.basename(lib))
+    if not rebuilt:
+        fail(f"the rebuilt {owner} holds no {os.path.basename(lib)}")
+    ours, theirs = sections(rebuilt), sections(lib)
+    if ours.keys() != theirs.keys() or any(ours[s] != theirs[s] for s in ours):
+        differ = sorted(s for s in set(ours) | set(theirs) if ours.get(s) != theirs.get(s))
+        fail(f"the rebuilt {os.path.basename(lib)} differs from the installed one in "
+             f"{', '.join(differ)}: its debug info would not describe the installed code")
+    rebuilt_id = build_id(rebuilt)
+    debug = os.path.join(unpacked, "usr/lib/debug/.build-id", rebuilt_id[:2],
+                         rebuilt_id[2:] + ".debug")
+    if not os.path.exists(debug):
+        fail(f"the rebuild made no debug file {debug}")
+    data = open(debug, "rb").read()
+    old, new = bytes.fromhex(rebuilt_id), bytes.fromhex(installed_id)
+    if data.count(old) != 1:
+        fail(f"{debug}: its build id is not found exactly once")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = target + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data.replace(old, new))
+    os.rename(tmp, target)
+    print(f"{', '.join(sorted(ours))} equal, byte for byte at the same addresses; "
+          f"installed {target}")
+
+
+if __name__ == "__main__":
+    main()
