@@ -317,6 +317,12 @@ pub mod __private {
         crate::config::env_var(name)
     }
 
+    /// Every later [`env_var`] answers from the `TICKSCOPE_*` variables as they are now (see
+    /// `config::freeze_env`): what the preload library calls as it loads.
+    pub fn freeze_env() {
+        crate::config::freeze_env()
+    }
+
     /// Prints one line of tickscope's own to the standard error the process had when
     /// [`keep_stderr`] ran (if it did), never into a file the program opened later.
     pub fn say(line: &str) {

@@ -23,6 +23,10 @@
 //! | `TICKSCOPE_CPUPROFILE_START_DELAY_MS=MS` | under `record`, how long a program it execs waits before starting its sampler (default: one sampling period, at most 1 ms) |
 //! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took |
 //!
+//! - **Read as the library loads**: every `TICKSCOPE_*` variable is taken as the program was
+//!   started with it. A program that changes its environment later (`clearenv`, `unsetenv`,
+//!   a shell's `unset`) keeps its settings, and the library never calls `getenv` while the
+//!   program's threads may be calling `setenv`.
 //! - **setuid and setgid programs** (the kernel's `AT_SECURE`, as glibc's `secure_getenv`):
 //!   every `TICKSCOPE_*` variable is ignored, with one warning, so that no user can make a
 //!   privileged program write files of its choosing.

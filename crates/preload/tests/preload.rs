@@ -293,6 +293,30 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     check_split(&own, rusage_ns(&stdout), 10.0);
 }
 
+/// The settings are those the program started with: one that empties its environment
+/// (`clearenv`, as some programs do before they run others) is still quiet at its end, and
+/// still leaves `record` the line with what writing its profile cost.
+#[test]
+fn a_program_that_clears_its_environment_keeps_its_settings() {
+    let dir = scratch("clearenv");
+    let profile = dir.join("out.pb.gz");
+    let messages = dir.join("messages");
+    std::fs::write(&messages, "").unwrap();
+    let (out, stdout, stderr) = run(profiled(workload(true), &profile, &["400", "--clearenv"])
+        .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
+        .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+        .env("TICKSCOPE_MESSAGES", &messages));
+    assert!(out.status.success(), "{stderr}");
+    let said = std::fs::read_to_string(&messages).unwrap();
+    assert!(!said.contains("CPU profile written"), "not quiet: {said}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("tickscope-record-stat exit-cpu-ns=")),
+        "no line for record: {said}"
+    );
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+}
+
 /// libtickscope's `pthread_create` arms a new thread's timer before its start routine runs:
 /// threads that live a few milliseconds (shorter than the sampler's 10 ms poll of
 /// `/proc/self/task`, let alone on a busy machine) are sampled on their own stacks, not

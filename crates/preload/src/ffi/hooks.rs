@@ -12,6 +12,10 @@ use super::*;
 static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
+    // The settings are what the program was started with: read later (at exit, on the
+    // thread that starts a deferred sampler), they are not what the program may have made
+    // of its environment since, nor read by `getenv` beside its `setenv`.
+    ts::__private::freeze_env();
     find_real_signal_functions();
     // The library's own frames (its hooks) are named without reading its DWARF at exit.
     ts::__private::own_frames_by_symbols();

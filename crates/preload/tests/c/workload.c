@@ -6,10 +6,11 @@
  * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
- *                         [--short-threads N] [--list-threads] [--end-now]
+ *                         [--short-threads N] [--list-threads] [--end-now] [--clearenv]
  * --list-threads: prints "threads NAME..." (the process's threads, from /proc, once those
  * not main's have named themselves "tickscope-...", 10 s at most) and
  * "perf_events N" (its perf event descriptors) when it comes to that argument; --end-now: exit(0) there.
+ * --clearenv: empties the program's environment there (clearenv), as some programs do.
  * --short-threads N: main also starts N threads one after another, each spending 1% in
  * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
  * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
@@ -175,7 +176,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
-                "[--short-threads N] [--list-threads] [--end-now]\n",
+                "[--short-threads N] [--list-threads] [--end-now] [--clearenv]\n",
                 argv[0]);
         return 2;
     }
@@ -199,6 +200,8 @@ int main(int argc, char **argv)
             list_threads();
         } else if (!strcmp(argv[i], "--end-now")) {
             exit(0);
+        } else if (!strcmp(argv[i], "--clearenv")) {
+            clearenv();
         } else if (!strcmp(argv[i], "--short-threads") && i + 1 < argc) {
             short_threads = atoi(argv[++i]);
         }
