@@ -104,6 +104,7 @@ fn licence_files_match_the_declared_licence() {
 }
 
 /// An error as anyhow's `{:#}` prints it: the message, then each source after a colon.
+#[cfg(any(feature = "sampler", all(feature = "capture", feature = "enabled")))]
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut chain = e.to_string();
     let mut next = e.source();
