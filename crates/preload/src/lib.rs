@@ -52,7 +52,8 @@
 //!   installed handlers of its own for them, or when its own handler ends the process by
 //!   raising the signal again with the default action back (`raise`, or `kill` of its own
 //!   pid: dash on Ctrl-C). A program that asks for their default action (`sigaction`,
-//!   `signal`: dash does for SIGTERM as it starts) keeps the library's handler, which writes
+//!   `signal`: dash does for SIGTERM as it starts; also `sysv_signal`, `sigset`,
+//!   `bsd_signal`) keeps the library's handler, which writes
 //!   the profile and then ends the process by the default action; the program is shown the
 //!   default it asked for. While the profile is written on the way out, a further SIGINT
 //!   or SIGTERM does not end the process first (it is ignored, or taken by the library's

@@ -684,20 +684,27 @@ fn a_signal_the_program_waits_for_is_not_taken_by_the_librarys_threads() {
     // A program that asks for SIGTERM's default action (dash does as it starts) and is then
     // sent it from outside: the library's handler stands in for the default, the program
     // is shown the default, and the process dies of the signal with its profile written.
-    for signals in ["0", "1"] {
-        let profile = dir.join(format!("out-default-{signals}.pb.gz"));
-        let mut c = profiled(&exe, &profile, &["default"]);
+    // The same, asked by System V's and BSD's calls (`sigset`, `sysv_signal`, which `signal`
+    // is under -std=c99, `bsd_signal`).
+    for (mode, signals) in [
+        ("default", "0"),
+        ("default", "1"),
+        ("default-old", "0"),
+        ("default-old", "1"),
+    ] {
+        let profile = dir.join(format!("out-{mode}-{signals}.pb.gz"));
+        let mut c = profiled(&exe, &profile, &[mode]);
         c.env("TICKSCOPE_CPUPROFILE_SIGNALS", signals);
         let (out, _, stderr) = run(&mut c);
         assert_eq!(
             (out.status.code(), out.status.signal()),
             (None, Some(libc::SIGTERM)),
-            "SIGNALS={signals}: 6-8: the program was not shown the default; 9: its own handler did not run: {stderr}"
+            "{mode}, SIGNALS={signals}: 6-8: the program was not shown the default; 9: its own handler did not run: {stderr}"
         );
         assert_eq!(
             profile.exists(),
             signals == "1",
-            "SIGNALS={signals}: {stderr}"
+            "{mode}, SIGNALS={signals}: {stderr}"
         );
     }
 }

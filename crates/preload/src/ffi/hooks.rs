@@ -346,7 +346,8 @@ fn find_real_signal_functions() {
     }
     for (slot, next, own) in [
         (&REAL_SIGACTION, c"sigaction", c"__sigaction"),
-        (&REAL_SIGNAL, c"signal", c"bsd_signal"),
+        // `ssignal`: glibc's other name for `signal`, which this library does not define.
+        (&REAL_SIGNAL, c"signal", c"ssignal"),
     ] {
         // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's function, or null.
         let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, next.as_ptr()) };
@@ -467,6 +468,109 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
     let f = unsafe { std::mem::transmute::<*mut c_void, Signal>(f) };
     // SAFETY: the caller's arguments, as signal(2) takes them.
     as_shown(unsafe { f(sig, handler) })
+}
+
+/// Interposes `bsd_signal`, glibc's other name for `signal`: as [`signal`].
+///
+/// # Safety
+/// As `signal(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: the caller's arguments, as signal(2) takes them.
+    unsafe { signal(sig, handler) }
+}
+
+/// Interposes `sysv_signal`: what glibc's does (a one-shot handler, no mask, no restart),
+/// through [`sigaction`], so that a request of SIGINT's or SIGTERM's default is stood in for
+/// as there. glibc's own reaches its `sigaction` inside libc, past this library.
+///
+/// # Safety
+/// As `sysv_signal(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn sysv_signal(
+    sig: c_int,
+    handler: libc::sighandler_t,
+) -> libc::sighandler_t {
+    if handler == libc::SIG_ERR || !(1..=64).contains(&sig) {
+        set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: sigaction is plain data; all-zero is no flags and an empty mask.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER;
+    let mut old = act;
+    // SAFETY: both point at valid locals.
+    match unsafe { sigaction(sig, &act, &mut old) } {
+        0 => old.sa_sigaction,
+        _ => libc::SIG_ERR,
+    }
+}
+
+/// Interposes `__sysv_signal`: what `signal` is in a program built for strict ISO C
+/// (`gcc -std=c99`): as [`sysv_signal`].
+///
+/// # Safety
+/// As `sysv_signal(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn __sysv_signal(
+    sig: c_int,
+    handler: libc::sighandler_t,
+) -> libc::sighandler_t {
+    // SAFETY: the caller's arguments, as sysv_signal(3) takes them.
+    unsafe { sysv_signal(sig, handler) }
+}
+
+/// Interposes `sigset` (System V): what glibc's does, through [`sigaction`], so that a
+/// request of SIGINT's or SIGTERM's default is stood in for as there. `SIG_HOLD` blocks the
+/// signal; any other disposition is installed (no flags, no mask) and unblocks it. The
+/// previous disposition is returned, `SIG_HOLD` if the signal was blocked.
+///
+/// # Safety
+/// As `sigset(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn sigset(sig: c_int, disp: libc::sighandler_t) -> libc::sighandler_t {
+    const SIG_HOLD: libc::sighandler_t = 2;
+    // SAFETY: sigset_t is plain data; sigemptyset fills it in.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut was: libc::sigset_t = set;
+    // SAFETY: `set` is a valid, writable sigset_t.
+    if unsafe { libc::sigemptyset(&mut set) } != 0 || unsafe { libc::sigaddset(&mut set, sig) } != 0
+    {
+        return libc::SIG_ERR;
+    }
+    // SAFETY: sigaction is plain data; all-zero is no flags and an empty mask.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut old = act;
+    if disp == SIG_HOLD {
+        // SAFETY: valid sets; the calling thread's mask, as sigprocmask(2) changes it.
+        if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut was) } != 0 {
+            return libc::SIG_ERR;
+        }
+        // SAFETY: `was` was filled in above.
+        if unsafe { libc::sigismember(&was, sig) } == 1 {
+            return SIG_HOLD;
+        }
+        // SAFETY: a null action asks only for the current one, into a valid local.
+        return match unsafe { sigaction(sig, std::ptr::null(), &mut old) } {
+            0 => old.sa_sigaction,
+            _ => libc::SIG_ERR,
+        };
+    }
+    act.sa_sigaction = disp;
+    // SAFETY: both point at valid locals.
+    if unsafe { sigaction(sig, &act, &mut old) } != 0 {
+        return libc::SIG_ERR;
+    }
+    // SAFETY: valid sets, as above.
+    if unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut was) } != 0 {
+        return libc::SIG_ERR;
+    }
+    // SAFETY: `was` was filled in above.
+    match unsafe { libc::sigismember(&was, sig) } {
+        1 => SIG_HOLD,
+        _ => old.sa_sigaction,
+    }
 }
 
 /// A pipe, close-on-exec, neither end on descriptors 0-2 (which a program started with them

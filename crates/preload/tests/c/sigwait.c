@@ -14,13 +14,16 @@
  *                  profile written, although every program thread blocks it by then.
  *   default        blocks nothing: asks for SIGINT's and SIGTERM's default action (signal,
  *                  sigaction), checks that it is what it is shown (exits 6 or 7 if not),
- *                  and in a fork child too (8); installs a SIGINT handler behind the
- *                  library's back (sysv_signal, which reaches libc's sigaction inside
- *                  glibc) and raises SIGINT: the handler must run and the program go on
+ *                  and in a fork child too (8); installs a SIGINT handler of its own
+ *                  (sysv_signal: one-shot, which the library passes on as glibc would)
+ *                  and raises SIGINT: the handler must run and the program go on
  *                  (9). Then it burns 100 ms and sends itself SIGTERM by the system call,
  *                  as another process would (not through kill(), which the library
  *                  interposes). It must die of it, and with TICKSCOPE_CPUPROFILE_SIGNALS=1
  *                  the profile must be written first, as dash's is when it is sent SIGTERM.
+ *   default-old    the same, asking for the defaults by the older calls instead: System V's
+ *                  sigset and sysv_signal (`__sysv_signal`: what `signal` is in a program
+ *                  built with -std=c99), and bsd_signal.
  *
  * Build: gcc -O2. */
 #define _GNU_SOURCE
@@ -49,16 +52,27 @@ int main(int argc, char **argv)
     struct timespec wait = {10, 0};
     int rt = argc > 1 && strcmp(argv[1], "rt") == 0;
     int sig = rt ? SIGRTMIN + 1 : SIGTERM;
-    if (argc > 1 && strcmp(argv[1], "default") == 0) {
+    int old_calls = argc > 1 && strcmp(argv[1], "default-old") == 0;
+    if (argc > 1 && (strcmp(argv[1], "default") == 0 || old_calls)) {
         struct sigaction dfl, old;
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
-        if (sigaction(SIGTERM, &dfl, NULL) != 0 || signal(SIGINT, SIG_DFL) == SIG_ERR)
-            return 5;
-        if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
-            return 6;
-        if (signal(SIGINT, SIG_DFL) != SIG_DFL)
-            return 7;
+        if (old_calls) {
+            if (sigset(SIGTERM, SIG_DFL) == SIG_ERR || __sysv_signal(SIGINT, SIG_DFL) == SIG_ERR
+                || bsd_signal(SIGINT, SIG_DFL) == SIG_ERR)
+                return 5;
+            if (sigset(SIGTERM, SIG_DFL) != SIG_DFL || sysv_signal(SIGTERM, SIG_DFL) != SIG_DFL)
+                return 6;
+            if (__sysv_signal(SIGINT, SIG_DFL) != SIG_DFL)
+                return 7;
+        } else {
+            if (sigaction(SIGTERM, &dfl, NULL) != 0 || signal(SIGINT, SIG_DFL) == SIG_ERR)
+                return 5;
+            if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+                return 6;
+            if (signal(SIGINT, SIG_DFL) != SIG_DFL)
+                return 7;
+        }
         pid_t child = fork();
         if (child == 0)
             _exit(sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL ? 0 : 8);
