@@ -701,9 +701,11 @@ fn programs_that_end_before_their_first_sample_leave_a_line_not_a_file() {
 /// run gives the profiles' CPU time against its process tree's.
 /// A `multiprocessing` pool of two forked workers (no exec): each is counted and named with
 /// its CPU time, though the pool ends them by SIGTERM, even one already on its way out by
-/// `_exit` when the signal comes (which once lost its line in 2 runs of 10).
+/// `_exit` when the signal comes (which once lost its line in 2 runs of 10). With `--forks`
+/// each is sampled into a file of its own (both: the two once shared the pipe their `_exit`
+/// waits on, and the first one written ended the other's wait before its profile was).
 #[test]
-fn a_python_pools_forked_workers_are_counted_and_named() {
+fn a_python_pools_forked_workers_are_counted_and_named_or_sampled_with_forks() {
     let dir = scratch("pool");
     let script = "import multiprocessing\n\
 def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\n\
@@ -715,6 +717,31 @@ if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
     let forks = said(&stderr, "that did not exec ran unprofiled");
     // (A `python3` that is a shell script, pyenv's, adds its shell's subshells.)
     assert!(forks.contains("python3 (2)"), "{forks}");
+    assert!(forks.contains("record --forks samples them too"), "{forks}");
+    // With --forks, each worker profiles into a file of its own, as a program exec'd: the
+    // run's CPU time is in the profiles, and no worker is said unprofiled.
+    let (code, _, stderr) = record_in(
+        &dir,
+        ["--forks", "-o", "q.pb.gz", "--", "python3", "pool.py"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.contains("ran unprofiled") && l.contains("python3")),
+        "{stderr}"
+    );
+    let (pct, line) = accounting(&stderr);
+    assert!(pct >= 90.0, "{line}");
+    let workers = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("q.pb.gz.") && !n.ends_with(".unsampled"))
+        .count();
+    assert!(
+        workers >= 2,
+        "{workers} profiles of processes it started: {stderr}"
+    );
 }
 
 /// `record ... 2>&1 | head -1`: its report goes to a pipe nobody reads any more. The report

@@ -395,6 +395,14 @@ pub mod __private {
         crate::symbolize::own_frames_by_symbols()
     }
 
+    /// In a fork child: whether the sampler's locks are free (none was held at the fork by a
+    /// thread the child does not have), so that a sampler of the child's own can start and
+    /// stop without waiting forever.
+    #[cfg(feature = "sampler")]
+    pub fn sampler_free_after_fork() -> bool {
+        crate::sampler::free_after_fork()
+    }
+
     /// The signal mask tickscope's own threads run with (see `sys::spawn_quiet`), for one
     /// started otherwise.
     pub fn quiet_mask() -> libc::sigset_t {

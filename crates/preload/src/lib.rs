@@ -20,6 +20,7 @@
 //! | `TICKSCOPE_CPUPROFILE_UNWIND=tables\|fp` | walk stacks by the unwind tables (default) or by frame pointers |
 //! | `TICKSCOPE_CPUPROFILE_SIGNAL=RTMIN+4` | the signal the timers deliver (`PROF`, `RTMIN+N`, a number) |
 //! | `TICKSCOPE_CPUPROFILE_QUIET=1` | no "profile written" line on stderr (warnings still appear) |
+//! | `TICKSCOPE_CPUPROFILE_FORKS=1` | a fork child that does not exec profiles too, into `PATH.<pid>` as a program exec'd does (`record --forks`); each fork then starts a thread in its child |
 //! | `TICKSCOPE_CPUPROFILE_START_DELAY_MS=MS` | under `record`, how long a program it execs waits before starting its sampler (default: one sampling period, at most 1 ms) |
 //! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took |
 //!

@@ -41,6 +41,24 @@ fn lock(wait: Duration) -> Option<MutexGuard<'static, Option<Active>>> {
 
 /// Makes `pid` the process whose sampler this is before it starts (a deferred start, see
 /// `ffi::deferred`): its fork children say they ran unprofiled, as with a sampler running.
+/// In a fork child: whether the lock is free (no thread the fork left behind held it).
+pub(crate) fn free_after_fork() -> bool {
+    !matches!(ACTIVE.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+}
+
+/// In a fork child that starts a sampler of its own: the parent's, copied by the fork, is
+/// forgotten (it has no timers or threads here).
+pub(crate) fn forget_the_parents() {
+    let mut active = match ACTIVE.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Some(old) = active.take() {
+        std::mem::forget(old);
+    }
+}
+
 pub(crate) fn claim(pid: u32) {
     OWNER.store(pid, SeqCst);
 }
@@ -402,6 +420,14 @@ pub(crate) fn settings_from_env(
         ("0", false),
         ("1", true),
     );
+    let forks = either(
+        &var,
+        warn,
+        "TICKSCOPE_CPUPROFILE_FORKS",
+        ("0", false),
+        ("1", true),
+    );
+    let messages = var("TICKSCOPE_MESSAGES").is_some_and(|m| !m.is_empty());
     let unwind = either(
         &var,
         warn,
@@ -417,22 +443,35 @@ pub(crate) fn settings_from_env(
             signal,
             whole_process: true,
             unwind,
-            line_if_unsampled: descendant
-                && mode == Mode::Cpu
-                && var("TICKSCOPE_MESSAGES").is_some_and(|m| !m.is_empty()),
+            line_if_unsampled: descendant && mode == Mode::Cpu && messages,
         },
         EnvExtras {
             on_signals,
             root: !descendant,
+            forks: forks.then(|| ForkChildren {
+                base: PathBuf::from(var("TICKSCOPE_CPUPROFILE").unwrap_or_default()),
+                deferred: mode == Mode::Cpu && messages && on_signals,
+            }),
         },
     ))
 }
 
+/// With `TICKSCOPE_CPUPROFILE_FORKS=1`: how a fork child that does not exec profiles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ForkChildren {
+    /// `TICKSCOPE_CPUPROFILE`: a child writes `<base>.<pid>`, as a program exec'd does.
+    pub base: PathBuf,
+    /// Its start deferred, as a program `record` execs (record's settings).
+    pub deferred: bool,
+}
+
 /// What the environment asks beyond the sampler's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EnvExtras {
     /// Write the profile on SIGINT and SIGTERM too.
     pub on_signals: bool,
+    /// Sample fork children that do not exec too.
+    pub forks: Option<ForkChildren>,
     /// This is the first profiled process (not one exec'd by it).
     pub root: bool,
 }
@@ -500,7 +539,8 @@ mod tests {
             x,
             EnvExtras {
                 on_signals: false,
-                root: true
+                root: true,
+                forks: None,
             }
         );
 
@@ -512,6 +552,7 @@ mod tests {
                 ("TICKSCOPE_CPUPROFILE_SIGNAL", "KILL"),
                 ("TICKSCOPE_CPUPROFILE_SIGNALS", "yes"),
                 ("TICKSCOPE_CPUPROFILE_UNWIND", "dwarf"),
+                ("TICKSCOPE_CPUPROFILE_FORKS", "all"),
             ],
             7,
         );
@@ -520,10 +561,14 @@ mod tests {
             (s.hz, s.mode, s.signal, s.unwind),
             (100, Mode::Cpu, Some(default_signal()), Unwind::Tables)
         );
-        assert!(!x.on_signals);
-        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(!x.on_signals && x.forks.is_none());
+        assert_eq!(w.len(), 6, "{w:?}");
         assert!(
-            w[4].contains("TICKSCOPE_CPUPROFILE_UNWIND=\"dwarf\""),
+            w[4].contains("TICKSCOPE_CPUPROFILE_FORKS=\"all\""),
+            "{w:?}"
+        );
+        assert!(
+            w[5].contains("TICKSCOPE_CPUPROFILE_UNWIND=\"dwarf\""),
             "{w:?}"
         );
         assert!(
@@ -540,6 +585,7 @@ mod tests {
                 ("TICKSCOPE_CPUPROFILE_SIGNALS", "1"),
                 ("TICKSCOPE_CPUPROFILE_PID", "5"),
                 ("TICKSCOPE_CPUPROFILE_UNWIND", "fp"),
+                ("TICKSCOPE_CPUPROFILE_FORKS", "1"),
             ],
             7,
         );
@@ -555,7 +601,12 @@ mod tests {
             x,
             EnvExtras {
                 on_signals: true,
-                root: false
+                root: false,
+                // A fork child writes `p.pb.gz.<its pid>`; wall time: never deferred.
+                forks: Some(ForkChildren {
+                    base: PathBuf::from("p.pb.gz"),
+                    deferred: false,
+                }),
             }
         );
         let (got, _) = read(

@@ -368,25 +368,62 @@ fn exit_call_writes_the_profile_and_keeps_the_status() {
     check_split(&profile, rusage_ns(&stdout), 10.0);
 }
 
+/// A fork child that does not exec writes nothing of its own, unless
+/// `TICKSCOPE_CPUPROFILE_FORKS=1` (`record --forks`) asks: then it profiles into a file of its
+/// own, `<path>.<pid>`, as a program exec'd does, with the process's settings or, under
+/// `record`'s, its start deferred as an exec'd program's is. Its work (`work_f`) is never in
+/// the parent's profile.
 #[test]
-fn fork_child_is_not_profiled_and_writes_nothing() {
+fn a_fork_child_writes_a_profile_of_its_own_only_when_asked() {
     let dir = scratch("fork");
-    let profile = dir.join("out.pb.gz");
-    let (out, stdout, stderr) = run(&mut profiled(workload(true), &profile, &["600", "--fork"]));
-    assert!(out.status.success(), "{stderr}");
-    let child = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("child "))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(child.ends_with("status 0"), "{stdout}");
-    let names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names, ["out.pb.gz"], "the child wrote a file");
-    let rows = rows(&profile);
-    assert!(!rows.iter().any(|r| r.2 == "work_f"), "{rows:?}");
-    assert!(rows.iter().any(|r| r.2 == "work_a"), "{rows:?}");
+    for (forks, recorded) in [("0", false), ("1", false), ("1", true)] {
+        let name = format!("out-{forks}-{recorded}.pb.gz");
+        let profile = dir.join(&name);
+        let messages = dir.join("messages");
+        std::fs::write(&messages, "").unwrap();
+        let mut c = profiled(workload(true), &profile, &["600", "--fork"]);
+        c.env("TICKSCOPE_CPUPROFILE_FORKS", forks)
+            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000");
+        if recorded {
+            c.env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
+                .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+                .env("TICKSCOPE_MESSAGES", &messages);
+        }
+        let (out, stdout, stderr) = run(&mut c);
+        let what = format!("FORKS={forks}, record's settings {recorded}");
+        assert!(out.status.success(), "{what}: {stderr}");
+        let child = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("child "))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(child.ends_with("status 0"), "{stdout}");
+        let pid = child.split(' ').next().unwrap();
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(&name))
+            .collect();
+        let own = format!("{name}.{pid}");
+        match forks {
+            "0" => assert_eq!(
+                names,
+                std::slice::from_ref(&name),
+                "{what}: the child wrote a file"
+            ),
+            _ => {
+                assert!(names.contains(&own), "{what}: no {own}: {names:?} {stderr}");
+                // The child's only work: 60 ms of CPU, ~60 samples, nearly all of them.
+                let rows = rows(&dir.join(&own));
+                assert!(
+                    rows.first().is_some_and(|r| r.2 == "work_f" && r.1 >= 50.0),
+                    "{what}: {rows:?}"
+                );
+            }
+        }
+        let rows = rows(&profile);
+        assert!(!rows.iter().any(|r| r.2 == "work_f"), "{what}: {rows:?}");
+        assert!(rows.iter().any(|r| r.2 == "work_a"), "{what}: {rows:?}");
+    }
 }
 
 #[test]

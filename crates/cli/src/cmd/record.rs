@@ -1,9 +1,9 @@
-//! `tickscope record [-F HZ] [--wall] [-o FILE] [--merge] -- PROG ARGS...`: runs an
-//! unmodified program with libtickscope.so preloaded (`TICKSCOPE_CPUPROFILE`), forwards its
-//! exit status, then prints the top functions of every process of the run and where their
-//! profiles were written: the program's to FILE, each program it exec'd to
-//! `FILE.<run>.<pid>` (the run is the program's pid, so two runs never mix), or all of them
-//! merged into FILE with `--merge`.
+//! `tickscope record [-F HZ] [--wall] [-o FILE] [--merge] [--forks] -- PROG ARGS...`: runs
+//! an unmodified program with libtickscope.so preloaded (`TICKSCOPE_CPUPROFILE`), forwards
+//! its exit status, then prints the top functions of every process of the run and where
+//! their profiles were written: the program's to FILE, each program it exec'd (and with
+//! `--forks` each fork child that did not exec) to `FILE.<run>.<pid>` (the run is the
+//! program's pid, so two runs never mix), or all of them merged into FILE with `--merge`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,12 @@ pub struct Args {
     /// the profile, labelled `thread=tickscope-...`.
     #[arg(long)]
     own_threads: bool,
+    /// Sample fork children that do not exec too (a `multiprocessing` pool's workers, a
+    /// shell's subshells), each into a file of its own as a program exec'd. Each fork then
+    /// starts a thread in its child (~0.05 ms), which a shell that forks for every command
+    /// it runs pays for each one.
+    #[arg(long)]
+    forks: bool,
     /// The program and its arguments.
     #[arg(required = true, last = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -77,8 +83,23 @@ struct TopOnly {
     args: super::top::Args,
 }
 
+/// `--forks`: fork children that did not exec write profiles too, and are said with the
+/// programs exec'd as the processes the run started.
+static FORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// "program it exec'd", or with `--forks` "process it started", for `n` of them.
+fn started(n: usize) -> &'static str {
+    match (FORKS.load(std::sync::atomic::Ordering::Relaxed), n == 1) {
+        (false, true) => "program it exec'd",
+        (false, false) => "programs it exec'd",
+        (true, true) => "process it started",
+        (true, false) => "processes it started",
+    }
+}
+
 /// Runs the program; returns the exit status to forward (128 + N for a signal, as shells do).
 pub fn run(args: Args) -> Result<u8> {
+    FORKS.store(args.forks, std::sync::atomic::Ordering::Relaxed);
     let lib = find_lib()?;
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -119,6 +140,10 @@ pub fn run(args: Args) -> Result<u8> {
         )
         .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
         .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+        .env(
+            "TICKSCOPE_CPUPROFILE_FORKS",
+            if args.forks { "1" } else { "0" },
+        )
         .env("TICKSCOPE_MESSAGES", messages.path())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
     // A Ctrl-C reaches the program and this command alike: this one waits for the program
@@ -321,8 +346,9 @@ pub fn run(args: Args) -> Result<u8> {
         let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
         if several {
             say!(
-                "Processes: {} (the program and the programs it exec'd)",
-                processes
+                "Processes: {} (the program and the {})",
+                processes,
+                started(2)
             );
         }
         say_part!("{text}");
@@ -425,10 +451,11 @@ fn cpu_ns(p: &tickscope_profile::Profile) -> Option<u64> {
 fn say_children(others: &[PathBuf], output: &Path) {
     match others {
         [] => {}
-        [one] => say!("tickscope: a program it exec'd: {}", one.display()),
+        [one] => say!("tickscope: a {}: {}", started(1), one.display()),
         [first, .., last] => say!(
-            "tickscope: {} programs it exec'd: {} … {} (`tickscope top {} {}.*` shows them together; record --merge writes one file)",
+            "tickscope: {} {}: {} … {} (`tickscope top {} {}.*` shows them together; record --merge writes one file)",
             others.len(),
+            started(2),
             first.display(),
             last.display(),
             output.display(),
@@ -700,15 +727,15 @@ fn keep_and_say_unsampled(
 fn unsampled_line(procs: &[(u32, String, u64)], in_table: bool) -> String {
     let (total, names) = by_cpu(procs.iter().map(|p| (p.1.as_str(), p.2)));
     let (what, whose) = match procs.len() {
-        1 => ("program", "its"),
-        _ => ("programs", "their"),
+        1 => (started(1), "its"),
+        n => (started(n), "their"),
     };
     let table = match in_table {
         true => format!(", in the table as {UNSAMPLED_ROW}"),
         false => String::new(),
     };
     format!(
-        "{} {what} it exec'd ended before {whose} first sample, {} of CPU time{table}: {names}",
+        "{} {what} ended before {whose} first sample, {} of CPU time{table}: {names}",
         procs.len(),
         seconds(total),
     )
@@ -719,9 +746,17 @@ fn unsampled_line(procs: &[(u32, String, u64)], in_table: bool) -> String {
 fn forks_line(forks: &[(String, u64)]) -> String {
     let (total, names) = by_cpu(forks.iter().map(|f| (f.0.as_str(), f.1)));
     format!(
-        "{} fork {} that did not exec ran unprofiled (no timer is armed in a fork child), {} of CPU time: {names}",
+        "{} fork {} that did not exec ran unprofiled ({}), {} of CPU time: {names}",
         forks.len(),
-        if forks.len() == 1 { "child" } else { "children" },
+        if forks.len() == 1 {
+            "child"
+        } else {
+            "children"
+        },
+        match FORKS.load(std::sync::atomic::Ordering::Relaxed) {
+            false => "record --forks samples them too",
+            true => "a lock of the sampler's was held by another thread as they were forked",
+        },
         seconds(total),
     )
 }

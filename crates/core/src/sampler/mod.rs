@@ -743,6 +743,15 @@ fn signal_name(signal: libc::c_int) -> String {
     }
 }
 
+/// In a fork child: whether [`RUNNING`] and [`ADOPT`] are free (see
+/// `__private::sampler_free_after_fork`). A poisoned lock is free: its holder is gone.
+pub(crate) fn free_after_fork() -> bool {
+    use std::sync::TryLockError::WouldBlock;
+    let running = !matches!(RUNNING.try_lock(), Err(WouldBlock));
+    let adopt = !matches!(ADOPT.try_lock(), Err(WouldBlock));
+    running && adopt
+}
+
 fn lock_running() -> std::sync::MutexGuard<'static, Option<u32>> {
     RUNNING.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -36,8 +36,10 @@ const ENDED: u32 = 4;
 /// Where the deferred start stands; also the futex word the small thread and any thread
 /// waiting for the start sleep on.
 static STATE: AtomicU32 = AtomicU32::new(NONE);
-/// The settings to start with (set once, before [`STATE`] becomes [`PENDING`]).
-static SETTINGS: OnceLock<Settings> = OnceLock::new();
+/// The settings to start with: a leaked `Box` or null, set before [`STATE`] becomes
+/// [`PENDING`], once per process (a fork child that samples too puts its own in place of its
+/// copy of the parent's: see [`in_fork_child`]).
+static SETTINGS: AtomicPtr<Settings> = AtomicPtr::new(std::ptr::null_mut());
 /// The thread that is starting the sampler (0: none): its own `pthread_create` (the drain
 /// thread's) must not wait for the start it is making.
 static STARTER: AtomicI32 = AtomicI32::new(0);
@@ -53,17 +55,34 @@ const START_WAIT_MS: u64 = 3000;
 /// Defers the start with `settings` (see the module docs). False if the small thread could
 /// not be started: the caller then starts the sampler itself.
 pub(super) fn defer(settings: Settings) -> bool {
-    // `TICKSCOPE_CPUPROFILE_START_DELAY_MS` sets the wait (the tests make it long, so that
-    // what happens before the start does not depend on how busy the machine is).
-    let delay_ns = ts::__private::env_var("TICKSCOPE_CPUPROFILE_START_DELAY_MS")
+    let delay_ns = delay_ns(&settings);
+    let new = Box::into_raw(Box::new(settings));
+    if SETTINGS
+        .compare_exchange(std::ptr::null_mut(), new, SeqCst, SeqCst)
+        .is_err()
+    {
+        // SAFETY: `new` was made just above and handed to no one.
+        drop(unsafe { Box::from_raw(new) });
+        return false;
+    }
+    wait_then_start_later(delay_ns)
+}
+
+/// The wait before the start: one sampling period, at most [`DEFAULT_DELAY_NS`].
+/// `TICKSCOPE_CPUPROFILE_START_DELAY_MS` sets it (the tests make it long, so that what
+/// happens before the start does not depend on how busy the machine is).
+fn delay_ns(settings: &Settings) -> u64 {
+    ts::__private::env_var("TICKSCOPE_CPUPROFILE_START_DELAY_MS")
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map_or(
             DEFAULT_DELAY_NS.min(1_000_000_000 / u64::from(settings.hz.max(1))),
             |ms| ms.saturating_mul(1_000_000),
-        );
-    if SETTINGS.set(settings).is_err() {
-        return false;
-    }
+        )
+}
+
+/// The deferred start, its settings in place: the process claims the profile and the small
+/// thread is started. False (and nothing pending) if it could not be.
+fn wait_then_start_later(delay_ns: u64) -> bool {
     // The process's own, from now: a fork child says it ran unprofiled, as with a sampler.
     profile::claim(std::process::id());
     DEFERRED_BY.store(std::process::id(), SeqCst);
@@ -163,7 +182,7 @@ pub(crate) fn start_now_if_pending(wait: bool) {
                         }
                     }
                     let done = Done;
-                    if let Some(s) = SETTINGS.get() {
+                    if let Some(s) = settings() {
                         hooks::start_with(s.clone());
                     }
                     drop(done);
@@ -196,7 +215,80 @@ fn deferred_here() -> bool {
 
 /// Where a deferred start's profile would go.
 pub(crate) fn deferred_path() -> Option<&'static std::path::Path> {
-    SETTINGS.get().map(|s| s.path.as_path())
+    settings().map(|s| s.path.as_path())
+}
+
+/// The settings of the deferred start, if one was deferred.
+fn settings() -> Option<&'static Settings> {
+    // SAFETY: null, or a leaked `Box` that is never freed.
+    unsafe { SETTINGS.load(SeqCst).as_ref() }
+}
+
+/// What a fork child that does not exec starts its sampler with, where the environment asks
+/// that they be sampled too (`TICKSCOPE_CPUPROFILE_FORKS=1`).
+struct ForkPlan {
+    /// The parent's settings; the child's differ in their path.
+    settings: Settings,
+    /// `TICKSCOPE_CPUPROFILE`: the child's file is `<base>.<pid>`, as an exec'd program's.
+    base: PathBuf,
+    /// The child defers its start as a program `record` execs does (record's settings).
+    deferred: bool,
+    delay_ns: u64,
+}
+
+static FORKS: OnceLock<ForkPlan> = OnceLock::new();
+
+/// Fork children that do not exec start a sampler of their own (see [`in_fork_child`]).
+pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, deferred: bool) {
+    let plan = ForkPlan {
+        settings: settings.clone(),
+        base,
+        deferred,
+        delay_ns: delay_ns(settings),
+    };
+    if FORKS.set(plan).is_ok() {
+        // SAFETY: registers a child handler that lives as long as the process (the library
+        // is never unloaded); glibc runs it in the child of every `fork`.
+        unsafe { libc::pthread_atfork(None, None, Some(in_fork_child)) };
+    }
+}
+
+/// In the child of a `fork` (glibc's child handler: the forking thread is the only one,
+/// malloc usable again): the child profiles into a file of its own, `<base>.<pid>`, as a
+/// program exec'd would, its start deferred as there under `record` (a child that execs at
+/// once, as a shell's do, then starts no sampler: its exec'd program does). Nothing is done
+/// where a lock of the sampler's was held at the fork by a thread the child does not have:
+/// the child would wait for it forever; it is then counted as a fork child unprofiled, as
+/// without this setting.
+extern "C" fn in_fork_child() {
+    let _ = catch_unwind(|| {
+        let Some(plan) = FORKS.get() else {
+            return;
+        };
+        if !ts::__private::sampler_free_after_fork() || !profile::free_after_fork() {
+            return;
+        }
+        profile::forget_the_parents();
+        hooks::own_signals_in_fork_child();
+        let pid = std::process::id();
+        let mut settings = plan.settings.clone();
+        let mut path = plan.base.clone().into_os_string();
+        path.push(format!(".{pid}"));
+        settings.path = PathBuf::from(path);
+        settings.line_if_unsampled = plan.deferred;
+        if !plan.deferred {
+            hooks::start_with(settings);
+            return;
+        }
+        // Only this thread runs: the parent's start, pending or made, is not this child's.
+        STATE.store(NONE, SeqCst);
+        STARTER.store(0, SeqCst);
+        SIGNAL_LEFT.store(0, SeqCst);
+        SETTINGS.store(Box::into_raw(Box::new(settings.clone())), SeqCst);
+        if !wait_then_start_later(plan.delay_ns) {
+            hooks::start_with(settings);
+        }
+    });
 }
 
 /// What [`end_if_pending`] found.

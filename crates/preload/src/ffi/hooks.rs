@@ -51,6 +51,9 @@ fn start_from_env() {
             ));
         }
     }
+    if let Some(forks) = &extras.forks {
+        deferred::sample_fork_children(&settings, forks.base.clone(), forks.deferred);
+    }
     if deferrable && !deferred::defer(settings.clone()) {
         start_with(settings);
     }
@@ -390,6 +393,32 @@ fn set_action(sig: c_int, handler: libc::sighandler_t) {
 }
 
 /// Whether this process installed the SIGINT/SIGTERM handler (not a fork child of it).
+/// In a fork child that starts a sampler of its own: the SIGINT/SIGTERM handler the parent
+/// installed (which the child has) is the child's, as in a process that installed it.
+/// The pipe the drain thread says "written" on is the parent's, shared with every other
+/// fork child: another's profile written would end this one's wait at `_exit` (a pool's
+/// second worker then left none). The child gets one of its own; if it cannot, the handler
+/// stays the parent's (the child then dies of the signal as without a sampler).
+pub(super) fn own_signals_in_fork_child() {
+    if SIGNAL_OWNER.load(Relaxed) == 0 {
+        return;
+    }
+    let Ok((read, write)) = pipe_above_stdio() else {
+        return;
+    };
+    for fd in [
+        EXIT_DONE.swap(read, Relaxed),
+        EXIT_DONE_WRITE.swap(write, Relaxed),
+    ] {
+        if fd >= 0 {
+            // SAFETY: closes this process's copy of the parent's pipe end, which nothing
+            // else here uses now.
+            unsafe { libc::close(fd) };
+        }
+    }
+    SIGNAL_OWNER.store(std::process::id(), Relaxed);
+}
+
 fn signal_owner() -> bool {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     (unsafe { libc::getpid() }) as u32 == SIGNAL_OWNER.load(Relaxed)
