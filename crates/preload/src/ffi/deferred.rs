@@ -246,6 +246,9 @@ pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, deferred:
         deferred,
         delay_ns: delay_ns(settings),
     };
+    // Looked up now, in the parent: `dlsym` in the child could wait forever for the loader's
+    // lock, were another thread of the parent's holding it at the fork.
+    let _ = hooks::real_pthread_create();
     if FORKS.set(plan).is_ok() {
         // SAFETY: registers a child handler that lives as long as the process (the library
         // is never unloaded); glibc runs it in the child of every `fork`.
