@@ -133,17 +133,7 @@ static FROZEN: OnceLock<Vec<(String, String)>> = OnceLock::new();
 /// since (`clearenv`, `unsetenv`, a shell's `unset`), and is read without calling `getenv`
 /// while the program's own threads may be calling `setenv` (which glibc does not make safe).
 pub(crate) fn freeze_env() {
-    FROZEN.get_or_init(|| {
-        std::env::vars_os()
-            .filter_map(|(k, v)| {
-                let k = k
-                    .into_string()
-                    .ok()
-                    .filter(|k| k.starts_with("TICKSCOPE_"))?;
-                Some((k, v.into_string().ok()?))
-            })
-            .collect()
-    });
+    FROZEN.get_or_init(|| crate::sys::env_with_prefix("TICKSCOPE_"));
 }
 
 /// A `TICKSCOPE_*` variable, as every setting of tickscope (and of the preload library)

@@ -563,10 +563,7 @@ mod tests {
         );
         assert!(!x.on_signals && x.forks.is_none());
         assert_eq!(w.len(), 6, "{w:?}");
-        assert!(
-            w[4].contains("TICKSCOPE_CPUPROFILE_FORKS=\"all\""),
-            "{w:?}"
-        );
+        assert!(w[4].contains("TICKSCOPE_CPUPROFILE_FORKS=\"all\""), "{w:?}");
         assert!(
             w[5].contains("TICKSCOPE_CPUPROFILE_UNWIND=\"dwarf\""),
             "{w:?}"
