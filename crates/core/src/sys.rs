@@ -706,6 +706,46 @@ unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 // SAFETY: as for `AtomicU32`.
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 
+extern "C" {
+    /// The process's environment (glibc's `environ`): a null-terminated array of `NAME=value`.
+    static environ: *const *const libc::c_char;
+}
+
+/// The environment variables whose names begin with `prefix`, as (name, value), those that
+/// are UTF-8 only; read in place from `environ`, so that nothing is allocated where none
+/// matches (the preload library's constructor runs this in every program it is loaded into,
+/// most of which have no `TICKSCOPE_*` variable: copying the whole environment, as
+/// `std::env::vars_os` does, was the first use of malloc in a `/bin/true`, and cost it
+/// ~0.15 ms). Not safe beside another thread's `setenv`, as `getenv` is not.
+pub(crate) fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // SAFETY: reads the pointer glibc keeps; null before the environment is set up.
+    let mut entry = unsafe { environ };
+    if entry.is_null() {
+        return out;
+    }
+    loop {
+        // SAFETY: `entry` points into the null-terminated array `environ` names.
+        let item = unsafe { *entry };
+        if item.is_null() {
+            return out;
+        }
+        // SAFETY: each item is a NUL-terminated string, valid while the environment is not
+        // changed (nothing here changes it).
+        let bytes = unsafe { std::ffi::CStr::from_ptr(item) }.to_bytes();
+        if bytes.starts_with(prefix.as_bytes()) {
+            if let Some((name, value)) = std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| text.split_once('='))
+            {
+                out.push((name.to_string(), value.to_string()));
+            }
+        }
+        // SAFETY: not past the terminating null, which ended the loop above.
+        entry = unsafe { entry.add(1) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -845,45 +885,5 @@ mod tests {
         let here = gettid();
         let there = std::thread::spawn(gettid).join().unwrap();
         assert_ne!(here, there);
-    }
-}
-
-extern "C" {
-    /// The process's environment (glibc's `environ`): a null-terminated array of `NAME=value`.
-    static environ: *const *const libc::c_char;
-}
-
-/// The environment variables whose names begin with `prefix`, as (name, value), those that
-/// are UTF-8 only; read in place from `environ`, so that nothing is allocated where none
-/// matches (the preload library's constructor runs this in every program it is loaded into,
-/// most of which have no `TICKSCOPE_*` variable: copying the whole environment, as
-/// `std::env::vars_os` does, was the first use of malloc in a `/bin/true`, and cost it
-/// ~0.15 ms). Not safe beside another thread's `setenv`, as `getenv` is not.
-pub(crate) fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    // SAFETY: reads the pointer glibc keeps; null before the environment is set up.
-    let mut entry = unsafe { environ };
-    if entry.is_null() {
-        return out;
-    }
-    loop {
-        // SAFETY: `entry` points into the null-terminated array `environ` names.
-        let item = unsafe { *entry };
-        if item.is_null() {
-            return out;
-        }
-        // SAFETY: each item is a NUL-terminated string, valid while the environment is not
-        // changed (nothing here changes it).
-        let bytes = unsafe { std::ffi::CStr::from_ptr(item) }.to_bytes();
-        if bytes.starts_with(prefix.as_bytes()) {
-            if let Some((name, value)) = std::str::from_utf8(bytes)
-                .ok()
-                .and_then(|text| text.split_once('='))
-            {
-                out.push((name.to_string(), value.to_string()));
-            }
-        }
-        // SAFETY: not past the terminating null, which ended the loop above.
-        entry = unsafe { entry.add(1) };
     }
 }
