@@ -302,8 +302,18 @@ const STDERR_CLOSED: i32 = -2;
 /// Where tickscope's own messages go: see [`keep_stderr`].
 static KEPT_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(STDERR_UNKEPT);
 /// The kept descriptor's device and inode: a program that closes it and opens a file of its
-/// own under the same number gets nothing of ours in that file.
-static KEPT_ID: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
+/// own under the same number gets nothing of ours in that file. Atomics, not a lock: a fork
+/// child, and a signal handler, read them whatever another thread was doing.
+static KEPT_ID: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// [`KEPT_ID`] as (device, inode).
+fn kept_id() -> (u64, u64) {
+    use std::sync::atomic::Ordering::SeqCst;
+    (KEPT_ID[0].load(SeqCst), KEPT_ID[1].load(SeqCst))
+}
 
 /// The device and inode open as `fd`.
 fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
@@ -361,7 +371,8 @@ fn keep(fd: libc::c_int) -> bool {
         unsafe { libc::close(fd) };
         return false;
     };
-    *KEPT_ID.lock().unwrap_or_else(|p| p.into_inner()) = id;
+    KEPT_ID[0].store(id.0, SeqCst);
+    KEPT_ID[1].store(id.1, SeqCst);
     let old = KEPT_STDERR.swap(fd, SeqCst);
     if old >= 0 {
         // SAFETY: a copy an earlier call made, no longer referenced.
@@ -382,8 +393,7 @@ pub(crate) fn write_stderr(text: &str) {
         }
         STDERR_CLOSED => {}
         fd => {
-            let id = *KEPT_ID.lock().unwrap_or_else(|p| p.into_inner());
-            if file_id(fd) != Some(id) {
+            if file_id(fd) != Some(kept_id()) {
                 return;
             }
             let mut rest = text.as_bytes();
@@ -407,19 +417,14 @@ pub(crate) fn write_stderr(text: &str) {
 /// Whether the kept descriptor is `TICKSCOPE_MESSAGES`'s file (`record`'s), not stderr.
 static KEPT_IS_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// [`write_stderr`] for signal context, to the messages file only: the identity check takes
-/// the lock only if it is free (a fork child may have inherited it taken), and the line is
-/// dropped otherwise.
+/// [`write_stderr`] for signal context, to the messages file only.
 pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
     use std::sync::atomic::Ordering::SeqCst;
     let fd = KEPT_STDERR.load(SeqCst);
     if fd < 0 || !KEPT_IS_MESSAGES.load(SeqCst) {
         return;
     }
-    let Ok(id) = KEPT_ID.try_lock().map(|id| *id) else {
-        return;
-    };
-    if file_id(fd) != Some(id) {
+    if file_id(fd) != Some(kept_id()) {
         return;
     }
     // One write: the file is opened for appending, and a short line goes in whole.
@@ -707,8 +712,9 @@ unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 
 extern "C" {
-    /// The process's environment (glibc's `environ`): a null-terminated array of `NAME=value`.
-    static environ: *const *const libc::c_char;
+    /// The process's environment (glibc's `environ`): a null-terminated array of `NAME=value`,
+    /// which `setenv` may replace.
+    static mut environ: *const *const libc::c_char;
 }
 
 /// The environment variables whose names begin with `prefix`, as (name, value), those that
@@ -719,8 +725,11 @@ extern "C" {
 /// ~0.15 ms). Not safe beside another thread's `setenv`, as `getenv` is not.
 pub(crate) fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    // SAFETY: reads the pointer glibc keeps; null before the environment is set up.
-    let mut entry = unsafe { environ };
+    // The address of the pointer glibc keeps (taking it reads nothing).
+    let slot = std::ptr::addr_of!(environ);
+    // SAFETY: reads that pointer (null before the environment is set up) as a variable
+    // libc may change.
+    let mut entry = unsafe { slot.read_volatile() };
     if entry.is_null() {
         return out;
     }

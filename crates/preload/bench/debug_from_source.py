@@ -7,8 +7,14 @@ For the library at PATH (say /lib/x86_64-linux-gnu/liblzma.so.5):
 
 1. finds the Debian package that installed it and that package's source and version;
 2. downloads that exact source (.dsc and its files) from the Debian archive the machine
-   reaches, unpacks it, installs what it needs to build, and builds it as the buildd does
-   (`dpkg-buildpackage -B`, tests skipped: `nocheck` does not change what is built);
+   reaches, and checks each file's SHA-256 against the archive's own index of sources
+   (`Sources.xz`, whose hash is in the suite's `InRelease`, whose signature `gpgv` checks
+   against the installed archive keyring): nothing unverified is unpacked or built, as root
+   least of all. A version superseded in the indexes since it was installed is checked by
+   the .dsc's own signature instead, against Debian's developer keyring (`debian-keyring`,
+   installed by apt if missing), and its files against the .dsc. Then it unpacks it, installs what it needs to build, and builds it as the
+   buildd does (`dpkg-buildpackage -B`, tests skipped: `nocheck` does not change what is
+   built);
 3. compares every section of the rebuilt library that holds code or what code reads
    (.text, .rodata, .eh_frame, .eh_frame_hdr, .data.rel.ro, .data, .dynsym, .dynstr, .init,
    .fini, .plt) and their addresses with the installed file's, and stops, installing nothing,
@@ -29,15 +35,17 @@ minutes for a small library (liblzma: ~4 min on 2 cores).
 usage: debug_from_source.py PATH [--work DIR]
 """
 import argparse
+import hashlib
+import lzma
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import urllib.request
 
 ARCHIVE = "http://deb.debian.org/debian"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 SECTIONS = [".text", ".rodata", ".eh_frame", ".eh_frame_hdr", ".data.rel.ro", ".data",
             ".dynsym", ".dynstr", ".init", ".fini", ".plt"]
 
@@ -49,6 +57,47 @@ def run(*cmd, **kw):
 def fail(msg):
     print(f"debug_from_source: {msg}", file=sys.stderr)
     sys.exit(2)
+
+
+def fetch(url):
+    with urllib.request.urlopen(url) as r:
+        return r.read()
+
+
+def signed_checksums(src, version):
+    """File name -> SHA-256 of source package `src` at `version`, from the signed index of a
+    suite of this machine's release (the release itself, its updates); None if no index
+    holds that version (an older one, superseded since it was installed)."""
+    codename = run("sh", "-c", ". /etc/os-release; echo $VERSION_CODENAME").strip()
+    for suite in (codename, f"{codename}-updates"):
+        with tempfile.TemporaryDirectory() as d:
+            signed = os.path.join(d, "InRelease")
+            with open(signed, "wb") as f:
+                f.write(fetch(f"{ARCHIVE}/dists/{suite}/InRelease"))
+            r = subprocess.run(["gpgv", "--keyring", KEYRING, "--output", "-", signed],
+                               capture_output=True)
+            if r.returncode != 0:
+                fail(f"{suite}'s InRelease: bad signature: {r.stderr.decode(errors='replace')}")
+            release = r.stdout.decode()
+        sha = release[release.index("SHA256:"):]
+        m = re.search(r"^ ([0-9a-f]{64})\s+\d+ main/source/Sources.xz$", sha, re.M)
+        if not m:
+            continue
+        index = fetch(f"{ARCHIVE}/dists/{suite}/main/source/Sources.xz")
+        if hashlib.sha256(index).hexdigest() != m.group(1):
+            fail(f"{suite}'s Sources.xz does not match its signed hash")
+        for para in lzma.decompress(index).decode(errors="replace").split("\n\n"):
+            if (re.search(rf"^Package: {re.escape(src)}$", para, re.M)
+                    and re.search(rf"^Version: {re.escape(version)}$", para, re.M)):
+                block = para[para.index("Checksums-Sha256:"):].split("\n")[1:]
+                sums = {}
+                for line in block:
+                    if not line.startswith(" "):
+                        break
+                    digest, _, name = line.split()
+                    sums[name] = digest
+                return sums
+    return None
 
 
 def build_id(path):
@@ -99,21 +148,39 @@ def main():
     print(f"{lib}: package {owner}, source {src} {version}; building in {work}")
 
     dsc_name = f"{src}_{upstream}.dsc"
-    dsc = urllib.request.urlopen(f"{pool}/{dsc_name}").read()
-    open(os.path.join(work, dsc_name), "wb").write(dsc)
-    files = re.search(rb"\nFiles:\n((?: .*\n)+)", dsc).group(1).decode().split("\n")
-    for line in filter(None, files):
-        name = line.split()[-1]
-        with urllib.request.urlopen(f"{pool}/{name}") as r:
-            open(os.path.join(work, name), "wb").write(r.read())
-        if name.endswith(".orig.tar.xz") or name.endswith(".orig.tar.gz"):
-            # dpkg-source checks an upstream signature named in the .dsc; fetch it if present.
-            try:
-                with urllib.request.urlopen(f"{pool}/{name}.asc") as r:
-                    open(os.path.join(work, name + ".asc"), "wb").write(r.read())
-            except OSError:
-                pass
-    run("dpkg-source", "-x", dsc_name, "tree", cwd=work)
+    sums = signed_checksums(src, version)
+    if sums is not None:
+        # Every file of the source (the .dsc, the tarballs, an upstream signature), each
+        # checked against the signed index before anything reads it.
+        for name, digest in sums.items():
+            data = fetch(f"{pool}/{name}")
+            if hashlib.sha256(data).hexdigest() != digest:
+                fail(f"{pool}/{name} does not match the archive's signed SHA-256")
+            with open(os.path.join(work, name), "wb") as f:
+                f.write(data)
+        if not os.path.exists(os.path.join(work, dsc_name)):
+            fail(f"the signed index of {src} {version} names no {dsc_name}")
+        run("dpkg-source", "-x", dsc_name, "tree", cwd=work)
+    else:
+        # Superseded in the indexes: the .dsc's own signature, by its uploader, checked
+        # against Debian's developer keyring (itself installed by apt, from a signed
+        # index); dpkg-source then checks each file against the .dsc's checksums.
+        if not os.path.exists("/usr/share/keyrings/debian-keyring.gpg"):
+            subprocess.run(["apt-get", "install", "-y", "--no-install-recommends",
+                            "debian-keyring"], check=True,
+                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        dsc = fetch(f"{pool}/{dsc_name}")
+        with open(os.path.join(work, dsc_name), "wb") as f:
+            f.write(dsc)
+        listed = re.search(rb"\nFiles:\n((?: .*\n)+)", dsc).group(1).decode().split("\n")
+        for name in [line.split()[-1] for line in listed if line.strip()]:
+            with open(os.path.join(work, name), "wb") as f:
+                f.write(fetch(f"{pool}/{name}"))
+        r = subprocess.run(["dpkg-source", "--require-valid-signature", "-x", dsc_name, "tree"],
+                           cwd=work, capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{dsc_name}: not unpacked (its signature or a checksum did not verify): "
+                 f"{r.stderr.strip()}")
     tree = os.path.join(work, "tree")
 
     # The build dependencies dpkg-checkbuilddeps finds missing, without their version ranges.

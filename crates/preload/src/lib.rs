@@ -68,7 +68,9 @@
 //!   closes descriptors it did not open stops those threads' sampling (the profile counts
 //!   the events and reports their time as not sampled); numbers it reuses are never touched.
 //! - **fork**: a child that does not exec is not profiled and writes nothing (its CPU time
-//!   is not in the parent's profile). Under `record` it says so as it ends (at `exit`,
+//!   is not in the parent's profile), unless `TICKSCOPE_CPUPROFILE_FORKS=1` (`record
+//!   --forks`): then it profiles into `PATH.<pid>` as a program exec'd, its start deferred
+//!   by one sampling period (at most 1 ms) on a small thread, as under `record`. Under `record` it says so as it ends (at `exit`,
 //!   `_exit`, or SIGINT/SIGTERM): `record` prints how many fork children ran unprofiled,
 //!   their names and CPU time, and how much CPU time no profile holds. A program exec'd by
 //!   the profiled process inherits the environment and profiles into `PATH.<pid>`; under

@@ -39,8 +39,6 @@ fn lock(wait: Duration) -> Option<MutexGuard<'static, Option<Active>>> {
     }
 }
 
-/// Makes `pid` the process whose sampler this is before it starts (a deferred start, see
-/// `ffi::deferred`): its fork children say they ran unprofiled, as with a sampler running.
 /// In a fork child: whether the lock is free (no thread the fork left behind held it).
 pub(crate) fn free_after_fork() -> bool {
     !matches!(ACTIVE.try_lock(), Err(std::sync::TryLockError::WouldBlock))
@@ -59,6 +57,8 @@ pub(crate) fn forget_the_parents() {
     }
 }
 
+/// Makes `pid` the process whose sampler this is before it starts (a deferred start, see
+/// `ffi::deferred`): its fork children say they ran unprofiled, as with a sampler running.
 pub(crate) fn claim(pid: u32) {
     OWNER.store(pid, SeqCst);
 }
@@ -288,8 +288,9 @@ pub(crate) fn flush() -> Result<Written, Failure> {
 }
 
 /// At exit or on a signal: stops a sampler this process started and writes its profile,
-/// saying so on stderr. A fork child writes none (see the crate docs); under `record` it
-/// says it ran unprofiled ([`report_fork_child`]).
+/// saying so on stderr. A fork child writes none (see the crate docs) unless it samples too
+/// (`TICKSCOPE_CPUPROFILE_FORKS=1`); under `record` it says it ran unprofiled
+/// ([`report_fork_child`]).
 pub(crate) fn finish(why: &str) {
     let _ = std::panic::catch_unwind(|| finish_stopping(why));
     // A signal or `_exit` that came while this stopped the sampler, too late for the drain
@@ -450,7 +451,7 @@ pub(crate) fn settings_from_env(
             root: !descendant,
             forks: forks.then(|| ForkChildren {
                 base: PathBuf::from(var("TICKSCOPE_CPUPROFILE").unwrap_or_default()),
-                deferred: mode == Mode::Cpu && messages && on_signals,
+                line_if_unsampled: mode == Mode::Cpu && messages && on_signals,
             }),
         },
     ))
@@ -461,8 +462,9 @@ pub(crate) fn settings_from_env(
 pub(crate) struct ForkChildren {
     /// `TICKSCOPE_CPUPROFILE`: a child writes `<base>.<pid>`, as a program exec'd does.
     pub base: PathBuf,
-    /// Its start deferred, as a program `record` execs (record's settings).
-    pub deferred: bool,
+    /// Under `record`'s settings: a child that ends before its (deferred) start writes the
+    /// line for `record`, as a program it execs does.
+    pub line_if_unsampled: bool,
 }
 
 /// What the environment asks beyond the sampler's settings.
@@ -599,10 +601,10 @@ mod tests {
             EnvExtras {
                 on_signals: true,
                 root: false,
-                // A fork child writes `p.pb.gz.<its pid>`; wall time: never deferred.
+                // A fork child writes `p.pb.gz.<its pid>`; wall time: no line for `record`.
                 forks: Some(ForkChildren {
                     base: PathBuf::from("p.pb.gz"),
-                    deferred: false,
+                    line_if_unsampled: false,
                 }),
             }
         );

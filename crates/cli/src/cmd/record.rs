@@ -755,7 +755,7 @@ fn forks_line(forks: &[(String, u64)]) -> String {
         },
         match FORKS.load(std::sync::atomic::Ordering::Relaxed) {
             false => "record --forks samples them too",
-            true => "a lock of the sampler's was held by another thread as they were forked",
+            true => "made by vfork or clone, or forked while another thread held a lock of the sampler's",
         },
         seconds(total),
     )

@@ -231,19 +231,20 @@ struct ForkPlan {
     settings: Settings,
     /// `TICKSCOPE_CPUPROFILE`: the child's file is `<base>.<pid>`, as an exec'd program's.
     base: PathBuf,
-    /// The child defers its start as a program `record` execs does (record's settings).
-    deferred: bool,
+    /// Under `record`'s settings: a child that ends before its start writes the line for
+    /// `record` (its start is deferred in any case).
+    line_if_unsampled: bool,
     delay_ns: u64,
 }
 
 static FORKS: OnceLock<ForkPlan> = OnceLock::new();
 
 /// Fork children that do not exec start a sampler of their own (see [`in_fork_child`]).
-pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, deferred: bool) {
+pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, line_if_unsampled: bool) {
     let plan = ForkPlan {
         settings: settings.clone(),
         base,
-        deferred,
+        line_if_unsampled,
         delay_ns: delay_ns(settings),
     };
     // Looked up now, in the parent: `dlsym` in the child could wait forever for the loader's
@@ -259,7 +260,8 @@ pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, deferred:
 /// In the child of a `fork` (glibc's child handler: the forking thread is the only one,
 /// malloc usable again): the child profiles into a file of its own, `<base>.<pid>`, as a
 /// program exec'd would, its start deferred as there under `record` (a child that execs at
-/// once, as a shell's do, then starts no sampler: its exec'd program does). Nothing is done
+/// once, as a shell's do, then starts no sampler: its exec'd program does), whatever the
+/// settings. Nothing is done
 /// where a lock of the sampler's was held at the fork by a thread the child does not have:
 /// the child would wait for it forever; it is then counted as a fork child unprofiled, as
 /// without this setting.
@@ -278,11 +280,9 @@ extern "C" fn in_fork_child() {
         let mut path = plan.base.clone().into_os_string();
         path.push(format!(".{pid}"));
         settings.path = PathBuf::from(path);
-        settings.line_if_unsampled = plan.deferred;
-        if !plan.deferred {
-            hooks::start_with(settings);
-            return;
-        }
+        // Deferred always, not only under `record`: a child that execs at once (a shell's)
+        // would otherwise start and stop a whole sampler for nothing.
+        settings.line_if_unsampled = plan.line_if_unsampled;
         // Only this thread runs: the parent's start, pending or made, is not this child's.
         STATE.store(NONE, SeqCst);
         STARTER.store(0, SeqCst);

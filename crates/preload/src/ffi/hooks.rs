@@ -52,7 +52,7 @@ fn start_from_env() {
         }
     }
     if let Some(forks) = &extras.forks {
-        deferred::sample_fork_children(&settings, forks.base.clone(), forks.deferred);
+        deferred::sample_fork_children(&settings, forks.base.clone(), forks.line_if_unsampled);
     }
     if deferrable && !deferred::defer(settings.clone()) {
         start_with(settings);
@@ -110,7 +110,8 @@ const EXIT_REQUEST: u32 = 0x100;
 /// a signal handler may have interrupted a lock the writing needs; it then ends without its
 /// profile rather than hang.
 const EXIT_WAIT_MS: u64 = 3000;
-/// The process that installed the handlers (a fork child dies of the signal directly).
+/// The process that installed the handlers, or a fork child that samples and took them over
+/// (any other fork child dies of the signal directly).
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
 
 /// SIGINT/SIGTERM: asks the sampler's drain thread to write the profile and end the process
@@ -392,13 +393,14 @@ fn set_action(sig: c_int, handler: libc::sighandler_t) {
     real_sigaction(sig, &sa, std::ptr::null_mut());
 }
 
-/// Whether this process installed the SIGINT/SIGTERM handler (not a fork child of it).
 /// In a fork child that starts a sampler of its own: the SIGINT/SIGTERM handler the parent
 /// installed (which the child has) is the child's, as in a process that installed it.
 /// The pipe the drain thread says "written" on is the parent's, shared with every other
 /// fork child: another's profile written would end this one's wait at `_exit` (a pool's
 /// second worker then left none). The child gets one of its own; if it cannot, the handler
-/// stays the parent's (the child then dies of the signal as without a sampler).
+/// stays the parent's (the child then dies of the signal as without a sampler). The
+/// parent's ends stay open (close-on-exec): the program may have closed them and opened
+/// files of its own under their numbers.
 pub(super) fn own_signals_in_fork_child() {
     if SIGNAL_OWNER.load(Relaxed) == 0 {
         return;
@@ -406,19 +408,13 @@ pub(super) fn own_signals_in_fork_child() {
     let Ok((read, write)) = pipe_above_stdio() else {
         return;
     };
-    for fd in [
-        EXIT_DONE.swap(read, Relaxed),
-        EXIT_DONE_WRITE.swap(write, Relaxed),
-    ] {
-        if fd >= 0 {
-            // SAFETY: closes this process's copy of the parent's pipe end, which nothing
-            // else here uses now.
-            unsafe { libc::close(fd) };
-        }
-    }
+    EXIT_DONE.store(read, Relaxed);
+    EXIT_DONE_WRITE.store(write, Relaxed);
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
 }
 
+/// Whether this process installed the SIGINT/SIGTERM handler (or, a fork child, took it
+/// over: [`own_signals_in_fork_child`]).
 fn signal_owner() -> bool {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     (unsafe { libc::getpid() }) as u32 == SIGNAL_OWNER.load(Relaxed)

@@ -37,6 +37,9 @@
 
 #include "burn.h"
 
+/* BSD's name for signal: declared by glibc's <signal.h> only for old X/Open levels. */
+extern __sighandler_t bsd_signal(int, __sighandler_t);
+
 static volatile sig_atomic_t took_int;
 
 static void on_int(int sig)
