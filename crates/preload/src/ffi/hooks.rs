@@ -569,7 +569,10 @@ pub unsafe extern "C" fn sigset(sig: c_int, disp: libc::sighandler_t) -> libc::s
     let mut old = act;
     if disp == SIG_HOLD {
         // SAFETY: valid sets; the calling thread's mask, as sigprocmask(2) changes it.
-        if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut was) } != 0 {
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut was) };
+        if rc != 0 {
+            // As glibc's sigprocmask: the error in errno.
+            set_errno(rc);
             return libc::SIG_ERR;
         }
         // SAFETY: `was` was filled in above.
@@ -588,7 +591,10 @@ pub unsafe extern "C" fn sigset(sig: c_int, disp: libc::sighandler_t) -> libc::s
         return libc::SIG_ERR;
     }
     // SAFETY: valid sets, as above.
-    if unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut was) } != 0 {
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut was) };
+    if rc != 0 {
+        // As glibc's sigprocmask: the error in errno.
+        set_errno(rc);
         return libc::SIG_ERR;
     }
     // SAFETY: `was` was filled in above.
