@@ -55,6 +55,8 @@ pub(crate) fn forget_the_parents() {
     if let Some(old) = active.take() {
         std::mem::forget(old);
     }
+    // Nor is a parent's thread that was stopping it.
+    STOPPING.store(false, SeqCst);
 }
 
 /// Makes `pid` the process whose sampler this is before it starts (a deferred start, see

@@ -410,6 +410,8 @@ pub(super) fn own_signals_in_fork_child() {
     };
     EXIT_DONE.store(read, Relaxed);
     EXIT_DONE_WRITE.store(write, Relaxed);
+    // A parent's thread that was on its way out as another forked is not in the child.
+    EXITING.store(false, Relaxed);
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
 }
 
@@ -844,6 +846,9 @@ fn profile_before_own_signal(sig: c_int) {
     }
 }
 
+/// A thread of this process is on its way out through [`profile_before_exit`].
+static EXITING: AtomicBool = AtomicBool::new(false);
+
 /// Asks the drain thread to write the profile and waits for it (bounded); nothing in a fork
 /// child, without the SIGINT/SIGTERM setting, with no sampler running, or when another
 /// thread is already exiting.
@@ -855,7 +860,6 @@ fn profile_before_own_signal(sig: c_int) {
 fn profile_before_exit() {
     // A fork child that did not exec: said, under `record`, and nothing written.
     report_fork_child();
-    static EXITING: AtomicBool = AtomicBool::new(false);
     let done = EXIT_DONE.load(Relaxed);
     if done < 0 || !signal_owner() || EXITING.swap(true, Relaxed) {
         return;
