@@ -11,8 +11,8 @@ which unwinds with libunwind), interleaved, and prints one row per workload:
   profiles took);
 - mean stack depth (frames per sample) of tickscope's and gperftools' profiles, and the
   share of samples with `main` on the stack (single-threaded programs);
-- the top 5 leaf functions of tickscope's profile against perf's on its own run, and the
-  largest difference in points.
+- the top 5 leaf functions of tickscope's profiles against perf's on its own runs, each
+  over all rounds (ours merged, perf's averaged), and the largest difference in points.
 
 Workloads: sqlite3 on an in-memory join, xz -9 -T1 and xz -6 -T2 on generated text, python3
 on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
@@ -207,12 +207,17 @@ def main():
         if a.only and not any(o in name for o in a.only):
             continue
         plain, rec, perf, gp, acc = [], [], [], [], []
-        out = os.path.join(tmp, "t.pb.gz")
-        for r in range(a.rounds):
+        # Every round's profiles are kept: the leaf shares compared are over all rounds
+        # (ours merged, perf's averaged), so that one run's own variation (xz's threads,
+        # scheduled differently each time) weighs 1/rounds.
+        for f in os.listdir(tmp):
+            if f.startswith("t") and ".pb.gz" in f or f.startswith("perf"):
+                os.remove(os.path.join(tmp, f))
+        outs, pdatas = [], []
+        for rnd in range(a.rounds):
             plain.append(timed(cmd)[0])
-            for f in os.listdir(tmp):
-                if f.startswith("t.pb.gz"):
-                    os.remove(os.path.join(tmp, f))
+            out = os.path.join(tmp, f"t{rnd}.pb.gz")
+            outs.append(out)
             t = time.monotonic()
             r = subprocess.run([TICKSCOPE, "record", "--top", "0", "-F", str(a.hz), "-o", out,
                                 "--merge", "--"] + cmd, stdout=subprocess.DEVNULL,
@@ -226,26 +231,31 @@ def main():
                 tree = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
                 if tree > 0:
                     acc.append(held / tree)
-            pdata = os.path.join(tmp, "perf.data")
+            pdata = os.path.join(tmp, f"perf{rnd}.data")
+            pdatas.append(pdata)
             perf.append(timed(["perf", "record", "-q", "-F", str(a.hz), "-g", "-o", pdata, "--"]
                               + cmd)[0])
             genv = dict(os.environ, LD_PRELOAD=prof, CPUPROFILE=os.path.join(tmp, "g.prof"),
                         CPUPROFILE_FREQUENCY=str(a.hz))
             gp.append(timed(cmd, env=genv)[0])
         p = statistics.median(plain)
-        ours = traces(out)
+        ours = [t for out in outs for t in traces(out)]
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
         gd, gmn = (depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))
                    if os.path.exists(gprof) else (0.0, 0.0))
-        leaves = tickscope_leaves([out])
+        leaves = tickscope_leaves(outs)
         named_share = sum(v for k, v in leaves.items() if named(k))
         t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
                     key=lambda kv: -kv[1])[:5]
-        pl = perf_leaves(os.path.join(tmp, "perf.data"))
+        pl = {}
+        for pdata in pdatas:
+            for k, v in perf_leaves(pdata).items():
+                pl[k] = pl.get(k, 0.0) + v / len(pdatas)
         diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
-        # The sampling error of a difference of two shares from independent runs of about
-        # n samples each (one a millisecond at 1000 Hz): 2 sigma = 2 sqrt(2 p (1 - p) / n).
+        # The sampling error of a difference of two shares from independent sets of runs of
+        # about n samples each (all rounds; one a millisecond at 1000 Hz):
+        # 2 sigma = 2 sqrt(2 p (1 - p) / n).
         n = sum(c for c, _ in ours) * a.hz or 1
         p5 = max((v for _, v in t5), default=0.0) / 100
         two_sigma = 200 * math.sqrt(2 * p5 * (1 - p5) / n)
@@ -258,7 +268,7 @@ def main():
               f"{max(diffs) if diffs else 0:.1f} (2σ {two_sigma:.1f})  [{top}]")
     print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
           "(record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
-          "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's (points), and twice the sampling error of the largest one's difference between two runs.")
+          "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's over all rounds (points), and twice the sampling error of the largest one's difference between two such sets of runs.")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
