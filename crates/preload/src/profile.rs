@@ -39,24 +39,30 @@ fn lock(wait: Duration) -> Option<MutexGuard<'static, Option<Active>>> {
     }
 }
 
-/// In a fork child: whether the lock is free (no thread the fork left behind held it).
-pub(crate) fn free_after_fork() -> bool {
-    !matches!(ACTIVE.try_lock(), Err(std::sync::TryLockError::WouldBlock))
-}
-
 /// In a fork child that starts a sampler of its own: the parent's, copied by the fork, is
-/// forgotten (it has no timers or threads here).
-pub(crate) fn forget_the_parents() {
+/// forgotten (it has no timers or threads here). False, nothing done, if the lock was held
+/// at the fork by a thread the child does not have (it would never be released).
+pub(crate) fn forget_the_parents() -> bool {
     let mut active = match ACTIVE.try_lock() {
         Ok(g) => g,
         Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return,
+        Err(std::sync::TryLockError::WouldBlock) => return false,
     };
     if let Some(old) = active.take() {
         std::mem::forget(old);
     }
     // Nor is a parent's thread that was stopping it.
     STOPPING.store(false, SeqCst);
+    true
+}
+
+/// The file of process `pid` among those of a run profiling into `base`: `<base>.<pid>`
+/// (a program exec'd by the profiled one, or with `TICKSCOPE_CPUPROFILE_FORKS=1` a fork
+/// child).
+pub(crate) fn file_of(base: &Path, pid: u32) -> PathBuf {
+    let mut name = base.as_os_str().to_os_string();
+    name.push(format!(".{pid}"));
+    PathBuf::from(name)
 }
 
 /// Makes `pid` the process whose sampler this is before it starts (a deferred start, see
@@ -373,17 +379,15 @@ pub(crate) fn settings_from_env(
     pid: u32,
     warn: &mut dyn FnMut(String),
 ) -> Option<(Settings, EnvExtras)> {
-    let path = var("TICKSCOPE_CPUPROFILE").filter(|p| !p.is_empty())?;
-    let mut path = PathBuf::from(path);
+    let base = PathBuf::from(var("TICKSCOPE_CPUPROFILE").filter(|p| !p.is_empty())?);
     // A program exec'd by the profiled one inherits the environment: it profiles into a file
     // of its own, `<path>.<pid>`, rather than overwrite the first one's.
     let root = var("TICKSCOPE_CPUPROFILE_PID").and_then(|p| p.parse::<u32>().ok());
     let descendant = matches!(root, Some(r) if r != pid);
-    if descendant {
-        let mut name = path.into_os_string();
-        name.push(format!(".{pid}"));
-        path = PathBuf::from(name);
-    }
+    let path = match descendant {
+        true => file_of(&base, pid),
+        false => base.clone(),
+    };
     let hz = match var("TICKSCOPE_CPUPROFILE_FREQUENCY") {
         None => 100,
         Some(v) => match v.trim().parse::<u32>() {
@@ -452,7 +456,7 @@ pub(crate) fn settings_from_env(
             on_signals,
             root: !descendant,
             forks: forks.then(|| ForkChildren {
-                base: PathBuf::from(var("TICKSCOPE_CPUPROFILE").unwrap_or_default()),
+                base,
                 line_if_unsampled: mode == Mode::Cpu && messages && on_signals,
             }),
         },

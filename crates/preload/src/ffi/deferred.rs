@@ -261,25 +261,20 @@ pub(super) fn sample_fork_children(settings: &Settings, base: PathBuf, line_if_u
 /// malloc usable again): the child profiles into a file of its own, `<base>.<pid>`, as a
 /// program exec'd would, its start deferred as there under `record` (a child that execs at
 /// once, as a shell's do, then starts no sampler: its exec'd program does), whatever the
-/// settings. Nothing is done
-/// where a lock of the sampler's was held at the fork by a thread the child does not have:
-/// the child would wait for it forever; it is then counted as a fork child unprofiled, as
-/// without this setting.
+/// settings. Nothing is done where a lock of the sampler's was held at the fork by a thread
+/// the child does not have: the child would wait for it forever; it is then counted as a
+/// fork child unprofiled, as without this setting.
 extern "C" fn in_fork_child() {
     let _ = catch_unwind(|| {
         let Some(plan) = FORKS.get() else {
             return;
         };
-        if !ts::__private::sampler_free_after_fork() || !profile::free_after_fork() {
+        if !ts::__private::sampler_free_after_fork() || !profile::forget_the_parents() {
             return;
         }
-        profile::forget_the_parents();
         hooks::own_signals_in_fork_child();
-        let pid = std::process::id();
         let mut settings = plan.settings.clone();
-        let mut path = plan.base.clone().into_os_string();
-        path.push(format!(".{pid}"));
-        settings.path = PathBuf::from(path);
+        settings.path = profile::file_of(&plan.base, std::process::id());
         // Deferred always, not only under `record`: a child that execs at once (a shell's)
         // would otherwise start and stop a whole sampler for nothing.
         settings.line_if_unsampled = plan.line_if_unsampled;
