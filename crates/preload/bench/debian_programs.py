@@ -211,7 +211,7 @@ def main():
         # (ours merged, perf's averaged), so that one run's own variation (xz's threads,
         # scheduled differently each time) weighs 1/rounds.
         for f in os.listdir(tmp):
-            if f.startswith("t") and ".pb.gz" in f or f.startswith("perf"):
+            if (f.startswith("t") and ".pb.gz" in f) or f.startswith("perf"):
                 os.remove(os.path.join(tmp, f))
         outs, pdatas = [], []
         for rnd in range(a.rounds):

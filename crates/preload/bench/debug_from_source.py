@@ -12,9 +12,9 @@ For the library at PATH (say /lib/x86_64-linux-gnu/liblzma.so.5):
    against the installed archive keyring): nothing unverified is unpacked or built, as root
    least of all. A version superseded in the indexes since it was installed is checked by
    the .dsc's own signature instead, against Debian's developer keyring (`debian-keyring`,
-   installed by apt if missing), and its files against the .dsc. Then it unpacks it, installs what it needs to build, and builds it as the
-   buildd does (`dpkg-buildpackage -B`, tests skipped: `nocheck` does not change what is
-   built);
+   installed by apt if missing), and its files against the .dsc. Then it unpacks it,
+   installs what it needs to build, and builds it as the buildd does (`dpkg-buildpackage
+   -B`, tests skipped: `nocheck` does not change what is built);
 3. compares every section of the rebuilt library that holds code or what code reads
    (.text, .rodata, .eh_frame, .eh_frame_hdr, .data.rel.ro, .data, .dynsym, .dynstr, .init,
    .fini, .plt) and their addresses with the installed file's, and stops, installing nothing,
@@ -29,8 +29,10 @@ unstripped file, and the rebuilt DWARF names this machine's compiler build (for 
 builds make the rest equal. Step 3 is what makes the debug file true of the installed code:
 the same bytes at the same addresses.
 
-Needs root (apt-get, /usr/lib/debug), dpkg-dev, and the Debian source archive. Takes a few
-minutes for a small library (liblzma: ~4 min on 2 cores).
+Needs root (apt-get, /usr/lib/debug), dpkg-dev, and the Debian source archive. It installs
+the package's build dependencies with apt (and so may upgrade a library they need): meant
+for a benchmark machine, not a workstation. Takes a few minutes for a small library
+(liblzma: 2-4 min on 2 cores).
 
 usage: debug_from_source.py PATH [--work DIR]
 """
@@ -200,9 +202,12 @@ def main():
         subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", *wanted],
                        check=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     env = dict(os.environ, DEB_BUILD_OPTIONS=f"nocheck parallel={os.cpu_count() or 1}")
-    with open(os.path.join(work, "build.log"), "w") as log:
-        subprocess.run(["dpkg-buildpackage", "-B", "-us", "-uc"], cwd=tree, env=env,
-                       stdout=log, stderr=subprocess.STDOUT, check=True)
+    build_log = os.path.join(work, "build.log")
+    with open(build_log, "w") as log:
+        built = subprocess.run(["dpkg-buildpackage", "-B", "-us", "-uc"], cwd=tree, env=env,
+                               stdout=log, stderr=subprocess.STDOUT)
+    if built.returncode != 0:
+        fail(f"the build of {src} {version} failed ({built.returncode}): see {build_log}")
 
     unpacked = os.path.join(work, "unpacked")
     for deb in os.listdir(work):
@@ -238,4 +243,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except subprocess.CalledProcessError as e:
+        fail(f"{' '.join(map(str, e.cmd))} failed ({e.returncode}): "
+             f"{(e.stderr or '').strip()[-500:]}")
+    except OSError as e:
+        fail(str(e))
