@@ -981,10 +981,23 @@ fn a_thread_that_unblocks_the_signal_goes_back_to_it() {
         // No perf events: no ring to go back from.
         return;
     }
+    // Other tests' threads, caught by a poll between their creation and their start routine,
+    // can be counted beside this one: at least this thread went on a ring and came back.
     let comments = profile.comments().join("\n");
-    assert!(
-        comments.contains("1 thread blocked the sampling signal")
-            && comments.contains("1 of them unblocked it later and went back to it"),
-        "{comments}"
-    );
+    let line = comments
+        .lines()
+        .find(|l| l.contains(" blocked the sampling signal"))
+        .unwrap_or("");
+    let first_number = |text: &str| -> u64 {
+        text.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let blocked = first_number(line);
+    let back = line
+        .rsplit_once("; ")
+        .filter(|(_, rest)| rest.contains(" of them unblocked it later and went back to it"))
+        .map_or(0, |(_, rest)| first_number(rest));
+    assert!(blocked >= 1 && back >= 1, "{comments}");
 }
