@@ -77,7 +77,8 @@
 //!   `record` (CPU time), one that ends before its first sample writes no file but a line
 //!   with its pid, name and CPU time, which `record` counts and keeps as one row. Such a
 //!   program starts its sampler a moment late: after one sampling period (at most 1 ms) on
-//!   a small thread of the library's, or at once when it starts a thread (which is then
+//!   a small thread of the library's (made on the CPU the program starts on, and kept there
+//!   while it waits), or at once when it starts a thread (which is then
 //!   sampled from its first instruction); one that ends first starts none (most commands
 //!   of a shell script: the start and stop were most of what each cost). The CPU time
 //!   before the start is `[not sampled: before the profiler started]`.

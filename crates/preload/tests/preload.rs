@@ -293,6 +293,65 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     check_split(&own, rusage_ns(&stdout), 10.0);
 }
 
+/// The small thread that waits to start a descendant's sampler is made on the CPU its
+/// creator runs on and stays there while it waits (most programs end within the wait, and a
+/// thread on another CPU made each of them dearer); the sampler it starts, and the drain
+/// thread that samples every thread, may run on every CPU the program may.
+#[test]
+fn the_thread_that_waits_keeps_to_one_cpu_and_the_sampler_it_starts_has_them_all() {
+    let dir = scratch("pinned");
+    let profile = dir.join("out.pb.gz");
+    let messages = dir.join("messages");
+    let run_with = |delay_ms: &str, args: &[&str]| {
+        std::fs::write(&messages, "").unwrap();
+        let mut c = profiled(workload(true), &profile, args);
+        c.env("TICKSCOPE_CPUPROFILE_PID", "1")
+            .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
+            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
+            .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+            .env("TICKSCOPE_MESSAGES", &messages)
+            .env("TICKSCOPE_CPUPROFILE_START_DELAY_MS", delay_ms);
+        let (out, stdout, stderr) = run(&mut c);
+        assert!(out.status.success(), "{stderr}");
+        let line = stdout.lines().find_map(|l| l.strip_prefix("cpus "));
+        let line = line.unwrap_or_else(|| panic!("no cpus line: {stdout}"));
+        let cpus: Vec<(String, String)> = line
+            .split(' ')
+            .filter_map(|t| t.split_once('='))
+            .map(|(n, c)| (n.to_string(), c.to_string()))
+            .collect();
+        (cpus, stdout)
+    };
+    let one_cpu = |list: &str| !list.contains([',', '-']);
+    // Waiting: main may run anywhere it could, the small thread on one CPU.
+    let (cpus, stdout) = run_with(
+        "600000",
+        &["0", "--list-threads", "--list-cpus", "--end-now"],
+    );
+    let main = &cpus.first().unwrap_or_else(|| panic!("{stdout}")).1;
+    let waiting = cpus.iter().find(|(n, _)| n == "tickscope-start");
+    let waiting = &waiting
+        .unwrap_or_else(|| panic!("no waiting thread: {stdout}"))
+        .1;
+    if one_cpu(main) {
+        // A machine (or a cpuset) of one CPU: nothing to tell apart.
+        assert_eq!(waiting, main, "{stdout}");
+        return;
+    }
+    assert!(
+        one_cpu(waiting),
+        "the waiting thread may run on {waiting}: {stdout}"
+    );
+    // Started by the small thread after the wait: the drain thread may run wherever main may.
+    let (cpus, stdout) = run_with("1", &["0", "--list-cpus-once-started", "--end-now"]);
+    let main = &cpus[0].1;
+    let drain = cpus.iter().find(|(n, _)| n == "tickscope-sampl");
+    let drain = &drain
+        .unwrap_or_else(|| panic!("no drain thread: {stdout}"))
+        .1;
+    assert_eq!(drain, main, "{stdout}");
+}
+
 /// The settings are those the program started with: one that empties its environment
 /// (`clearenv`, as some programs do before they run others) is still quiet at its end, and
 /// still leaves `record` the line with what writing its profile cost.

@@ -7,6 +7,11 @@
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  *                         [--short-threads N] [--list-threads] [--end-now] [--clearenv]
+ *                         [--list-cpus] [--list-cpus-once-started]
+ * --list-cpus: prints "cpus NAME=CPUS..." (each thread's name and Cpus_allowed_list, from
+ * /proc, main's first); --list-cpus-once-started: the same once the sampler's drain thread
+ * ("tickscope-sampl") is there and the thread that started it ("tickscope-start") is gone
+ * (10 s at most).
  * --list-threads: prints "threads NAME..." (the process's threads, from /proc, once those
  * not main's have named themselves "tickscope-...", 10 s at most) and
  * "perf_events N" (its perf event descriptors) when it comes to that argument; --end-now: exit(0) there.
@@ -135,6 +140,54 @@ static int thread_names(char *out, size_t size)
     return unnamed;
 }
 
+/* Each thread's name and the CPUs it may run on, into `out`: " NAME=CPUS..." (main's
+ * first, as /proc lists them). Returns whether the drain thread is there and the starter
+ * gone. */
+static int thread_cpus(char *out, size_t size)
+{
+    char path[300], line[256], name[64];
+    struct dirent *e;
+    int drain = 0, starter = 0;
+    DIR *d = opendir("/proc/self/task");
+    out[0] = 0;
+    while (d && (e = readdir(d))) {
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = fopen(path, "r");
+        name[0] = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            if (!strncmp(line, "Name:\t", 6)) {
+                snprintf(name, sizeof name, "%.63s", line + 6);
+                drain |= !strcmp(name, "tickscope-sampl");
+                starter |= !strcmp(name, "tickscope-start");
+            } else if (!strncmp(line, "Cpus_allowed_list:\t", 19)) {
+                strncat(out, " ", size - strlen(out) - 1);
+                strncat(out, name, size - strlen(out) - 1);
+                strncat(out, "=", size - strlen(out) - 1);
+                strncat(out, line + 19, size - strlen(out) - 1);
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return drain && !starter;
+}
+
+static void list_cpus(int once_started)
+{
+    char cpus[2048];
+    int i;
+    for (i = 0; !thread_cpus(cpus, sizeof cpus) && once_started && i < 10000; i++)
+        usleep(1000);
+    printf("cpus%s\n", cpus);
+    fflush(stdout);
+}
+
 static void list_threads(void)
 {
     char path[300], name[64], names[1024];
@@ -176,7 +229,8 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
-                "[--short-threads N] [--list-threads] [--end-now] [--clearenv]\n",
+                "[--short-threads N] [--list-threads] [--end-now] [--clearenv] "
+                "[--list-cpus] [--list-cpus-once-started]\n",
                 argv[0]);
         return 2;
     }
@@ -198,6 +252,10 @@ int main(int argc, char **argv)
             /* The names of the process's threads as main starts (the library's, before any
              * of the program's), then on. */
             list_threads();
+        } else if (!strcmp(argv[i], "--list-cpus")) {
+            list_cpus(0);
+        } else if (!strcmp(argv[i], "--list-cpus-once-started")) {
+            list_cpus(1);
         } else if (!strcmp(argv[i], "--end-now")) {
             exit(0);
         } else if (!strcmp(argv[i], "--clearenv")) {
