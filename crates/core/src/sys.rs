@@ -630,6 +630,8 @@ pub(crate) unsafe trait Zeroable: Sized {}
 /// allocator's `calloc` clears with `memset` whatever it does not map afresh, below its
 /// mapping threshold: the sampler's 16 and 64 KiB tables were touched at every start, page
 /// by page: 6 % of the CPU time of a profiled `/bin/true`.)
+///
+/// Not copied into a fork child (`MADV_DONTFORK`): see [`not_into_fork_children`].
 pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
     let bytes = std::mem::size_of::<T>()
         .checked_mul(n)
@@ -659,6 +661,7 @@ pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
             std::alloc::Layout::array::<T>(n).expect("a table that fits in memory"),
         );
     }
+    not_into_fork_children(p, bytes);
     Zeroed {
         ptr: std::ptr::NonNull::new(p.cast()).expect("mmap never maps page 0 for us"),
         len: n,
@@ -700,6 +703,23 @@ impl<T> Drop for Zeroed<T> {
     }
 }
 
+impl<T> std::fmt::Debug for Zeroed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Zeroed({} values, {} bytes mapped)",
+            self.len, self.mapped
+        )
+    }
+}
+
+/// An empty table (no mapping).
+impl<T: Zeroable> Default for Zeroed<T> {
+    fn default() -> Self {
+        zeroed_slice(0)
+    }
+}
+
 // SAFETY: a `Zeroed<T>` owns its values as a `Box<[T]>` does; it is sent and shared as
 // they can be.
 unsafe impl<T: Send> Send for Zeroed<T> {}
@@ -710,6 +730,41 @@ unsafe impl<T: Sync> Sync for Zeroed<T> {}
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 // SAFETY: as for `AtomicU32`.
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
+
+// SAFETY: an integer: all-zero bytes are 0.
+unsafe impl Zeroable for u8 {}
+
+/// `bytes`, copied into a mapping of their own that fork children do not get (see
+/// [`not_into_fork_children`]): the unwind tables the sampler's drain thread loads, which
+/// only it reads.
+pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
+    let copy = zeroed_slice::<u8>(bytes.len());
+    if !bytes.is_empty() {
+        // SAFETY: `copy` owns `bytes.len()` writable bytes of a fresh mapping that nothing
+        // else references yet; the two do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), copy.ptr.as_ptr(), bytes.len()) };
+    }
+    copy
+}
+
+/// Tells the kernel not to copy the mapping at `p` (`len` bytes, from `mmap`) into the
+/// children of `fork`: there it is not mapped at all.
+///
+/// Why: each `fork` copies the page table entries of every page a process has touched, and
+/// a child that execs at once throws them away again. A shell profiled under `record` forks
+/// for every command it runs; the sampler's tables and loaded unwind tables (0.5–0.8 MiB
+/// touched) cost each of its forks about 0.05 ms on a 2-core EPYC VM (1 MiB of touched
+/// memory costs a `fork` and `exec` ~0.09 ms there: `crates/preload/bench/fork_memory.c`).
+///
+/// Safe because a fork child never reads these: it has none of the sampler's threads or
+/// timers (the drain thread, which alone reads the loaded tables, is not copied by `fork`);
+/// the signal handler reads the tables only for a signal from a timer or perf event, and
+/// none of those is inherited; a sampler inherited across `fork` is leaked, never stopped
+/// or read (`sampler::finish`). Failure (an old kernel) changes nothing but the cost.
+pub(crate) fn not_into_fork_children(p: *mut libc::c_void, len: usize) {
+    // SAFETY: advice on a mapping the caller made and owns; it changes no memory.
+    unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
+}
 
 extern "C" {
     /// The process's environment (glibc's `environ`): a null-terminated array of `NAME=value`,

@@ -58,9 +58,14 @@ impl UserRegs {
     }
 }
 
+/// A module's unwind tables, as the unwinder holds them.
+type Tables = crate::sys::Zeroed<u8>;
+
 /// The drain thread's unwinder: the modules added so far and framehop's rule cache.
 pub(crate) struct Cfi {
-    unwinder: UnwinderNative<Vec<u8>, MayAllocateDuringUnwind>,
+    /// Modules' tables in mappings that fork children do not get (only this thread reads
+    /// them: see `sys::not_into_fork_children`).
+    unwinder: UnwinderNative<Tables, MayAllocateDuringUnwind>,
     cache: CacheNative<MayAllocateDuringUnwind>,
     /// The executable mappings of the last reading, sorted by start.
     maps: Vec<MapEntry>,
@@ -216,7 +221,7 @@ impl Cfi {
 
     /// The framehop module of one executable mapping, from its file's tables (or the
     /// vDSO's, in memory).
-    fn module(&self, entry: &MapEntry) -> Option<Module<Vec<u8>>> {
+    fn module(&self, entry: &MapEntry) -> Option<Module<Tables>> {
         let sections = if entry.path == "[vdso]" {
             vdso_sections(entry)?
         } else if entry.path.starts_with('/') {

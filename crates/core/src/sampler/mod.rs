@@ -304,6 +304,19 @@ static UNANSWERED: AtomicU32 = AtomicU32::new(0);
 /// it). A pointer, not a lock: a fork child never finds it taken.
 static HANDED: crate::sys::Handoff<Drained> = crate::sys::Handoff::new();
 
+/// [`forget_shared_in_fork_child`] registered, once per process.
+static FORK_CHILD_HANDLER: std::sync::Once = std::sync::Once::new();
+
+/// In the child of a `fork` (glibc's child handler, async-signal-safe: atomic stores): the
+/// handler forgets the parent's state, whose tables are not mapped in the child
+/// (`sys::not_into_fork_children`). A sampling signal there (a timer the child made itself
+/// with this signal and no handler of its own) is counted stray, where it would have read
+/// them. The child's own sampler, if it starts one, publishes its own.
+extern "C" fn forget_shared_in_fork_child() {
+    SHARED.store(std::ptr::null_mut(), SeqCst);
+    ACTIVE.store(0, SeqCst);
+}
+
 /// Sends `msg` to the drain thread and wakes it.
 fn to_drain(tx: &mpsc::Sender<Msg>, msg: Msg) -> Result<(), mpsc::SendError<Msg>> {
     tx.send(msg)?;
@@ -645,6 +658,9 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         overrun_periods_sq: AtomicU64::new(0),
         #[cfg(feature = "capture")]
         timeline: table::SampleLog::new(16_384),
+    });
+    FORK_CHILD_HANDLER.call_once(|| {
+        crate::sys::at_fork_child(forget_shared_in_fork_child);
     });
     SHARED.store(Arc::as_ptr(&shared).cast_mut(), SeqCst);
     if source == Source::ProcessTimer {
