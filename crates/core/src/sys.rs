@@ -758,9 +758,13 @@ pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
 ///
 /// Safe because a fork child never reads these: it has none of the sampler's threads or
 /// timers (the drain thread, which alone reads the loaded tables, is not copied by `fork`);
-/// the signal handler reads the tables only for a signal from a timer or perf event, and
-/// none of those is inherited; a sampler inherited across `fork` is leaked, never stopped
-/// or read (`sampler::finish`). Failure (an old kernel) changes nothing but the cost.
+/// the signal handler reads the tables only for a signal from a timer or perf event, none
+/// of the sampler's is inherited, and the handler forgets the parent's state in the child
+/// as `fork` returns there (`sampler::forget_shared_in_fork_child`: a timer the child makes
+/// with the same signal is counted stray); a sampler inherited across `fork` is leaked,
+/// never stopped or read (`sampler::finish`). A child made by a raw `clone` system call,
+/// which runs no fork handler, and then sent such a timer signal would fault. Failure of the
+/// advice (an old kernel) changes nothing but the cost.
 pub(crate) fn not_into_fork_children(p: *mut libc::c_void, len: usize) {
     // SAFETY: advice on a mapping the caller made and owns; it changes no memory.
     unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
