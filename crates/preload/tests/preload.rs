@@ -231,6 +231,18 @@ fn whole_run_of_every_thread_matches_the_known_split_and_the_process_cpu_time() 
     }
 }
 
+/// `c` with the settings `record` gives a program it execs (a descendant: its start
+/// deferred by `delay_ms`, messages to `messages`), at 1000 Hz.
+fn as_record_descendant(mut c: Command, messages: &Path, delay_ms: &str) -> Command {
+    c.env("TICKSCOPE_CPUPROFILE_PID", "1")
+        .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
+        .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
+        .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+        .env("TICKSCOPE_MESSAGES", messages)
+        .env("TICKSCOPE_CPUPROFILE_START_DELAY_MS", delay_ms);
+    c
+}
+
 /// A program `record` execs (a descendant, record's settings) starts its sampler only after a
 /// delay, or at its first `pthread_create`; one that ends first starts none and leaves
 /// `record` its line. The delay is made long here, so that nothing depends on how busy the
@@ -242,14 +254,11 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     let messages = dir.join("messages");
     let deferred = |args: &[&str]| {
         std::fs::write(&messages, "").unwrap();
-        let mut c = profiled(workload(true), &profile, args);
-        c.env("TICKSCOPE_CPUPROFILE_PID", "1")
-            .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
-            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
-            .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
-            .env("TICKSCOPE_MESSAGES", &messages)
-            .env("TICKSCOPE_CPUPROFILE_START_DELAY_MS", "600000");
-        run(&mut c)
+        run(&mut as_record_descendant(
+            profiled(workload(true), &profile, args),
+            &messages,
+            "600000",
+        ))
     };
     // As `main` begins: main and the small thread that waits, no perf event open.
     let not_started_at_main = |stdout: &str| {
@@ -304,14 +313,11 @@ fn the_thread_that_waits_keeps_to_one_cpu_and_the_sampler_it_starts_has_them_all
     let messages = dir.join("messages");
     let run_with = |delay_ms: &str, args: &[&str]| {
         std::fs::write(&messages, "").unwrap();
-        let mut c = profiled(workload(true), &profile, args);
-        c.env("TICKSCOPE_CPUPROFILE_PID", "1")
-            .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
-            .env("TICKSCOPE_CPUPROFILE_FREQUENCY", "1000")
-            .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
-            .env("TICKSCOPE_MESSAGES", &messages)
-            .env("TICKSCOPE_CPUPROFILE_START_DELAY_MS", delay_ms);
-        let (out, stdout, stderr) = run(&mut c);
+        let (out, stdout, stderr) = run(&mut as_record_descendant(
+            profiled(workload(true), &profile, args),
+            &messages,
+            delay_ms,
+        ));
         assert!(out.status.success(), "{stderr}");
         let line = stdout.lines().find_map(|l| l.strip_prefix("cpus "));
         let line = line.unwrap_or_else(|| panic!("no cpus line: {stdout}"));

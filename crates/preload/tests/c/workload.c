@@ -110,27 +110,43 @@ static long long rusage_cpu_ns(void)
            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 }
 
+/* The next thread of the process listed in `d` (/proc/self/task): its id, with its /proc
+ * file `file` open in `*f` (NULL if it could not be opened); 0 after the last. */
+static int next_task(DIR *d, const char *file, FILE **f)
+{
+    char path[300];
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/%s", e->d_name, file);
+        *f = fopen(path, "r");
+        return atoi(e->d_name);
+    }
+    return 0;
+}
+
+static void append(char *out, size_t size, const char *text)
+{
+    strncat(out, text, size - strlen(out) - 1);
+}
+
 /* The names of the process's threads into `out` (main's first), space-separated; returns
  * how many of the others do not yet have a name of tickscope's ("tickscope-..."): a thread
  * names itself as it starts. */
 static int thread_names(char *out, size_t size)
 {
-    char path[300], name[64];
-    struct dirent *e;
-    int unnamed = 0;
+    char name[64];
+    int unnamed = 0, tid;
+    FILE *f;
     DIR *d = opendir("/proc/self/task");
     out[0] = 0;
-    while (d && (e = readdir(d))) {
-        FILE *f;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        f = fopen(path, "r");
+    while ((tid = next_task(d, "comm", &f))) {
         if (f && fgets(name, sizeof name, f)) {
             name[strcspn(name, "\n")] = 0;
-            strncat(out, " ", size - strlen(out) - 1);
-            strncat(out, name, size - strlen(out) - 1);
-            unnamed += atoi(e->d_name) != getpid() && strncmp(name, "tickscope-", 10) != 0;
+            append(out, size, " ");
+            append(out, size, name);
+            unnamed += tid != getpid() && strncmp(name, "tickscope-", 10) != 0;
         }
         if (f)
             fclose(f);
@@ -145,17 +161,12 @@ static int thread_names(char *out, size_t size)
  * gone. */
 static int thread_cpus(char *out, size_t size)
 {
-    char path[300], line[256], name[64];
-    struct dirent *e;
+    char line[256], name[64];
     int drain = 0, starter = 0;
+    FILE *f;
     DIR *d = opendir("/proc/self/task");
     out[0] = 0;
-    while (d && (e = readdir(d))) {
-        FILE *f;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        f = fopen(path, "r");
+    while (next_task(d, "status", &f)) {
         name[0] = 0;
         while (f && fgets(line, sizeof line, f)) {
             line[strcspn(line, "\n")] = 0;
@@ -164,10 +175,10 @@ static int thread_cpus(char *out, size_t size)
                 drain |= !strcmp(name, "tickscope-sampl");
                 starter |= !strcmp(name, "tickscope-start");
             } else if (!strncmp(line, "Cpus_allowed_list:\t", 19)) {
-                strncat(out, " ", size - strlen(out) - 1);
-                strncat(out, name, size - strlen(out) - 1);
-                strncat(out, "=", size - strlen(out) - 1);
-                strncat(out, line + 19, size - strlen(out) - 1);
+                append(out, size, " ");
+                append(out, size, name);
+                append(out, size, "=");
+                append(out, size, line + 19);
             }
         }
         if (f)
