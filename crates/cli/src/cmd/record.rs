@@ -40,7 +40,7 @@ pub struct Args {
     own_threads: bool,
     /// Sample fork children that do not exec too (a `multiprocessing` pool's workers, a
     /// shell's subshells), each into a file of its own as a program exec'd. Each fork then
-    /// starts a thread in its child (~0.16 ms), which a shell that forks for every command
+    /// starts a thread in its child (~0.15 ms), which a shell that forks for every command
     /// it runs pays for each one.
     #[arg(long)]
     forks: bool,

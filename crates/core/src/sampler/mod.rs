@@ -563,11 +563,9 @@ fn start(b: Builder) -> Result<Sampler, Error> {
             ))
         }
         // Inherited from the parent across fork: that sampler has no timers or threads here,
-        // and a handler the parent's other threads were running does not exist either.
-        Some(_) => {
-            SHARED.store(std::ptr::null_mut(), SeqCst);
-            ACTIVE.store(0, SeqCst);
-        }
+        // and a handler the parent's other threads were running does not exist either
+        // (already forgotten at the fork, unless the child was made without fork handlers).
+        Some(_) => forget_shared_in_fork_child(),
         None => {}
     }
     if let (Mode::Cpu, Some(Source::WallTimer))
@@ -816,8 +814,7 @@ fn finish(r: Running, how: Ending) -> Option<Result<Profile, u64>> {
         let mut running = lock_running();
         if *running == Some(r.pid) {
             *running = None;
-            SHARED.store(std::ptr::null_mut(), SeqCst);
-            ACTIVE.store(0, SeqCst);
+            forget_shared_in_fork_child();
         }
         std::mem::forget(r.drain);
         return None;

@@ -95,10 +95,6 @@ fn wait_then_start_later(delay_ns: u64) -> bool {
     false
 }
 
-/// The thread that started the small thread, whose CPUs the small thread takes back before
-/// it starts the sampler (see [`spawn_waiter`]).
-static CREATOR: AtomicI32 = AtomicI32::new(0);
-
 /// Starts the small thread that waits `delay_ns` and then starts the sampler: libc's
 /// `pthread_create` (not this library's, which would start the sampler first), the signals
 /// blocked as on tickscope's other threads, no allocation on the new thread while it waits
@@ -110,14 +106,13 @@ static CREATOR: AtomicI32 = AtomicI32::new(0);
 /// two interrupts between CPUs (to start it there, and to end it at `exit_group`), which
 /// under a hypervisor are exits to it. On a 2-core EPYC VM a waiting thread made that way
 /// added 0.16 ms to each `/bin/true`, 0.05 ms when made on its creator's CPU
-/// (`bench/per_exec.py`). It takes its creator's CPUs back before it starts the sampler, so
-/// the drain thread is placed as before.
+/// (`bench/per_exec.py`). It takes the main thread's CPUs before it starts the sampler, so
+/// the drain thread is placed as before (its creator is the main thread: the constructor's,
+/// or a fork child's only thread).
 fn spawn_waiter(delay_ns: u64) -> bool {
     let Some(real) = hooks::real_pthread_create() else {
         return false;
     };
-    // SAFETY: gettid has no preconditions.
-    CREATOR.store(unsafe { libc::gettid() }, SeqCst);
     let attr = PinnedHere::new();
     let set = ts::__private::quiet_mask();
     // SAFETY: sigset_t is plain data: the previous mask, filled in by pthread_sigmask.
@@ -188,20 +183,17 @@ impl Drop for PinnedHere {
     }
 }
 
-/// On the small thread, before it starts the sampler: the CPUs its creator may run on now
-/// (or the main thread's, were the creator gone; all of them, were both), in place of the
-/// one it was made on, so the threads the start makes inherit them.
-fn take_back_the_creators_cpus() {
+/// On the small thread, before it starts the sampler: the CPUs the main thread may run on
+/// now (all of them, were it gone), in place of the one it was made on, so the threads the
+/// start makes inherit them.
+fn take_back_the_main_threads_cpus() {
     // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: getpid has no preconditions.
+    // SAFETY: getpid has no preconditions. The main thread's id is the process's.
     let main = unsafe { libc::getpid() };
     // SAFETY: `set` is valid and writable for `size` bytes.
-    let read = |tid: libc::pid_t, set: &mut libc::cpu_set_t| unsafe {
-        libc::sched_getaffinity(tid, size, set) == 0
-    };
-    if !read(CREATOR.load(SeqCst), &mut set) && !read(main, &mut set) {
+    if unsafe { libc::sched_getaffinity(main, size, &mut set) } != 0 {
         for cpu in 0..libc::CPU_SETSIZE as usize {
             // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
             unsafe { libc::CPU_SET(cpu, &mut set) };
@@ -227,7 +219,7 @@ extern "C-unwind" fn wait_then_start(delay: *mut c_void) -> *mut c_void {
             futex_wait(PENDING, left);
         }
         if STATE.load(SeqCst) == PENDING {
-            take_back_the_creators_cpus();
+            take_back_the_main_threads_cpus();
         }
         // Known as one of tickscope's own threads while it starts the sampler, which then
         // samples it (briefly) by its frame pointers, as the drain thread.
