@@ -12,6 +12,11 @@ use super::sink::{Chunk, Sink};
 /// An events chunk is sealed when its streams reach this many bytes (before compression).
 /// LZ4's window is 64 KiB; larger chunks add little ratio and delay a live viewer.
 const CHUNK_TARGET: usize = 128 << 10;
+/// Records read from a ring between two looks at the chunk's size: at most a few bytes
+/// each, so a chunk ends within some 64 KiB past [`CHUNK_TARGET`].
+const DRAIN_STEP: u64 = 2 * ring::BLOCK;
+/// Blocks read that a long drain gives back to the pool at once.
+const GIVE_BACK_EVERY: usize = 64;
 
 /// One thread's events being encoded.
 struct ThreadEnc {
@@ -300,8 +305,9 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    pub(crate) fn new(sink: Sink, flush_every: Duration) -> Collector {
-        // Rings left from an earlier capture hold stale records: start them empty.
+    /// Empties the rings left from an earlier capture (their records are stale). Before a
+    /// capture's collector starts.
+    pub(crate) fn forget_earlier_records() {
         for r in ring::live() {
             r.skip();
             r.index.store(0, Relaxed);
@@ -311,6 +317,9 @@ impl Collector {
                 .unwrap_or_else(|p| p.into_inner())
                 .clear();
         }
+    }
+
+    pub(crate) fn new(sink: Sink, flush_every: Duration) -> Collector {
         let mut c = Collector {
             sink,
             encs: Vec::new(),
@@ -385,15 +394,12 @@ impl Collector {
                 }
             };
             let retired = r.retired.load(Acquire);
-            let enc = &mut self.encs[i];
-            let before = enc.events;
-            let n = r.drain(|t, w| enc.record(t, w), &mut self.freed);
+            let before = self.encs[i].events;
+            let n = self.drain_ring(i);
+            let enc = &self.encs[i];
             drained += enc.events - before;
             behind |= n > 4 * ring::BLOCK;
-            let (index, seal) = (
-                enc.index,
-                enc.raw_len() >= CHUNK_TARGET || (retired && enc.n > 0),
-            );
+            let (index, seal) = (enc.index, retired && enc.n > 0);
             self.note_dropped_scopes(r, index);
             if seal {
                 self.seal(i);
@@ -413,6 +419,33 @@ impl Collector {
         self.sink.poll();
         super::STATS.evicted.store(self.sink.evicted(), Relaxed);
         (drained, behind)
+    }
+
+    /// Drains the ring of `encs[i]` up to its head as it was when the drain began (a thread
+    /// that records faster than the collector reads does not keep it from the others),
+    /// [`DRAIN_STEP`] records at a time: a chunk is sealed as soon as it reaches
+    /// [`CHUNK_TARGET`], however large the backlog (a collector that fell behind by 40 MiB
+    /// of records once encoded them all into one chunk, past [`format::MAX_CHUNK`]), and the
+    /// blocks read are given back as it goes, for threads that wait for one
+    /// ([`ring::Full::Block`]). Returns the records read.
+    fn drain_ring(&mut self, i: usize) -> u64 {
+        let r = self.encs[i].ring;
+        let backlog = r.unread();
+        let mut n = 0;
+        loop {
+            let enc = &mut self.encs[i];
+            let k = r.drain(|t, w| enc.record(t, w), &mut self.freed, DRAIN_STEP);
+            n += k;
+            if enc.raw_len() >= CHUNK_TARGET {
+                self.seal(i);
+            }
+            if self.freed.len() >= GIVE_BACK_EVERY {
+                ring::give_back(&mut self.freed, false);
+            }
+            if k < DRAIN_STEP || n >= backlog {
+                return n;
+            }
+        }
     }
 
     /// Announces the scopes thread `index` dropped whole since the last look.
@@ -635,5 +668,65 @@ impl Names {
             .and_then(|s| s.function(addr))
             .filter(|n| !n.is_empty());
         vec![name.unwrap_or_else(|| format!("{addr:#x}"))]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backlog of many chunks' worth of records (a collector that could not run for a
+    /// while) is encoded into chunks of about the target size, not into one: a collector
+    /// once drained 40 MiB of records into one chunk, past `MAX_CHUNK`, and died.
+    #[test]
+    fn a_backlog_is_sealed_in_chunks_of_the_target_size() {
+        let ring: &'static Ring = Box::leak(Box::new(Ring::new()));
+        const SCOPES: u64 = 300_000;
+        for k in 0..SCOPES {
+            ring.push(1_000 * k, event::BEGIN as u64 | 1 << 8);
+            ring.push(1_000 * k + 137 + k % 1_000, event::END as u64 | 1 << 8);
+        }
+        assert_eq!(ring.dropped(), 0, "the memory budget took records");
+        let path = std::env::temp_dir().join(format!(
+            "tickscope-collector-backlog-{}.tscap",
+            std::process::id()
+        ));
+        let mut c = Collector::new(Sink::file(&path).unwrap(), Duration::from_secs(3600));
+        c.encs.push(ThreadEnc::new(ring, 1, c.stacks.clone()));
+        let read = c.drain_ring(0);
+        assert_eq!(read, 2 * SCOPES);
+        assert_eq!(c.encs[0].events, 2 * SCOPES);
+        assert!(
+            c.freed.len() < GIVE_BACK_EVERY,
+            "blocks given back as it went"
+        );
+        c.flush();
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let mut at = format::HEADER_LEN;
+        let (mut chunks, mut raw_total) = (0, 0);
+        while at < bytes.len() {
+            let h = &bytes[at..at + format::CHUNK_HEADER_LEN];
+            let stored = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+            let raw = u32::from_le_bytes(h[8..12].try_into().unwrap()) as usize;
+            if h[0] == chunk::EVENTS {
+                assert!(
+                    raw <= CHUNK_TARGET + (64 << 10),
+                    "events chunk {chunks} holds {raw} bytes"
+                );
+                chunks += 1;
+                raw_total += raw;
+            }
+            at += format::CHUNK_HEADER_LEN + stored;
+        }
+        assert!(
+            raw_total > 8 * CHUNK_TARGET,
+            "the backlog is {raw_total} bytes"
+        );
+        assert!(
+            chunks >= raw_total / (CHUNK_TARGET + (64 << 10)),
+            "{chunks} chunks"
+        );
+        ring.release_blocks();
     }
 }

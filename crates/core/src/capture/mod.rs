@@ -210,6 +210,10 @@ pub struct Stats {
     pub wall: Duration,
     /// The TCP listener went away during the capture.
     pub disconnected: bool,
+    /// The collector thread failed (a bug in tickscope; its panic message was printed):
+    /// the capture ends where it failed, without its end record, and the events recorded
+    /// after it are not in it.
+    pub collector_failed: bool,
 }
 
 /// Shared counters (written by the collector, read by anyone).
@@ -224,6 +228,7 @@ struct Counters {
     chunks: AtomicU64,
     collector_cpu_ns: AtomicU64,
     disconnected: AtomicBool,
+    collector_failed: AtomicBool,
 }
 
 impl Counters {
@@ -248,6 +253,7 @@ impl Counters {
             a.store(0, Relaxed);
         }
         self.disconnected.store(false, Relaxed);
+        self.collector_failed.store(false, Relaxed);
     }
 }
 
@@ -262,6 +268,7 @@ static STATS: Counters = Counters {
     chunks: AtomicU64::new(0),
     collector_cpu_ns: AtomicU64::new(0),
     disconnected: AtomicBool::new(false),
+    collector_failed: AtomicBool::new(false),
 };
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -379,6 +386,10 @@ impl Builder {
             // The parent's collector, inherited across fork: no such thread runs here.
             std::mem::forget(handle.take());
         }
+        if handle.as_ref().is_some_and(|h| h.is_finished()) {
+            // A collector that failed (its capture was never stopped): gone already.
+            let _ = handle.take().map(std::thread::JoinHandle::join);
+        }
         if handle.is_some() {
             return Err(err(ErrorKind::AlreadyRunning, self.sink.describe(), None));
         }
@@ -410,6 +421,7 @@ impl Builder {
         register_exit_hook();
         OWNER.store(std::process::id(), Relaxed);
         STOPPED_BY_FORK.store(false, Relaxed);
+        collector::Collector::forget_earlier_records();
         let mut c = collector::Collector::new(s, self.flush_every);
         RUNNING.store(true, Relaxed);
         crate::state::set_capture(true);
@@ -490,7 +502,9 @@ impl Drop for Capture {
 
 /// Stops the capture if it is still capture `generation`.
 fn stop_generation(generation: u64) -> Option<Stats> {
-    if GENERATION.load(Relaxed) != generation || !running() {
+    // (Not `running()`: a capture whose collector failed is not running, and its stop
+    // still reports the failure.)
+    if GENERATION.load(Relaxed) != generation {
         return None;
     }
     stop_within(None)
@@ -499,6 +513,7 @@ fn stop_generation(generation: u64) -> Option<Stats> {
 /// The collector thread's loop: a pass every millisecond while events flow, every 5 ms when
 /// idle; answers dump and stop requests.
 fn run(c: &mut collector::Collector) {
+    let _failed = CollectorFailed;
     loop {
         let (stop, dump) = {
             let mut ctl = control();
@@ -543,6 +558,23 @@ fn run(c: &mut collector::Collector) {
     CONTROL_CV.notify_all();
 }
 
+/// Ends the capture for the program's threads should the collector thread unwind (a bug):
+/// they stop recording, no thread waits under [`Full::Block`] for blocks nobody would free
+/// again, [`stop`] does not wait for it, and the capture's figures say so.
+struct CollectorFailed;
+
+impl Drop for CollectorFailed {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            STATS.collector_failed.store(true, Relaxed);
+            RUNNING.store(false, Relaxed);
+            crate::state::set_capture(false);
+            control().done = true;
+            CONTROL_CV.notify_all();
+        }
+    }
+}
+
 /// Stops the process's capture, whoever started it: for the one `TICKSCOPE_CAPTURE` starts
 /// (which has no [`Capture`] handle, and otherwise runs until the process exits) and for the
 /// C API. As [`Capture::stop`]; `None` if none was running.
@@ -583,6 +615,11 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
         }
     }
     let s = stats();
+    if s.collector_failed {
+        crate::diag::warn(
+            "capture: the collector thread failed (a bug in tickscope, reported above): the capture ends where it failed, without its end record",
+        );
+    }
     let lost = s.dropped + s.undelivered + s.lost_after_exit;
     if lost > 0 {
         crate::diag::warn(&format!(
@@ -614,6 +651,7 @@ pub fn stats() -> Stats {
         collector_cpu: Duration::from_nanos(STATS.collector_cpu_ns.load(Relaxed)),
         wall: started.map_or(Duration::ZERO, |s| s.elapsed()),
         disconnected: STATS.disconnected.load(Relaxed),
+        collector_failed: STATS.collector_failed.load(Relaxed),
     }
 }
 

@@ -250,7 +250,7 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    fn new() -> Ring {
+    pub(crate) fn new() -> Ring {
         Ring {
             prod: Producer {
                 head: AtomicU64::new(0),
@@ -455,9 +455,19 @@ impl Ring {
         self.prod.dropped.load(Relaxed)
     }
 
-    /// Reads every published record, in order; the blocks read past go to `freed`.
-    /// Collector only. Returns the records read.
-    pub(crate) fn drain(&self, mut f: impl FnMut(u64, u64), freed: &mut Vec<Free>) -> u64 {
+    /// Records published and not yet read (padding included). Collector only.
+    pub(crate) fn unread(&self) -> u64 {
+        self.prod.head.load(Acquire) - self.cons.tail.load(Relaxed)
+    }
+
+    /// Reads published records, in order, `max` at most; the blocks read past go to
+    /// `freed`. Collector only. Returns the records read.
+    pub(crate) fn drain(
+        &self,
+        mut f: impl FnMut(u64, u64),
+        freed: &mut Vec<Free>,
+        max: u64,
+    ) -> u64 {
         let head = self.prod.head.load(Acquire);
         let mut tail = self.cons.tail.load(Relaxed);
         if tail >= head {
@@ -466,7 +476,7 @@ impl Ring {
         let mut start = self.cons.start.load(Relaxed);
         let mut b = self.cons.block.load(Acquire);
         let mut n = 0;
-        while tail < head {
+        while tail < head && n < max {
             if tail == start + BLOCK {
                 // SAFETY: the producer linked the next block before publishing a record in
                 // it (release store of the head, acquired above); `b` is the block the
@@ -500,12 +510,12 @@ impl Ring {
     /// Forgets what is in the ring (records left over from an earlier capture). Collector only.
     pub(crate) fn skip(&self) {
         let mut freed = Vec::new();
-        self.drain(|_, _| {}, &mut freed);
+        self.drain(|_, _| {}, &mut freed, u64::MAX);
         give_back(&mut freed, false);
     }
 
     /// Frees every block of a drained ring whose owner exited. Collector only.
-    fn release_blocks(&self) {
+    pub(crate) fn release_blocks(&self) {
         let mut freed = Vec::new();
         let mut b = self.cons.block.swap(ptr::null_mut(), Relaxed);
         while let Some(nb) = NonNull::new(b) {
@@ -675,7 +685,7 @@ mod tests {
     fn drain_all(r: &Ring) -> Vec<(u64, u64)> {
         let mut seen = Vec::new();
         let mut freed = Vec::new();
-        r.drain(|t, w| seen.push((t, w)), &mut freed);
+        r.drain(|t, w| seen.push((t, w)), &mut freed, u64::MAX);
         give_back(&mut freed, false);
         seen
     }
@@ -699,6 +709,7 @@ mod tests {
                     next += 1;
                 },
                 &mut freed,
+                u64::MAX,
             );
             assert!(freed.len() <= 2, "only blocks read past are freed");
             give_back(&mut freed, false);
