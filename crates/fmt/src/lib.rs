@@ -13,6 +13,7 @@
 pub mod hist;
 #[allow(missing_docs)]
 pub mod pprof_fields;
+pub mod symbols;
 pub mod units;
 
 /// A duration in ns with three significant digits and a unit chosen for it: `812 ns`,

@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use tickscope_fmt::symbols::alias_rank;
 
 use super::{Line, Mapping, Profile, StrId};
 
@@ -140,8 +141,8 @@ struct Binary {
     fixed: bool,
     /// `PT_LOAD` segments: (virtual address, memory size, file offset, file size).
     segments: Vec<(u64, u64, u64, u64)>,
-    /// Function symbols by address: (address, size, name); one per address.
-    symbols: Vec<(u64, u64, String)>,
+    /// Function symbols by address, one per address.
+    symbols: Vec<FunctionSymbol>,
     /// Sections loaded in memory: (address, size), by address.
     sections: Vec<(u64, u64)>,
     /// Its build id (GNU note), and the file name and CRC in its `.gnu_debuglink`.
@@ -151,23 +152,35 @@ struct Binary {
     has_symtab: bool,
 }
 
-/// The function symbols of an ELF file, static and dynamic: (address, size, name).
+/// A function symbol of an ELF file: address, size, name, and its rank among the aliases
+/// of its address (`tickscope_fmt::symbols::alias_rank`).
+type FunctionSymbol = (
+    u64,
+    u64,
+    String,
+    (bool, bool, usize, std::cmp::Reverse<usize>),
+);
+
+/// The function symbols of an ELF file, static and dynamic.
 fn function_symbols<'data, R: object::ReadRef<'data>>(
     file: &object::File<'data, R>,
-) -> Vec<(u64, u64, String)> {
+) -> Vec<FunctionSymbol> {
     file.symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
         .filter_map(|s| {
             let name = s.name().ok()?;
-            (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string()))
+            // `is_global` is true of weak symbols too; the rank looks at weakness first.
+            let rank = alias_rank(name, s.is_weak(), s.is_global() && !s.is_weak());
+            (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string(), rank))
         })
         .collect()
 }
 
-/// Per address, one symbol: one with a size first, then the first name alphabetically.
-fn sort_symbols(symbols: &mut Vec<(u64, u64, String)>) {
-    symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.2).cmp(&(b.0, b.1 == 0, &b.2)));
+/// Per address, one symbol: one with a size first, then the alias perf would name it by,
+/// then the first name alphabetically.
+fn sort_symbols(symbols: &mut Vec<FunctionSymbol>) {
+    symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.3, &a.2).cmp(&(b.0, b.1 == 0, &b.3, &b.2)));
     symbols.dedup_by_key(|s| s.0);
 }
 
@@ -311,7 +324,7 @@ impl Binary {
     /// pprof leaves them).
     fn function_at(&self, address: u64) -> Option<&str> {
         let i = self.symbols.partition_point(|s| s.0 <= address);
-        let (start, size, name) = self.symbols.get(i.checked_sub(1)?)?;
+        let (start, size, name, _) = self.symbols.get(i.checked_sub(1)?)?;
         let covers = if *size == 0 {
             self.section_of(*start) == self.section_of(address)
         } else {
@@ -593,6 +606,25 @@ int main(void) {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Of the aliases of an address, the name perf gives: libc's `.dynsym` has both
+    /// `pthread_mutex_lock` and `__pthread_mutex_lock` there (the first alphabetically was
+    /// chosen before).
+    #[test]
+    fn aliases_are_named_as_perf_names_them() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = maps
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.ends_with("/libc.so.6"))
+            .expect("the test links libc");
+        let data = std::fs::read(libc).unwrap();
+        let bin = Binary::parse(&data).unwrap();
+        let at = |name: &str| bin.symbols.iter().find(|s| s.2 == name).map(|s| s.0);
+        let lock = at("pthread_mutex_lock").expect("libc exports pthread_mutex_lock");
+        assert_eq!(at("__pthread_mutex_lock"), None, "one name per address");
+        assert_eq!(bin.function_at(lock + 1), Some("pthread_mutex_lock"));
+    }
+
     /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
     /// below them (`_init`, sized 0) must not take them.
     #[test]
@@ -611,13 +643,16 @@ int main(void) {
             assert_eq!(bin.function_at(stub + 4), None, "{libc}: PLT at {stub:#x}");
         }
         // A sized function is still found, inside it.
-        let &(start, size, ref name) = bin.symbols.iter().find(|s| s.1 > 16).unwrap();
+        let &(start, size, ref name, _) = bin.symbols.iter().find(|s| s.1 > 16).unwrap();
         assert_eq!(bin.function_at(start + size / 2), Some(name.as_str()));
         // A zero-sized symbol covers up to the next one in its section, as before.
         let zero = Binary {
             fixed: false,
             segments: vec![],
-            symbols: vec![(0x100, 0, "_init".into()), (0x200, 0x10, "f".into())],
+            symbols: vec![
+                (0x100, 0, "_init".into(), alias_rank("_init", false, true)),
+                (0x200, 0x10, "f".into(), alias_rank("f", false, true)),
+            ],
             sections: vec![(0x100, 0x20), (0x120, 0x40), (0x200, 0x100)],
             build_id: vec![],
             debug_link: None,
@@ -677,7 +712,7 @@ int main(void) {
         let data = std::fs::read(&lib).unwrap();
         let binary = Binary::parse(&data).unwrap();
         assert!(!binary.fixed);
-        let (address, _, name) = binary
+        let (address, _, name, _) = binary
             .symbols
             .iter()
             .find(|s| s.2 == "ProfilerStart")

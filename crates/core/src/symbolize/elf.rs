@@ -6,6 +6,7 @@ use std::fs::File;
 use object::elf::{self, FileHeader32, FileHeader64};
 use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, FileKind, ReadCache, StringTable};
+use tickscope_fmt::symbols::alias_rank;
 
 /// What [`Symbolizer::new`] learns from an ELF file's headers, without loading its DWARF.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -466,7 +467,7 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
             .and_then(|section| section.data(endian, data))
             .unwrap_or_default();
         let strings = StringTable::new(strings, 0, strings.len() as u64);
-        let mut symbols: Vec<(bool, Symbol)> = table
+        let mut symbols: Vec<(_, Symbol)> = table
             .iter()
             .filter_map(|sym| {
                 // Code, and assembly symbols that have a size but no type.
@@ -481,12 +482,15 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
                 let name = sym.name(endian, strings).ok().filter(|n| !n.is_empty())?;
                 let name = String::from_utf8_lossy(name).into_owned();
                 let start = sym.st_value(endian).into();
-                // Of aliases, an exported name: `__getpid`, not libc's own `__GI___getpid`.
-                let local = sym.st_bind() == elf::STB_LOCAL;
-                Some((local, Symbol { start, size, name }))
+                // Of aliases, the name perf gives: an exported `__getpid`, not libc's own
+                // `__GI___getpid` (`tickscope_fmt::symbols`).
+                let (bind, weak) = (sym.st_bind(), sym.st_bind() == elf::STB_WEAK);
+                let rank = alias_rank(&name, weak, bind == elf::STB_GLOBAL);
+                Some((rank, Symbol { start, size, name }))
             })
             .collect();
-        symbols.sort_by_key(|&(local, _)| local);
+        // Stable: equals keep the table's order.
+        symbols.sort_by(|a, b| a.0.cmp(&b.0));
         let table = SymbolTable::new(symbols.into_iter().map(|(_, symbol)| symbol).collect());
         if !table.symbols.is_empty() {
             return Some(table);

@@ -719,6 +719,17 @@ this is not a mapping
         } else {
             assert_eq!(frames.len(), 1, "{frames:#?}");
             assert_eq!(frames[0].line, 0);
+            // Of a function's aliases, the name perf gives (`tickscope_fmt::symbols`), not
+            // `__pthread_mutex_lock@GLIBC_2.2.5` or `___pthread_mutex_lock`: the debug
+            // file's symbol table keeps the version in the name, `.dynsym` does not.
+            let lock = libc::pthread_mutex_lock as *const () as usize as u64;
+            let named = symbolizer.lookup(lock);
+            let expected = if installed {
+                "pthread_mutex_lock@@GLIBC_2.2.5"
+            } else {
+                "pthread_mutex_lock"
+            };
+            assert_eq!(named.last().map(|f| f.name.as_str()), Some(expected));
         }
     }
 
