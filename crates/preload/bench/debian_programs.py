@@ -11,8 +11,11 @@ which unwinds with libunwind), interleaved, and prints one row per workload:
   profiles took);
 - mean stack depth (frames per sample) of tickscope's and gperftools' profiles, and the
   share of samples with `main` on the stack (single-threaded programs);
-- the top 5 leaf functions of tickscope's profiles against perf's on its own runs, each
-  over all rounds (ours merged, perf's averaged), and the largest difference in points.
+- the top 5 leaf functions of tickscope's profiles against perf's on the same runs (`perf
+  record` samples the program while `tickscope record` does: the issue's "on the same run";
+  runs of their own differ by more than the profilers do, sqlite3's hottest function by 2 to
+  3 points from run to run), each over all rounds (ours merged, perf's averaged), and the
+  largest difference in points.
 
 Workloads: sqlite3 on an in-memory join, xz -9 -T1 and xz -6 -T2 on generated text, python3
 on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
@@ -165,9 +168,13 @@ def tickscope_leaves(profile_files):
     return rows
 
 
-def perf_leaves(data):
+def perf_leaves(data, comm=None):
+    """Leaf shares (%) of perf's samples, of the threads named `comm` only (the program's,
+    not `tickscope record`'s nor its sampler's when perf samples them all)."""
+    only = ["--comm", comm, "--percentage", "relative"] if comm else []
     out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "sym",
-                          "--stdio", "-q", "-g", "none"], capture_output=True, text=True).stdout
+                          "--stdio", "-q", "-g", "none"] + only,
+                         capture_output=True, text=True).stdout
     rows = {}
     for line in out.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(.*)$", line)
@@ -213,7 +220,7 @@ def main():
         for f in os.listdir(tmp):
             if (f.startswith("t") and ".pb.gz" in f) or f.startswith("perf"):
                 os.remove(os.path.join(tmp, f))
-        outs, pdatas = [], []
+        outs, pdatas, both = [], [], []
         for rnd in range(a.rounds):
             plain.append(timed(cmd)[0])
             out = os.path.join(tmp, f"t{rnd}.pb.gz")
@@ -238,25 +245,33 @@ def main():
             genv = dict(os.environ, LD_PRELOAD=prof, CPUPROFILE=os.path.join(tmp, "g.prof"),
                         CPUPROFILE_FREQUENCY=str(a.hz))
             gp.append(timed(cmd, env=genv)[0])
+            # Both profilers on one run, for the leaf functions (not timed).
+            bout, bdata = os.path.join(tmp, f"tb{rnd}.pb.gz"), os.path.join(tmp, f"perfb{rnd}.data")
+            both.append((bout, bdata))
+            subprocess.run(["perf", "record", "-q", "-F", str(a.hz), "-o", bdata, "--",
+                            TICKSCOPE, "record", "--top", "0", "-F", str(a.hz), "-o", bout,
+                            "--merge", "--"] + cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
         p = statistics.median(plain)
         ours = [t for out in outs for t in traces(out)]
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
         gd, gmn = (depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))
                    if os.path.exists(gprof) else (0.0, 0.0))
-        leaves = tickscope_leaves(outs)
+        leaves = tickscope_leaves([b for b, _ in both])
         named_share = sum(v for k, v in leaves.items() if named(k))
         t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
                     key=lambda kv: -kv[1])[:5]
         pl = {}
-        for pdata in pdatas:
-            for k, v in perf_leaves(pdata).items():
-                pl[k] = pl.get(k, 0.0) + v / len(pdatas)
+        comm = os.path.basename(cmd[0])[:15]
+        for _, bdata in both:
+            for k, v in perf_leaves(bdata, comm).items():
+                pl[k] = pl.get(k, 0.0) + v / len(both)
         diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
         # The sampling error of a difference of two shares from independent sets of runs of
         # about n samples each (all rounds; one a millisecond at 1000 Hz):
         # 2 sigma = 2 sqrt(2 p (1 - p) / n).
-        n = sum(c for c, _ in ours) * a.hz or 1
+        n = sum(c for b, _ in both for c, _ in traces(b)) * a.hz or 1
         p5 = max((v for _, v in t5), default=0.0) / 100
         two_sigma = 200 * math.sqrt(2 * p5 * (1 - p5) / n)
         top = ", ".join(f"{k[:24]} {v:.1f}/{pl.get(k, 0.0):.1f}" for k, v in t5[:3])
@@ -268,7 +283,7 @@ def main():
               f"{max(diffs) if diffs else 0:.1f} (2σ {two_sigma:.1f})  [{top}]")
     print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
           "(record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
-          "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's over all rounds (points), and twice the sampling error of the largest one's difference between two such sets of runs.")
+          "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's over all rounds, both sampling the same runs (points), and twice the sampling error of the largest one's difference.")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
