@@ -341,6 +341,57 @@ fn record_outlives_ctrl_c_and_passes_on_a_signal_sent_to_it() {
     }
 }
 
+/// A SIGINT sent to the group `record` runs in by another process (`timeout -s INT`, `kill
+/// -INT -- -PGID`, a supervisor), not from a terminal: the program gets it once. Sharing
+/// `record`'s group, it got it twice (the group's, and `record`'s forwarded copy), and a
+/// program with its own SIGINT handler could die of the second while writing its profile.
+#[test]
+fn a_signal_sent_to_records_group_reaches_the_program_once() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("group-signal");
+    let script = "import signal, sys, time\n\
+        n = 0\n\
+        def h(s, f):\n    global n\n    n += 1\n\
+        signal.signal(signal.SIGINT, h)\n\
+        open('ready', 'w').close()\n\
+        while n == 0:\n    sum(range(1000))\n\
+        time.sleep(0.5)\n\
+        print('SIGINTs:', n)\n";
+    std::fs::write(dir.join("count.py"), script).unwrap();
+    let child = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", library())
+        .args([
+            "record", "--top", "3", "-o", "p.pb.gz", "--", "python3", "count.py",
+        ])
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let record = child.id();
+    let _group = KillOnPanic(record as i32);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !dir.join("ready").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "python3 never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory arguments; `record` is not reaped yet.
+    assert_eq!(unsafe { libc::kill(-(record as i32), libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(stdout.trim(), "SIGINTs: 1", "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("profile written to p.pb.gz"), "{stderr}");
+}
+
 /// An output that is the program (`cp prog p2; record -o p2 -- ./p2`), the library or a file
 /// the program is given is refused before the program starts; the file is untouched.
 #[test]

@@ -463,6 +463,17 @@ pub mod __private {
         crate::sys::signal_process(pid, sig)
     }
 
+    /// Sends signal `sig` to process group `pgid`.
+    pub fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
+        crate::sys::signal_group(pgid, sig)
+    }
+
+    /// True when this process's group is the foreground group of the terminal on its
+    /// standard input, output or error (a Ctrl-C there reaches the whole group).
+    pub fn in_terminal_foreground() -> bool {
+        crate::sys::in_terminal_foreground()
+    }
+
     /// CPU time (ns) this process has used so far, all its threads together.
     pub fn process_cpu_ns() -> Option<u64> {
         crate::sys::process_cpu_ns()

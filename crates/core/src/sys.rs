@@ -591,6 +591,27 @@ pub(crate) fn held_signal() -> Option<(i32, bool)> {
     (v != 0).then_some(((v & 0xff) as i32, v & 0x100 != 0))
 }
 
+/// True when this process's group is the foreground group of the terminal on its standard
+/// input, output or error: a Ctrl-C there reaches this process and its group.
+pub(crate) fn in_terminal_foreground() -> bool {
+    // SAFETY: getpgrp has no arguments and cannot fail.
+    let own = unsafe { libc::getpgrp() };
+    (0..3).any(|fd| {
+        // SAFETY: isatty and tcgetpgrp take a descriptor only; a bad one only fails.
+        let foreground = unsafe { libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == own };
+        foreground
+    })
+}
+
+/// Sends `sig` to process group `pgid`.
+pub(crate) fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
+    // SAFETY: killpg has no memory arguments; a wrong group or signal only fails.
+    if unsafe { libc::killpg(pgid as libc::pid_t, sig) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sends `sig` to process `pid`.
 pub(crate) fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
     // SAFETY: kill has no memory arguments; a wrong pid or signal only fails.

@@ -146,16 +146,26 @@ pub fn run(args: Args) -> Result<u8> {
         )
         .env("TICKSCOPE_MESSAGES", messages.path())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
-    // A Ctrl-C reaches the program and this command alike: this one waits for the program
-    // (which writes its profile on SIGINT/SIGTERM), then shows it. A signal sent to this
-    // process alone (`kill`) is passed on to the program.
+    // In a terminal's foreground, the program shares this command's process group, as any
+    // program run from a shell does: a Ctrl-C (or Ctrl-Z) reaches the program and this
+    // command alike; this one waits for the program (which writes its profile on
+    // SIGINT/SIGTERM), then shows it, and passes on a signal a process sent to it alone
+    // (`kill`). Elsewhere (a script, `timeout`, a supervisor, CI), where a signal comes from
+    // a process to this command alone or to its whole group and nothing tells which, the
+    // program gets a group of its own and every signal this command receives is passed on
+    // to that group, once: sent to the group, it reached the program twice before, and a
+    // program with its own SIGINT handler could be killed by the second while writing.
+    let own_group = !tickscope::__private::in_terminal_foreground();
+    if own_group {
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    }
     if let Err(e) = tickscope::__private::hold_terminal_signals() {
         say!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
     let mut run = 0;
     let status = match command.spawn().and_then(|c| {
         run = c.id();
-        wait_forwarding(c)
+        wait_forwarding(c, own_group)
     }) {
         Ok(s) => s,
         // As a shell says it: 127 for a program not found, 126 for one that cannot run.
@@ -468,15 +478,26 @@ fn say_children(others: &[PathBuf], output: &Path) {
     }
 }
 
-/// Waits for the program, passing on to it each signal a process sent to `record` alone
-/// (looked for every 10 ms). The forwarding thread is told at once when the program has
-/// ended: it used to sleep out its 10 ms, which every run waited for, 5 ms on average.
-fn wait_forwarding(mut child: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+/// Waits for the program, passing on to it each signal a process sent to `record` alone, or,
+/// with the program in a process group of its own (`own_group`), each signal `record`
+/// received, to that whole group (looked for every 10 ms). The forwarding thread is told at
+/// once when the program has ended: it used to sleep out its 10 ms, which every run waited
+/// for, 5 ms on average.
+fn wait_forwarding(
+    mut child: std::process::Child,
+    own_group: bool,
+) -> std::io::Result<std::process::ExitStatus> {
     let pid = child.id();
     let (done, ended) = std::sync::mpsc::channel::<()>();
     let forwarder = std::thread::spawn(move || loop {
-        if let Some((sig, true)) = tickscope::__private::held_signal() {
-            let _ = tickscope::__private::signal_process(pid, sig);
+        match tickscope::__private::held_signal() {
+            Some((sig, _)) if own_group => {
+                let _ = tickscope::__private::signal_group(pid, sig);
+            }
+            Some((sig, true)) => {
+                let _ = tickscope::__private::signal_process(pid, sig);
+            }
+            _ => {}
         }
         match ended.recv_timeout(std::time::Duration::from_millis(10)) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
