@@ -606,18 +606,23 @@ int main(void) {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The libc this test process links.
+    fn libc_path() -> String {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.ends_with("/libc.so.6"))
+            .expect("the test links libc")
+            .to_owned()
+    }
+
     /// Of the aliases of an address, the name perf gives: libc's `.dynsym` has both
     /// `pthread_mutex_lock` and `__pthread_mutex_lock` there (the first alphabetically was
     /// chosen before).
     #[test]
     fn aliases_are_named_as_perf_names_them() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let libc = maps
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| p.ends_with("/libc.so.6"))
-            .expect("the test links libc");
-        let data = std::fs::read(libc).unwrap();
+        let libc = libc_path();
+        let data = std::fs::read(&libc).unwrap();
         let bin = Binary::parse(&data).unwrap();
         let at = |name: &str| bin.symbols.iter().find(|s| s.2 == name).map(|s| s.0);
         let lock = at("pthread_mutex_lock").expect("libc exports pthread_mutex_lock");
@@ -629,13 +634,8 @@ int main(void) {
     /// below them (`_init`, sized 0) must not take them.
     #[test]
     fn plt_stubs_are_left_unnamed_and_functions_still_named() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let libc = maps
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| p.ends_with("/libc.so.6"))
-            .expect("the test links libc");
-        let data = std::fs::read(libc).unwrap();
+        let libc = libc_path();
+        let data = std::fs::read(&libc).unwrap();
         let bin = Binary::parse(&data).unwrap();
         let file = object::File::parse(&*data).unwrap();
         let plt = file.section_by_name(".plt").expect("libc has a PLT");
