@@ -597,9 +597,10 @@ pub(crate) fn in_terminal_foreground() -> bool {
     // SAFETY: getpgrp has no arguments and cannot fail.
     let own = unsafe { libc::getpgrp() };
     (0..3).any(|fd| {
-        // SAFETY: isatty and tcgetpgrp take a descriptor only; a bad one only fails.
-        let foreground = unsafe { libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == own };
-        foreground
+        // SAFETY: isatty takes a descriptor only; a bad one only fails.
+        let tty = unsafe { libc::isatty(fd) } == 1;
+        // SAFETY: as isatty.
+        tty && unsafe { libc::tcgetpgrp(fd) } == own
     })
 }
 

@@ -490,7 +490,7 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
             })
             .collect();
         // Stable: equals keep the table's order.
-        symbols.sort_by(|a, b| a.0.cmp(&b.0));
+        symbols.sort_by_key(|a| a.0);
         let table = SymbolTable::new(symbols.into_iter().map(|(_, symbol)| symbol).collect());
         if !table.symbols.is_empty() {
             return Some(table);
