@@ -6,10 +6,12 @@
 
 use std::cmp::Reverse;
 
-/// A symbol's place among the aliases of its address: the least is the name. A strong
-/// symbol before a weak one, then a global one before a local one, then the fewer leading
-/// underscores, then the longer name (ties: the caller's order, or alphabetical).
-pub fn alias_rank(name: &str, weak: bool, global: bool) -> (bool, bool, usize, Reverse<usize>) {
+/// A symbol's place among the aliases of its address ([`alias_rank`]): the least is the name.
+pub type AliasRank = (bool, bool, usize, Reverse<usize>);
+
+/// A strong symbol before a weak one, then a global one before a local one, then the fewer
+/// leading underscores, then the longer name (ties: the caller's order, or alphabetical).
+pub fn alias_rank(name: &str, weak: bool, global: bool) -> AliasRank {
     let underscores = name.bytes().take_while(|&b| b == b'_').count();
     (weak, !global, underscores, Reverse(name.len()))
 }

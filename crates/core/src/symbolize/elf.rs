@@ -484,8 +484,8 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
                 let start = sym.st_value(endian).into();
                 // Of aliases, the name perf gives: an exported `__getpid`, not libc's own
                 // `__GI___getpid` (`tickscope_fmt::symbols`).
-                let (bind, weak) = (sym.st_bind(), sym.st_bind() == elf::STB_WEAK);
-                let rank = alias_rank(&name, weak, bind == elf::STB_GLOBAL);
+                let bind = sym.st_bind();
+                let rank = alias_rank(&name, bind == elf::STB_WEAK, bind == elf::STB_GLOBAL);
                 Some((rank, Symbol { start, size, name }))
             })
             .collect();
