@@ -497,6 +497,14 @@ pub mod __private {
     /// processes, and puts their time in its table; one file, not one per process.
     pub const UNSAMPLED_MARK: &str = "tickscope-record-stat unsampled ";
 
+    /// The mark of the line a profiled process leaves in `TICKSCOPE_MESSAGES` for `tickscope
+    /// record` alone as it reaps a child (`wait4`, `waitpid`, `wait`, `wait3`): `pid=P
+    /// cpu-ns=N`, N being the child's CPU time as the kernel gives it to its parent (its
+    /// own, all of it, and that of the children it reaped). A process's own line is written
+    /// before it ends, and the kernel's work as it ends (its memory unmapped) comes after:
+    /// `record` takes that from here.
+    pub const REAPED_MARK: &str = "tickscope-record-stat reaped ";
+
     /// Writes `line` to the messages file `TICKSCOPE_MESSAGES` names, if that is where
     /// tickscope's messages go, and nowhere else. Async-signal-safe (`_exit` may run in a
     /// handler): system calls only, and no lock waited for.

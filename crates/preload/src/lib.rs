@@ -82,6 +82,13 @@
 //!   sampled from its first instruction); one that ends first starts none (most commands
 //!   of a shell script: the start and stop were most of what each cost). The CPU time
 //!   before the start is `[not sampled: before the profiler started]`.
+//! - **Reaping children** (`wait4`, `waitpid`, `wait`, `wait3`, interposed: libc's, with
+//!   the child's CPU time asked for where the caller did not ask): under `record`, each child
+//!   reaped is said with the CPU time the kernel gave for it, its end included (unmapping
+//!   its memory, a tenth of a `/bin/true`'s time), which the line it wrote before it ended
+//!   cannot hold; `record` holds that whole figure for the programs that ended before their
+//!   first sample and the fork children. `waitid` (CPU time in clock ticks only) is left
+//!   alone; a child reaped with it, or by a parent not profiled, is held as its line says.
 //! - **tickscope's own threads** (the drain thread, which also writes the profile on
 //!   SIGINT/SIGTERM and `_exit`; a capture's threads) are sampled
 //!   by their frame pointers into small perf rings, and are not armed as they start: they

@@ -495,6 +495,67 @@ fn a_fork_child_writes_a_profile_of_its_own_only_when_asked() {
     }
 }
 
+/// A profiled parent reaps its children through the library's `wait4`, `waitpid`, `wait`
+/// and `wait3`, which behave as libc's (each child's status, the CPU time asked for, ECHILD
+/// once none is left) and, under `record`'s settings, say each child's CPU time as the
+/// kernel gave it (its end included, which its own line, written before, cannot hold).
+#[test]
+fn a_parent_reaps_as_with_libc_and_says_each_childs_cpu_time_as_it_ended() {
+    let dir = scratch("reap");
+    let exe = dir.join("reap");
+    compile("gcc", &["-O2"], &[c_source("reap.c")], &exe, &[] as &[&str]);
+    let messages = dir.join("messages");
+    std::fs::write(&messages, "").unwrap();
+    let (out, stdout, stderr) = run(&mut as_record_descendant(
+        profiled(&exe, &dir.join("out.pb.gz"), &[]),
+        &messages,
+        "600000",
+    ));
+    assert!(out.status.success(), "{stderr}");
+    // reaped PID by CALL status S cpu-us U
+    let reaped: Vec<Vec<&str>> = (stdout.lines())
+        .filter_map(|l| l.strip_prefix("reaped "))
+        .map(|l| l.split(' ').collect())
+        .collect();
+    let calls: Vec<&str> = reaped.iter().map(|r| r[2]).collect();
+    assert_eq!(calls, ["wait4", "waitpid", "wait", "wait3"], "{stdout}");
+    assert!(stdout.contains("\nechild 1\n"), "{stdout}");
+    let said = std::fs::read_to_string(&messages).unwrap();
+    // Each child's own line (a fork child that did not exec), then its parent's.
+    let field = |line: &str, key: &str| -> Option<u64> {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(key))?
+            .parse()
+            .ok()
+    };
+    let mut statuses = Vec::new();
+    for r in &reaped {
+        let (pid, status, cpu_us) = (r[0], r[4], r[6]);
+        statuses.push(status.to_string());
+        let own = (said.lines())
+            .filter(|l| l.starts_with("tickscope-record-stat fork-child "))
+            .find(|l| field(l, "pid=") == pid.parse().ok())
+            .and_then(|l| field(l, "cpu-ns="))
+            .unwrap_or_else(|| panic!("no line of child {pid}'s own: {said}"));
+        let ended = (said.lines())
+            .filter(|l| l.starts_with("tickscope-record-stat reaped "))
+            .find(|l| field(l, "pid=") == pid.parse().ok())
+            .and_then(|l| field(l, "cpu-ns="))
+            .unwrap_or_else(|| panic!("child {pid} reaped, not said: {said}"));
+        // Its 5 ms of work, and the end its own line came before (rusage counts in
+        // microseconds: 1 us of room).
+        assert!(
+            ended + 1_000 >= own && own >= 5_000_000,
+            "child {pid}: {own} ns said by itself, {ended} ns as reaped"
+        );
+        // What the caller asked for, it got: the same figure.
+        if let Ok(us) = cpu_us.parse::<u64>() {
+            assert_eq!(us * 1_000, ended, "child {pid} by {}", r[2]);
+        }
+    }
+    assert_eq!(statuses, ["11", "-1", "13", "14"], "{stdout}");
+}
+
 #[test]
 fn exec_child_profiles_into_a_file_of_its_own() {
     let dir = scratch("exec");

@@ -5,6 +5,7 @@
 //! `--forks` each fork child that did not exec) to `FILE.<run>.<pid>` (the run is the
 //! program's pid, so two runs never mix), or all of them merged into FILE with `--merge`.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -193,7 +194,11 @@ pub fn run(args: Args) -> Result<u8> {
         exit_cpu,
         forks,
         unsampled,
-    } = messages.print();
+    } = messages.print(
+        tickscope::__private::children_cpu_ns()
+            .ok()
+            .map(|cpu| (run, cpu)),
+    );
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
     // Where the program itself left no profile to show: the other processes' are kept and
@@ -546,8 +551,10 @@ impl Messages {
 
     /// Prints the messages to this process's stderr: each kind once, with how many of the
     /// run's processes said it (lines alike but for their numbers are one kind). Returns
-    /// what the lines for `record` alone said (not printed).
-    fn print(&self) -> Said {
+    /// what the lines for `record` alone said (not printed), the CPU time of the processes
+    /// that ended unprofiled taken as they ended where it is known (`top`: the program this
+    /// command reaped, and the CPU time it got as it did).
+    fn print(&self, top: Option<(u32, u64)>) -> Said {
         let text = std::fs::read_to_string(&self.0).unwrap_or_default();
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
         let mut exit_cpu = 0u64;
@@ -558,7 +565,9 @@ impl Messages {
             .filter_map(said_process)
             .collect();
         for line in text.lines().filter(|l| !l.is_empty()) {
-            if line.starts_with(tickscope::__private::UNSAMPLED_MARK) {
+            if line.starts_with(tickscope::__private::UNSAMPLED_MARK)
+                || line.starts_with(tickscope::__private::REAPED_MARK)
+            {
                 continue;
             }
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
@@ -566,7 +575,7 @@ impl Messages {
                 continue;
             }
             if let Some(rest) = line.strip_prefix(tickscope::__private::FORK_CHILD_MARK) {
-                forks.extend(fork_child(rest));
+                forks.extend(said_process(rest));
                 continue;
             }
             let shape: String = line
@@ -588,12 +597,66 @@ impl Messages {
                 say!("{line}");
             }
         }
+        let ended = as_they_ended(&text, top);
+        let with_end = |procs: Vec<(u32, String, u64)>| -> Vec<(u32, String, u64)> {
+            procs
+                .into_iter()
+                .map(|(pid, name, cpu)| {
+                    let cpu = ended.get(&pid).map_or(cpu, |&end| end.max(cpu));
+                    (pid, name, cpu)
+                })
+                .collect()
+        };
         Said {
             exit_cpu,
-            forks,
-            unsampled,
+            forks: with_end(forks)
+                .into_iter()
+                .map(|(_, name, cpu)| (name, cpu))
+                .collect(),
+            unsampled: with_end(unsampled),
         }
     }
+}
+
+/// The CPU time (ns) of each process that said it ended unprofiled (before its first sample,
+/// or a fork child) as it ended, its end included: what its parent got as it reaped it
+/// ([`tickscope::__private::REAPED_MARK`]; `top`: the program this command ran and reaped,
+/// with its CPU time) less what its own line said its children used. A process reaped by a
+/// parent that was not profiled, or with `waitid`, is not in it.
+fn as_they_ended(text: &str, top: Option<(u32, u64)>) -> HashMap<u32, u64> {
+    let mut children = HashMap::new();
+    let mut ended = HashMap::new();
+    let field = |fields: &str, key: &str| -> Option<u64> {
+        fields
+            .split(' ')
+            .find_map(|f| f.strip_prefix(key))?
+            .parse()
+            .ok()
+    };
+    for line in text.lines() {
+        let said = (line.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
+            .or_else(|| line.strip_prefix(tickscope::__private::FORK_CHILD_MARK));
+        if let Some(fields) = said.and_then(|r| Some(r.split_once(" name=")?.0)) {
+            if let Some(pid) = field(fields, "pid=") {
+                children.insert(pid as u32, field(fields, "children-ns=").unwrap_or(0));
+            }
+        }
+        let Some(fields) = line.strip_prefix(tickscope::__private::REAPED_MARK) else {
+            continue;
+        };
+        if let (Some(pid), Some(cpu)) = (field(fields, "pid="), field(fields, "cpu-ns=")) {
+            // A process's line comes before its parent reaps it; its pid is free again after.
+            if let Some(theirs) = children.remove(&(pid as u32)) {
+                ended.insert(pid as u32, cpu.saturating_sub(theirs));
+            }
+        }
+    }
+    if let Some((pid, cpu)) = top {
+        if let Some(theirs) = children.remove(&pid) {
+            ended.insert(pid, cpu.saturating_sub(theirs));
+        }
+    }
+    ended
 }
 
 /// What the run's processes said for `record` alone.
@@ -605,13 +668,6 @@ struct Said {
     /// Programs exec'd that ended before their first sample, and wrote a line instead of a
     /// profile: (pid, name, CPU time in ns).
     unsampled: Vec<(u32, String, u64)>,
-}
-
-/// A fork child's line after its mark: `pid=P cpu-ns=N name=COMM` (the name last: it may
-/// hold spaces). `None` if it does not read so.
-fn fork_child(rest: &str) -> Option<(String, u64)> {
-    let (_, name, cpu) = said_process(rest)?;
-    Some((name, cpu))
 }
 
 /// A line for `record` about a process, after its mark: `pid=P cpu-ns=N name=COMM` (the name

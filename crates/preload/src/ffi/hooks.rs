@@ -335,6 +335,8 @@ fn terminate_action() -> libc::sigaction {
 /// constructor), never in a signal handler.
 static REAL_SIGACTION: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 static REAL_SIGNAL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// libc's `wait4` (this library's own is [`wait4`]), found with them.
+static REAL_WAIT4: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// 0: not looked for yet; 1: looked for (found or not: never looked for again).
 static LOOKED_FOR: AtomicU32 = AtomicU32::new(0);
 
@@ -352,6 +354,8 @@ fn find_real_signal_functions() {
         (&REAL_SIGACTION, c"sigaction", c"__sigaction"),
         // `ssignal`: glibc's other name for `signal`, which this library does not define.
         (&REAL_SIGNAL, c"signal", c"ssignal"),
+        // glibc has no other name for it: not found, the system call is made directly.
+        (&REAL_WAIT4, c"wait4", c"wait4"),
     ] {
         // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's function, or null.
         let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, next.as_ptr()) };
@@ -688,6 +692,12 @@ fn write_record_line(mark: &str) {
     line.number(pid as u64);
     line.push(b" cpu-ns=");
     line.number(cpu);
+    // What the children it reaped used (in the figure its own parent gets as it reaps it,
+    // from which `record` takes this process's own).
+    if let Ok(children) = ts::__private::children_cpu_ns() {
+        line.push(b" children-ns=");
+        line.number(children);
+    }
     line.push(b" name=");
     line.push(name);
     line.push(b"\n");
@@ -794,6 +804,131 @@ pub extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
     }
     // SAFETY: kill has no memory arguments; a wrong pid or signal only fails, errno set.
     unsafe { libc::syscall(libc::SYS_kill, pid as libc::c_long, sig as libc::c_long) as c_int }
+}
+
+// ---- Reaping children ----------------------------------------------------------------------
+// A process `record` runs writes its line (or profile) before it ends; the kernel's work as it
+// ends (unmapping its memory: a tenth of a `/bin/true`'s CPU time) comes after, and only its
+// parent learns of it, from the CPU time `wait4` gives as it reaps it. Under `record`, a
+// profiled parent passes that on (see `REAPED_MARK`), whichever of the four calls it reaps
+// with. `waitid` is left alone: it gives no CPU time finer than clock ticks.
+
+type Wait4 = unsafe extern "C" fn(libc::pid_t, *mut c_int, c_int, *mut libc::rusage) -> libc::pid_t;
+
+/// Interposes `wait4` (see above).
+///
+/// # Safety
+/// As `wait4(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn wait4(
+    pid: libc::pid_t,
+    status: *mut c_int,
+    options: c_int,
+    usage: *mut libc::rusage,
+) -> libc::pid_t {
+    reap(pid, status, options, usage)
+}
+
+/// Interposes `waitpid`: `wait4` without the CPU time, as glibc's.
+///
+/// # Safety
+/// As `waitpid(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn waitpid(
+    pid: libc::pid_t,
+    status: *mut c_int,
+    options: c_int,
+) -> libc::pid_t {
+    reap(pid, status, options, std::ptr::null_mut())
+}
+
+/// Interposes `wait`: `wait4(-1, status, 0, NULL)`, as glibc's.
+///
+/// # Safety
+/// As `wait(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn wait(status: *mut c_int) -> libc::pid_t {
+    reap(-1, status, 0, std::ptr::null_mut())
+}
+
+/// Interposes `wait3`: `wait4(-1, ...)`, as glibc's.
+///
+/// # Safety
+/// As `wait3(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn wait3(
+    status: *mut c_int,
+    options: c_int,
+    usage: *mut libc::rusage,
+) -> libc::pid_t {
+    reap(-1, status, options, usage)
+}
+
+/// libc's `wait4` with the caller's arguments (the status and CPU time into buffers of ours
+/// where the caller passed none); a child that ended is said to `record` with its CPU time.
+/// Async-signal-safe (shells reap in their SIGCHLD handler): libc's `wait4` or the system
+/// call, and a line written from the stack; errno as `wait4` left it.
+fn reap(
+    pid: libc::pid_t,
+    status: *mut c_int,
+    options: c_int,
+    usage: *mut libc::rusage,
+) -> libc::pid_t {
+    let mut own_status: c_int = 0;
+    // SAFETY: all-zero bytes are a valid `rusage` (integers and timevals only).
+    let mut own_usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let status = if status.is_null() {
+        &mut own_status
+    } else {
+        status
+    };
+    let usage = if usage.is_null() {
+        &mut own_usage
+    } else {
+        usage
+    };
+    let f = REAL_WAIT4.load(Relaxed);
+    let reaped = if f.is_null() {
+        // SAFETY: wait4's system call with valid status and rusage buffers.
+        unsafe {
+            libc::syscall(
+                libc::SYS_wait4,
+                pid as libc::c_long,
+                status,
+                options as libc::c_long,
+                usage,
+            ) as libc::pid_t
+        }
+    } else {
+        // SAFETY: `f` is libc's wait4 (found by dlsym under that name), of this type.
+        let f = unsafe { std::mem::transmute::<*mut c_void, Wait4>(f) };
+        // SAFETY: valid status and rusage buffers (the caller's, or ours).
+        unsafe { f(pid, status, options, usage) }
+    };
+    if reaped > 0 {
+        // SAFETY: wait4 wrote the status of the child it returned.
+        let st = unsafe { *status };
+        if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+            keeping_errno(|| {
+                // SAFETY: wait4 filled in the rusage of the child it reaped.
+                let u = unsafe { &*usage };
+                let ns = |t: libc::timeval| {
+                    (t.tv_sec.max(0) as u64)
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(t.tv_usec.max(0) as u64 * 1_000)
+                };
+                let mut line = Line::default();
+                line.push(ts::__private::REAPED_MARK.as_bytes());
+                line.push(b"pid=");
+                line.number(reaped as u64);
+                line.push(b" cpu-ns=");
+                line.number(ns(u.ru_utime).saturating_add(ns(u.ru_stime)));
+                line.push(b"\n");
+                ts::__private::say_to_record_in_signal(line.bytes());
+            });
+        }
+    }
+    reaped
 }
 
 /// Before SIGINT or SIGTERM is sent to this process by itself: if it will end the process
