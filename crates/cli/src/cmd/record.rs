@@ -194,11 +194,7 @@ pub fn run(args: Args) -> Result<u8> {
         exit_cpu,
         forks,
         unsampled,
-    } = messages.print(
-        tickscope::__private::children_cpu_ns()
-            .ok()
-            .map(|cpu| (run, cpu)),
-    );
+    } = messages.print();
     // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
     let children = child_profiles(pending.tmp_path());
     // Where the program itself left no profile to show: the other processes' are kept and
@@ -552,30 +548,46 @@ impl Messages {
     /// Prints the messages to this process's stderr: each kind once, with how many of the
     /// run's processes said it (lines alike but for their numbers are one kind). Returns
     /// what the lines for `record` alone said (not printed), the CPU time of the processes
-    /// that ended unprofiled taken as they ended where it is known (`top`: the program this
-    /// command reaped, and the CPU time it got as it did).
-    fn print(&self, top: Option<(u32, u64)>) -> Said {
+    /// that ended unprofiled taken as they ended where their parent said it.
+    fn print(&self) -> Said {
         let text = std::fs::read_to_string(&self.0).unwrap_or_default();
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
         let mut exit_cpu = 0u64;
         let mut forks = Vec::new();
-        let unsampled: Vec<(u32, String, u64)> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
-            .filter_map(said_process)
-            .collect();
+        let mut unsampled = Vec::new();
+        // The processes that said they ended unprofiled and were not reaped yet, by pid:
+        // (a fork child, index in `forks` or `unsampled`, its children's CPU time).
+        let mut unreaped: HashMap<u32, (bool, usize, u64)> = HashMap::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
-            if line.starts_with(tickscope::__private::UNSAMPLED_MARK)
-                || line.starts_with(tickscope::__private::REAPED_MARK)
-            {
-                continue;
-            }
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
                 exit_cpu = exit_cpu.saturating_add(ns.trim().parse().unwrap_or(0));
                 continue;
             }
-            if let Some(rest) = line.strip_prefix(tickscope::__private::FORK_CHILD_MARK) {
-                forks.extend(said_process(rest));
+            let unprofiled = match (
+                line.strip_prefix(tickscope::__private::FORK_CHILD_MARK),
+                line.strip_prefix(tickscope::__private::UNSAMPLED_MARK),
+            ) {
+                (Some(rest), _) => Some((true, rest)),
+                (None, Some(rest)) => Some((false, rest)),
+                (None, None) => None,
+            };
+            if let Some((fork, rest)) = unprofiled {
+                if let Some(said) = said_process(rest) {
+                    let list = if fork { &mut forks } else { &mut unsampled };
+                    unreaped.insert(said.0, (fork, list.len(), said.3));
+                    list.push(said);
+                }
+                continue;
+            }
+            // Its parent reaped it: the CPU time the kernel gave for it, its end included
+            // (its own line came before), less what its children used, where larger.
+            if let Some(rest) = line.strip_prefix(tickscope::__private::REAPED_MARK) {
+                if let Some((pid, reaped)) = said_reaped(rest) {
+                    if let Some((fork, i, children)) = unreaped.remove(&pid) {
+                        let list = if fork { &mut forks } else { &mut unsampled };
+                        list[i].2 = list[i].2.max(reaped.saturating_sub(children));
+                    }
+                }
                 continue;
             }
             let shape: String = line
@@ -597,66 +609,17 @@ impl Messages {
                 say!("{line}");
             }
         }
-        let ended = as_they_ended(&text, top);
-        let with_end = |procs: Vec<(u32, String, u64)>| -> Vec<(u32, String, u64)> {
-            procs
-                .into_iter()
-                .map(|(pid, name, cpu)| {
-                    let cpu = ended.get(&pid).map_or(cpu, |&end| end.max(cpu));
-                    (pid, name, cpu)
-                })
-                .collect()
-        };
         Said {
             exit_cpu,
-            forks: with_end(forks)
+            forks: forks
                 .into_iter()
-                .map(|(_, name, cpu)| (name, cpu))
+                .map(|(_, name, cpu, _)| (name, cpu))
                 .collect(),
-            unsampled: with_end(unsampled),
+            unsampled: (unsampled.into_iter())
+                .map(|(pid, name, cpu, _)| (pid, name, cpu))
+                .collect(),
         }
     }
-}
-
-/// The CPU time (ns) of each process that said it ended unprofiled (before its first sample,
-/// or a fork child) as it ended, its end included: what its parent got as it reaped it
-/// ([`tickscope::__private::REAPED_MARK`]; `top`: the program this command ran and reaped,
-/// with its CPU time) less what its own line said its children used. A process reaped by a
-/// parent that was not profiled, or with `waitid`, is not in it.
-fn as_they_ended(text: &str, top: Option<(u32, u64)>) -> HashMap<u32, u64> {
-    let mut children = HashMap::new();
-    let mut ended = HashMap::new();
-    let field = |fields: &str, key: &str| -> Option<u64> {
-        fields
-            .split(' ')
-            .find_map(|f| f.strip_prefix(key))?
-            .parse()
-            .ok()
-    };
-    for line in text.lines() {
-        let said = (line.strip_prefix(tickscope::__private::UNSAMPLED_MARK))
-            .or_else(|| line.strip_prefix(tickscope::__private::FORK_CHILD_MARK));
-        if let Some(fields) = said.and_then(|r| Some(r.split_once(" name=")?.0)) {
-            if let Some(pid) = field(fields, "pid=") {
-                children.insert(pid as u32, field(fields, "children-ns=").unwrap_or(0));
-            }
-        }
-        let Some(fields) = line.strip_prefix(tickscope::__private::REAPED_MARK) else {
-            continue;
-        };
-        if let (Some(pid), Some(cpu)) = (field(fields, "pid="), field(fields, "cpu-ns=")) {
-            // A process's line comes before its parent reaps it; its pid is free again after.
-            if let Some(theirs) = children.remove(&(pid as u32)) {
-                ended.insert(pid as u32, cpu.saturating_sub(theirs));
-            }
-        }
-    }
-    if let Some((pid, cpu)) = top {
-        if let Some(theirs) = children.remove(&pid) {
-            ended.insert(pid, cpu.saturating_sub(theirs));
-        }
-    }
-    ended
 }
 
 /// What the run's processes said for `record` alone.
@@ -670,16 +633,32 @@ struct Said {
     unsampled: Vec<(u32, String, u64)>,
 }
 
-/// A line for `record` about a process, after its mark: `pid=P cpu-ns=N name=COMM` (the name
-/// last: it may hold spaces): (pid, name, CPU time in ns). `None` if it does not read so.
-fn said_process(rest: &str) -> Option<(u32, String, u64)> {
+/// A line for `record` about a process, after its mark: `pid=P cpu-ns=N [children-ns=C]
+/// name=COMM` (the name last: it may hold spaces): (pid, name, CPU time, its children's CPU
+/// time, in ns). `None` if it does not read so.
+fn said_process(rest: &str) -> Option<(u32, String, u64, u64)> {
     let (fields, name) = rest.split_once(" name=")?;
-    let field = |key: &str| fields.split(' ').find_map(|f| f.strip_prefix(key));
     Some((
-        field("pid=")?.parse().ok()?,
+        field(fields, "pid=")?,
         name.to_string(),
-        field("cpu-ns=")?.parse().ok()?,
+        field(fields, "cpu-ns=")?,
+        field(fields, "children-ns=").unwrap_or(0),
     ))
+}
+
+/// A parent's line for a child it reaped, after its mark: `pid=P cpu-ns=N`: (pid, CPU time
+/// in ns).
+fn said_reaped(rest: &str) -> Option<(u32, u64)> {
+    Some((field(rest, "pid=")?, field(rest, "cpu-ns=")?))
+}
+
+/// The value of `key` (`pid=`) among the space-separated fields of a line.
+fn field<T: std::str::FromStr>(fields: &str, key: &str) -> Option<T> {
+    fields
+        .split(' ')
+        .find_map(|f| f.strip_prefix(key))?
+        .parse()
+        .ok()
 }
 
 /// The row that holds the CPU time of the programs that ended before their first sample.
