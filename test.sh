@@ -53,6 +53,10 @@ if [ "$rc" != 0 ]; then exit "$rc"; fi
 
 if [ "$quick" = 1 ]; then exit 0; fi
 
+# The core crate with scopes alone (`default-features = false, features = ["enabled"]`, no
+# sampler or capture), as a user who wants only the counters builds it: no warning.
+cargo clippy --quiet -p tickscope --no-default-features --features enabled --all-targets -- -D warnings
+
 # The fuzz targets (a separate workspace) must keep building: `cargo +nightly fuzz run` needs
 # them, and stable checks them.
 cargo check --quiet --manifest-path fuzz/Cargo.toml

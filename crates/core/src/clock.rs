@@ -97,6 +97,7 @@ fn now_otherwise() -> Ticks {
 /// source is chosen it is [`now`]; before that it reads the monotonic clock rather than
 /// choose one, which reads the environment and may print a warning (both allocate).
 #[inline(always)]
+#[cfg(feature = "sampler")]
 pub(crate) fn now_in_signal() -> Ticks {
     match SOURCE.load(Relaxed) {
         SRC_COUNTER => counter::read(),
@@ -190,6 +191,7 @@ pub fn rate() -> f64 {
 /// calibrates over its full window). For figures a short-lived process reports as it exits
 /// (the sampler's own cost), where sleeping up to [`MIN_CALIBRATION`] would be most of its
 /// life. `None` if no time has passed to estimate it from.
+#[cfg(feature = "sampler")]
 pub(crate) fn rate_without_waiting() -> Option<f64> {
     if let Some(r) = RATE.get() {
         return Some(*r);

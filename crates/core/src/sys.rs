@@ -238,6 +238,7 @@ pub(crate) mod own_threads {
 /// Registers `f` to run in the child after every `fork` (`pthread_atfork`). `f` runs in
 /// the child before `fork` returns there, where only async-signal-safe work is allowed.
 /// Returns true if and only if the registration succeeded.
+#[cfg(any(feature = "sampler", feature = "capture"))]
 pub(crate) fn at_fork_child(f: unsafe extern "C" fn()) -> bool {
     // SAFETY: `f` lives as long as the process and, by the caller's design, does only
     // async-signal-safe work (atomic stores).
@@ -285,11 +286,13 @@ where
 }
 
 /// Opens `path` for reading, close-on-exec, never as descriptor 0, 1 or 2.
+#[cfg(feature = "sampler")]
 pub(crate) fn open_read(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     file_above_stdio(std::fs::File::open(path)?)
 }
 
 /// Creates (truncates) `path` for writing, never as descriptor 0, 1 or 2.
+#[cfg(any(feature = "sampler", feature = "capture"))]
 pub(crate) fn create(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     file_above_stdio(std::fs::File::create(path)?)
 }
@@ -466,6 +469,7 @@ extern "C" fn record_load_time() {
 }
 
 /// The calling thread's stack, `[low, high)`, as its thread library set it up.
+#[cfg(feature = "sampler")]
 pub(crate) fn own_stack() -> Option<(u64, u64)> {
     // SAFETY: pthread_attr_t is plain data, filled in by pthread_getattr_np below.
     let mut attr: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
@@ -485,6 +489,7 @@ pub(crate) fn own_stack() -> Option<(u64, u64)> {
 }
 
 /// Sleeps until `word` may have changed from 0 (woken by [`futex_wake`]), or `timeout`.
+#[cfg(feature = "sampler")]
 pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, timeout: std::time::Duration) {
     futex_wait_while(word, 0, timeout)
 }
@@ -515,6 +520,7 @@ pub(crate) fn futex_wait_while(
 
 /// Wakes the thread waiting on `word` in [`futex_wait`] or [`futex_wait_while`].
 /// Async-signal-safe (one system call).
+#[cfg(feature = "sampler")]
 pub(crate) fn futex_wake(word: &std::sync::atomic::AtomicU32) {
     futex_wake_up_to(word, 1);
 }
@@ -538,6 +544,7 @@ fn futex_wake_up_to(word: &std::sync::atomic::AtomicU32, waiters: i32) {
 }
 
 /// The calling thread's name as it is now (`PR_GET_NAME`: no file opened), NUL-padded.
+#[cfg(feature = "sampler")]
 pub(crate) fn own_name() -> [u8; 16] {
     let mut name = [0u8; 16];
     // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into `name`.
@@ -546,6 +553,7 @@ pub(crate) fn own_name() -> [u8; 16] {
 }
 
 /// A thread name as the kernel keeps it (NUL-padded, 16 bytes) as text.
+#[cfg(feature = "sampler")]
 pub(crate) fn name_text(name: &[u8; 16]) -> String {
     let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     String::from_utf8_lossy(&name[..len]).into_owned()
@@ -645,6 +653,7 @@ pub(crate) fn children_cpu_ns() -> std::io::Result<u64> {
 ///
 /// # Safety
 /// Implement it only for such types.
+#[cfg(feature = "sampler")]
 pub(crate) unsafe trait Zeroable: Sized {}
 
 /// `n` values of all-zero bytes in a mapping of their own, which the kernel fills on first
@@ -654,6 +663,7 @@ pub(crate) unsafe trait Zeroable: Sized {}
 /// by page: 6 % of the CPU time of a profiled `/bin/true`.)
 ///
 /// Not copied into a fork child (`MADV_DONTFORK`): see [`not_into_fork_children`].
+#[cfg(feature = "sampler")]
 pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
     let bytes = std::mem::size_of::<T>()
         .checked_mul(n)
@@ -693,12 +703,14 @@ pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
 
 /// A table from [`zeroed_slice`]: `len` values in a mapping of `mapped` bytes of its own
 /// (none for an empty table), unmapped when dropped.
+#[cfg(feature = "sampler")]
 pub(crate) struct Zeroed<T> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
     mapped: usize,
 }
 
+#[cfg(feature = "sampler")]
 impl<T> std::ops::Deref for Zeroed<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -708,6 +720,7 @@ impl<T> std::ops::Deref for Zeroed<T> {
     }
 }
 
+#[cfg(feature = "sampler")]
 impl<T> Drop for Zeroed<T> {
     fn drop(&mut self) {
         if self.mapped > 0 {
@@ -725,6 +738,7 @@ impl<T> Drop for Zeroed<T> {
     }
 }
 
+#[cfg(feature = "sampler")]
 impl<T> std::fmt::Debug for Zeroed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -736,6 +750,7 @@ impl<T> std::fmt::Debug for Zeroed<T> {
 }
 
 /// An empty table (no mapping).
+#[cfg(feature = "sampler")]
 impl<T: Zeroable> Default for Zeroed<T> {
     fn default() -> Self {
         zeroed_slice(0)
@@ -744,21 +759,27 @@ impl<T: Zeroable> Default for Zeroed<T> {
 
 // SAFETY: a `Zeroed<T>` owns its values as a `Box<[T]>` does; it is sent and shared as
 // they can be.
+#[cfg(feature = "sampler")]
 unsafe impl<T: Send> Send for Zeroed<T> {}
 // SAFETY: as above.
+#[cfg(feature = "sampler")]
 unsafe impl<T: Sync> Sync for Zeroed<T> {}
 
 // SAFETY: an integer's atomic: all-zero bytes are 0.
+#[cfg(feature = "sampler")]
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 // SAFETY: as for `AtomicU32`.
+#[cfg(feature = "sampler")]
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 
 // SAFETY: an integer: all-zero bytes are 0.
+#[cfg(feature = "sampler")]
 unsafe impl Zeroable for u8 {}
 
 /// `bytes`, copied into a mapping of their own that fork children do not get (see
 /// [`not_into_fork_children`]): the unwind tables the sampler's drain thread loads, which
 /// only it reads.
+#[cfg(feature = "sampler")]
 pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
     let copy = zeroed_slice::<u8>(bytes.len());
     if !bytes.is_empty() {
@@ -787,6 +808,7 @@ pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
 /// never stopped or read (`sampler::finish`). A child made by a raw `clone` system call,
 /// which runs no fork handler, and then sent such a timer signal would fault. Failure of the
 /// advice (an old kernel) changes nothing but the cost.
+#[cfg(feature = "sampler")]
 pub(crate) fn not_into_fork_children(p: *mut libc::c_void, len: usize) {
     // SAFETY: advice on a mapping the caller made and owns; it changes no memory.
     unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
@@ -842,6 +864,7 @@ mod tests {
 
     /// A zeroed table reads as zeros, at every length, and writes stick.
     #[test]
+    #[cfg(feature = "sampler")]
     fn zeroed_slices_are_zero_and_usable() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         for n in [0, 1, 7, 1 << 20] {

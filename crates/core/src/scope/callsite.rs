@@ -158,6 +158,7 @@ impl Table {
     }
 
     /// One more than the largest id handed out.
+    #[cfg(feature = "capture")]
     pub(crate) fn len(&self) -> u32 {
         self.infos.len() as u32
     }
