@@ -190,8 +190,14 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
 /// exec).
 fn say_unsampled(total_ns: u64, path: &Path) -> Written {
     let name = ts::__private::process_name();
+    // What the children it reaped used, as in every line for `record` about a process (see
+    // `hooks::write_record_line`): without it, `record` cannot tell this process's own end
+    // from the time its parent's `wait4` gives for it, which includes theirs.
+    let children = ts::__private::children_cpu_ns()
+        .map(|ns| format!(" children-ns={ns}"))
+        .unwrap_or_default();
     ts::__private::say(&format!(
-        "{}pid={} cpu-ns={total_ns} name={name}",
+        "{}pid={} cpu-ns={total_ns}{children} name={name}",
         ts::__private::UNSAMPLED_MARK,
         std::process::id(),
     ));

@@ -498,19 +498,26 @@ fn a_fork_child_writes_a_profile_of_its_own_only_when_asked() {
 /// A profiled parent reaps its children through the library's `wait4`, `waitpid`, `wait`
 /// and `wait3`, which behave as libc's (each child's status, the CPU time asked for, ECHILD
 /// once none is left) and, under `record`'s settings, say each child's CPU time as the
-/// kernel gave it (its end included, which its own line, written before, cannot hold).
+/// kernel gave it (its end included, which its own line, written before, cannot hold). The
+/// parent's own line says what its children used (which the time its own parent reaps it
+/// with includes), whether its sampler never started or started and took no sample.
 #[test]
 fn a_parent_reaps_as_with_libc_and_says_each_childs_cpu_time_as_it_ended() {
     let dir = scratch("reap");
     let exe = dir.join("reap");
     compile("gcc", &["-O2"], &[c_source("reap.c")], &exe, &[] as &[&str]);
+    // Its start waits past its end; then 1 ms, at 10 Hz: started, no sample taken.
+    for (delay, hz) in [("600000", "1000"), ("1", "10")] {
+        reaped_as_with_libc(&dir, &exe, delay, hz);
+    }
+}
+
+fn reaped_as_with_libc(dir: &Path, exe: &Path, delay: &str, hz: &str) {
     let messages = dir.join("messages");
     std::fs::write(&messages, "").unwrap();
-    let (out, stdout, stderr) = run(&mut as_record_descendant(
-        profiled(&exe, &dir.join("out.pb.gz"), &[]),
-        &messages,
-        "600000",
-    ));
+    let mut c = as_record_descendant(profiled(exe, &dir.join("out.pb.gz"), &[]), &messages, delay);
+    c.env("TICKSCOPE_CPUPROFILE_FREQUENCY", hz);
+    let (out, stdout, stderr) = run(&mut c);
     assert!(out.status.success(), "{stderr}");
     // reaped PID by CALL status S cpu-us U
     let reaped: Vec<Vec<&str>> = (stdout.lines())
@@ -554,6 +561,14 @@ fn a_parent_reaps_as_with_libc_and_says_each_childs_cpu_time_as_it_ended() {
         }
     }
     assert_eq!(statuses, ["11", "-1", "13", "14"], "{stdout}");
+    // Its own line: its children's time, all four of them.
+    let children = (said.lines())
+        .find(|l| l.starts_with("tickscope-record-stat unsampled ") && l.ends_with(" name=reap"))
+        .and_then(|l| field(l, "children-ns="))
+        .unwrap_or_else(|| {
+            panic!("delay {delay} ms: no line of the parent's with its children's time: {said}")
+        });
+    assert!(children >= 20_000_000, "delay {delay} ms: {said}");
 }
 
 #[test]

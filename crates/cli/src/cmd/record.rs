@@ -555,8 +555,9 @@ impl Messages {
         let mut exit_cpu = 0u64;
         let mut forks = Vec::new();
         let mut unsampled = Vec::new();
-        // The processes that said they ended unprofiled and were not reaped yet, by pid:
-        // (a fork child, index in `forks` or `unsampled`, its children's CPU time).
+        // The processes that said they ended unprofiled, with their children's CPU time, and
+        // were not reaped yet, by pid: (a fork child, index in `forks` or `unsampled`, their
+        // children's CPU time).
         let mut unreaped: HashMap<u32, (bool, usize, u64)> = HashMap::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
             if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
@@ -572,10 +573,15 @@ impl Messages {
                 (None, None) => None,
             };
             if let Some((fork, rest)) = unprofiled {
-                if let Some(said) = said_process(rest) {
+                if let Some((pid, name, cpu, children)) = said_process(rest) {
                     let list = if fork { &mut forks } else { &mut unsampled };
-                    unreaped.insert(said.0, (fork, list.len(), said.3));
-                    list.push(said);
+                    // A line that does not say its children's time (an older library's)
+                    // cannot be told from theirs: held as it says.
+                    match children {
+                        Some(children) => unreaped.insert(pid, (fork, list.len(), children)),
+                        None => unreaped.remove(&pid),
+                    };
+                    list.push((pid, name, cpu));
                 }
                 continue;
             }
@@ -613,11 +619,9 @@ impl Messages {
             exit_cpu,
             forks: forks
                 .into_iter()
-                .map(|(_, name, cpu, _)| (name, cpu))
+                .map(|(_, name, cpu)| (name, cpu))
                 .collect(),
-            unsampled: (unsampled.into_iter())
-                .map(|(pid, name, cpu, _)| (pid, name, cpu))
-                .collect(),
+            unsampled,
         }
     }
 }
@@ -635,14 +639,14 @@ struct Said {
 
 /// A line for `record` about a process, after its mark: `pid=P cpu-ns=N [children-ns=C]
 /// name=COMM` (the name last: it may hold spaces): (pid, name, CPU time, its children's CPU
-/// time, in ns). `None` if it does not read so.
-fn said_process(rest: &str) -> Option<(u32, String, u64, u64)> {
+/// time if said, in ns). `None` if it does not read so.
+fn said_process(rest: &str) -> Option<(u32, String, u64, Option<u64>)> {
     let (fields, name) = rest.split_once(" name=")?;
     Some((
         field(fields, "pid=")?,
         name.to_string(),
         field(fields, "cpu-ns=")?,
-        field(fields, "children-ns=").unwrap_or(0),
+        field(fields, "children-ns="),
     ))
 }
 

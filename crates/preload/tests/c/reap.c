@@ -1,8 +1,9 @@
 /* Reaping children against a preloaded libtickscope (tests/preload.rs): the library's
  * wait4, waitpid, wait and wait3 must behave as libc's.
  *
- * Forks four children, each spinning for 5 ms of CPU time then exiting with 11, 12, 13 and
- * 14, and reaps them in turn with wait4 (status and rusage asked for), waitpid (no status
+ * Sleeps 200 ms (a sampler whose start waits has started by then), then forks four
+ * children, each spinning for 5 ms of CPU time then exiting with 11, 12, 13 and 14, and
+ * reaps them in turn with wait4 (status and rusage asked for), waitpid (no status
  * asked for), wait, and wait3 (rusage asked for); then asks once more (ECHILD). Prints a
  * line per child, `reaped PID by CALL status S cpu-us U` (S: its exit status, -1 where
  * none was asked for; U: the CPU time wait4 or wait3 gave, -1 for the others), and
@@ -28,6 +29,7 @@ int main(void)
     pid_t pids[4];
     int i, st;
     struct rusage ru;
+    usleep(200000);
     for (i = 0; i < 4; i++) {
         pids[i] = fork();
         if (pids[i] < 0)
