@@ -308,11 +308,17 @@ pub(crate) fn build(p: Parts) -> Profile {
         warnings.push(said);
     }
     if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) {
+        let over = tickscope_fmt::duration(p.duration.as_nanos() as f64);
+        // No sample, no rate: the period it would be measured over is not known.
+        let rate = match taken {
+            0 => format!("{} Hz requested, over {over}", p.requested_hz),
+            _ => format!(
+                "{achieved:.0} Hz achieved of {} Hz requested over {over}",
+                p.requested_hz
+            ),
+        };
         warnings.push(format!(
-            "the profile holds only {} samples ({achieved:.0} Hz achieved of {} Hz requested over {:.2} s): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
-            taken,
-            p.requested_hz,
-            p.duration.as_secs_f64()
+            "the profile holds only {taken} samples ({rate}): shares from fewer than {FEW_SAMPLES} samples are mostly noise; profile longer or at a higher rate",
         ));
     }
     if let Some((held, cpu)) = excess {
