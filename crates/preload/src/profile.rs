@@ -330,9 +330,10 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
                 (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
             {
                 ts::__private::say(&format!(
-                    "{}{}",
+                    "{}{} pid={}",
                     ts::__private::EXIT_CPU_MARK,
-                    cpu.saturating_sub(w.total_ns)
+                    cpu.saturating_sub(w.total_ns),
+                    std::process::id()
                 ));
             }
             if !quiet {

@@ -560,8 +560,15 @@ impl Messages {
         // children's CPU time).
         let mut unreaped: HashMap<u32, (bool, usize, u64)> = HashMap::new();
         for line in text.lines().filter(|l| !l.is_empty()) {
-            if let Some(ns) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
-                exit_cpu = exit_cpu.saturating_add(ns.trim().parse().unwrap_or(0));
+            if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
+                let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
+                exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
+                // A process that wrote a profile: its pid is not that of an earlier one that
+                // said it ended unprofiled and was never reaped where this command could hear
+                // of it (an orphan), whose pid the kernel may have given again.
+                if let Some(pid) = field::<u32>(rest, "pid=") {
+                    unreaped.remove(&pid);
+                }
                 continue;
             }
             let unprofiled = match (

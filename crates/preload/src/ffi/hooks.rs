@@ -354,7 +354,8 @@ fn find_real_signal_functions() {
         (&REAL_SIGACTION, c"sigaction", c"__sigaction"),
         // `ssignal`: glibc's other name for `signal`, which this library does not define.
         (&REAL_SIGNAL, c"signal", c"ssignal"),
-        // glibc has no other name for it: not found, the system call is made directly.
+        // glibc has no other name for it: in the global scope, this library's own may come
+        // first, which `reap` takes for none (the system call is then made directly).
         (&REAL_WAIT4, c"wait4", c"wait4"),
     ] {
         // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name: libc's function, or null.
@@ -888,7 +889,7 @@ fn reap(
         usage
     };
     let f = REAL_WAIT4.load(Relaxed);
-    let reaped = if f.is_null() {
+    let reaped = if f.is_null() || f == wait4 as *mut c_void {
         // SAFETY: wait4's system call with valid status and rusage buffers.
         unsafe {
             libc::syscall(
