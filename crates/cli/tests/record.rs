@@ -886,8 +886,8 @@ fn the_cpu_time_of_short_commands_is_held_to_their_end() {
     let (pct, line) = accounting(&stderr);
     assert!(pct >= 97.0, "{line}");
     // A shell whose sampler started (it lives past the start's delay, asleep) but took no
-    // sample: its line too says what its children used, which the time its parent reaps it
-    // with includes. (Without that, their time was held twice: 118 % of the run's.)
+    // sample: its children's time, in what its parent reaps it with, is not held a second
+    // time (a first version held 118 % of a run's; the preload test checks the line).
     let script = "sh -c 'sleep 0.2; for i in $(seq 40); do /bin/true; done'";
     let (code, _, stderr) = record_in(&dir, ["-o", "t.pb.gz", "--", "sh", "-c", script]);
     assert_eq!(code, Some(0), "{stderr}");

@@ -516,4 +516,10 @@ pub mod __private {
     pub fn children_cpu_ns() -> std::io::Result<u64> {
         crate::sys::children_cpu_ns()
     }
+
+    /// The CPU time (user and system, ns) a `rusage` holds (`wait4`'s for a child).
+    /// Async-signal-safe.
+    pub fn rusage_cpu_ns(r: &libc::rusage) -> u64 {
+        crate::sys::rusage_cpu_ns(r)
+    }
 }

@@ -644,8 +644,17 @@ pub(crate) fn children_cpu_ns() -> std::io::Result<u64> {
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut r) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Ok(ns(r.ru_utime) + ns(r.ru_stime))
+    Ok(rusage_cpu_ns(&r))
+}
+
+/// The CPU time (user and system, ns) a `rusage` holds.
+pub(crate) fn rusage_cpu_ns(r: &libc::rusage) -> u64 {
+    let ns = |t: libc::timeval| {
+        (t.tv_sec.max(0) as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_usec.max(0) as u64 * 1_000)
+    };
+    ns(r.ru_utime).saturating_add(ns(r.ru_stime))
 }
 
 /// Types whose all-zero bytes are a valid value: integers, atomics of them, and arrays and

@@ -189,18 +189,10 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
 /// would have held (`total_ns`) and its name (`PR_GET_NAME`, as the kernel has it after the
 /// exec).
 fn say_unsampled(total_ns: u64, path: &Path) -> Written {
+    // In the one form every line for `record` about a process has (the first version of
+    // this one lacked the children's time, and `record` held them twice).
     let name = ts::__private::process_name();
-    // What the children it reaped used, as in every line for `record` about a process (see
-    // `hooks::write_record_line`): without it, `record` cannot tell this process's own end
-    // from the time its parent's `wait4` gives for it, which includes theirs.
-    let children = ts::__private::children_cpu_ns()
-        .map(|ns| format!(" children-ns={ns}"))
-        .unwrap_or_default();
-    ts::__private::say(&format!(
-        "{}pid={} cpu-ns={total_ns}{children} name={name}",
-        ts::__private::UNSAMPLED_MARK,
-        std::process::id(),
-    ));
+    crate::ffi::record_line(ts::__private::UNSAMPLED_MARK, total_ns, name.as_bytes());
     unsampled(total_ns, path)
 }
 

@@ -676,8 +676,6 @@ fn block_all() -> libc::sigset_t {
 /// A line for `record` (`mark`, then this process's id, CPU time and name), written to the
 /// messages file. Async-signal-safe.
 fn write_record_line(mark: &str) {
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u32;
     // The process's CPU clock, as every other line for `record` (clock_gettime is
     // async-signal-safe).
     let Some(cpu) = ts::__private::process_cpu_ns() else {
@@ -687,6 +685,15 @@ fn write_record_line(mark: &str) {
     // SAFETY: PR_GET_NAME writes at most 16 bytes into the 17-byte buffer.
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(16)];
+    record_line(mark, cpu, name);
+}
+
+/// The one form of a line for `record` about this process, written to the messages file:
+/// `mark`, then `pid=P cpu-ns=CPU children-ns=C name=NAME` (the name last: it may hold
+/// spaces). Async-signal-safe: a buffer on the stack, `getpid`, `getrusage`, one `write`.
+pub(crate) fn record_line(mark: &str, cpu: u64, name: &[u8]) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
     let mut line = Line::default();
     line.push(mark.as_bytes());
     line.push(b"pid=");
@@ -912,18 +919,13 @@ fn reap(
         if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
             keeping_errno(|| {
                 // SAFETY: wait4 filled in the rusage of the child it reaped.
-                let u = unsafe { &*usage };
-                let ns = |t: libc::timeval| {
-                    (t.tv_sec.max(0) as u64)
-                        .saturating_mul(1_000_000_000)
-                        .saturating_add(t.tv_usec.max(0) as u64 * 1_000)
-                };
+                let cpu = ts::__private::rusage_cpu_ns(unsafe { &*usage });
                 let mut line = Line::default();
                 line.push(ts::__private::REAPED_MARK.as_bytes());
                 line.push(b"pid=");
                 line.number(reaped as u64);
                 line.push(b" cpu-ns=");
-                line.number(ns(u.ru_utime).saturating_add(ns(u.ru_stime)));
+                line.number(cpu);
                 line.push(b"\n");
                 ts::__private::say_to_record_in_signal(line.bytes());
             });

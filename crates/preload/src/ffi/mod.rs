@@ -29,7 +29,7 @@ mod deferred;
 mod hooks;
 pub(crate) use deferred::{deferred_path, start_now_if_pending, wait_started, Start};
 use hooks::write_at_exit;
-pub(crate) use hooks::{answer_unanswered, end_pending_start, report_fork_child};
+pub(crate) use hooks::{answer_unanswered, end_pending_start, record_line, report_fork_child};
 
 /// Room for one message, NUL included; longer ones are cut (at a character boundary).
 const ERROR_BYTES: usize = 512;
