@@ -195,16 +195,86 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
         .lines()
         .filter(|l| l.contains("holds only"))
         .collect();
-    // The shell's (dash, at its `_exit`); the two programs it ran, which ended before their
-    // first sample, are said by one line of their own.
-    assert_eq!(warned.len(), 1, "{stderr}");
-    assert!(!warned[0].contains("more like it"), "{stderr}");
+    // The few samples are judged once, on the run's profiles together (the shell's, dash
+    // at its `_exit`, and the two programs it ran, which ended before their first sample and
+    // are said by one line of their own).
+    assert_eq!(warned.len(), 0, "{stderr}");
+    let few: Vec<&str> = stderr.lines().filter(|l| l.contains("hold only")).collect();
+    assert_eq!(few.len(), 1, "{stderr}");
+    assert!(
+        few[0].starts_with(
+            "tickscope: warning: the run's profiles hold only 0 samples (100 Hz requested, over "
+        ),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("2 programs it exec'd ended before their first sample"),
         "{stderr}"
     );
     let left = std::env::temp_dir().join(format!("tickscope-messages-{pid}-0"));
     assert!(!left.exists(), "{} left behind", left.display());
+}
+
+/// Whether a run's samples are too few to read shares from is judged once, on its profiles
+/// together: a shell that only waited for a busy program (next to no samples of its own)
+/// gives no warning where the run holds plenty; a run that holds too few is warned of once,
+/// with the count its merged profile holds, not once per process.
+#[test]
+fn too_few_samples_are_judged_on_the_whole_run() {
+    let dir = scratch("few");
+    let exe = workload(&dir);
+    let script = format!("{} 300 >/dev/null; /bin/true", exe.display());
+    let warnings = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.contains("only") && l.contains("samples"))
+            .map(String::from)
+            .collect()
+    };
+    // 300 ms of CPU time at 1000 Hz: about 300 samples, all but none in the workload.
+    let (code, _, stderr) = record_in(
+        &dir,
+        ["-F", "1000", "-o", "many.pb.gz", "--", "sh", "-c", &script],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(warnings(&stderr), Vec::<String>::new(), "{stderr}");
+    // At 10 Hz: about 3 samples in all; one warning, for the run, with the merged count.
+    let (code, _, stderr) = record_in(
+        &dir,
+        [
+            "-F",
+            "10",
+            "--merge",
+            "-o",
+            "few.pb.gz",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let warned = warnings(&stderr);
+    assert_eq!(warned.len(), 1, "{stderr}");
+    let count: u64 = warned[0]
+        .strip_prefix("tickscope: warning: the run's profiles hold only ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(warned[0].contains("(10 Hz requested, over "), "{stderr}");
+    let raw = Command::new(bin())
+        .args(["top", "--sample-index=samples", "--nodecount=1000"])
+        .arg(dir.join("few.pb.gz"))
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&raw.stdout);
+    let total = top
+        .lines()
+        .find_map(|l| l.split("Total samples = ").nth(1))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{top}"));
+    assert_eq!(count, total, "{stderr}\n{top}");
 }
 
 /// The program `record` (pid `parent`) runs, once libtickscope is loaded in it and catches

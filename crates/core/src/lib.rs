@@ -512,6 +512,11 @@ pub mod __private {
         crate::sys::write_messages_file_in_signal(line)
     }
 
+    /// A profile of fewer samples than this is warned of: its shares are mostly noise. Under
+    /// `record`, the processes leave the judgment to `record`, which makes it on the run's
+    /// profiles together.
+    pub const FEW_SAMPLES: u64 = 100;
+
     /// CPU time (ns) of the children this process has waited for, and of theirs.
     pub fn children_cpu_ns() -> std::io::Result<u64> {
         crate::sys::children_cpu_ns()

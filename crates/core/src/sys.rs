@@ -420,6 +420,12 @@ pub(crate) fn write_stderr(text: &str) {
 /// Whether the kept descriptor is `TICKSCOPE_MESSAGES`'s file (`record`'s), not stderr.
 static KEPT_IS_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether tickscope's messages go to `TICKSCOPE_MESSAGES`'s file (`record` reads them), not
+/// to stderr.
+pub(crate) fn messages_to_record() -> bool {
+    KEPT_IS_MESSAGES.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// [`write_stderr`] for signal context, to the messages file only.
 pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
     use std::sync::atomic::Ordering::SeqCst;

@@ -304,6 +304,12 @@ pub fn run(args: Args) -> Result<u8> {
     // profiled (a fork child that did not exec, a static program) is said, not hidden.
     let tree_cpu = tickscope::__private::children_cpu_ns().ok();
     let held_cpu = merged.as_ref().and_then(cpu_ns);
+    if let Some(line) = merged
+        .as_ref()
+        .and_then(|m| few_samples(m, args.hz, args.wall, several))
+    {
+        say!("{line}");
+    }
     let others = if let (true, true, Some(m)) = (args.merge, several, merged.as_ref()) {
         let mut f = std::fs::File::create(pending.tmp_path())
             .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
@@ -446,16 +452,52 @@ fn seconds(ns: u64) -> String {
 
 /// The CPU time a profile holds (its `cpu` nanoseconds), if it measures CPU time.
 fn cpu_ns(p: &tickscope_profile::Profile) -> Option<u64> {
+    total_of(p, "cpu", "nanoseconds")
+}
+
+/// The sum of a profile's values of one sample type (`cpu` nanoseconds, `samples` count),
+/// if it has that type.
+fn total_of(p: &tickscope_profile::Profile, ty: &str, unit: &str) -> Option<u64> {
     let i = p
         .sample_types
         .iter()
-        .position(|t| t.ty == "cpu" && t.unit == "nanoseconds")?;
+        .position(|t| t.ty == ty && t.unit == unit)?;
     Some(
         p.samples
             .iter()
             .map(|s| p.values(s).get(i).copied().unwrap_or(0).max(0) as u64)
             .sum(),
     )
+}
+
+/// The warning for a run whose profiles (`profile`, all of them merged when `several`) hold
+/// too few samples for their shares to mean much, or `None`. Judged here on the run's
+/// profiles together: each process leaves it to `record` (a shell that mostly waited has
+/// next to no samples of its own, however many the run holds). Rows of time not sampled
+/// (`[not sampled: ...]`, the programs that ended before their first sample) count no
+/// sample.
+fn few_samples(
+    profile: &tickscope_profile::Profile,
+    hz: u32,
+    wall: bool,
+    several: bool,
+) -> Option<String> {
+    let samples = total_of(profile, "samples", "count")?;
+    if samples >= tickscope::__private::FEW_SAMPLES {
+        return None;
+    }
+    let kind = if wall { "wall" } else { "cpu" };
+    let over = total_of(profile, kind, "nanoseconds").unwrap_or(0);
+    let (what, hold) = match several {
+        true => ("the run's profiles", "hold"),
+        false => ("the profile", "holds"),
+    };
+    Some(format!(
+        "tickscope: warning: {what} {hold} only {samples} samples ({hz} Hz requested, over {} of {} time): shares from fewer than {} samples are mostly noise; profile longer or at a higher rate (-F)",
+        seconds(over),
+        if wall { "wall" } else { "CPU" },
+        tickscope::__private::FEW_SAMPLES
+    ))
 }
 
 /// Says where the profiles of the programs the run exec'd are.

@@ -307,7 +307,10 @@ pub(crate) fn build(p: Parts) -> Profile {
         comments.push(said.clone());
         warnings.push(said);
     }
-    if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) {
+    // Under `record` (messages to its file), a process's few samples are not judged alone:
+    // the run's profiles are read together, and `record` judges their sum.
+    if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) && !crate::sys::messages_to_record()
+    {
         let over = tickscope_fmt::duration(p.duration.as_nanos() as f64);
         // No sample, no rate: the period it would be measured over is not known.
         let rate = match taken {
