@@ -318,11 +318,15 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
             // line said instead of a file holds the CPU time up to it).
             let recorded =
                 ts::__private::env_var("TICKSCOPE_MESSAGES").is_some_and(|v| !v.is_empty());
+            // Its CPU time now, and its children's, with which `record` tells, from the
+            // figure its parent gets as it reaps it, how much its end took after this line
+            // (the kernel unmapping its memory).
             if let (true, true, Mode::Cpu, Some(cpu)) =
                 (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
             {
+                let children = ts::__private::children_cpu_ns().unwrap_or(0);
                 ts::__private::say(&format!(
-                    "{}{} pid={}",
+                    "{}{} pid={} cpu-ns={cpu} children-ns={children}",
                     ts::__private::EXIT_CPU_MARK,
                     cpu.saturating_sub(w.total_ns),
                     std::process::id()

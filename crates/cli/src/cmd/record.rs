@@ -192,6 +192,8 @@ pub fn run(args: Args) -> Result<u8> {
     };
     let Said {
         exit_cpu,
+        ends,
+        unreaped_written,
         forks,
         unsampled,
     } = messages.print();
@@ -386,20 +388,35 @@ pub fn run(args: Args) -> Result<u8> {
         say!("tickscope: {}", forks_line(&forks));
     }
     if let (false, Some(tree), Some(held)) = (args.wall, tree_cpu, held_cpu) {
+        // The end of the program this command ran (it reaps it: the tree's CPU time is that
+        // program's, its children's included) after the line that said its profile written.
+        let ends = ends.saturating_add(
+            unreaped_written
+                .get(&run)
+                .map_or(0, |&(cpu, children)| tree.saturating_sub(cpu + children)),
+        );
         // Writing the profiles is tickscope's, after their accounting ended: not a process
         // left out.
         let tree = tree.saturating_sub(exit_cpu);
         let share = 100.0 * held as f64 / tree.max(1) as f64;
         let mut line = format!(
-            "tickscope: the profiles hold {} of the {} of CPU time the run's processes used ({share:.0}%); writing them took {} more",
+            "tickscope: the profiles hold {} of the {} of CPU time the run's processes used ({share:.0}%",
             seconds(held),
             seconds(tree),
-            seconds(exit_cpu)
         );
-        // What the fork children said they used is explained above.
-        let explained = held + forks.iter().map(|f| f.1).sum::<u64>();
+        // Where the processes that wrote the profiles still ran after them: their ends, the
+        // kernel unmapping their memory (no sample can come then).
+        if ends >= 50_000 {
+            line.push_str(&format!(
+                "; {} more was the ends of the processes that wrote them, after they were written: the kernel unmapping their memory",
+                seconds(ends)
+            ));
+        }
+        line.push_str(&format!("); writing them took {} more", seconds(exit_cpu)));
+        // What the fork children said they used is explained above, and the ends here.
+        let explained = held + ends + forks.iter().map(|f| f.1).sum::<u64>();
         if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
-            line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit), or in the kernel as each process ended, after its profile was written");
+            line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit), or in the ends of processes whose reaping no profiled parent saw");
         }
         say!("{line}");
     }
@@ -493,7 +510,8 @@ fn few_samples(
         false => ("the profile", "holds"),
     };
     Some(format!(
-        "tickscope: warning: {what} {hold} only {samples} samples ({hz} Hz requested, over {} of {} time): shares from fewer than {} samples are mostly noise; profile longer or at a higher rate (-F)",
+        "tickscope: warning: {what} {hold} only {samples} sample{} ({hz} Hz requested, over {} of {} time): shares from fewer than {} samples are mostly noise; profile longer or at a higher rate (-F)",
+        if samples == 1 { "" } else { "s" },
         seconds(over),
         if wall { "wall" } else { "CPU" },
         tickscope::__private::FEW_SAMPLES
@@ -601,6 +619,10 @@ impl Messages {
         // were not reaped yet, by pid: (a fork child, index in `forks` or `unsampled`, their
         // children's CPU time).
         let mut unreaped: HashMap<u32, (bool, usize, u64)> = HashMap::new();
+        // The processes that wrote a profile and were not reaped yet, by pid: their CPU time
+        // and their children's as they said they had written it.
+        let mut written: HashMap<u32, (u64, u64)> = HashMap::new();
+        let mut ends = 0u64;
         for line in text.lines().filter(|l| !l.is_empty()) {
             if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
                 let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
@@ -610,6 +632,10 @@ impl Messages {
                 // of it (an orphan), whose pid the kernel may have given again.
                 if let Some(pid) = field::<u32>(rest, "pid=") {
                     unreaped.remove(&pid);
+                    match (field(rest, "cpu-ns="), field(rest, "children-ns=")) {
+                        (Some(cpu), Some(children)) => written.insert(pid, (cpu, children)),
+                        _ => written.remove(&pid),
+                    };
                 }
                 continue;
             }
@@ -623,6 +649,7 @@ impl Messages {
             };
             if let Some((fork, rest)) = unprofiled {
                 if let Some((pid, name, cpu, children)) = said_process(rest) {
+                    written.remove(&pid);
                     let list = if fork { &mut forks } else { &mut unsampled };
                     // A line that does not say its children's time (an older library's)
                     // cannot be told from theirs: held as it says.
@@ -641,6 +668,10 @@ impl Messages {
                     if let Some((fork, i, children)) = unreaped.remove(&pid) {
                         let list = if fork { &mut forks } else { &mut unsampled };
                         list[i].2 = list[i].2.max(reaped.saturating_sub(children));
+                    }
+                    // One that wrote a profile: what its end took after its line.
+                    if let Some((cpu, children)) = written.remove(&pid) {
+                        ends = ends.saturating_add(reaped.saturating_sub(children + cpu));
                     }
                 }
                 continue;
@@ -666,6 +697,8 @@ impl Messages {
         }
         Said {
             exit_cpu,
+            ends,
+            unreaped_written: written,
             forks: forks
                 .into_iter()
                 .map(|(_, name, cpu)| (name, cpu))
@@ -679,6 +712,13 @@ impl Messages {
 struct Said {
     /// CPU time (ns) the processes said writing their profiles took.
     exit_cpu: u64,
+    /// CPU time (ns) the ends of the processes that wrote a profile took after it was
+    /// written (the kernel unmapping their memory), as their parents found them reaped.
+    ends: u64,
+    /// The processes that wrote a profile whose reaping no line said (the program `record`
+    /// ran, which it reaps itself; orphans), by pid: their CPU time and their children's at
+    /// the line that said the profile written.
+    unreaped_written: HashMap<u32, (u64, u64)>,
     /// Fork children that did not exec: (name, CPU time in ns), their time in no profile.
     forks: Vec<(String, u64)>,
     /// Programs exec'd that ended before their first sample, and wrote a line instead of a
