@@ -422,6 +422,7 @@ static KEPT_IS_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 
 /// Whether tickscope's messages go to `TICKSCOPE_MESSAGES`'s file (`record` reads them), not
 /// to stderr.
+#[cfg(feature = "sampler")]
 pub(crate) fn messages_to_record() -> bool {
     KEPT_IS_MESSAGES.load(std::sync::atomic::Ordering::SeqCst)
 }

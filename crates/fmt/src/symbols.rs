@@ -12,7 +12,13 @@ pub type AliasRank = (bool, bool, usize, Reverse<usize>);
 /// A strong symbol before a weak one, then a global one before a local one, then the fewer
 /// leading underscores, then the longer name (ties: the caller's order, or alphabetical).
 pub fn alias_rank(name: &str, weak: bool, global: bool) -> AliasRank {
-    let underscores = name.bytes().take_while(|&b| b == b'_').count();
+    alias_rank_of_bytes(name.as_bytes(), weak, global)
+}
+
+/// [`alias_rank`] of a name as a file's string table holds it, UTF-8 or not: a symbol
+/// table is ranked without making a string of each name.
+pub fn alias_rank_of_bytes(name: &[u8], weak: bool, global: bool) -> AliasRank {
+    let underscores = name.iter().take_while(|&&b| b == b'_').count();
     (weak, !global, underscores, Reverse(name.len()))
 }
 

@@ -5,8 +5,8 @@ use std::fs::File;
 
 use object::elf::{self, FileHeader32, FileHeader64};
 use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader, Sym};
-use object::{Endianness, FileKind, ReadCache, StringTable};
-use tickscope_fmt::symbols::alias_rank;
+use object::{Endianness, FileKind, ReadCache};
+use tickscope_fmt::symbols::alias_rank_of_bytes;
 
 /// What [`Symbolizer::new`] learns from an ELF file's headers, without loading its DWARF.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -396,11 +396,13 @@ pub(super) fn debug_file(path: &str, info: &ElfInfo, root: &str) -> Option<Strin
 pub(super) struct Symbol {
     pub(super) start: u64,
     pub(super) size: u64,
-    /// Raw (mangled) name.
-    pub(super) name: String,
+    /// Its raw (mangled) name: `SymbolTable::names[name.0..name.1]`.
+    name: (u32, u32),
 }
 
-/// The function symbols of a file, which name addresses that DWARF does not.
+/// The function symbols of a file, which name addresses that DWARF does not. A name is
+/// made a string only when it names an address: a profile written at exit looks up a few
+/// addresses in tables of tens of thousands of symbols (cc1 exports 29,000).
 #[derive(Debug, Default)]
 pub(super) struct SymbolTable {
     /// Sorted by start, then by size, largest first; one symbol per (start, size).
@@ -409,15 +411,43 @@ pub(super) struct SymbolTable {
     /// the one containing an address need not be the last to start before it; this bounds
     /// the search backwards.
     pub(super) max_end: Vec<u64>,
+    /// The names, one after another (the file's string table, or the names given).
+    names: Vec<u8>,
+    /// The file has code symbols, whether or not this table kept any.
+    pub(super) has_symbols: bool,
 }
 
 impl SymbolTable {
-    /// Of aliases (same start and size), the first in `symbols` is kept. A symbol of size 0
-    /// is kept but names nothing, not even its start.
-    pub(super) fn new(mut symbols: Vec<Symbol>) -> SymbolTable {
-        // Stable: aliases keep their order.
-        symbols.sort_by_key(|symbol| (symbol.start, std::cmp::Reverse(symbol.size)));
-        symbols.dedup_by_key(|symbol| (symbol.start, symbol.size));
+    /// A table of `(start, size, name)`, aliases (same start and size) in order of
+    /// preference: the first is kept. A symbol of size 0 is kept but names nothing, not even
+    /// its start.
+    #[cfg(test)]
+    pub(super) fn new<'a>(symbols: impl IntoIterator<Item = (u64, u64, &'a str)>) -> SymbolTable {
+        let mut names = Vec::new();
+        let mut list = Vec::new();
+        for (i, (start, size, name)) in symbols.into_iter().enumerate() {
+            let at = names.len() as u32;
+            names.extend_from_slice(name.as_bytes());
+            list.push((
+                Symbol {
+                    start,
+                    size,
+                    name: (at, names.len() as u32),
+                },
+                i,
+            ));
+        }
+        SymbolTable::sorted(list, names)
+    }
+
+    /// A table of `symbols`, each with its rank among aliases (the lowest is kept), over
+    /// the `names` they point into.
+    fn sorted<R: Ord>(mut symbols: Vec<(Symbol, R)>, names: Vec<u8>) -> SymbolTable {
+        symbols.sort_unstable_by(|(a, ra), (b, rb)| {
+            (a.start, std::cmp::Reverse(a.size), ra).cmp(&(b.start, std::cmp::Reverse(b.size), rb))
+        });
+        symbols.dedup_by_key(|(symbol, _)| (symbol.start, symbol.size));
+        let symbols: Vec<Symbol> = symbols.into_iter().map(|(symbol, _)| symbol).collect();
         let max_end = symbols
             .iter()
             .scan(0, |max, symbol| {
@@ -425,35 +455,69 @@ impl SymbolTable {
                 Some(*max)
             })
             .collect();
-        SymbolTable { symbols, max_end }
+        SymbolTable {
+            has_symbols: !symbols.is_empty(),
+            symbols,
+            max_end,
+            names,
+        }
+    }
+
+    /// The raw name of `symbol`, one of this table's.
+    pub(super) fn name(&self, symbol: &Symbol) -> std::borrow::Cow<'_, str> {
+        let bytes = self
+            .names
+            .get(symbol.name.0 as usize..symbol.name.1 as usize)
+            .unwrap_or_default();
+        String::from_utf8_lossy(bytes)
     }
 
     /// The raw name of the symbol with `start <= svma < start + size`, the innermost (the
     /// last to start) when several are; `None` when no symbol covers `svma`.
-    pub(super) fn find(&self, svma: u64) -> Option<&str> {
+    pub(super) fn find(&self, svma: u64) -> Option<std::borrow::Cow<'_, str>> {
         let after = self.symbols.partition_point(|symbol| symbol.start <= svma);
         (0..after)
             .rev()
             .take_while(|&i| self.max_end[i] > svma)
             .map(|i| &self.symbols[i])
             .find(|symbol| svma - symbol.start < symbol.size)
-            .map(|symbol| symbol.name.as_str())
+            .map(|symbol| self.name(symbol))
     }
 }
 
 /// The function symbols of the ELF file at `path`, from `.symtab`, else `.dynsym` (all a
 /// stripped library keeps); `None` if the file cannot be opened or is not ELF.
+#[cfg(any(test, feature = "capture"))]
 pub(super) fn read_symbols(path: &str) -> Option<SymbolTable> {
+    read_symbols_covering(path, None)
+}
+
+/// [`read_symbols`], keeping, when `wanted` (file addresses, sorted) is given, only the
+/// symbols that cover one of them: the table then names those addresses exactly as the
+/// whole table would (every symbol that could name one is in it, aliases too), and no
+/// other. A profile written at exit names a few addresses in each file: the names of the
+/// others are never read.
+pub(super) fn read_symbols_covering(path: &str, wanted: Option<&[u64]>) -> Option<SymbolTable> {
     let data = ReadCache::new(File::open(path).ok()?);
     match FileKind::parse(&data).ok()? {
-        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&data),
-        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&data),
+        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&data, wanted),
+        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&data, wanted),
         _ => None,
     }
 }
 
-/// [`read_symbols`] for one ELF class. Reads the symbol and string tables, not the DWARF.
-fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTable> {
+/// Whether one of `wanted` (sorted) is in `start..start + size`.
+fn covers_one(wanted: &[u64], start: u64, size: u64) -> bool {
+    let i = wanted.partition_point(|&a| a < start);
+    wanted.get(i).is_some_and(|&a| a - start < size)
+}
+
+/// [`read_symbols_covering`] for one ELF class. Reads the symbol and string tables, not the
+/// DWARF.
+fn read_elf_symbols<Elf: FileHeader>(
+    data: &ReadCache<File>,
+    wanted: Option<&[u64]>,
+) -> Option<SymbolTable> {
     let header = Elf::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let sections = header.sections(endian, data).ok()?;
@@ -466,10 +530,13 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
             .section(table.string_section())
             .and_then(|section| section.data(endian, data))
             .unwrap_or_default();
-        let strings = StringTable::new(strings, 0, strings.len() as u64);
-        let mut symbols: Vec<(_, Symbol)> = table
+        // Whether the file has code symbols at all (then an address none covers is named
+        // by none), when only some are kept.
+        let mut any = false;
+        let symbols: Vec<(Symbol, _)> = table
             .iter()
-            .filter_map(|sym| {
+            .enumerate()
+            .filter_map(|(i, sym)| {
                 // Code, and assembly symbols that have a size but no type.
                 let code = matches!(
                     sym.st_type(),
@@ -479,20 +546,54 @@ fn read_elf_symbols<Elf: FileHeader>(data: &ReadCache<File>) -> Option<SymbolTab
                 if !code || size == 0 || sym.is_undefined(endian) {
                     return None;
                 }
-                let name = sym.name(endian, strings).ok().filter(|n| !n.is_empty())?;
-                let name = String::from_utf8_lossy(name).into_owned();
                 let start = sym.st_value(endian).into();
+                if wanted.is_some_and(|w| !covers_one(w, start, size)) {
+                    any = true;
+                    return None;
+                }
+                let at = sym.st_name(endian) as usize;
+                let rest = strings.get(at..)?;
+                let name =
+                    std::ffi::CStr::from_bytes_until_nul(rest).map_or(rest, |name| name.to_bytes());
+                let len = name.len();
+                if name.is_empty() || u32::try_from(at + len).is_err() {
+                    return None;
+                }
                 // Of aliases, the name perf gives: an exported `__getpid`, not libc's own
-                // `__GI___getpid` (`tickscope_fmt::symbols`).
+                // `__GI___getpid` (`tickscope_fmt::symbols`); the table's order among equals.
                 let bind = sym.st_bind();
-                let rank = alias_rank(&name, bind == elf::STB_WEAK, bind == elf::STB_GLOBAL);
-                Some((rank, Symbol { start, size, name }))
+                let rank =
+                    alias_rank_of_bytes(name, bind == elf::STB_WEAK, bind == elf::STB_GLOBAL);
+                let symbol = Symbol {
+                    start,
+                    size,
+                    name: (at as u32, (at + len) as u32),
+                };
+                Some((symbol, (rank, i)))
             })
             .collect();
-        // Stable: equals keep the table's order.
-        symbols.sort_by_key(|a| a.0);
-        let table = SymbolTable::new(symbols.into_iter().map(|(_, symbol)| symbol).collect());
-        if !table.symbols.is_empty() {
+        if !symbols.is_empty() || any {
+            // Only the names kept, when few are.
+            let (symbols, names) = match wanted {
+                Some(_) => {
+                    let mut names = Vec::new();
+                    let symbols = symbols
+                        .into_iter()
+                        .map(|(mut symbol, rank)| {
+                            let at = names.len() as u32;
+                            names.extend_from_slice(
+                                &strings[symbol.name.0 as usize..symbol.name.1 as usize],
+                            );
+                            symbol.name = (at, names.len() as u32);
+                            (symbol, rank)
+                        })
+                        .collect();
+                    (symbols, names)
+                }
+                None => (symbols, strings.to_vec()),
+            };
+            let mut table = SymbolTable::sorted(symbols, names);
+            table.has_symbols = true;
             return Some(table);
         }
     }
@@ -549,17 +650,12 @@ mod tests {
 
     #[test]
     fn symbol_names_only_addresses_from_its_start_to_its_end() {
-        let symbol = |start, size, name: &str| Symbol {
-            start,
-            size,
-            name: name.to_owned(),
-        };
-        let table = SymbolTable::new(vec![
-            symbol(0x100, 0x10, "f"),
-            symbol(0x100, 0x10, "f_alias"),
-            symbol(0x200, 0x100, "outer"),
-            symbol(0x240, 0x20, "nested"),
-            symbol(0x400, 0, "sizeless"),
+        let table = SymbolTable::new([
+            (0x100, 0x10, "f"),
+            (0x100, 0x10, "f_alias"),
+            (0x200, 0x100, "outer"),
+            (0x240, 0x20, "nested"),
+            (0x400, 0, "sizeless"),
         ]);
         let cases = [
             (0xff, None),
@@ -576,7 +672,7 @@ mod tests {
             (0x401, None),
         ];
         for (svma, name) in cases {
-            assert_eq!(table.find(svma), name, "at {svma:#x}");
+            assert_eq!(table.find(svma).as_deref(), name, "at {svma:#x}");
         }
     }
 

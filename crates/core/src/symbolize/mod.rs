@@ -27,7 +27,9 @@ mod elf;
 
 pub(crate) use elf::{read_unwind_sections, read_unwind_sections_in, UnwindSections};
 
-use elf::{read_elf_file, read_symbols, ElfInfo, SymbolTable};
+#[cfg(any(test, feature = "capture"))]
+use elf::read_symbols;
+use elf::{read_elf_file, read_symbols_covering, ElfInfo, SymbolTable};
 
 /// One line of `/proc/<pid>/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,6 +211,12 @@ struct ObjectFile {
     own_library: bool,
     /// Read on the first lookup that DWARF does not name; empty if that failed.
     symbols: Option<SymbolTable>,
+    /// The file addresses the caller said it would look up ([`Symbolizer::will_look_up`]),
+    /// sorted: the symbol table then keeps only the symbols that cover them.
+    wanted: Vec<u64>,
+    /// `symbols` holds only those that cover `wanted`: a lookup of another address reads
+    /// the whole table.
+    symbols_partial: bool,
 }
 
 enum LoaderState {
@@ -261,6 +269,13 @@ impl ObjectFile {
             // to 15) cost 30-50 ms to load at the exit of every process with a sample in
             // libc; its symbol table names the functions (no lines, no inlined frames).
             let separate = path != self.path;
+            // A file with no DWARF and no debug file (most of a distribution's programs):
+            // addr2line would only build a map of its symbols, as the symbol table below
+            // does (cc1's 29,000 dynamic symbols, twice, in every compiler run's exit).
+            if !separate && !self.info().has_debug_info {
+                self.loader = LoaderState::Failed;
+                return None;
+            }
             if separate && read_elf_file(&path).is_some_and(|i| i.debug_compressed) {
                 self.loader = LoaderState::Failed;
                 self.dwarf_skipped = true;
@@ -281,11 +296,24 @@ impl ObjectFile {
     #[cfg(feature = "capture")]
     fn symbol(&mut self, svma: u64) -> Option<String> {
         self.debug_path();
+        self.forget_partial_unless_wanted(svma);
         let path = self.debug_path.as_deref().unwrap_or(&self.path);
         let symbols = self
             .symbols
             .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
-        symbols.find(svma).map(|raw| demangle(raw, None))
+        symbols.find(svma).map(|raw| demangle(&raw, None))
+    }
+
+    /// A lookup of `svma`, which the caller did not say it would make: the table read for
+    /// the addresses it said is dropped, and the whole table read from then on.
+    fn forget_partial_unless_wanted(&mut self, svma: u64) {
+        if self.wanted.binary_search(&svma).is_err() {
+            self.wanted = Vec::new();
+            if self.symbols_partial {
+                self.symbols = None;
+                self.symbols_partial = false;
+            }
+        }
     }
 
     /// The frames at `svma` (an address in the file's own address space).
@@ -302,23 +330,27 @@ impl ObjectFile {
             return frames;
         }
         self.debug_path();
+        self.forget_partial_unless_wanted(svma);
         let (path, fallback) = (self.debug_path.as_deref().unwrap_or(&self.path), &self.path);
+        let wanted =
+            (self.symbols.is_none() && !self.wanted.is_empty()).then_some(&self.wanted[..]);
+        self.symbols_partial |= wanted.is_some();
         let symbols = self.symbols.get_or_insert_with(|| {
-            read_symbols(path)
-                .filter(|t| !t.symbols.is_empty())
-                .or_else(|| read_symbols(fallback))
+            read_symbols_covering(path, wanted)
+                .filter(|t| t.has_symbols)
+                .or_else(|| read_symbols_covering(fallback, wanted))
                 .unwrap_or_default()
         });
         if let Some(raw) = symbols.find(svma) {
-            let name = demangle(raw, None);
+            let name = demangle(&raw, None);
             match frames.last_mut() {
                 Some(outermost) => {
                     outermost.name = name;
-                    outermost.system_name = raw.to_owned();
+                    outermost.system_name = raw.into_owned();
                 }
                 None => frames.push(Frame {
                     name,
-                    system_name: raw.to_owned(),
+                    system_name: raw.into_owned(),
                     file: String::new(),
                     line: 0,
                 }),
@@ -377,6 +409,8 @@ impl Symbolizer {
                     dwarf_skipped: false,
                     own_library: own == Some(entry.path.as_str()),
                     symbols: None,
+                    wanted: Vec::new(),
+                    symbols_partial: false,
                 });
                 files.len() - 1
             });
@@ -445,6 +479,31 @@ impl Symbolizer {
         let file = &mut self.files[self.module_files[index]];
         let svma = file.info().svma(file_offset)?;
         file.symbol(svma)
+    }
+
+    /// Says which runtime addresses [`lookup`](Self::lookup) will be asked for (all of
+    /// them, before the first): a file without DWARF then reads the names of only the
+    /// symbols that cover them (a program's exit names a few addresses in files of tens of
+    /// thousands of symbols). An address not said here is looked up all the same, at the
+    /// cost of reading its file's whole table.
+    pub(crate) fn will_look_up(&mut self, addrs: impl IntoIterator<Item = u64>) {
+        for addr in addrs {
+            let Some(index) = self.module_of(addr) else {
+                continue;
+            };
+            let module = &self.modules[index];
+            let Some(file_offset) = (addr - module.start).checked_add(module.offset) else {
+                continue;
+            };
+            let file = &mut self.files[self.module_files[index]];
+            if let Some(svma) = file.info().svma(file_offset) {
+                file.wanted.push(svma);
+            }
+        }
+        for file in &mut self.files {
+            file.wanted.sort_unstable();
+            file.wanted.dedup();
+        }
     }
 
     pub(crate) fn lookup(&mut self, addr: u64) -> Vec<Frame> {
@@ -676,6 +735,51 @@ this is not a mapping
         );
         assert_eq!(frames[1].line, call_line, "{frames:#?}");
         assert!(frames.iter().all(|f| f.file.ends_with("symbolize/mod.rs")));
+    }
+
+    /// Told beforehand which addresses it will look up, the symbolizer keeps only the
+    /// symbols that cover them (libc's table: thousands), and names each address exactly
+    /// as the whole table does, in functions, between them and at their ends; an address
+    /// it was not told of is named all the same.
+    #[test]
+    fn addresses_said_beforehand_are_named_as_by_the_whole_table() {
+        let getpid = libc::getpid as *const () as usize as u64;
+        let mut whole = self_symbolizer();
+        let index = whole.module_of(getpid).expect("getpid in no module");
+        let module = whole.modules()[index].clone();
+        // Every 997th byte of libc's code, getpid's own address left out.
+        let addrs: Vec<u64> = (module.start..module.limit)
+            .step_by(997)
+            .filter(|&a| a != getpid)
+            .collect();
+        let mut told = self_symbolizer();
+        told.will_look_up(addrs.iter().copied());
+        let mut named = 0;
+        for &a in &addrs {
+            let frames = told.lookup(a);
+            named += usize::from(!frames.is_empty());
+            assert_eq!(frames, whole.lookup(a), "at {a:#x}");
+        }
+        assert!(named > addrs.len() / 2, "{named} of {} named", addrs.len());
+        let file = told.module_files[index];
+        // Named from its symbol table (not DWARF): only the symbols that cover an address.
+        if let Some(partial) = &told.files[file].symbols {
+            let all = whole.files[file]
+                .symbols
+                .as_ref()
+                .expect("the whole table read");
+            assert!(told.files[file].symbols_partial);
+            assert!(
+                partial.symbols.len() <= addrs.len() * 2
+                    && partial.symbols.len() < all.symbols.len(),
+                "{} kept of {}",
+                partial.symbols.len(),
+                all.symbols.len()
+            );
+        }
+        let frames = told.lookup(getpid);
+        assert!(!frames.is_empty());
+        assert_eq!(frames, whole.lookup(getpid));
     }
 
     #[test]

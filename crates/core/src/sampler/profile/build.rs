@@ -391,6 +391,7 @@ fn symbolized(addrs: &BTreeSet<u64>) -> Symbolized {
         return (HashMap::new(), Vec::new(), HashMap::new());
     };
     let mut sym = Symbolizer::new(&maps);
+    sym.will_look_up(addrs.iter().copied());
     let mut symbols = HashMap::new();
     let mut module_of = HashMap::new();
     for &a in addrs {
