@@ -553,8 +553,8 @@ fn read_elf_symbols<Elf: FileHeader>(
                 }
                 let at = sym.st_name(endian) as usize;
                 let rest = strings.get(at..)?;
-                let name =
-                    std::ffi::CStr::from_bytes_until_nul(rest).map_or(rest, |name| name.to_bytes());
+                // A name that runs off the table's end names nothing, as object's reader has it.
+                let name = std::ffi::CStr::from_bytes_until_nul(rest).ok()?.to_bytes();
                 let len = name.len();
                 if name.is_empty() || u32::try_from(at + len).is_err() {
                     return None;
