@@ -498,10 +498,12 @@ pub(super) fn read_symbols(path: &str) -> Option<SymbolTable> {
 /// other. A profile written at exit names a few addresses in each file: the names of the
 /// others are never read.
 pub(super) fn read_symbols_covering(path: &str, wanted: Option<&[u64]>) -> Option<SymbolTable> {
-    let data = ReadCache::new(File::open(path).ok()?);
+    let file = File::open(path).ok()?;
+    // The headers through the cache; the tables read below, a piece at a time.
+    let data = ReadCache::new(&file);
     match FileKind::parse(&data).ok()? {
-        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&data, wanted),
-        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&data, wanted),
+        FileKind::Elf32 => read_elf_symbols::<FileHeader32<Endianness>>(&file, &data, wanted),
+        FileKind::Elf64 => read_elf_symbols::<FileHeader64<Endianness>>(&file, &data, wanted),
         _ => None,
     }
 }
@@ -512,31 +514,59 @@ fn covers_one(wanted: &[u64], start: u64, size: u64) -> bool {
     wanted.get(i).is_some_and(|&a| a - start < size)
 }
 
+/// How much of a symbol or string table is read at once: tables are read through one
+/// buffer of this size, never whole (cc1's are 700 KB and 1 MB; a buffer that size, new
+/// in a process's exit, cost a page fault per 4 KiB, its zeroing and its copy).
+const PIECE: usize = 64 << 10;
+
+/// A code symbol of a table, before its name is read.
+struct Candidate {
+    start: u64,
+    size: u64,
+    name: u32,
+    weak: bool,
+    global: bool,
+}
+
 /// [`read_symbols_covering`] for one ELF class. Reads the symbol and string tables, not the
 /// DWARF.
 fn read_elf_symbols<Elf: FileHeader>(
-    data: &ReadCache<File>,
+    file: &File,
+    data: &ReadCache<&File>,
     wanted: Option<&[u64]>,
 ) -> Option<SymbolTable> {
+    use std::os::unix::fs::FileExt;
     let header = Elf::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let sections = header.sections(endian, data).ok()?;
     for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
-        let Ok(table) = sections.symbols(endian, data, sh_type) else {
+        let Some(section) = sections.iter().find(|s| s.sh_type(endian) == sh_type) else {
             continue;
         };
-        // One read for all names: through the cache, each would be a read of its own.
         let strings = sections
-            .section(table.string_section())
-            .and_then(|section| section.data(endian, data))
-            .unwrap_or_default();
+            .section(object::SectionIndex(section.sh_link(endian) as usize))
+            .ok()
+            .and_then(|s| s.file_range(endian));
+        let (Some((table_at, table_len)), Some((strings_at, strings_len))) =
+            (section.file_range(endian), strings)
+        else {
+            continue;
+        };
         // Whether the file has code symbols at all (then an address none covers is named
         // by none), when only some are kept.
         let mut any = false;
-        let symbols: Vec<(Symbol, _)> = table
-            .iter()
-            .enumerate()
-            .filter_map(|(i, sym)| {
+        let mut candidates = Vec::new();
+        let entry = std::mem::size_of::<Elf::Sym>();
+        let count = usize::try_from(table_len).ok()? / entry;
+        let mut piece = vec![0u8; (PIECE / entry).max(1) * entry];
+        let mut first = 0;
+        while first < count {
+            let n = (piece.len() / entry).min(count - first);
+            let bytes = &mut piece[..n * entry];
+            file.read_exact_at(bytes, table_at + (first * entry) as u64)
+                .ok()?;
+            let symbols: &[Elf::Sym] = object::pod::slice_from_all_bytes(bytes).ok()?;
+            for sym in symbols {
                 // Code, and assembly symbols that have a size but no type.
                 let code = matches!(
                     sym.st_type(),
@@ -544,60 +574,108 @@ fn read_elf_symbols<Elf: FileHeader>(
                 );
                 let size = sym.st_size(endian).into();
                 if !code || size == 0 || sym.is_undefined(endian) {
-                    return None;
+                    continue;
                 }
                 let start = sym.st_value(endian).into();
                 if wanted.is_some_and(|w| !covers_one(w, start, size)) {
                     any = true;
-                    return None;
+                    continue;
                 }
-                let at = sym.st_name(endian) as usize;
-                let rest = strings.get(at..)?;
-                // A name that runs off the table's end names nothing, as object's reader has it.
-                let name = std::ffi::CStr::from_bytes_until_nul(rest).ok()?.to_bytes();
-                let len = name.len();
-                if name.is_empty() || u32::try_from(at + len).is_err() {
+                let bind = sym.st_bind();
+                candidates.push(Candidate {
+                    start,
+                    size,
+                    name: sym.st_name(endian),
+                    weak: bind == elf::STB_WEAK,
+                    global: bind == elf::STB_GLOBAL,
+                });
+            }
+            first += n;
+        }
+        let mut offsets: Vec<u32> = candidates.iter().map(|c| c.name).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        let (names, ranges) = read_strings(file, strings_at, strings_len, &offsets);
+        let symbols: Vec<(Symbol, _)> = candidates
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                // A name that runs off the table's end names nothing, as object's reader
+                // has it; nor does an empty one.
+                let at = offsets.binary_search(&c.name).ok()?;
+                let name @ (from, to) = ranges[at]?;
+                if from == to {
                     return None;
                 }
                 // Of aliases, the name perf gives: an exported `__getpid`, not libc's own
-                // `__GI___getpid` (`tickscope_fmt::symbols`); the table's order among equals.
-                let bind = sym.st_bind();
-                let rank =
-                    alias_rank_of_bytes(name, bind == elf::STB_WEAK, bind == elf::STB_GLOBAL);
+                // `__GI___getpid` (`tickscope_fmt::symbols`); the table's order among
+                // equals.
+                let bytes = &names[from as usize..to as usize];
+                let rank = alias_rank_of_bytes(bytes, c.weak, c.global);
                 let symbol = Symbol {
-                    start,
-                    size,
-                    name: (at as u32, (at + len) as u32),
+                    start: c.start,
+                    size: c.size,
+                    name,
                 };
                 Some((symbol, (rank, i)))
             })
             .collect();
         if !symbols.is_empty() || any {
-            // Only the names kept, when few are.
-            let (symbols, names) = match wanted {
-                Some(_) => {
-                    let mut names = Vec::new();
-                    let symbols = symbols
-                        .into_iter()
-                        .map(|(mut symbol, rank)| {
-                            let at = names.len() as u32;
-                            names.extend_from_slice(
-                                &strings[symbol.name.0 as usize..symbol.name.1 as usize],
-                            );
-                            symbol.name = (at, names.len() as u32);
-                            (symbol, rank)
-                        })
-                        .collect();
-                    (symbols, names)
-                }
-                None => (symbols, strings.to_vec()),
-            };
             let mut table = SymbolTable::sorted(symbols, names);
             table.has_symbols = true;
             return Some(table);
         }
     }
     Some(SymbolTable::default())
+}
+
+/// The NUL-terminated strings at `offsets` (sorted) of the string table at `at..at + len` of
+/// `file`: their bytes one after another, and each one's range there (`None` for one that
+/// runs off the table's end). The table is read a piece at a time, only where a string is.
+fn read_strings(
+    file: &File,
+    at: u64,
+    len: u64,
+    offsets: &[u32],
+) -> (Vec<u8>, Vec<Option<(u32, u32)>>) {
+    use std::os::unix::fs::FileExt;
+    let mut window: Vec<u8> = Vec::new();
+    let mut window_at = 0u64;
+    let mut names = Vec::new();
+    let mut ranges = Vec::with_capacity(offsets.len());
+    for &offset in offsets {
+        let offset = u64::from(offset);
+        let mut size = PIECE;
+        let found = loop {
+            if offset >= window_at && offset < window_at + window.len() as u64 {
+                let from = (offset - window_at) as usize;
+                if let Ok(name) = std::ffi::CStr::from_bytes_until_nul(&window[from..]) {
+                    break Some((from, name.to_bytes().len()));
+                }
+                if window_at + window.len() as u64 >= len {
+                    break None;
+                }
+                // Longer than what is left of the window: read from the string on, twice
+                // as much as it had.
+                size = (window.len() - from).saturating_mul(2).max(PIECE);
+            }
+            if offset >= len {
+                break None;
+            }
+            window.resize(size.min((len - offset) as usize), 0);
+            if file.read_exact_at(&mut window, at + offset).is_err() {
+                window.clear();
+                break None;
+            }
+            window_at = offset;
+        };
+        ranges.push(found.and_then(|(from, n)| {
+            let start = u32::try_from(names.len()).ok()?;
+            names.extend_from_slice(&window[from..from + n]);
+            Some((start, u32::try_from(names.len()).ok()?))
+        }));
+    }
+    (names, ranges)
 }
 
 #[cfg(test)]
