@@ -18,7 +18,8 @@ which unwinds with libunwind), interleaved, and prints one row per workload:
   largest difference in points.
 
 Workloads: sqlite3 on an in-memory join, xz -9 -T1 and xz -6 -T2 on generated text, python3
-on a pure-Python loop, and a bash loop of 400 /bin/true (wall ratio only).
+on a pure-Python loop, a bash loop of 400 /bin/true (wall ratio only), and make compiling 8
+small C files with gcc (25 processes, each writing its profile at its exit).
 
 Needs: a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`),
 perf, google-perftools, go (for `go tool pprof`), sqlite3, xz. Takes a few minutes.
@@ -83,12 +84,25 @@ def workloads(tmp, mb, scale=1):
            "INSERT INTO b SELECT x % 5000, printf('w%d', x) FROM c;"
            "SELECT count(*), sum(length(v) + length(w)) FROM a JOIN b USING (k);")
     py = f"s = 0\nfor i in range({12_000_000 * scale}):\n    s += i * i % 7\nprint(s)\n"
+    # A build: make compiling 8 small C files with gcc (make, the driver, cc1 and as for each:
+    # 25 processes, most of them short), every file rebuilt each run (-B).
+    build = os.path.join(tmp, "build")
+    os.makedirs(build, exist_ok=True)
+    for i in range(8):
+        with open(os.path.join(build, f"f{i}.c"), "w") as f:
+            f.write("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+                    f"int f{i}(int x) {{ char b[64]; snprintf(b, 64, \"%d\", x); "
+                    "return (int)strlen(b) + atoi(b); }\n")
+    with open(os.path.join(build, "Makefile"), "w") as f:
+        f.write("OBJS = $(patsubst %.c,%.o,$(wildcard *.c))\nall: $(OBJS)\n"
+                "%.o: %.c\n\tgcc -O2 -c $< -o $@\n")
     return [
         ("sqlite3 join", ["sqlite3", ":memory:", sql], True),
         ("xz -9 -T1", ["xz", "-9", "-T1", "-c", "-k", text], True),
         ("xz -6 -T2", ["xz", "-6", "-T2", "-c", "-k", text], False),
         ("python3 loop", ["/usr/bin/python3", "-c", py], True),
         ("bash 400 execs", ["bash", "-c", "for i in $(seq 400); do /bin/true; done"], True),
+        ("make 8 C files", ["make", "-s", "-B", "-j1", "-C", build], False),
     ]
 
 
@@ -155,6 +169,20 @@ def depth_and_main(samples):
     return depth, main
 
 
+def leaf_key(name):
+    """A function's name without its C++ parameters (`ira_init()` as perf's `ira_init`)."""
+    body = name[:-len(" const")] if name.endswith(" const") else name
+    if name.startswith("[") or not body.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(body) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(body[i], 0)
+        if depth == 0:
+            # `operator()` is a name, not its parameters.
+            return body[:i] if i > 0 and not body[:i].endswith("operator") else name
+    return name
+
+
 def tickscope_leaves(profile_files):
     """Leaf shares (%) of the program's own threads (tickscope's sampler left out)."""
     out = subprocess.run([TICKSCOPE, "top", "--nodecount=200", "--unit=ms",
@@ -164,8 +192,19 @@ def tickscope_leaves(profile_files):
     for line in out.splitlines():
         cols = line.split(None, 5)
         if len(cols) == 6 and cols[1].endswith("%"):
-            rows[cols[5]] = rows.get(cols[5], 0.0) + float(cols[1][:-1])
+            key = leaf_key(cols[5])
+            rows[key] = rows.get(key, 0.0) + float(cols[1][:-1])
     return rows
+
+
+def perf_comms(data):
+    """The process names in a perf.data, tickscope's own (`record`, its threads) left out:
+    a build's compilers, assemblers and make."""
+    out = subprocess.run(["perf", "report", "-i", data, "--sort", "comm", "--stdio", "-q",
+                          "-g", "none"], capture_output=True, text=True).stdout
+    names = (line.split(None, 1)[1].strip() for line in out.splitlines()
+             if re.match(r"\s*[\d.]+%\s+\S", line))
+    return [n for n in names if not n.startswith("tickscope")]
 
 
 def perf_leaves(data, comm=None):
@@ -179,7 +218,8 @@ def perf_leaves(data, comm=None):
     for line in out.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(.*)$", line)
         if m:
-            rows[m.group(2).strip()] = rows.get(m.group(2).strip(), 0.0) + float(m.group(1))
+            key = leaf_key(m.group(2).strip())
+            rows[key] = rows.get(key, 0.0) + float(m.group(1))
     return rows
 
 
@@ -198,7 +238,8 @@ def main():
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args()
     for tool, hint in [("perf", "apt-get install linux-perf"), ("go", "apt-get install golang-go"),
-                       ("sqlite3", "apt-get install sqlite3"), ("xz", "apt-get install xz-utils")]:
+                       ("sqlite3", "apt-get install sqlite3"), ("xz", "apt-get install xz-utils"),
+                       ("make", "apt-get install make"), ("gcc", "apt-get install gcc")]:
         need(tool, hint)
     if not os.path.exists(TICKSCOPE):
         sys.exit("build first: cargo build --release -p tickscope-cli -p tickscope-preload")
@@ -233,9 +274,14 @@ def main():
             # record's own accounting: the profiles' CPU against its process tree's (record's
             # own work after the run, loading and merging the profiles, left out).
             m = re.search(r"hold ([\d.]+) (m?s) of the ([\d.]+) (m?s) of CPU", r.stderr)
+            # and what it says the ends of the processes took after their profiles were
+            # written (the kernel unmapping their memory), which no profile can hold.
+            e = re.search(r"; ([\d.]+) (m?s) more was the ends of the processes", r.stderr)
             if m:
                 held = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
                 tree = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
+                if e:
+                    held += float(e.group(1)) * (1e-3 if e.group(2) == "ms" else 1.0)
                 if tree > 0:
                     acc.append(held / tree)
             pdata = os.path.join(tmp, f"perf{rnd}.data")
@@ -256,8 +302,10 @@ def main():
         ours = [t for out in outs for t in traces(out)]
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
+        # gperftools writes one file, whichever process ends last: no depth for a build.
         gd, gmn = (depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))
-                   if os.path.exists(gprof) else (0.0, 0.0))
+                   if os.path.exists(gprof) and not name.startswith("make")
+                   else (float("nan"), float("nan")))
         leaves = tickscope_leaves([b for b, _ in both])
         named_share = sum(v for k, v in leaves.items() if named(k))
         t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
@@ -265,6 +313,9 @@ def main():
         pl = {}
         comm = os.path.basename(cmd[0])[:15]
         for _, bdata in both:
+            # A build's processes are many: all of them but tickscope's.
+            if name.startswith("make"):
+                comm = ",".join(perf_comms(bdata))
             for k, v in perf_leaves(bdata, comm).items():
                 pl[k] = pl.get(k, 0.0) + v / len(both)
         diffs = [abs(v - pl.get(k, 0.0)) for k, v in t5]
@@ -281,8 +332,8 @@ def main():
               f"{d:6.2f} {gd:6.2f} {100 * mn if single else float('nan'):6.1f} "
               f"{100 * gmn if single else float('nan'):6.1f} "
               f"{max(diffs) if diffs else 0:.1f} (2σ {two_sigma:.1f})  [{top}]")
-    print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profile's CPU / the run's "
-          "(record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
+    print("\nrecord, perf -g, gperf: wall time / plain. CPU acc: the profiles' CPU, and the "
+          "processes' ends after their profiles were written, / the run's (record's own line). named: % of the program's CPU on a named leaf function. depth: frames per sample, tickscope's and gperftools'. main%: samples "
           "with main on the stack (or glibc's __libc_start_call_main, main's caller, where main has no name), tickscope's and gperftools'. top5: tickscope's leaf shares / perf's over all rounds, both sampling the same runs (points), and twice the sampling error of the largest one's difference.")
     shutil.rmtree(tmp, ignore_errors=True)
 
