@@ -681,6 +681,13 @@ pub(crate) unsafe trait Zeroable: Sized {}
 /// Not copied into a fork child (`MADV_DONTFORK`): see [`not_into_fork_children`].
 #[cfg(feature = "sampler")]
 pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
+    mapped_zeroed(n, 0)
+}
+
+/// [`zeroed_slice`], its mapping made with `flags` added (`MAP_POPULATE`: every page
+/// allocated at once, for memory that is all written at once).
+#[cfg(feature = "sampler")]
+fn mapped_zeroed<T: Zeroable>(n: usize, flags: libc::c_int) -> Zeroed<T> {
     let bytes = std::mem::size_of::<T>()
         .checked_mul(n)
         .expect("a table that fits in memory");
@@ -699,7 +706,7 @@ pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
             std::ptr::null_mut(),
             bytes,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
             -1,
             0,
         )
@@ -797,7 +804,9 @@ unsafe impl Zeroable for u8 {}
 /// only it reads.
 #[cfg(feature = "sampler")]
 pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
-    let copy = zeroed_slice::<u8>(bytes.len());
+    // Every page is written below: allocated in one system call, not one fault each (cc1's
+    // 2.8 MB of tables: 700 faults, 60 % of their loading on the drain thread).
+    let copy = mapped_zeroed::<u8>(bytes.len(), libc::MAP_POPULATE);
     if !bytes.is_empty() {
         // SAFETY: `copy` owns `bytes.len()` writable bytes of a fresh mapping that nothing
         // else references yet; the two do not overlap.
@@ -881,6 +890,15 @@ mod tests {
     /// A zeroed table reads as zeros, at every length, and writes stick.
     #[test]
     #[cfg(feature = "sampler")]
+    fn bytes_not_forked_are_a_copy_of_the_bytes() {
+        for n in [0usize, 1, 4095, 4097, 1 << 20] {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+            let copy = bytes_not_forked(&bytes);
+            assert_eq!(&copy[..], &bytes[..], "{n} bytes");
+        }
+    }
+
+    #[test]
     fn zeroed_slices_are_zero_and_usable() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         for n in [0, 1, 7, 1 << 20] {
