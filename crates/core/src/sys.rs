@@ -887,7 +887,8 @@ pub(crate) fn env_with_prefix(prefix: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
-    /// A zeroed table reads as zeros, at every length, and writes stick.
+    /// Bytes copied into a mapping of their own (populated at once) are the bytes, at
+    /// every length.
     #[test]
     #[cfg(feature = "sampler")]
     fn bytes_not_forked_are_a_copy_of_the_bytes() {
@@ -898,7 +899,9 @@ mod tests {
         }
     }
 
+    /// A zeroed table reads as zeros, at every length, and writes stick.
     #[test]
+    #[cfg(feature = "sampler")]
     fn zeroed_slices_are_zero_and_usable() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         for n in [0, 1, 7, 1 << 20] {
