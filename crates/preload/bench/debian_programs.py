@@ -122,8 +122,11 @@ UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0}
 
 def traces(profile, binary=None):
     """Samples of a profile as (weight, [frames leaf first]) from `go tool pprof -traces`
-    (inlined frames count as frames; tickscope's synthetic `[...]` rows are left out)."""
-    cmd = ["go", "tool", "pprof", "-traces"] + ([binary] if binary else []) + [profile]
+    (inlined frames count as frames; tickscope's synthetic `[...]` rows are left out, and so
+    are its own threads' samples, as record's table leaves them out: the program's stacks
+    are compared, and a shell that mostly waits has fewer samples than the drain thread)."""
+    cmd = (["go", "tool", "pprof", "-traces", "-tagignore=thread=^tickscope-"]
+           + ([binary] if binary else []) + [profile])
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     samples, frames, weight = [], [], 0.0
     for line in out.splitlines():
