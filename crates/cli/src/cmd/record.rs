@@ -308,7 +308,7 @@ pub fn run(args: Args) -> Result<u8> {
     let held_cpu = merged.as_ref().and_then(cpu_ns);
     if let Some(line) = merged
         .as_ref()
-        .and_then(|m| few_samples(m, args.hz, args.wall, several))
+        .and_then(|m| few_samples(m, args.hz, args.wall, several, args.own_threads))
     {
         say!("{line}");
     }
@@ -492,19 +492,37 @@ fn total_of(p: &tickscope_profile::Profile, ty: &str, unit: &str) -> Option<u64>
 /// profiles together: each process leaves it to `record` (a shell that mostly waited has
 /// next to no samples of its own, however many the run holds). Rows of time not sampled
 /// (`[not sampled: ...]`, the programs that ended before their first sample) count no
-/// sample.
+/// sample, nor do tickscope's own threads unless the table shows them (`own_threads`).
 fn few_samples(
     profile: &tickscope_profile::Profile,
     hz: u32,
     wall: bool,
     several: bool,
+    own_threads: bool,
 ) -> Option<String> {
-    let samples = total_of(profile, "samples", "count")?;
+    // The table's samples: tickscope's own threads' left out, as the table leaves them.
+    let counted = |s: &tickscope_profile::Sample| {
+        own_threads
+            || !profile.labels(s).iter().any(|l| {
+                matches!(l, tickscope_profile::Label::Str { key, value }
+                    if key == "thread" && value.starts_with(OWN_THREADS))
+            })
+    };
+    let total = |ty: &str, unit: &str| -> Option<u64> {
+        let i = (profile.sample_types.iter()).position(|t| t.ty == ty && t.unit == unit)?;
+        Some(
+            (profile.samples.iter())
+                .filter(|s| counted(s))
+                .map(|s| profile.values(s).get(i).copied().unwrap_or(0).max(0) as u64)
+                .sum(),
+        )
+    };
+    let samples = total("samples", "count")?;
     if samples >= tickscope::__private::FEW_SAMPLES {
         return None;
     }
     let kind = if wall { "wall" } else { "cpu" };
-    let over = total_of(profile, kind, "nanoseconds").unwrap_or(0);
+    let over = total(kind, "nanoseconds").unwrap_or(0);
     let (what, hold) = match several {
         true => ("the run's profiles", "hold"),
         false => ("the profile", "holds"),
