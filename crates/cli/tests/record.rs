@@ -983,9 +983,14 @@ fn the_end_of_each_process_after_its_profile_is_said() {
     build_c(
         &dir,
         "bigmem",
-        // Small pages (a huge page is freed at once: the end took 0.5 ms in some runs).
-        "#include <stdlib.h>\n#include <string.h>\n#include <sys/mman.h>\n#include <time.h>\n\
+        // Small pages (a huge page is freed at once: the end took 0.5 ms in some runs). A
+        // thread made first starts the sampler of a program the shell runs at once, not
+        // a moment late on a thread that a loaded machine may leave waiting.
+        "#include <pthread.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/mman.h>\n\
+         #include <time.h>\n\
+         static void *nothing(void *a) { return a; }\n\
          int main(int argc, char **argv) {\n\
+           pthread_t t; if (pthread_create(&t, 0, nothing, 0) == 0) pthread_join(t, 0);\n\
            size_t n = (size_t)atol(argv[1]) << 20;\n\
            char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n\
            if (p == MAP_FAILED) return 2;\n\
@@ -1006,10 +1011,12 @@ fn the_end_of_each_process_after_its_profile_is_said() {
         ("top.pb.gz", vec!["./bigmem", "128", "50"]),
         ("sh.pb.gz", vec!["sh", "-c", "./bigmem 128 50; true"]),
     ] {
-        let mut args = vec!["-o", out, "--"];
+        let mut args = vec!["-F", "1000", "-o", out, "--"];
         args.extend(command);
         let (code, _, stderr) = record_in(&dir, &args);
         assert_eq!(code, Some(0), "{stderr}");
+        // It wrote a profile (it did not end before its first sample).
+        assert!(!stderr.contains("bigmem (1)"), "{stderr}");
         let (_, line) = accounting(&stderr);
         let held = line
             .split_once("hold ")
