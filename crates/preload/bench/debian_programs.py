@@ -306,9 +306,13 @@ def main():
         d, mn = depth_and_main(ours)
         gprof = os.path.join(tmp, "g.prof")
         # gperftools writes one file, whichever process ends last: no depth for a build.
-        gd, gmn = (depth_and_main(traces(gprof, shutil.which(cmd[0]) or cmd[0]))
-                   if os.path.exists(gprof) and not name.startswith("make")
-                   else (float("nan"), float("nan")))
+        gtraces = (traces(gprof, shutil.which(cmd[0]) or cmd[0])
+                   if os.path.exists(gprof) and not name.startswith("make") else [])
+        gd, gmn = depth_and_main(gtraces) if gtraces else (float("nan"), float("nan"))
+        # Where go tool pprof could name none of gperftools' frames (`[python3.11]`), no
+        # `main` can be told: not 0 %.
+        if not any(named(f.split(" ")[0]) for _, frames in gtraces for f in frames):
+            gmn = float("nan")
         leaves = tickscope_leaves([b for b, _ in both])
         named_share = sum(v for k, v in leaves.items() if named(k))
         t5 = sorted(((k, v) for k, v in leaves.items() if named(k)),
