@@ -482,9 +482,10 @@ pub mod __private {
     /// The mark of a line a profiled process leaves in `TICKSCOPE_MESSAGES` for `tickscope
     /// record` alone (not shown): the CPU time (ns) tickscope spent after its profile's
     /// accounting ended (writing the profile), so that `record` can tell it from CPU time no
-    /// profile holds; then ` pid=P cpu-ns=T children-ns=C`, T being the process's CPU time
-    /// at this line and C its children's (from which, with the figure its parent gets as it
-    /// reaps it, `record` tells what its end took after the line).
+    /// profile holds; then ` pid=P cpu-ns=T children-ns=C name=COMM`, as every line about a
+    /// process, T being its CPU time at this line and C its children's (from which, with the
+    /// figure its parent gets as it reaps it, `record` tells what its end took after the
+    /// line).
     pub const EXIT_CPU_MARK: &str = "tickscope-record-stat exit-cpu-ns=";
 
     /// The mark of the line a fork child of a profiled process that did not exec leaves in

@@ -321,16 +321,17 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
             // Its CPU time now, and its children's, with which `record` tells, from the
             // figure its parent gets as it reaps it, how much its end took after this line
             // (the kernel unmapping its memory).
+            // In the one form of every line for `record` about a process.
             if let (true, true, Mode::Cpu, Some(cpu)) =
                 (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
             {
-                let children = ts::__private::children_cpu_ns().unwrap_or(0);
-                ts::__private::say(&format!(
-                    "{}{} pid={} cpu-ns={cpu} children-ns={children}",
+                let mark = format!(
+                    "{}{} ",
                     ts::__private::EXIT_CPU_MARK,
-                    cpu.saturating_sub(w.total_ns),
-                    std::process::id()
-                ));
+                    cpu.saturating_sub(w.total_ns)
+                );
+                let name = ts::__private::process_name();
+                crate::ffi::record_line(&mark, cpu, name.as_bytes());
             }
             if !quiet {
                 ts::__private::say(&format!("tickscope: {w}"));

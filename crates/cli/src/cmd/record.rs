@@ -437,6 +437,14 @@ pub fn run(args: Args) -> Result<u8> {
 const OWN_THREADS: &str = "tickscope-";
 
 /// Samples of tickscope's own threads, and of all threads (default sample type's values).
+/// Whether `s` is a sample of one of tickscope's own threads (label `thread`).
+fn own_thread(p: &tickscope_profile::Profile, s: &tickscope_profile::Sample) -> bool {
+    p.labels(s).iter().any(|l| {
+        matches!(l, tickscope_profile::Label::Str { key, value }
+            if key == "thread" && value.starts_with(OWN_THREADS))
+    })
+}
+
 fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
     let index = p
         .sample_types
@@ -447,11 +455,7 @@ fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
     for s in &p.samples {
         let v = p.values(s).get(index).copied().unwrap_or(0);
         all = all.saturating_add(v);
-        let mine = p.labels(s).iter().any(|l| {
-            matches!(l, tickscope_profile::Label::Str { key, value }
-                if key == "thread" && value.starts_with(OWN_THREADS))
-        });
-        if mine {
+        if own_thread(p, s) {
             own = own.saturating_add(v);
         }
     }
@@ -469,12 +473,17 @@ fn seconds(ns: u64) -> String {
 
 /// The CPU time a profile holds (its `cpu` nanoseconds), if it measures CPU time.
 fn cpu_ns(p: &tickscope_profile::Profile) -> Option<u64> {
-    total_of(p, "cpu", "nanoseconds")
+    total_of(p, "cpu", "nanoseconds", |_| true)
 }
 
-/// The sum of a profile's values of one sample type (`cpu` nanoseconds, `samples` count),
-/// if it has that type.
-fn total_of(p: &tickscope_profile::Profile, ty: &str, unit: &str) -> Option<u64> {
+/// The sum of a profile's values of one sample type (`cpu` nanoseconds, `samples` count)
+/// over the samples `keep` keeps, if it has that type.
+fn total_of(
+    p: &tickscope_profile::Profile,
+    ty: &str,
+    unit: &str,
+    keep: impl Fn(&tickscope_profile::Sample) -> bool,
+) -> Option<u64> {
     let i = p
         .sample_types
         .iter()
@@ -482,6 +491,7 @@ fn total_of(p: &tickscope_profile::Profile, ty: &str, unit: &str) -> Option<u64>
     Some(
         p.samples
             .iter()
+            .filter(|s| keep(s))
             .map(|s| p.values(s).get(i).copied().unwrap_or(0).max(0) as u64)
             .sum(),
     )
@@ -501,28 +511,13 @@ fn few_samples(
     own_threads: bool,
 ) -> Option<String> {
     // The table's samples: tickscope's own threads' left out, as the table leaves them.
-    let counted = |s: &tickscope_profile::Sample| {
-        own_threads
-            || !profile.labels(s).iter().any(|l| {
-                matches!(l, tickscope_profile::Label::Str { key, value }
-                    if key == "thread" && value.starts_with(OWN_THREADS))
-            })
-    };
-    let total = |ty: &str, unit: &str| -> Option<u64> {
-        let i = (profile.sample_types.iter()).position(|t| t.ty == ty && t.unit == unit)?;
-        Some(
-            (profile.samples.iter())
-                .filter(|s| counted(s))
-                .map(|s| profile.values(s).get(i).copied().unwrap_or(0).max(0) as u64)
-                .sum(),
-        )
-    };
-    let samples = total("samples", "count")?;
+    let counted = |s: &tickscope_profile::Sample| own_threads || !own_thread(profile, s);
+    let samples = total_of(profile, "samples", "count", counted)?;
     if samples >= tickscope::__private::FEW_SAMPLES {
         return None;
     }
     let kind = if wall { "wall" } else { "cpu" };
-    let over = total(kind, "nanoseconds").unwrap_or(0);
+    let over = total_of(profile, kind, "nanoseconds", counted).unwrap_or(0);
     let (what, hold) = match several {
         true => ("the run's profiles", "hold"),
         false => ("the profile", "holds"),
@@ -633,26 +628,21 @@ impl Messages {
         let mut exit_cpu = 0u64;
         let mut forks = Vec::new();
         let mut unsampled = Vec::new();
-        // The processes that said they ended unprofiled, with their children's CPU time, and
-        // were not reaped yet, by pid: (a fork child, index in `forks` or `unsampled`, their
-        // children's CPU time).
-        let mut unreaped: HashMap<u32, (bool, usize, u64)> = HashMap::new();
-        // The processes that wrote a profile and were not reaped yet, by pid: their CPU time
-        // and their children's as they said they had written it.
-        let mut written: HashMap<u32, (u64, u64)> = HashMap::new();
+        // The processes whose line came and whose reaping was not said yet, by pid (a later
+        // process of the same pid replaces an earlier one never reaped where this command
+        // could hear of it: an orphan, whose pid the kernel may have given again).
+        let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
         let mut ends = 0u64;
         for line in text.lines().filter(|l| !l.is_empty()) {
             if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
                 let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
                 exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
-                // A process that wrote a profile: its pid is not that of an earlier one that
-                // said it ended unprofiled and was never reaped where this command could hear
-                // of it (an orphan), whose pid the kernel may have given again.
                 if let Some(pid) = field::<u32>(rest, "pid=") {
-                    unreaped.remove(&pid);
                     match (field(rest, "cpu-ns="), field(rest, "children-ns=")) {
-                        (Some(cpu), Some(children)) => written.insert(pid, (cpu, children)),
-                        _ => written.remove(&pid),
+                        (Some(cpu), Some(children)) => {
+                            awaiting.insert(pid, Awaiting::Written { cpu, children })
+                        }
+                        _ => awaiting.remove(&pid),
                     };
                 }
                 continue;
@@ -667,30 +657,48 @@ impl Messages {
             };
             if let Some((fork, rest)) = unprofiled {
                 if let Some((pid, name, cpu, children)) = said_process(rest) {
-                    written.remove(&pid);
                     let list = if fork { &mut forks } else { &mut unsampled };
                     // A line that does not say its children's time (an older library's)
                     // cannot be told from theirs: held as it says.
                     match children {
-                        Some(children) => unreaped.insert(pid, (fork, list.len(), children)),
-                        None => unreaped.remove(&pid),
+                        Some(children) => awaiting.insert(
+                            pid,
+                            Awaiting::Unprofiled {
+                                fork,
+                                index: list.len(),
+                                children,
+                            },
+                        ),
+                        None => awaiting.remove(&pid),
                     };
                     list.push((pid, name, cpu));
                 }
                 continue;
             }
             // Its parent reaped it: the CPU time the kernel gave for it, its end included
-            // (its own line came before), less what its children used, where larger.
+            // (its own line came before).
             if let Some(rest) = line.strip_prefix(tickscope::__private::REAPED_MARK) {
-                if let Some((pid, reaped)) = said_reaped(rest) {
-                    if let Some((fork, i, children)) = unreaped.remove(&pid) {
+                match said_reaped(rest)
+                    .and_then(|(pid, reaped)| Some((awaiting.remove(&pid)?, reaped)))
+                {
+                    // Ended unprofiled: held as reaped, less what its children used, where
+                    // larger than its own line's figure.
+                    Some((
+                        Awaiting::Unprofiled {
+                            fork,
+                            index,
+                            children,
+                        },
+                        reaped,
+                    )) => {
                         let list = if fork { &mut forks } else { &mut unsampled };
-                        list[i].2 = list[i].2.max(reaped.saturating_sub(children));
+                        list[index].2 = list[index].2.max(reaped.saturating_sub(children));
                     }
-                    // One that wrote a profile: what its end took after its line.
-                    if let Some((cpu, children)) = written.remove(&pid) {
+                    // Wrote a profile: what its end took after its line.
+                    Some((Awaiting::Written { cpu, children }, reaped)) => {
                         ends = ends.saturating_add(reaped.saturating_sub(children + cpu));
                     }
+                    None => {}
                 }
                 continue;
             }
@@ -716,7 +724,13 @@ impl Messages {
         Said {
             exit_cpu,
             ends,
-            unreaped_written: written,
+            unreaped_written: awaiting
+                .into_iter()
+                .filter_map(|(pid, a)| match a {
+                    Awaiting::Written { cpu, children } => Some((pid, (cpu, children))),
+                    Awaiting::Unprofiled { .. } => None,
+                })
+                .collect(),
             forks: forks
                 .into_iter()
                 .map(|(_, name, cpu)| (name, cpu))
@@ -724,6 +738,20 @@ impl Messages {
             unsampled,
         }
     }
+}
+
+/// A process whose line `record` read and whose reaping no line has said yet: what the
+/// figure its parent reaps it with completes.
+enum Awaiting {
+    /// It ended unprofiled (a fork child, or a program that ended before its first sample):
+    /// its entry in `forks` or `unsampled`, and its children's CPU time (ns).
+    Unprofiled {
+        fork: bool,
+        index: usize,
+        children: u64,
+    },
+    /// It wrote a profile: its CPU time and its children's (ns) at the line that said so.
+    Written { cpu: u64, children: u64 },
 }
 
 /// What the run's processes said for `record` alone.

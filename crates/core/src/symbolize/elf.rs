@@ -487,7 +487,7 @@ impl SymbolTable {
 
 /// The function symbols of the ELF file at `path`, from `.symtab`, else `.dynsym` (all a
 /// stripped library keeps); `None` if the file cannot be opened or is not ELF.
-#[cfg(any(test, feature = "capture"))]
+#[cfg(test)]
 pub(super) fn read_symbols(path: &str) -> Option<SymbolTable> {
     read_symbols_covering(path, None)
 }

@@ -27,7 +27,7 @@ mod elf;
 
 pub(crate) use elf::{read_unwind_sections, read_unwind_sections_in, UnwindSections};
 
-#[cfg(any(test, feature = "capture"))]
+#[cfg(test)]
 use elf::read_symbols;
 use elf::{read_elf_file, read_symbols_covering, ElfInfo, SymbolTable};
 
@@ -295,18 +295,17 @@ impl ObjectFile {
     /// The symbol-table name of the function at `svma`, demangled (no DWARF read).
     #[cfg(feature = "capture")]
     fn symbol(&mut self, svma: u64) -> Option<String> {
-        self.debug_path();
-        self.forget_partial_unless_wanted(svma);
-        let path = self.debug_path.as_deref().unwrap_or(&self.path);
-        let symbols = self
-            .symbols
-            .get_or_insert_with(|| read_symbols(path).unwrap_or_default());
-        symbols.find(svma).map(|raw| demangle(&raw, None))
+        self.symbol_table(svma)
+            .find(svma)
+            .map(|raw| demangle(&raw, None))
     }
 
-    /// A lookup of `svma`, which the caller did not say it would make: the table read for
-    /// the addresses it said is dropped, and the whole table read from then on.
-    fn forget_partial_unless_wanted(&mut self, svma: u64) {
+    /// The symbol table that names `svma`: its debug file's, else its own (a debug file
+    /// may keep none), read at the first need. Only the symbols that cover the addresses
+    /// the caller said it would look up ([`Symbolizer::will_look_up`]), if `svma` is one of
+    /// them; otherwise the whole table, from then on.
+    fn symbol_table(&mut self, svma: u64) -> &SymbolTable {
+        self.debug_path();
         if self.wanted.binary_search(&svma).is_err() {
             self.wanted = Vec::new();
             if self.symbols_partial {
@@ -314,6 +313,16 @@ impl ObjectFile {
                 self.symbols_partial = false;
             }
         }
+        let (path, fallback) = (self.debug_path.as_deref().unwrap_or(&self.path), &self.path);
+        let wanted =
+            (self.symbols.is_none() && !self.wanted.is_empty()).then_some(&self.wanted[..]);
+        self.symbols_partial |= wanted.is_some();
+        self.symbols.get_or_insert_with(|| {
+            read_symbols_covering(path, wanted)
+                .filter(|t| t.has_symbols)
+                .or_else(|| read_symbols_covering(fallback, wanted))
+                .unwrap_or_default()
+        })
     }
 
     /// The frames at `svma` (an address in the file's own address space).
@@ -329,19 +338,7 @@ impl ObjectFile {
         if !frames.last().map_or(true, |frame| frame.name.is_empty()) {
             return frames;
         }
-        self.debug_path();
-        self.forget_partial_unless_wanted(svma);
-        let (path, fallback) = (self.debug_path.as_deref().unwrap_or(&self.path), &self.path);
-        let wanted =
-            (self.symbols.is_none() && !self.wanted.is_empty()).then_some(&self.wanted[..]);
-        self.symbols_partial |= wanted.is_some();
-        let symbols = self.symbols.get_or_insert_with(|| {
-            read_symbols_covering(path, wanted)
-                .filter(|t| t.has_symbols)
-                .or_else(|| read_symbols_covering(fallback, wanted))
-                .unwrap_or_default()
-        });
-        if let Some(raw) = symbols.find(svma) {
+        if let Some(raw) = self.symbol_table(svma).find(svma) {
             let name = demangle(&raw, None);
             match frames.last_mut() {
                 Some(outermost) => {
@@ -460,24 +457,23 @@ impl Symbolizer {
         (addr < self.modules[index].limit).then_some(index)
     }
 
-    /// Source frames at `addr`, a runtime address in this process (the caller already
-    /// subtracted 1 from return addresses, so that they fall inside the call).
-    ///
-    /// Innermost (most deeply inlined) frame first, the real function last: the order of
-    /// pprof's `Location.line`. Without DWARF, one frame named from the ELF symbol table
-    /// (`.symtab`, else `.dynsym`) with file `""` and line 0, if a symbol covers the address.
-    /// Empty if nothing is known: the address is in no module or in no symbol, the file is
-    /// stripped or gone.
-    /// The function at `addr` from the symbol tables alone: no DWARF parsing, no inlined
-    /// frames, so cheap enough for the capture's collector to name the sampler's stacks as
-    /// they appear (the pprof profile, built once at the end, has the full detail).
-    #[cfg(feature = "capture")]
-    pub(crate) fn function(&mut self, addr: u64) -> Option<String> {
+    /// The file `addr` (a runtime address in this process) is mapped from, and the address
+    /// in that file's own address space; `None` if it is in no module's file.
+    fn file_and_svma(&mut self, addr: u64) -> Option<(&mut ObjectFile, u64)> {
         let index = self.module_of(addr)?;
         let module = &self.modules[index];
         let file_offset = (addr - module.start).checked_add(module.offset)?;
         let file = &mut self.files[self.module_files[index]];
         let svma = file.info().svma(file_offset)?;
+        Some((file, svma))
+    }
+
+    /// The function at `addr` from the symbol tables alone: no DWARF parsing, no inlined
+    /// frames, so cheap enough for the capture's collector to name the sampler's stacks as
+    /// they appear (the pprof profile, built once at the end, has the full detail).
+    #[cfg(feature = "capture")]
+    pub(crate) fn function(&mut self, addr: u64) -> Option<String> {
+        let (file, svma) = self.file_and_svma(addr)?;
         file.symbol(svma)
     }
 
@@ -488,15 +484,7 @@ impl Symbolizer {
     /// cost of reading its file's whole table.
     pub(crate) fn will_look_up(&mut self, addrs: impl IntoIterator<Item = u64>) {
         for addr in addrs {
-            let Some(index) = self.module_of(addr) else {
-                continue;
-            };
-            let module = &self.modules[index];
-            let Some(file_offset) = (addr - module.start).checked_add(module.offset) else {
-                continue;
-            };
-            let file = &mut self.files[self.module_files[index]];
-            if let Some(svma) = file.info().svma(file_offset) {
+            if let Some((file, svma)) = self.file_and_svma(addr) {
                 file.wanted.push(svma);
             }
         }
@@ -506,19 +494,19 @@ impl Symbolizer {
         }
     }
 
+    /// Source frames at `addr`, a runtime address in this process (the caller already
+    /// subtracted 1 from return addresses, so that they fall inside the call).
+    ///
+    /// Innermost (most deeply inlined) frame first, the real function last: the order of
+    /// pprof's `Location.line`. Without DWARF, one frame named from the ELF symbol table
+    /// (`.symtab`, else `.dynsym`) with file `""` and line 0, if a symbol covers the address.
+    /// Empty if nothing is known: the address is in no module or in no symbol, the file is
+    /// stripped or gone.
     pub(crate) fn lookup(&mut self, addr: u64) -> Vec<Frame> {
-        let Some(index) = self.module_of(addr) else {
-            return Vec::new();
-        };
-        let module = &self.modules[index];
-        let Some(file_offset) = (addr - module.start).checked_add(module.offset) else {
-            return Vec::new();
-        };
-        let file = &mut self.files[self.module_files[index]];
-        let Some(svma) = file.info().svma(file_offset) else {
-            return Vec::new();
-        };
-        file.frames(svma)
+        match self.file_and_svma(addr) {
+            Some((file, svma)) => file.frames(svma),
+            None => Vec::new(),
+        }
     }
 }
 
