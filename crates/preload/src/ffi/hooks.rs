@@ -347,7 +347,10 @@ type Signal = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandle
 /// or linked before libc), else glibc's own names for them (this library linked after libc,
 /// whose functions then come first anyway).
 fn find_real_signal_functions() {
-    if LOOKED_FOR.swap(1, Relaxed) != 0 {
+    // Read before it is written: a shell calls `sigaction` around every fork, and a store,
+    // even of the same value, is a copy-on-write fault on this page after each (fork
+    // write-protects it): one more fault in the shell for every command it ran.
+    if LOOKED_FOR.load(Relaxed) != 0 || LOOKED_FOR.swap(1, Relaxed) != 0 {
         return;
     }
     for (slot, next, own) in [
