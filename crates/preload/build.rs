@@ -15,6 +15,12 @@
 //!
 //! The archive's unwinder stays private to the library: a cdylib exports only its
 //! `#[no_mangle]` functions, so a C++ program's own unwinder (libgcc_s) is untouched.
+//!
+//! Also: the code a program that ends before its first sample runs (the constructor, the
+//! small thread that waits, the line at exit) is placed together, by the linker script
+//! `start_path.ld` (see there and `bench/start_path.py`): one window of page faults in each
+//! such process instead of 13. `TICKSCOPE_NO_START_PATH=1` links without it (the script
+//! that writes the list traces a library linked so).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,7 +28,16 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-env-changed=TICKSCOPE_NO_START_PATH");
+    println!("cargo:rerun-if-env-changed=TICKSCOPE_LINK_MAP");
+    // The linker's map of the cdylib, for bench/start_path.py.
+    if let Some(map) = std::env::var_os("TICKSCOPE_LINK_MAP").filter(|m| !m.is_empty()) {
+        linker_args(&["-Map", &PathBuf::from(map).display().to_string()]);
+    }
     let target = std::env::var("TARGET").unwrap_or_default();
+    if target.ends_with("-linux-gnu") {
+        start_path();
+    }
     // The host's compiler knows the host's archive only: a cross build links as before.
     if !target.ends_with("-linux-gnu") || std::env::var("HOST").ok().as_deref() != Some(&target) {
         return;
@@ -49,4 +64,30 @@ fn main() {
     )
     .expect("writing the linker script in OUT_DIR");
     println!("cargo:rustc-link-search=native={}", dir.display());
+}
+
+/// Passes `start_path.ld` to the linker for the cdylib. Its `INSERT BEFORE .text` keeps the
+/// linker's own layout for everything else; lld (Rust's default linker here) and GNU ld read
+/// it. gold and mold do not, so a build that asks for either links without it.
+fn start_path() {
+    let script = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"))
+        .join("start_path.ld");
+    println!("cargo:rerun-if-changed={}", script.display());
+    let off =
+        std::env::var_os("TICKSCOPE_NO_START_PATH").is_some_and(|v| !v.is_empty() && v != "0");
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let other_linker = ["gold", "mold"].iter().any(|l| flags.contains(l));
+    if off || other_linker || !script.is_file() {
+        return;
+    }
+    linker_args(&["-T", &script.display().to_string()]);
+}
+
+/// Passes `args` to the linker for the cdylib, each whole (`-Xlinker`: a path with a comma
+/// or a space in it stays one argument, where `-Wl,` would split it).
+fn linker_args(args: &[&str]) {
+    for arg in args {
+        println!("cargo:rustc-cdylib-link-arg=-Xlinker");
+        println!("cargo:rustc-cdylib-link-arg={arg}");
+    }
 }

@@ -302,6 +302,45 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     check_split(&own, rusage_ns(&stdout), 10.0);
 }
 
+/// The code a program `record` execs runs in the library before its sampler starts (most
+/// such programs end first) lies together (`start_path.ld`): every page of the library's
+/// code mapped in the process as `main` begins lies in the 64 KiB windows, a page fault's
+/// reach, of `.text.tickscope_start` and `.plt`. With the linker's own order it lay in 13
+/// windows of the release build (and the section is missing: "library_code none"). A
+/// function newly on that path fails this until `bench/start_path.py` is run again.
+#[test]
+fn the_code_a_program_runs_before_its_sampler_starts_lies_together() {
+    let dir = scratch("start-path");
+    let messages = dir.join("messages");
+    std::fs::write(&messages, "").unwrap();
+    let (out, stdout, stderr) = run(&mut as_record_descendant(
+        profiled(
+            workload(true),
+            &dir.join("out.pb.gz"),
+            &["0", "--library-code", "--end-now"],
+        ),
+        &messages,
+        "600000",
+    ));
+    assert!(out.status.success(), "{stderr}");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("library_code "))
+        .unwrap_or_else(|| panic!("no library_code line: {stdout}"));
+    let field = |name: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+    };
+    assert!(field("present") > 0, "{line}");
+    assert_eq!(
+        field("outside"),
+        0,
+        "{line}: the start path reaches code outside .text.tickscope_start; run crates/preload/bench/start_path.py"
+    );
+}
+
 /// The small thread that waits to start a descendant's sampler is made on the CPU its
 /// creator runs on and stays there while it waits (most programs end within the wait, and a
 /// thread on another CPU made each of them dearer); the sampler it starts, and the drain

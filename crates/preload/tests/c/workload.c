@@ -7,7 +7,10 @@
  *
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  *                         [--short-threads N] [--list-threads] [--end-now] [--clearenv]
- *                         [--list-cpus] [--list-cpus-once-started]
+ *                         [--list-cpus] [--list-cpus-once-started] [--library-code]
+ * --library-code: prints "library_code present=N outside=M": N pages of libtickscope's code
+ * are mapped in this process, M of them outside the 64 KiB windows (a page fault's reach)
+ * that hold its `.text.tickscope_start` and `.plt` sections; or "library_code none: WHY".
  * --list-cpus: prints "cpus NAME=CPUS..." (each thread's name and Cpus_allowed_list, from
  * /proc, main's first); --list-cpus-once-started: the same once the sampler's drain thread
  * ("tickscope-sampl") is there and the thread that started it ("tickscope-start") is gone
@@ -29,7 +32,9 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +232,92 @@ static void list_threads(void)
     fflush(stdout);
 }
 
+/* The start and end (run-time addresses) of the section `want` of the ELF file at `path`
+ * loaded at `base`; 0 if it has none. */
+static int elf_section(const char *path, unsigned long base, const char *want,
+                       unsigned long *lo, unsigned long *hi)
+{
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh = 0;
+    char *names = 0;
+    int i, found = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || pread(fd, &eh, sizeof eh, 0) != sizeof eh || eh.e_shstrndx >= eh.e_shnum)
+        goto out;
+    sh = calloc(eh.e_shnum, sizeof *sh);
+    if (!sh || pread(fd, sh, eh.e_shnum * sizeof *sh, eh.e_shoff) != (ssize_t)(eh.e_shnum * sizeof *sh))
+        goto out;
+    names = calloc(1, sh[eh.e_shstrndx].sh_size + 1);
+    if (!names || pread(fd, names, sh[eh.e_shstrndx].sh_size, sh[eh.e_shstrndx].sh_offset) < 0)
+        goto out;
+    for (i = 0; i < eh.e_shnum; i++) {
+        if (sh[i].sh_name < sh[eh.e_shstrndx].sh_size && !strcmp(names + sh[i].sh_name, want)) {
+            *lo = base + sh[i].sh_addr;
+            *hi = *lo + sh[i].sh_size;
+            found = 1;
+        }
+    }
+out:
+    free(sh);
+    free(names);
+    if (fd >= 0)
+        close(fd);
+    return found;
+}
+
+/* --library-code (see the top). */
+static void library_code(void)
+{
+    enum { WINDOW = 64 << 10 };
+    char line[4096], path[4096] = "", perms[8], file[4096];
+    unsigned long lo[16], hi[16], base = 0, a, b, off, start_lo, start_hi, plt_lo, plt_hi;
+    long page = sysconf(_SC_PAGESIZE), present = 0, outside = 0;
+    int i, n = 0, pagemap;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (maps && fgets(line, sizeof line, maps)) {
+        file[0] = 0;
+        if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &a, &b, perms, &off, file) < 5 ||
+            !strstr(file, "libtickscope"))
+            continue;
+        if (off == 0 && !base) {
+            base = a;
+            snprintf(path, sizeof path, "%s", file);
+        }
+        if (perms[2] == 'x' && n < 16) {
+            lo[n] = a;
+            hi[n++] = b;
+        }
+    }
+    if (maps)
+        fclose(maps);
+    if (!base || !n) {
+        printf("library_code none: libtickscope is not loaded\n");
+        return;
+    }
+    if (!elf_section(path, base, ".text.tickscope_start", &start_lo, &start_hi) ||
+        !elf_section(path, base, ".plt", &plt_lo, &plt_hi)) {
+        printf("library_code none: %s has no .text.tickscope_start or .plt\n", path);
+        return;
+    }
+    pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    for (i = 0; i < n && pagemap >= 0; i++) {
+        for (a = lo[i]; a < hi[i]; a += page) {
+            uint64_t entry = 0;
+            if (pread(pagemap, &entry, sizeof entry, (a / page) * sizeof entry) != sizeof entry)
+                continue;
+            if (!(entry >> 63))
+                continue;
+            present++;
+            /* In a window that holds part of either section: a fault there maps it. */
+            outside += !((a / WINDOW >= start_lo / WINDOW && a / WINDOW <= (start_hi - 1) / WINDOW) ||
+                         (a / WINDOW >= plt_lo / WINDOW && a / WINDOW <= (plt_hi - 1) / WINDOW));
+        }
+    }
+    if (pagemap >= 0)
+        close(pagemap);
+    printf("library_code present=%ld outside=%ld\n", present, outside);
+    fflush(stdout);
+}
+
 static void __attribute__((noinline)) leave(int status)
 {
     exit(status);
@@ -267,6 +358,8 @@ int main(int argc, char **argv)
             list_cpus(0);
         } else if (!strcmp(argv[i], "--list-cpus-once-started")) {
             list_cpus(1);
+        } else if (!strcmp(argv[i], "--library-code")) {
+            library_code();
         } else if (!strcmp(argv[i], "--end-now")) {
             exit(0);
         } else if (!strcmp(argv[i], "--clearenv")) {
