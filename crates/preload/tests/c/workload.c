@@ -8,9 +8,10 @@
  * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  *                         [--short-threads N] [--list-threads] [--end-now] [--clearenv]
  *                         [--list-cpus] [--list-cpus-once-started] [--library-code]
- * --library-code: prints "library_code present=N outside=M": N pages of libtickscope's code
- * are mapped in this process, M of them outside the 64 KiB windows (a page fault's reach)
- * that hold its `.text.tickscope_start` and `.plt` sections; or "library_code none: WHY".
+ * --library-code: prints "library_code present=N outside=M windows=W": N pages of
+ * libtickscope's code are mapped in this process, M of them in W 64 KiB windows (a page
+ * fault's reach) outside those that hold its `.text.tickscope_start` and `.plt` sections;
+ * or "library_code none: WHY".
  * --list-cpus: prints "cpus NAME=CPUS..." (each thread's name and Cpus_allowed_list, from
  * /proc, main's first); --list-cpus-once-started: the same once the sampler's drain thread
  * ("tickscope-sampl") is there and the thread that started it ("tickscope-start") is gone
@@ -270,7 +271,8 @@ static void library_code(void)
     enum { WINDOW = 64 << 10 };
     char line[4096], path[4096] = "", perms[8], file[4096];
     unsigned long lo[16], hi[16], base = 0, a, b, off, start_lo, start_hi, plt_lo, plt_hi;
-    long page = sysconf(_SC_PAGESIZE), present = 0, outside = 0;
+    long page = sysconf(_SC_PAGESIZE), present = 0, outside = 0, windows = 0;
+    unsigned long last_window = 0;
     int i, n = 0, pagemap;
     FILE *maps = fopen("/proc/self/maps", "r");
     while (maps && fgets(line, sizeof line, maps)) {
@@ -308,13 +310,18 @@ static void library_code(void)
                 continue;
             present++;
             /* In a window that holds part of either section: a fault there maps it. */
-            outside += !((a / WINDOW >= start_lo / WINDOW && a / WINDOW <= (start_hi - 1) / WINDOW) ||
-                         (a / WINDOW >= plt_lo / WINDOW && a / WINDOW <= (plt_hi - 1) / WINDOW));
+            if (!((a / WINDOW >= start_lo / WINDOW && a / WINDOW <= (start_hi - 1) / WINDOW) ||
+                  (a / WINDOW >= plt_lo / WINDOW && a / WINDOW <= (plt_hi - 1) / WINDOW))) {
+                outside++;
+                /* Pages come in address order: a new window is one not seen last. */
+                windows += !windows || a / WINDOW != last_window;
+                last_window = a / WINDOW;
+            }
         }
     }
     if (pagemap >= 0)
         close(pagemap);
-    printf("library_code present=%ld outside=%ld\n", present, outside);
+    printf("library_code present=%ld outside=%ld windows=%ld\n", present, outside, windows);
     fflush(stdout);
 }
 
