@@ -57,6 +57,15 @@ SECTIONS {
   .plt : { *(.plt) }
   .text.tickscope_start : {
 """
+# What the child of a process whose sampler runs does between `fork` and `exec` (its
+# atfork handlers), in every command a profiled shell runs: no traced program's sampler runs,
+# so these are named here.
+FORK_CHILD = """\
+    /* A sampled process's fork child, before it execs (its atfork handlers). */
+    *(.text._ZN9tickscope3ffi8deferred13in_fork_child17h* .text.unlikely._ZN9tickscope3ffi8deferred13in_fork_child17h*)
+    *(.text._ZN9tickscope7sampler27forget_shared_in_fork_child17h* .text.unlikely._ZN9tickscope7sampler27forget_shared_in_fork_child17h*)
+    *(.text._ZN9tickscope7capture13on_fork_child17h* .text.unlikely._ZN9tickscope7capture13on_fork_child17h*)
+"""
 DEBUG = """\
     /* What only a debug build runs on the same path (the tests' library), after it. */
 """
@@ -220,7 +229,7 @@ def main():
         release = sorted(traced["release"])
         debug = sorted(traced["debug"] - traced["release"])
         text = HEADER + "".join(f"    {p}\n" for p in release)
-        text += DEBUG + "".join(f"    {p}\n" for p in debug)
+        text += FORK_CHILD + DEBUG + "".join(f"    {p}\n" for p in debug)
         text += FOOTER
         if a.check:
             print(text, end="")
