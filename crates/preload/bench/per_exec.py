@@ -38,6 +38,25 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 LIB = os.path.join(ROOT, "target", "release", "libtickscope.so")
 
 
+def record_env(base, lib, work, messages, signals=True):
+    """`base` with what `record` sets for a program it execs (not the first of the run):
+    `lib` preloaded, 1000 Hz, the profile written into `work` at exit, messages to the file
+    `messages` (which must exist), the SIGINT/SIGTERM hooks if `signals`."""
+    env = dict(base)
+    env.update(
+        LD_PRELOAD=lib,
+        TICKSCOPE_CPUPROFILE=os.path.join(work, "p.pb.gz"),
+        # Not the first process of the run: each writes `p.pb.gz.<pid>`, as under record.
+        TICKSCOPE_CPUPROFILE_PID="1",
+        TICKSCOPE_CPUPROFILE_FREQUENCY="1000",
+        TICKSCOPE_CPUPROFILE_QUIET="1",
+        TICKSCOPE_MESSAGES=messages,
+    )
+    if signals:
+        env["TICKSCOPE_CPUPROFILE_SIGNALS"] = "1"
+    return env
+
+
 def median_ms(program, env, runs):
     """Median wall time (ms) of `runs` sequential runs of `program` under `env`."""
     times = []
@@ -102,19 +121,7 @@ def main():
     plain_env.pop("LD_PRELOAD", None)
 
     def profiled(lib, signals=True):
-        env = dict(plain_env)
-        env.update(
-            LD_PRELOAD=lib,
-            TICKSCOPE_CPUPROFILE=os.path.join(work, "p.pb.gz"),
-            # Not the first process of the run: each writes `p.pb.gz.<pid>`, as under record.
-            TICKSCOPE_CPUPROFILE_PID="1",
-            TICKSCOPE_CPUPROFILE_FREQUENCY="1000",
-            TICKSCOPE_CPUPROFILE_QUIET="1",
-            TICKSCOPE_MESSAGES=messages,
-        )
-        if signals:
-            env["TICKSCOPE_CPUPROFILE_SIGNALS"] = "1"
-        return env
+        return record_env(plain_env, lib, work, messages, signals)
 
     ways = [
         ("plain", plain_env),

@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 
+import per_exec  # record_env: what `record` sets for a program it execs
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LIBS = {profile: os.path.join(ROOT, "target", profile, "libtickscope.so")
         for profile in ("release", "debug")}
@@ -102,18 +104,11 @@ def traced_run(lib, work, program):
     messages = os.path.join(work, "messages")
     open(messages, "w").close()
     out = os.path.join(work, "callgrind.out")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")}
-    env.update(
-        LD_PRELOAD=lib,
-        TICKSCOPE_CPUPROFILE=os.path.join(work, "p.pb.gz"),
-        TICKSCOPE_CPUPROFILE_PID="1",
-        TICKSCOPE_CPUPROFILE_FREQUENCY="1000",
-        TICKSCOPE_CPUPROFILE_QUIET="1",
-        TICKSCOPE_CPUPROFILE_SIGNALS="1",
-        TICKSCOPE_MESSAGES=messages,
-        # valgrind runs the program ~50 times slower: the sampler must still not start.
-        TICKSCOPE_CPUPROFILE_START_DELAY_MS="60000",
-    )
+    env = per_exec.record_env(
+        {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")},
+        lib, work, messages)
+    # valgrind runs the program ~50 times slower: the sampler must still not start.
+    env["TICKSCOPE_CPUPROFILE_START_DELAY_MS"] = "60000"
     subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
                     f"--callgrind-out-file={out}"] + program,
                    env=env, check=True, capture_output=True)
