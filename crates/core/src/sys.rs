@@ -442,11 +442,12 @@ pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
     unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
 }
 
-/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else since the
+/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else (in a fork
+/// child, whose process began at the fork, or where nothing recorded the load) since the
 /// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
 pub(crate) fn process_wall_ns() -> u64 {
     let loaded = LOAD_NS.load(std::sync::atomic::Ordering::Relaxed);
-    if loaded != 0 {
+    if loaded != 0 && LOAD_PID.load(std::sync::atomic::Ordering::Relaxed) == std::process::id() {
         return monotonic_ns().saturating_sub(loaded);
     }
     match process_start_boottime_ns() {
@@ -465,6 +466,8 @@ pub(crate) fn first_use_ns() -> u64 {
 /// before `main`. The kernel's process start time is the *fork*, which for a program started
 /// by `cargo run` (it `exec`s the program) would include the whole build.
 static LOAD_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The process [`LOAD_NS`] is of: a fork child has its parent's.
+static LOAD_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 #[used]
 #[cfg_attr(target_os = "linux", link_section = ".init_array")]
@@ -473,6 +476,7 @@ static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
 extern "C" fn record_load_time() {
     // Runs before main: nothing here can panic or allocate.
     LOAD_NS.store(monotonic_ns(), std::sync::atomic::Ordering::Relaxed);
+    LOAD_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The calling thread's stack, `[low, high)`, as its thread library set it up.

@@ -302,6 +302,84 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     check_split(&own, rusage_ns(&stdout), 10.0);
 }
 
+/// The profile of a whole process spans it from its load, not from its sampler's start: a
+/// program `record` execs starts its sampler late (here at its first `pthread_create`,
+/// after it waited for a fork child), and the CPU time before is in its rows, so its
+/// duration (go tool pprof's "Duration", against which "Total samples" is a share) is at
+/// least the time from `main` to its end. It was the sampler's time alone: 30 ms short here.
+#[test]
+fn the_profile_of_a_program_record_execs_spans_it_from_its_start() {
+    let dir = scratch("span");
+    let profile = dir.join("out.pb.gz");
+    let messages = dir.join("messages");
+    std::fs::write(&messages, "").unwrap();
+    let (out, stdout, stderr) = run(&mut as_record_descendant(
+        profiled(workload(true), &profile, &["300", "--fork"]),
+        &messages,
+        "600000",
+    ));
+    assert!(out.status.success(), "{stderr}");
+    let wall_ns: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("wall_ns "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no wall_ns line: {stdout}"));
+    let own = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("out.pb.gz."))
+        })
+        .unwrap_or_else(|| panic!("no profile: {stderr}"));
+    let duration_ns = duration_nanos(&own);
+    assert!(
+        duration_ns >= wall_ns,
+        "the profile spans {duration_ns} ns, main ran {wall_ns} ns{}",
+        child_stderr()
+    );
+}
+
+/// The profile's `duration_nanos` (field 10 of pprof's `Profile`).
+fn duration_nanos(profile: &Path) -> u64 {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(profile).unwrap()),
+        &mut bytes,
+    )
+    .unwrap();
+    let varint = |at: &mut usize| -> u64 {
+        let mut v = 0;
+        for shift in (0..64).step_by(7) {
+            let b = bytes[*at];
+            *at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                break;
+            }
+        }
+        v
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        let key = varint(&mut at);
+        match key & 7 {
+            0 if key >> 3 == 10 => return varint(&mut at),
+            0 => {
+                varint(&mut at);
+            }
+            1 => at += 8,
+            2 => {
+                let len = varint(&mut at) as usize;
+                at += len;
+            }
+            5 => at += 4,
+            w => panic!("wire type {w} in {}", profile.display()),
+        }
+    }
+    0
+}
+
 /// The code a program `record` execs runs in the library before its sampler starts (most
 /// such programs end first) lies together (`start_path.ld`): the pages of the library's code
 /// mapped in the process as `main` begins lie in the 64 KiB windows, a page fault's reach,

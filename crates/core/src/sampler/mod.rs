@@ -909,14 +909,26 @@ fn parts(
     d: Drained,
     process_cpu_ns: Option<u64>,
 ) -> profile::Parts {
+    let sampled = r.started.elapsed();
+    // A profile of the whole process also holds the CPU time it used before the start (in
+    // `[not sampled: ...]` rows): it spans the process since it was loaded, so that its total
+    // is read against the time that holds it. A program `record` execs starts its sampler
+    // late; its profile said "Duration: 240us, Total samples = 1.50ms (622%)", single-threaded.
+    let span = match r.settings.whole_process {
+        true => sampled.max(Duration::from_nanos(crate::sys::process_wall_ns())),
+        false => sampled,
+    };
     profile::Parts {
         unsampled_said: r.unsampled_said,
         mode: r.settings.mode,
         source: r.source,
         requested_hz: r.settings.hz,
         period_ns: shared.period_ns,
-        duration: r.started.elapsed(),
-        start_time: r.start_time,
+        duration: span,
+        start_time: r
+            .start_time
+            .checked_sub(span - sampled)
+            .unwrap_or(r.start_time),
         stacks: d.stacks,
         names: d.names,
         unsampled: d.unsampled,

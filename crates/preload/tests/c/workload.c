@@ -22,7 +22,8 @@
  * --clearenv: empties the program's environment there (clearenv), as some programs do.
  * --short-threads N: main also starts N threads one after another, each spending 1% in
  * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
- * Prints "cpu_ns N" (getrusage, all threads) on stdout at the end. */
+ * Prints "cpu_ns N" (getrusage, all threads) and "wall_ns N" (CLOCK_MONOTONIC since main
+ * began) on stdout at the end. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 static long long total_ns;
+static struct timespec main_began;
 static volatile unsigned long long sink;
 static volatile long sigprof_count;
 
@@ -343,6 +345,7 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
+    clock_gettime(CLOCK_MONOTONIC, &main_began);
     total_ns = atoll(argv[1]) * 1000000LL;
     for (i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--exit") && i + 1 < argc) {
@@ -436,6 +439,12 @@ int main(int argc, char **argv)
     }
     work_e(5);
     printf("cpu_ns %lld\n", rusage_cpu_ns());
+    {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        printf("wall_ns %lld\n", (now.tv_sec - main_began.tv_sec) * 1000000000LL +
+                                     (now.tv_nsec - main_began.tv_nsec));
+    }
     if (do_sigprof) {
         printf("sigprof %ld\n", sigprof_count);
     }
