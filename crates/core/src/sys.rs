@@ -442,7 +442,7 @@ pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
     unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
 }
 
-/// The program's wall time so far: since it was loaded (see [`LOAD_NS`]); else (in a fork
+/// The program's wall time so far: since its `exec` (see [`LOAD_NS`]); else (in a fork
 /// child, whose process began at the fork, or where nothing recorded the load) since the
 /// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
 pub(crate) fn process_wall_ns() -> u64 {
@@ -462,20 +462,30 @@ pub(crate) fn first_use_ns() -> u64 {
     *FIRST_USE.get_or_init(monotonic_ns)
 }
 
-/// `CLOCK_MONOTONIC` when the program was loaded: an `.init_array` entry runs after `exec` and
-/// before `main`. The kernel's process start time is the *fork*, which for a program started
-/// by `cargo run` (it `exec`s the program) would include the whole build.
+/// `CLOCK_MONOTONIC` when the program began, at its `exec`: read by an `.init_array` entry
+/// (which runs after `exec` and before `main`), less the CPU time the process used until then
+/// (the kernel's `exec` and the dynamic loader: one thread that does not wait, 0.3-1 ms). The
+/// kernel's process start time is the *fork*, which for a program started by `cargo run` (it
+/// `exec`s the program) would include the whole build. Its entry has a
+/// priority (`.init_array.00098`: the linkers run those first, lowest first, std's own
+/// `.00099` next), so that it comes before the constructors of the object it is linked into:
+/// libtickscope's starts the sampler, which takes a millisecond, and a profile that spans
+/// the process from its load (`sampler::parts`) would otherwise begin after it.
 static LOAD_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// The process [`LOAD_NS`] is of: a fork child has its parent's.
 static LOAD_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 #[used]
-#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+#[cfg_attr(target_os = "linux", link_section = ".init_array.00098")]
 static RECORD_LOAD_TIME: extern "C" fn() = record_load_time;
 
 extern "C" fn record_load_time() {
     // Runs before main: nothing here can panic or allocate.
-    LOAD_NS.store(monotonic_ns(), std::sync::atomic::Ordering::Relaxed);
+    let before = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap_or(0);
+    LOAD_NS.store(
+        monotonic_ns().saturating_sub(before),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     LOAD_PID.store(std::process::id(), std::sync::atomic::Ordering::Relaxed);
 }
 
