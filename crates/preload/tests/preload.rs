@@ -291,15 +291,20 @@ fn a_program_record_execs_starts_its_sampler_late_and_one_that_ends_first_none()
     let (out, stdout, stderr) = deferred(&["400", "--list-threads"]);
     assert!(out.status.success(), "{stderr}");
     not_started_at_main(&stdout);
-    let own = std::fs::read_dir(&dir)
+    let own = descendants_profile(&dir, &stderr);
+    check_split(&own, rusage_ns(&stdout), 10.0);
+}
+
+/// The profile a program `record` execs wrote in `dir` (`out.pb.gz.PID`).
+fn descendants_profile(dir: &Path, stderr: &str) -> PathBuf {
+    std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| Some(e.ok()?.path()))
         .find(|p| {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("out.pb.gz."))
         })
-        .unwrap_or_else(|| panic!("no profile: {stderr}"));
-    check_split(&own, rusage_ns(&stdout), 10.0);
+        .unwrap_or_else(|| panic!("no profile: {stderr}"))
 }
 
 /// The profile of a whole process spans it from its load, not from its sampler's start: a
@@ -324,14 +329,7 @@ fn the_profile_of_a_program_record_execs_spans_it_from_its_start() {
         .find_map(|l| l.strip_prefix("wall_ns "))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no wall_ns line: {stdout}"));
-    let own = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| Some(e.ok()?.path()))
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("out.pb.gz."))
-        })
-        .unwrap_or_else(|| panic!("no profile: {stderr}"));
+    let own = descendants_profile(&dir, &stderr);
     let duration_ns = duration_nanos(&own);
     assert!(
         duration_ns >= wall_ns,
