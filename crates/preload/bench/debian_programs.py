@@ -281,10 +281,10 @@ def main():
             # written (the kernel unmapping their memory), which no profile can hold.
             e = re.search(r"; ([\d.]+) (m?s) more was the ends of the processes", r.stderr)
             if m:
-                held = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
-                tree = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
+                held = float(m.group(1)) * UNITS[m.group(2)]
+                tree = float(m.group(3)) * UNITS[m.group(4)]
                 if e:
-                    held += float(e.group(1)) * (1e-3 if e.group(2) == "ms" else 1.0)
+                    held += float(e.group(1)) * UNITS[e.group(2)]
                 if tree > 0:
                     acc.append(held / tree)
             pdata = os.path.join(tmp, f"perf{rnd}.data")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes crates/preload/start_path.ld: the functions libtickscope.so runs in a program that
 ends before its first sample (the constructor, the small thread that waits to start the
-sampler, the line for `record` at exit), placed together at the start of its code, `.plt` before them.
+sampler, the line for `record` at exit), placed together at the start of its code, with
+`.plt` before them.
 
 Why: under `record` every process a script or a build runs loads the library, and most of
 them end within the first millisecond. Each page of code a process touches first costs a
@@ -25,7 +26,7 @@ and cargo, and leaves the library built as before, with the new list):
    those only the debug build runs (unoptimised, it calls ~400 functions where the release
    build calls ~70), so that the tests, which use the debug build, check the same property.
 
-`tests/preload.rs` (`the_code_a_program_runs_before_its_first_sample_lies_together`) fails
+`tests/preload.rs` (`the_code_a_program_runs_before_its_sampler_starts_lies_together`) fails
 when the start path's code is no longer together (a function renamed, or a new one on the
 path): run this again then.
 
@@ -242,6 +243,7 @@ def main():
         for profile in LIBS:
             build(profile, {})
         shutil.rmtree(work, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()

@@ -320,8 +320,8 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
                 ts::__private::env_var("TICKSCOPE_MESSAGES").is_some_and(|v| !v.is_empty());
             // Its CPU time now, and its children's, with which `record` tells, from the
             // figure its parent gets as it reaps it, how much its end took after this line
-            // (the kernel unmapping its memory).
-            // In the one form of every line for `record` about a process.
+            // (the kernel unmapping its memory). In the one form of every line for `record`
+            // about a process.
             if let (true, true, Mode::Cpu, Some(cpu)) =
                 (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
             {

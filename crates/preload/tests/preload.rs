@@ -47,12 +47,17 @@ fn profiled(exe: &Path, profile: &Path, args: &[&str]) -> Command {
 /// The `cpu_ns N` line the workload prints (getrusage at the end of main); the last one, as
 /// a child it exec'd prints one first.
 fn rusage_ns(stdout: &str) -> f64 {
+    printed_ns(stdout, "cpu_ns")
+}
+
+/// The figure of the workload's last `NAME N` line (`cpu_ns`, `wall_ns`).
+fn printed_ns(stdout: &str, name: &str) -> f64 {
     stdout
         .lines()
         .rev()
-        .find_map(|l| l.strip_prefix("cpu_ns "))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no cpu_ns line in {stdout:?}"))
+        .unwrap_or_else(|| panic!("no {name} line in {stdout:?}"))
 }
 
 fn rows(profile: &Path) -> Vec<(f64, f64, String)> {
@@ -324,58 +329,14 @@ fn the_profile_of_a_program_record_execs_spans_it_from_its_start() {
         "600000",
     ));
     assert!(out.status.success(), "{stderr}");
-    let wall_ns: u64 = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("wall_ns "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no wall_ns line: {stdout}"));
+    let wall_ns = printed_ns(&stdout, "wall_ns");
     let own = descendants_profile(&dir, &stderr);
-    let duration_ns = duration_nanos(&own);
+    let duration_ns = tickscope_profile::load(&own).unwrap().duration_nanos as f64;
     assert!(
         duration_ns >= wall_ns,
         "the profile spans {duration_ns} ns, main ran {wall_ns} ns{}",
         child_stderr()
     );
-}
-
-/// The profile's `duration_nanos` (field 10 of pprof's `Profile`).
-fn duration_nanos(profile: &Path) -> u64 {
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(profile).unwrap()),
-        &mut bytes,
-    )
-    .unwrap();
-    let varint = |at: &mut usize| -> u64 {
-        let mut v = 0;
-        for shift in (0..64).step_by(7) {
-            let b = bytes[*at];
-            *at += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                break;
-            }
-        }
-        v
-    };
-    let mut at = 0;
-    while at < bytes.len() {
-        let key = varint(&mut at);
-        match key & 7 {
-            0 if key >> 3 == 10 => return varint(&mut at),
-            0 => {
-                varint(&mut at);
-            }
-            1 => at += 8,
-            2 => {
-                let len = varint(&mut at) as usize;
-                at += len;
-            }
-            5 => at += 4,
-            w => panic!("wire type {w} in {}", profile.display()),
-        }
-    }
-    0
 }
 
 /// The code a program `record` execs runs in the library before its sampler starts (most

@@ -436,7 +436,6 @@ pub fn run(args: Args) -> Result<u8> {
 /// How tickscope's own threads are named (`thread` label).
 const OWN_THREADS: &str = "tickscope-";
 
-/// Samples of tickscope's own threads, and of all threads (default sample type's values).
 /// Whether `s` is a sample of one of tickscope's own threads (label `thread`).
 fn own_thread(p: &tickscope_profile::Profile, s: &tickscope_profile::Sample) -> bool {
     p.labels(s).iter().any(|l| {
@@ -445,6 +444,7 @@ fn own_thread(p: &tickscope_profile::Profile, s: &tickscope_profile::Sample) -> 
     })
 }
 
+/// Samples of tickscope's own threads, and of all threads (default sample type's values).
 fn own_threads_share(p: &tickscope_profile::Profile) -> (i64, i64) {
     let index = p
         .sample_types
