@@ -1522,3 +1522,219 @@ fn a_dlopened_library_is_walked_by_its_own_tables() {
         &["main", "run_plugin", "plugin_entry", "plugin_spin"],
     );
 }
+
+/// An interactive shell on a terminal of its own (a pseudo-terminal): what it prints is
+/// read as it comes, with a deadline for each thing waited for.
+struct Terminal {
+    master: std::fs::File,
+    shell: std::process::Child,
+    seen: String,
+}
+
+impl Terminal {
+    fn bash(dir: &Path) -> Terminal {
+        use std::os::unix::io::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors; the name, termios and size are optional.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        let master = unsafe { std::fs::File::from_raw_fd(master) };
+        // SAFETY: as above.
+        let slave = unsafe { std::fs::File::from_raw_fd(slave) };
+        let mut command = Command::new("bash");
+        command
+            .args(["--norc", "--noprofile", "-i"])
+            .current_dir(dir)
+            .env("PS1", "PROMPT> ")
+            .env("TICKSCOPE_LIB", library())
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave);
+        // Between fork and exec: a new session, whose controlling terminal is the
+        // pseudo-terminal on descriptor 0, and the job control signals at their defaults, as
+        // a login shell has them (a test run under `timeout` inherits SIGTTIN and SIGTTOU
+        // ignored, and the shell passes that on to its jobs).
+        let session = || {
+            // SAFETY: setsid has no arguments; async-signal-safe.
+            if unsafe { libc::setsid() } == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: TIOCSCTTY takes an int argument; descriptor 0 is the terminal.
+            if unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for sig in [libc::SIGTTIN, libc::SIGTTOU, libc::SIGTSTP] {
+                // SAFETY: resetting a signal to its default action; async-signal-safe.
+                unsafe { libc::signal(sig, libc::SIG_DFL) };
+            }
+            Ok(())
+        };
+        // SAFETY: `session` makes only async-signal-safe calls and allocates nothing.
+        unsafe { command.pre_exec(session) };
+        let shell = command.spawn().expect("bash, for the job control test");
+        Terminal {
+            master,
+            shell,
+            seen: String::new(),
+        }
+    }
+
+    fn send(&mut self, keys: &str) {
+        use std::io::Write;
+        self.master.write_all(keys.as_bytes()).unwrap();
+    }
+
+    /// Reads until `what` appears in what the terminal shows after byte `from` of it;
+    /// returns where it ends. Fails after 60 s.
+    fn wait_for(&mut self, what: &str, from: usize) -> usize {
+        use std::io::Read;
+        use std::os::unix::io::AsRawFd;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(at) = self.seen[from..].find(what) {
+                return from + at + what.len();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "{what:?} never appeared on the terminal:\n{}",
+                self.seen
+            );
+            let mut p = libc::pollfd {
+                fd: self.master.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: polls one valid pollfd on the stack.
+            if unsafe { libc::poll(&mut p, 1, left.as_millis().min(500) as i32) } == 1 {
+                let mut buf = [0u8; 4096];
+                match self.master.read(&mut buf) {
+                    Ok(n) if n > 0 => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+                    _ => panic!("the terminal closed:\n{}", self.seen),
+                }
+            }
+        }
+    }
+}
+
+impl Terminal {
+    /// Waits (at most 60 s) until process group `group` is the terminal's foreground group.
+    fn wait_until_foreground(&self, group: i32) {
+        use std::os::unix::io::AsRawFd;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // SAFETY: tcgetpgrp takes a descriptor only (a pseudo-terminal's master answers
+        // for its terminal).
+        while unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) } != group {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "group {group} never had the terminal:\n{}",
+                self.seen
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    /// Ends every process of the shell's session (its session id is its pid): a job left
+    /// stopped or waiting by a failed test would outlive the shell.
+    fn drop(&mut self) {
+        let session = self.shell.id().to_string();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid pgrp session ...
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+            if fields.get(3) == Some(&session.as_str()) {
+                if let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
+                    // SAFETY: kill has no memory arguments.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+        let _ = self.shell.wait();
+    }
+}
+
+/// `record … &` in an interactive shell, then `fg`: `record` and its program are one job.
+/// The program, in a process group of its own (`record` is not in the foreground as it
+/// starts), is stopped by the terminal when it reads from the background, and `record`
+/// with it (the shell says `Stopped`); `fg` gives the program the terminal; Ctrl-Z stops
+/// both and gives the shell its prompt back; `fg` again, and the program ends as it
+/// should, its profile written; as when `fg` comes before the program reads. Before,
+/// `record` did not stop: the job stayed `Running`
+/// and, after `fg`, the program never got the terminal, and both waited for ever.
+#[test]
+fn record_in_the_background_of_a_shell_is_one_job_with_its_program() {
+    let dir = scratch("job");
+    let mut tty = Terminal::bash(&dir);
+    let at = tty.wait_for("PROMPT> ", 0);
+    tty.send(&format!(
+        "{} record --top 0 -o p.pb.gz -- sh -c 'read x; echo got $x; read y; echo got $y' &\n",
+        bin()
+    ));
+    let mut at = tty.wait_for("PROMPT> ", at);
+    // The shell says what became of its jobs as it prompts, or when asked.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        tty.send("jobs\n");
+        let next = tty.wait_for("PROMPT> ", at);
+        let said = tty.seen[at..next].to_string();
+        at = next;
+        if said.contains("Stopped") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "record never stopped with its program:\n{}",
+            tty.seen
+        );
+    }
+    tty.send("fg\n");
+    let at = tty.wait_for("read y", at);
+    tty.send("abc\n");
+    let at = tty.wait_for("got abc", at);
+    tty.send("\x1a");
+    let at = tty.wait_for("Stopped", at);
+    let at = tty.wait_for("PROMPT> ", at);
+    tty.send("fg\n");
+    let at = tty.wait_for("read y", at);
+    tty.send("def\n");
+    let at = tty.wait_for("got def", at);
+    let at = tty.wait_for("profile written to p.pb.gz", at);
+    tty.send("echo status=$?\n");
+    let at = tty.wait_for("status=0", at);
+    assert!(dir.join("p.pb.gz").exists());
+    // `fg` before the program reads: `record` has the terminal, and hands it over when the
+    // program is stopped for reading it.
+    tty.send(&format!(
+        "{} record --top 0 -o q.pb.gz -- sh -c 'until [ -e go ]; do sleep 0.05; done; read z; echo got $z' &\n",
+        bin()
+    ));
+    // The shell says the job's number and its process (`[1] 1234`), whose group it is.
+    let at = tty.wait_for("] ", at);
+    let end = tty.wait_for("\r", at);
+    let job: i32 = tty.seen[at..end - 1].trim().parse().unwrap();
+    let at = tty.wait_for("PROMPT> ", end);
+    tty.send("fg\n");
+    let at = tty.wait_for("read z", at);
+    tty.wait_until_foreground(job);
+    std::fs::write(dir.join("go"), "").unwrap();
+    tty.send("ghi\n");
+    let at = tty.wait_for("got ghi", at);
+    let at = tty.wait_for("profile written to q.pb.gz", at);
+    tty.send("echo status=$?\n");
+    tty.wait_for("status=0", at);
+}

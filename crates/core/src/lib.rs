@@ -474,6 +474,67 @@ pub mod __private {
         crate::sys::in_terminal_foreground()
     }
 
+    /// The first of the standard descriptors that is a terminal whose foreground group is
+    /// this process's group.
+    pub fn foreground_terminal() -> Option<i32> {
+        crate::sys::foreground_terminal()
+    }
+
+    /// The first of the standard descriptors that is a terminal.
+    pub fn terminal() -> Option<i32> {
+        crate::sys::terminal()
+    }
+
+    /// This process's group.
+    pub fn own_group() -> u32 {
+        crate::sys::own_group()
+    }
+
+    /// Makes `pgid` the foreground group of terminal `fd`, from the background too.
+    pub fn give_terminal(fd: i32, pgid: u32) -> std::io::Result<()> {
+        crate::sys::give_terminal(fd, pgid)
+    }
+
+    /// True for the signals that stop a background process for using its terminal
+    /// (`SIGTTIN`, `SIGTTOU`).
+    pub fn for_the_terminal(sig: i32) -> bool {
+        sig == libc::SIGTTIN || sig == libc::SIGTTOU
+    }
+
+    /// Continues the stopped processes of group `pgid` (`SIGCONT`).
+    pub fn continue_group(pgid: u32) -> std::io::Result<()> {
+        crate::sys::signal_group(pgid, libc::SIGCONT)
+    }
+
+    pub use crate::sys::Waited;
+
+    /// Waits for child `pid` to end or to stop.
+    pub fn wait_job(pid: u32) -> std::io::Result<Waited> {
+        crate::sys::wait_job(pid)
+    }
+
+    /// Counts this process's `SIGCONT`s, interrupting the [`wait_job`] of the thread
+    /// that takes one.
+    pub fn count_continues() -> std::io::Result<()> {
+        crate::sys::count_continues()
+    }
+
+    /// How many `SIGCONT`s came since [`count_continues`].
+    pub fn continues() -> u32 {
+        crate::sys::continues()
+    }
+
+    /// Runs `f` with `SIGCONT` blocked in this thread (and in the threads `f` starts).
+    pub fn with_continues_blocked<T>(f: impl FnOnce() -> T) -> T {
+        crate::sys::with_continues_blocked(f)
+    }
+
+    /// Stops this process as a job stops, by `sig` (a terminal's stop signal) or `SIGSTOP`;
+    /// returns once continued.
+    pub fn stop_as(sig: i32) {
+        crate::sys::stop_as(sig)
+    }
+
     /// CPU time (ns) this process has used so far, all its threads together.
     pub fn process_cpu_ns() -> Option<u64> {
         crate::sys::process_cpu_ns()

@@ -623,14 +623,150 @@ pub(crate) fn held_signal() -> Option<(i32, bool)> {
 /// True when this process's group is the foreground group of the terminal on its standard
 /// input, output or error: a Ctrl-C there reaches this process and its group.
 pub(crate) fn in_terminal_foreground() -> bool {
+    foreground_terminal().is_some()
+}
+
+/// The first of this process's standard input, output and error that is a terminal whose
+/// foreground group is this process's group.
+pub(crate) fn foreground_terminal() -> Option<i32> {
     // SAFETY: getpgrp has no arguments and cannot fail.
     let own = unsafe { libc::getpgrp() };
-    (0..3).any(|fd| {
-        // SAFETY: isatty takes a descriptor only; a bad one only fails.
-        let tty = unsafe { libc::isatty(fd) } == 1;
-        // SAFETY: as isatty.
-        tty && unsafe { libc::tcgetpgrp(fd) } == own
+    // SAFETY: tcgetpgrp takes a descriptor only; one that is not a terminal only fails.
+    (0..3).find(|&fd| is_terminal(fd) && unsafe { libc::tcgetpgrp(fd) } == own)
+}
+
+/// The first of this process's standard input, output and error that is a terminal.
+pub(crate) fn terminal() -> Option<i32> {
+    (0..3).find(|&fd| is_terminal(fd))
+}
+
+fn is_terminal(fd: i32) -> bool {
+    // SAFETY: isatty takes a descriptor only; a bad one only fails.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+/// This process's group.
+pub(crate) fn own_group() -> u32 {
+    // SAFETY: getpgrp has no arguments and cannot fail.
+    unsafe { libc::getpgrp() as u32 }
+}
+
+/// Makes `pgid` the foreground group of the terminal `fd`. Allowed from the background too:
+/// `SIGTTOU`, which the kernel sends a background process that tries, is blocked in this
+/// thread for the call.
+pub(crate) fn give_terminal(fd: i32, pgid: u32) -> std::io::Result<()> {
+    let old = block_in_thread(libc::SIGTTOU);
+    // SAFETY: tcsetpgrp takes a descriptor and a group only; a bad one only fails.
+    let r = unsafe { libc::tcsetpgrp(fd, pgid as libc::pid_t) };
+    let err = std::io::Error::last_os_error();
+    restore_mask(&old);
+    if r != 0 {
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// Blocks `sig` in the calling thread; returns the mask it had, for [`restore_mask`].
+fn block_in_thread(sig: i32) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; all-zero is a valid value for sigemptyset to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, the mask pthread_sigmask fills in.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable set.
+    unsafe { libc::sigemptyset(&mut set) };
+    // SAFETY: as above; `sig` is a valid signal number.
+    unsafe { libc::sigaddset(&mut set, sig) };
+    // SAFETY: valid sets; blocking a signal in this thread only defers it.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    old
+}
+
+/// Restores a thread's mask [`block_in_thread`] returned.
+fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a valid set read by pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+}
+
+/// What [`wait_job`] saw of a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// The child ended: its wait status, as `waitpid` gives it.
+    Ended(i32),
+    /// The child stopped, by this signal.
+    Stopped(i32),
+    /// A signal whose handler does not restart the wait came first ([`count_continues`]).
+    Interrupted,
+}
+
+/// Waits for child `pid` to end or to stop (`WUNTRACED`).
+pub(crate) fn wait_job(pid: u32) -> std::io::Result<Waited> {
+    let mut status = 0;
+    // SAFETY: `status` is a valid, writable int for the call to fill.
+    let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WUNTRACED) };
+    if r == -1 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(Waited::Interrupted);
+        }
+        return Err(e);
+    }
+    Ok(if libc::WIFSTOPPED(status) {
+        Waited::Stopped(libc::WSTOPSIG(status))
+    } else {
+        Waited::Ended(status)
     })
+}
+
+/// How many times this process was continued (`SIGCONT`) since [`count_continues`].
+static CONTINUED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn continued(_: libc::c_int) {
+    CONTINUED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Counts this process's `SIGCONT`s ([`continues`]) with a handler that does not restart
+/// an interrupted system call: a [`wait_job`] on the thread that takes it returns
+/// [`Waited::Interrupted`]. (The continuing itself is the kernel's, handler or not.)
+pub(crate) fn count_continues() -> std::io::Result<()> {
+    // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = continued as *const () as usize;
+    // SAFETY: installs a handler that only adds to an atomic; `act` is valid.
+    if unsafe { libc::sigaction(libc::SIGCONT, &act, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How many `SIGCONT`s came since [`count_continues`].
+pub(crate) fn continues() -> u32 {
+    CONTINUED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Runs `f` with `SIGCONT` blocked in the calling thread: a thread `f` starts keeps it
+/// blocked, so that [`count_continues`]'s handler runs on another.
+pub(crate) fn with_continues_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // Blocking SIGCONT only defers its handler: the kernel continues the process all the same.
+    let old = block_in_thread(libc::SIGCONT);
+    let r = f();
+    restore_mask(&old);
+    r
+}
+
+/// Stops this process as a job's process stops: by `sig` where that is one of the stop
+/// signals a terminal or job control sends, by `SIGSTOP` otherwise. Returns once it is
+/// continued, or at once where the signal does not stop it (ignored since this process
+/// started; in an orphaned process group the kernel discards all but `SIGSTOP`).
+pub(crate) fn stop_as(sig: i32) {
+    let sig = match sig {
+        libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU => sig,
+        _ => libc::SIGSTOP,
+    };
+    // SAFETY: getpid has no arguments and cannot fail.
+    let own = unsafe { libc::getpid() };
+    // SAFETY: kill has no memory arguments; a stop signal's default action stops the
+    // process until a SIGCONT.
+    unsafe { libc::kill(own, sig) };
 }
 
 /// Sends `sig` to process group `pgid`.
