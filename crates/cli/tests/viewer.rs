@@ -526,7 +526,7 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         .unwrap()
         .iter()
         .max_by_key(|l| l["cum"].as_i64())
-        .unwrap();
+        .unwrap_or_else(|| panic!("`list` shows no lines of {picked:?}: {list}"));
     let source = page["source"].as_str().unwrap();
     let text = hot["text"].as_str().unwrap().trim();
     assert!(
