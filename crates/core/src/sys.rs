@@ -719,19 +719,41 @@ pub(crate) fn wait_job(pid: u32) -> std::io::Result<Waited> {
 
 /// How many times this process was continued (`SIGCONT`) since [`count_continues`].
 static CONTINUED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// The thread that called [`count_continues`], whose waits a continue interrupts.
+static WAITER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 extern "C" fn continued(_: libc::c_int) {
     CONTINUED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    // The kernel gives a process's SIGCONT to any thread that does not block it, and not to
+    // one still stopped as it is sent: the waiter, just continued, is often passed over.
+    // Sent on to it, the continue interrupts its wait or is counted before the wait starts.
+    let waiter = WAITER.load(std::sync::atomic::Ordering::SeqCst);
+    if waiter != 0 && gettid() != waiter {
+        // SAFETY: __errno_location has no arguments and cannot fail.
+        let errno_at = unsafe { libc::__errno_location() };
+        // SAFETY: this thread's errno, valid for its life; restored below, as a handler must.
+        let errno = unsafe { *errno_at };
+        // SAFETY: getpid has no arguments and cannot fail.
+        let own = unsafe { libc::getpid() };
+        // SAFETY: tgkill has no memory arguments; the waiter is a thread of this process
+        // (it waits as long as the handler is installed). Async-signal-safe: a system call.
+        unsafe { libc::syscall(libc::SYS_tgkill, own, waiter as libc::c_long, libc::SIGCONT) };
+        // SAFETY: as above.
+        unsafe { *errno_at = errno };
+    }
 }
 
 /// Counts this process's `SIGCONT`s ([`continues`]) with a handler that does not restart
-/// an interrupted system call: a [`wait_job`] on the thread that takes it returns
-/// [`Waited::Interrupted`]. (The continuing itself is the kernel's, handler or not.)
+/// an interrupted system call: a [`wait_job`] on the calling thread returns
+/// [`Waited::Interrupted`], whichever thread the kernel hands the signal to. (The
+/// continuing itself is the kernel's, handler or not.)
 pub(crate) fn count_continues() -> std::io::Result<()> {
+    WAITER.store(gettid(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = continued as *const () as usize;
-    // SAFETY: installs a handler that only adds to an atomic; `act` is valid.
+    // SAFETY: installs a handler that adds to an atomic and makes two system calls;
+    // `act` is valid.
     if unsafe { libc::sigaction(libc::SIGCONT, &act, std::ptr::null_mut()) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
