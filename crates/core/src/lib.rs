@@ -513,8 +513,8 @@ pub mod __private {
         crate::sys::wait_job(pid)
     }
 
-    /// Counts this process's `SIGCONT`s, interrupting the [`wait_job`] of the thread
-    /// that takes one.
+    /// Counts this process's `SIGCONT`s; each interrupts the [`wait_job`] of the calling
+    /// thread, whichever thread the kernel hands it to.
     pub fn count_continues() -> std::io::Result<()> {
         crate::sys::count_continues()
     }
@@ -522,11 +522,6 @@ pub mod __private {
     /// How many `SIGCONT`s came since [`count_continues`].
     pub fn continues() -> u32 {
         crate::sys::continues()
-    }
-
-    /// Runs `f` with `SIGCONT` blocked in this thread (and in the threads `f` starts).
-    pub fn with_continues_blocked<T>(f: impl FnOnce() -> T) -> T {
-        crate::sys::with_continues_blocked(f)
     }
 
     /// Stops this process as a job stops, by `sig` (a terminal's stop signal) or `SIGSTOP`;

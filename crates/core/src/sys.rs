@@ -629,8 +629,7 @@ pub(crate) fn in_terminal_foreground() -> bool {
 /// The first of this process's standard input, output and error that is a terminal whose
 /// foreground group is this process's group.
 pub(crate) fn foreground_terminal() -> Option<i32> {
-    // SAFETY: getpgrp has no arguments and cannot fail.
-    let own = unsafe { libc::getpgrp() };
+    let own = own_group() as libc::pid_t;
     // SAFETY: tcgetpgrp takes a descriptor only; one that is not a terminal only fails.
     (0..3).find(|&fd| is_terminal(fd) && unsafe { libc::tcgetpgrp(fd) } == own)
 }
@@ -763,16 +762,6 @@ pub(crate) fn count_continues() -> std::io::Result<()> {
 /// How many `SIGCONT`s came since [`count_continues`].
 pub(crate) fn continues() -> u32 {
     CONTINUED.load(std::sync::atomic::Ordering::SeqCst)
-}
-
-/// Runs `f` with `SIGCONT` blocked in the calling thread: a thread `f` starts keeps it
-/// blocked, so that [`count_continues`]'s handler runs on another.
-pub(crate) fn with_continues_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // Blocking SIGCONT only defers its handler: the kernel continues the process all the same.
-    let old = block_in_thread(libc::SIGCONT);
-    let r = f();
-    restore_mask(&old);
-    r
 }
 
 /// Stops this process as a job's process stops: by `sig` where that is one of the stop

@@ -566,7 +566,7 @@ fn wait_forwarding(
     // A program in a group of its own on a terminal: a job, with `record` (below).
     let job = own_group && p::terminal().is_some() && p::count_continues().is_ok();
     let (done, ended) = std::sync::mpsc::channel::<()>();
-    let forward = move || loop {
+    let forwarder = std::thread::spawn(move || loop {
         match p::held_signal() {
             Some((sig, _)) if own_group => {
                 let _ = p::signal_group(pid, sig);
@@ -580,9 +580,7 @@ fn wait_forwarding(
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-    };
-    // A continue is this thread's to handle: it interrupts the wait.
-    let forwarder = p::with_continues_blocked(|| std::thread::spawn(forward));
+    });
     let status = if job {
         wait_as_one_job(pid)
     } else {
