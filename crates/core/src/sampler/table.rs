@@ -197,8 +197,11 @@ pub(crate) struct Store {
     /// took no sample).
     used: std::sync::atomic::AtomicBool,
     /// The drain thread's copy of each entry's key (by generation) and the counts taken from
-    /// it since it was last merged. Never touched by handlers.
-    cache: std::sync::Mutex<Vec<Option<(u32, Key, Counts)>>>,
+    /// it since it was last merged, by entry index. Never touched by handlers. A map, not a
+    /// vector as long as the table: entries are placed by hash, so one sample in a late
+    /// entry grew a vector to most of the table (260 KiB on the heap of a sampled shell,
+    /// which every `fork` then copied and write-protected again).
+    cache: std::sync::Mutex<HashMap<usize, (u32, Key, Counts)>>,
 }
 
 /// The hash [`Store::record`] gives a sample of key `k`.
@@ -372,7 +375,7 @@ impl Store {
             lost_weight: [AtomicU64::new(0)],
             overflowed: AtomicU64::new(0),
             used: std::sync::atomic::AtomicBool::new(false),
-            cache: std::sync::Mutex::new(Vec::new()),
+            cache: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -474,66 +477,77 @@ impl Store {
             if state == EMPTY || state == BUSY {
                 continue;
             }
-            // The cache grows to the last entry used, not to the table's size at once: a
-            // process that takes no sample (a short program exec'd under `record`) touches
-            // none of its ~350 KiB.
-            if cache.len() <= i {
-                cache.resize_with(i + 1, || None);
+            let mut cached = cache.remove(&i);
+            Self::drain_entry(e, cells, state, &mut cached, into, evict_after, all);
+            if let Some(c) = cached {
+                cache.insert(i, c);
             }
-            let cached = &mut cache[i];
-            let c = Counts {
-                count: e.count.swap(0, Relaxed),
-                weight: e.weight.swap(0, Relaxed),
-            };
-            let generation = e.generation.load(Relaxed);
-            let fresh = c != Counts::default();
-            if fresh {
-                match cached {
-                    Some((g, _, pending)) if *g == generation => pending.add(c),
-                    _ => {
-                        if let Some((_, k, pending)) = cached.take() {
-                            into.entry(k).or_default().add(pending);
-                        }
-                        *cached = Some((generation, cells.key(), c));
-                    }
-                }
-                e.idle.store(0, Relaxed);
-                if !all {
-                    continue;
-                }
-            } else if e.idle.fetch_add(1, Relaxed) + 1 < evict_after && !all {
-                continue;
-            }
-            // Evict: no new handler gets past the state check; wait out those already past.
-            if e.state
-                .compare_exchange(state, BUSY, SeqCst, Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            while e.users.load(SeqCst) != 0 {
-                std::hint::spin_loop();
-            }
-            let late = Counts {
-                count: e.count.swap(0, Relaxed),
-                weight: e.weight.swap(0, Relaxed),
-            };
-            let (key, mut pending) = match cached.take() {
-                Some((g, k, p)) if g == generation => (k, p),
-                other => {
-                    if let Some((_, k, p)) = other {
-                        into.entry(k).or_default().add(p);
-                    }
-                    (cells.key(), Counts::default())
-                }
-            };
-            pending.add(late);
-            if pending != Counts::default() {
-                into.entry(key).or_default().add(pending);
-            }
-            e.state.store(EMPTY, SeqCst);
         }
         self.drain_log(into);
+    }
+
+    /// [`Store::drain`] of entry `e` (in state `state`, its key in `cells`), `cached` the
+    /// drain's copy of its key and the counts taken since it was last merged.
+    fn drain_entry(
+        e: &Entry,
+        cells: &KeyCells,
+        state: u64,
+        cached: &mut Option<(u32, Key, Counts)>,
+        into: &mut HashMap<Key, Counts>,
+        evict_after: u32,
+        all: bool,
+    ) {
+        let c = Counts {
+            count: e.count.swap(0, Relaxed),
+            weight: e.weight.swap(0, Relaxed),
+        };
+        let generation = e.generation.load(Relaxed);
+        let fresh = c != Counts::default();
+        if fresh {
+            match cached {
+                Some((g, _, pending)) if *g == generation => pending.add(c),
+                _ => {
+                    if let Some((_, k, pending)) = cached.take() {
+                        into.entry(k).or_default().add(pending);
+                    }
+                    *cached = Some((generation, cells.key(), c));
+                }
+            }
+            e.idle.store(0, Relaxed);
+            if !all {
+                return;
+            }
+        } else if e.idle.fetch_add(1, Relaxed) + 1 < evict_after && !all {
+            return;
+        }
+        // Evict: no new handler gets past the state check; wait out those already past.
+        if e.state
+            .compare_exchange(state, BUSY, SeqCst, Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        while e.users.load(SeqCst) != 0 {
+            std::hint::spin_loop();
+        }
+        let late = Counts {
+            count: e.count.swap(0, Relaxed),
+            weight: e.weight.swap(0, Relaxed),
+        };
+        let (key, mut pending) = match cached.take() {
+            Some((g, k, p)) if g == generation => (k, p),
+            other => {
+                if let Some((_, k, p)) = other {
+                    into.entry(k).or_default().add(p);
+                }
+                (cells.key(), Counts::default())
+            }
+        };
+        pending.add(late);
+        if pending != Counts::default() {
+            into.entry(key).or_default().add(pending);
+        }
+        e.state.store(EMPTY, SeqCst);
     }
 
     fn drain_log(&self, into: &mut HashMap<Key, Counts>) {
