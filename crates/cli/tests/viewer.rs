@@ -731,6 +731,46 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A timeline window the server cannot answer yet (202: the capture's index is being built,
+/// as when a live capture ends) is asked for again: before, the page stayed on an older
+/// window, or undrawn, until the user moved it.
+#[test]
+fn a_timeline_window_not_ready_yet_is_asked_for_again() {
+    let d = dir("pending");
+    let cap = d.join("run.tscap");
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            "0.1",
+            "--threads",
+            "1",
+            "--interval",
+            "off",
+            "--capture",
+        ])
+        .arg(&cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+    let v = view(&[cap.to_str().unwrap()]);
+    // check.mjs waits (60 s at most) for the window in view to be drawn from its answer.
+    let page = browse(
+        "check.mjs",
+        &v.url,
+        &shots("pending"),
+        &["--first-page-only", "--timeline-pending"],
+    );
+    assert_eq!(page["pending_answered"], 2, "{page}");
+    assert!(page["first_paint_ms"].as_u64().is_some(), "{page}");
+    assert!(
+        page["summary"].as_array().is_some_and(|s| !s.is_empty()),
+        "{page}"
+    );
+    drop(v);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn a_capture_cut_short_opens_to_its_last_good_chunk_with_a_banner_saying_so() {
     let d = dir("cut");

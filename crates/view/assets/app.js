@@ -495,19 +495,40 @@ const TL = {
     const c = this.capture();
     if (!c || !c.threads) return;
     this.inflight = true;
+    clearTimeout(this.retryTimer);
     const w = { from: Math.max(0, Math.floor(S.from)), until: Math.ceil(S.until), px: this.width() };
+    let retry = false;
     try {
       const q = { c: S.c, from: w.from, until: Math.max(w.until, w.from + 1), px: w.px };
       const [buf, lives] = await Promise.all([api('timeline', q, true), c.lives && c.lives.length ? api('lives', q) : null]);
       this.answer = readAnswer(buf);
       this.lives = lives ? new Map(lives.sites.map((l) => [l.site, l])) : null;
+      this.retries = 0;
+      // The failure said in the status line is over: what it said before comes back.
+      if (this.failedStatus !== undefined) {
+        if ($('status').textContent === this.failedStatus.now) $('status').textContent = this.failedStatus.before;
+        this.failedStatus = undefined;
+      }
       this.draw();
       if (!this.again) { document.body.dataset.painted = '1'; this.ready = true; }
     } catch (e) {
-      $('status').textContent = `timeline: ${e.message}`;
+      const before = this.failedStatus ? this.failedStatus.before : $('status').textContent;
+      $('status').textContent = e.status === 202 ? 'timeline: indexing…' : `timeline: ${e.message}`;
+      this.failedStatus = { before, now: $('status').textContent };
+      // Not ready yet (202: the index is being built, as when a live capture ends), or a
+      // request that failed on its way or in the server: asked again shortly. Without this
+      // the view stayed on an older window until the user moved it (a live capture's last
+      // window is asked for once, as it ends). A request the server refused (4xx) is not.
+      retry = e.status === undefined || e.status === 202 || e.status >= 500;
     }
     this.inflight = false;
-    if (this.again) { this.again = false; this.fetch(); }
+    if (this.again) {
+      this.again = false;
+      this.fetch();
+    } else if (retry && (this.retries || 0) < 40) {
+      this.retries = (this.retries || 0) + 1;
+      this.retryTimer = setTimeout(() => this.fetch(), Math.min(2000, 50 * 2 ** Math.min(this.retries, 6)));
+    }
   },
 
   setView(from, until) {

@@ -10,6 +10,9 @@
 //   --first-page-only: the first page's tables and banner, nothing more
 //   --lives: the futures' and spans' lives of the first page: each call site's lives as
 //     drawn, and the details of the widest one, clicked; nothing more
+//   --timeline-pending: the first two timeline requests are answered 202 ("being indexed"),
+//     as the server answers while it builds a capture's index (combine with
+//     --first-page-only); `pending_answered` says how many were
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +62,16 @@ const rows = (sel) => page.evaluate((sel) => [...document.querySelectorAll(`${se
 }), sel);
 
 try {
+  if (flags.includes('--timeline-pending')) {
+    out.pending_answered = 0;
+    await page.route('**/api/timeline?*', (route) => {
+      if (out.pending_answered < 2) {
+        out.pending_answered += 1;
+        return route.fulfill({ status: 202, contentType: 'application/json', body: JSON.stringify({ pending: 'the capture is being indexed' }) });
+      }
+      return route.continue();
+    });
+  }
   const t0 = Date.now();
   await page.goto(url);
   // The page asks the server what it shows; wait for that answer.
