@@ -46,10 +46,10 @@
 //!   walked by the kernel, no scope labels); time in system calls is each thread's
 //!   `[kernel mode]` row with the perf source.
 //! - **Written at exit**: `exit()` and a return from `main` (an `atexit` handler registered
-//!   when the library loads, so it runs after the program's own). With
-//!   `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which `record` sets) also at `_exit`/`_Exit` (dash
+//!   when the library loads, so it runs after the program's own), and `_exit`/`_Exit` (dash
 //!   ends by it, Python's `os._exit` too: the sampler's drain thread writes the profile
-//!   while `_exit` waits, at most 3 s) and on `SIGINT`/`SIGTERM` when the program has not
+//!   while `_exit` waits, at most 3 s). With `TICKSCOPE_CPUPROFILE_SIGNALS=1` (which
+//!   `record` sets) also on `SIGINT`/`SIGTERM` when the program has not
 //!   installed handlers of its own for them, or when its own handler ends the process by
 //!   raising the signal again with the default action back (`raise`, or `kill` of its own
 //!   pid: dash on Ctrl-C). A program that asks for their default action (`sigaction`,

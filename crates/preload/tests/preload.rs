@@ -510,6 +510,36 @@ fn exit_call_writes_the_profile_and_keeps_the_status() {
     check_split(&profile, rusage_ns(&stdout), 10.0);
 }
 
+/// `_exit` (how dash ends, and Python's `os._exit`) writes the profile too, with the
+/// library preloaded as the README shows it (no `TICKSCOPE_CPUPROFILE_SIGNALS`, which
+/// `record` sets): before, only with that setting, and a dash script left no profile.
+#[test]
+fn underscore_exit_writes_the_profile_and_keeps_the_status() {
+    let dir = scratch("underscore-exit");
+    let profile = dir.join("out.pb.gz");
+    let (out, stdout, stderr) = run(&mut profiled(
+        workload(true),
+        &profile,
+        &["600", "--underscore-exit", "5"],
+    ));
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    check_split(&profile, rusage_ns(&stdout), 10.0);
+    // A shell script: dash ends by `_exit`.
+    let profile = dir.join("dash.pb.gz");
+    let mut c = profiled(
+        Path::new("dash"),
+        &profile,
+        &[
+            "-c",
+            "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 4",
+        ],
+    );
+    let (out, _, stderr) = run(&mut c);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(profile.exists(), "dash -c left no profile: {stderr}");
+    assert!(!rows(&profile).is_empty(), "an empty profile: {stderr}");
+}
+
 /// A fork child that does not exec writes nothing of its own, unless
 /// `TICKSCOPE_CPUPROFILE_FORKS=1` (`record --forks`) asks: then it profiles into a file of its
 /// own, `<path>.<pid>`, as a program exec'd does, its start deferred as an exec'd program's

@@ -44,7 +44,13 @@ fn start_from_env() {
         return;
     }
     write_at_exit();
-    if extras.on_signals {
+    let underscore = write_at_underscore_exit();
+    if let Err(e) = &underscore {
+        ts::__private::say(&format!(
+            "tickscope: {e}: the profile is not written at _exit (dash's way out), only at exit"
+        ));
+    }
+    if extras.on_signals && underscore.is_ok() {
         if let Err(e) = write_on_signals() {
             ts::__private::say(&format!(
                 "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
@@ -111,8 +117,12 @@ const EXIT_REQUEST: u32 = 0x100;
 /// profile rather than hang.
 const EXIT_WAIT_MS: u64 = 3000;
 /// The process that installed the handlers, or a fork child that samples and took them over
-/// (any other fork child dies of the signal directly).
+/// (any other fork child dies of the signal directly). 0 without
+/// `TICKSCOPE_CPUPROFILE_SIGNALS=1`.
 static SIGNAL_OWNER: AtomicU32 = AtomicU32::new(0);
+/// The process whose `_exit` writes its profile (the one that set up the drain thread's
+/// answer to it, or a fork child that samples and took it over): any other goes straight out.
+static EXIT_OWNER: AtomicU32 = AtomicU32::new(0);
 
 /// SIGINT/SIGTERM: asks the sampler's drain thread to write the profile and end the process
 /// by the signal ([`on_request`]). Async-signal-safe: `getpid`, atomics, `futex`, libc's
@@ -288,15 +298,28 @@ fn exit_done() {
     };
 }
 
-/// With `TICKSCOPE_CPUPROFILE_SIGNALS=1`: SIGINT and SIGTERM write the profile, then the
-/// process dies of the signal as it would have. Dispositions the program inherited as
-/// ignored stay ignored; handlers the program installs later replace ours.
-fn write_on_signals() -> std::io::Result<()> {
+/// `_exit` and `_Exit` write the profile (through the drain thread, see [`_exit`]): the
+/// pipe the drain thread answers on, and the drain thread's handler for the request.
+fn write_at_underscore_exit() -> std::io::Result<()> {
     let (done_read, done_write) = pipe_above_stdio()?;
     ts::__private::on_stop_request(on_request);
-    SIGNAL_OWNER.store(std::process::id(), Relaxed);
     EXIT_DONE_WRITE.store(done_write, Relaxed);
     EXIT_DONE.store(done_read, Relaxed);
+    EXIT_OWNER.store(std::process::id(), Relaxed);
+    Ok(())
+}
+
+/// With `TICKSCOPE_CPUPROFILE_SIGNALS=1`: SIGINT and SIGTERM write the profile, then the
+/// process dies of the signal as it would have. Dispositions the program inherited as
+/// ignored stay ignored; handlers the program installs later replace ours. Needs
+/// [`write_at_underscore_exit`] first (its pipe and request handler).
+fn write_on_signals() -> std::io::Result<()> {
+    if EXIT_DONE.load(Relaxed) < 0 {
+        return Err(std::io::Error::other(
+            "no pipe for the drain thread's answer",
+        ));
+    }
+    SIGNAL_OWNER.store(std::process::id(), Relaxed);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         if kernel_action(sig) == Some(libc::SIG_DFL) {
             real_sigaction(sig, &terminate_action(), std::ptr::null_mut());
@@ -410,7 +433,7 @@ fn set_action(sig: c_int, handler: libc::sighandler_t) {
 /// parent's ends stay open (close-on-exec): the program may have closed them and opened
 /// files of its own under their numbers.
 pub(super) fn own_signals_in_fork_child() {
-    if SIGNAL_OWNER.load(Relaxed) == 0 {
+    if EXIT_OWNER.load(Relaxed) == 0 {
         return;
     }
     let Ok((read, write)) = pipe_above_stdio() else {
@@ -420,7 +443,10 @@ pub(super) fn own_signals_in_fork_child() {
     EXIT_DONE_WRITE.store(write, Relaxed);
     // A parent's thread that was on its way out as another forked is not in the child.
     EXITING.store(false, Relaxed);
-    SIGNAL_OWNER.store(std::process::id(), Relaxed);
+    EXIT_OWNER.store(std::process::id(), Relaxed);
+    if SIGNAL_OWNER.load(Relaxed) != 0 {
+        SIGNAL_OWNER.store(std::process::id(), Relaxed);
+    }
 }
 
 /// Whether this process installed the SIGINT/SIGTERM handler (or, a fork child, took it
@@ -428,6 +454,12 @@ pub(super) fn own_signals_in_fork_child() {
 fn signal_owner() -> bool {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     (unsafe { libc::getpid() }) as u32 == SIGNAL_OWNER.load(Relaxed)
+}
+
+/// Whether this process's `_exit` writes its profile ([`EXIT_OWNER`]). Async-signal-safe.
+fn exit_owner() -> bool {
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    (unsafe { libc::getpid() }) as u32 == EXIT_OWNER.load(Relaxed)
 }
 
 /// What the program is shown for an action the kernel has: the default where it is the
@@ -757,8 +789,8 @@ impl Line {
 }
 
 /// Interposes `_exit` (dash ends by it, Python's `os._exit` too, and neither runs the exit
-/// hooks): with `TICKSCOPE_CPUPROFILE_SIGNALS=1` (as `record` sets) and a sampler running,
-/// the profile is written first, by the sampler's drain thread, while this one waits at most
+/// hooks): in the process that asked for the profile, with a sampler running, the profile
+/// is written first, by the sampler's drain thread, while this one waits at most
 /// [`EXIT_WAIT_MS`]; then the process ends as `_exit` ends it. The writing is never done
 /// here: `_exit` is the way out of a signal handler, and the code it interrupted may hold a
 /// lock the writing needs. SIGINT and SIGTERM with the default action are ignored while it
@@ -945,7 +977,7 @@ fn reap(
 /// signal, a fork child, or signals not asked for: nothing. Async-signal-safe, as the
 /// callers are called from handlers.
 fn profile_before_own_signal(sig: c_int) {
-    if (sig != libc::SIGINT && sig != libc::SIGTERM) || EXIT_DONE.load(Relaxed) < 0 {
+    if (sig != libc::SIGINT && sig != libc::SIGTERM) || SIGNAL_OWNER.load(Relaxed) == 0 {
         return;
     }
     if !signal_owner() {
@@ -991,8 +1023,8 @@ fn profile_before_own_signal(sig: c_int) {
 static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// Asks the drain thread to write the profile and waits for it (bounded); nothing in a fork
-/// child, without the SIGINT/SIGTERM setting, with no sampler running, or when another
-/// thread is already exiting.
+/// child (unless it samples too), with no sampler running, or when another thread is
+/// already exiting.
 ///
 /// The process is on its way out (by `_exit`, or by a signal it sends itself with the
 /// default action back): a SIGINT or SIGTERM that would end it by that default action before
@@ -1002,7 +1034,7 @@ fn profile_before_exit() {
     // A fork child that did not exec: said, under `record`, and nothing written.
     report_fork_child();
     let done = EXIT_DONE.load(Relaxed);
-    if done < 0 || !signal_owner() || EXITING.swap(true, Relaxed) {
+    if done < 0 || !exit_owner() || EXITING.swap(true, Relaxed) {
         return;
     }
     let held = [libc::SIGINT, libc::SIGTERM].map(ignore_if_default);

@@ -5,7 +5,7 @@
  * Each work_* spins until its thread's CPU clock has advanced by its share, so the split
  * holds whatever the machine. Build: gcc -O2 -fno-omit-frame-pointer -pthread.
  *
- * usage: workload TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
+ * usage: workload TOTAL_MS [--exit N] [--underscore-exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds]
  *                         [--short-threads N] [--list-threads] [--end-now] [--clearenv]
  *                         [--list-cpus] [--list-cpus-once-started] [--library-code]
  * --library-code: prints "library_code present=N outside=M windows=W": N pages of
@@ -20,6 +20,8 @@
  * not main's have named themselves "tickscope-...", 10 s at most) and
  * "perf_events N" (its perf event descriptors) when it comes to that argument; --end-now: exit(0) there.
  * --clearenv: empties the program's environment there (clearenv), as some programs do.
+ * --exit N: ends by exit(N) after its work; --underscore-exit N: by _exit(N) (dash's way,
+ * and Python's os._exit: no exit handlers run).
  * --short-threads N: main also starts N threads one after another, each spending 1% in
  * work_f and ending (threads shorter than a sampler's poll of /proc/self/task).
  * Prints "cpu_ns N" (getrusage, all threads) and "wall_ns N" (CLOCK_MONOTONIC since main
@@ -327,8 +329,13 @@ static void library_code(void)
     fflush(stdout);
 }
 
+static int underscore = 0;
+
 static void __attribute__((noinline)) leave(int status)
 {
+    if (underscore) {
+        _exit(status);
+    }
     exit(status);
 }
 
@@ -339,7 +346,7 @@ int main(int argc, char **argv)
     int do_closefds = 0, files[16], short_threads = 0;
     if (argc < 2) {
         fprintf(stderr,
-                "usage: %s TOTAL_MS [--exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
+                "usage: %s TOTAL_MS [--exit N] [--underscore-exit N] [--fork] [--exec] [--sigprof] [--wait] [--closefds] "
                 "[--short-threads N] [--list-threads] [--end-now] [--clearenv] "
                 "[--list-cpus] [--list-cpus-once-started]\n",
                 argv[0]);
@@ -350,6 +357,9 @@ int main(int argc, char **argv)
     for (i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--exit") && i + 1 < argc) {
             exit_status = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--underscore-exit") && i + 1 < argc) {
+            exit_status = atoi(argv[++i]);
+            underscore = 1;
         } else if (!strcmp(argv[i], "--fork")) {
             do_fork = 1;
         } else if (!strcmp(argv[i], "--exec")) {
