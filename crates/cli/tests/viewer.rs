@@ -42,6 +42,26 @@ fn demo() -> Command {
     c
 }
 
+/// `tickscope demo` for `seconds` on `threads` threads, captured into `cap` (no interval lines
+/// or exit summary).
+fn demo_capture(cap: &Path, seconds: &str, threads: &str) {
+    ok(&tickscope()
+        .args([
+            "demo",
+            "--seconds",
+            seconds,
+            "--threads",
+            threads,
+            "--interval",
+            "off",
+            "--capture",
+        ])
+        .arg(cap)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap());
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -229,21 +249,7 @@ fn bad_files_and_addresses_are_one_line_and_status_2_before_anything_is_served()
     }
     // A good file on a non-loopback address.
     let cap = d.join("x.tscap");
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.05",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-            "--capture",
-        ])
-        .arg(&cap)
-        .env("TICKSCOPE_SUMMARY", "off")
-        .output()
-        .unwrap());
+    demo_capture(&cap, "0.05", "1");
     let out = tickscope()
         .args(["view", "--no-open", "--addr", "0.0.0.0:0"])
         .arg(&cap)
@@ -738,21 +744,7 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
 fn a_timeline_window_not_ready_yet_is_asked_for_again() {
     let d = dir("pending");
     let cap = d.join("run.tscap");
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.1",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-            "--capture",
-        ])
-        .arg(&cap)
-        .env("TICKSCOPE_SUMMARY", "off")
-        .output()
-        .unwrap());
+    demo_capture(&cap, "0.1", "1");
     let v = view(&[cap.to_str().unwrap()]);
     // check.mjs waits (60 s at most) for the window in view to be drawn from its answer.
     let page = browse(
@@ -775,21 +767,7 @@ fn a_timeline_window_not_ready_yet_is_asked_for_again() {
 fn a_capture_cut_short_opens_to_its_last_good_chunk_with_a_banner_saying_so() {
     let d = dir("cut");
     let cap = d.join("run.tscap");
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            "0.2",
-            "--threads",
-            "2",
-            "--interval",
-            "off",
-            "--capture",
-        ])
-        .arg(&cap)
-        .env("TICKSCOPE_SUMMARY", "off")
-        .output()
-        .unwrap());
+    demo_capture(&cap, "0.2", "2");
     // Cut in the middle of a chunk, as a program killed mid-write leaves it.
     let bytes = std::fs::read(&cap).unwrap();
     let cut = d.join("cut.tscap");

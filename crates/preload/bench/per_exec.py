@@ -57,6 +57,18 @@ def record_env(base, lib, work, messages, signals=True):
     return env
 
 
+def bench_dirs(prefix):
+    """Where a bench's profiles go: (the tmpfs directory or None, a new directory in it, the
+    messages file's path there, not yet made), and the environment without tickscope's
+    settings or a preloaded library."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    work = tempfile.mkdtemp(prefix=prefix, dir=base)
+    messages = os.path.join(work, "messages")
+    plain_env = {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")}
+    plain_env.pop("LD_PRELOAD", None)
+    return base, work, messages, plain_env
+
+
 def median_ms(program, env, runs):
     """Median wall time (ms) of `runs` sequential runs of `program` under `env`."""
     times = []
@@ -114,11 +126,7 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(LIB):
         sys.exit("build first: cargo build --release -p tickscope-preload")
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    work = tempfile.mkdtemp(prefix="tickscope-per-exec-", dir=base)
-    messages = os.path.join(work, "messages")
-    plain_env = {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")}
-    plain_env.pop("LD_PRELOAD", None)
+    base, work, messages, plain_env = bench_dirs("tickscope-per-exec-")
 
     def profiled(lib, signals=True):
         return record_env(plain_env, lib, work, messages, signals)

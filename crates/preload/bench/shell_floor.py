@@ -34,11 +34,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from per_exec import LIB, ROOT, build_floor, record_env  # noqa: E402
+from per_exec import LIB, ROOT, bench_dirs, build_floor, record_env  # noqa: E402
 
 TICKSCOPE = os.path.join(ROOT, "target", "release", "tickscope")
 
@@ -83,11 +82,7 @@ def main():
     for path in (LIB, TICKSCOPE):
         if not os.path.exists(path):
             sys.exit("build first: cargo build --release -p tickscope-cli -p tickscope-preload")
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    work = tempfile.mkdtemp(prefix="tickscope-shell-floor-", dir=base)
-    messages = os.path.join(work, "messages")
-    plain_env = {k: v for k, v in os.environ.items() if not k.startswith("TICKSCOPE_")}
-    plain_env.pop("LD_PRELOAD", None)
+    _, work, messages, plain_env = bench_dirs("tickscope-shell-floor-")
     loop = f"for i in $(seq {a.iterations}); do /bin/true; done"
     # The children's settings are record's; bash gets LD_PRELOAD only from its own `export`,
     # so that what bash itself loads is the one thing that differs between these ways.
