@@ -14,7 +14,7 @@ fn tickscope() -> Command {
 }
 
 /// `tickscope demo` for `seconds` with `threads` workers, no interval lines.
-fn demo(seconds: &str, threads: &str) -> Command {
+pub(crate) fn demo(seconds: &str, threads: &str) -> Command {
     let mut c = tickscope();
     c.args([
         "demo",

@@ -45,17 +45,8 @@ fn demo() -> Command {
 /// `tickscope demo` for `seconds` on `threads` threads, captured into `cap` (no interval lines
 /// or exit summary).
 fn demo_capture(cap: &Path, seconds: &str, threads: &str) {
-    ok(&tickscope()
-        .args([
-            "demo",
-            "--seconds",
-            seconds,
-            "--threads",
-            threads,
-            "--interval",
-            "off",
-            "--capture",
-        ])
+    ok(&crate::recorded::demo(seconds, threads)
+        .arg("--capture")
         .arg(cap)
         .env("TICKSCOPE_SUMMARY", "off")
         .output()
