@@ -18,7 +18,13 @@ prints each median against the plain run's:
   then takes the malloc and stdio locks and resets them in the child, which costs both
   copy-on-write faults);
 - the same, with libtickscope.so itself in bash with `record`'s settings: the sampled
-  shell, as under `record`, without `record`'s own start and end.
+  shell, as under `record`, without `record`'s own start and end;
+- the same as the second of these (bash loads nothing), with bash sampled from outside it:
+  this script opens a task-clock event on bash's main thread that copies its registers and
+  16 KiB of its stack into a ring at 1000 Hz (user mode only), as libtickscope's perf source
+  does, and a thread of its own empties the ring every 10 ms. The records are thrown away:
+  no unwinding, so this is the floor of sampling the top program from `record` (the design
+  docs/design-changes.md describes for meeting 1.5 ×), not a measure of it.
 
 Needs a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`) and
 `cc`. Profiles and messages go to tmpfs (/dev/shm) where there is one.
@@ -29,11 +35,14 @@ before a change), so that two builds are compared side by side in one run.
 usage: shell_floor.py [--rounds N] [--iterations N] [--baseline LIB]
 """
 import argparse
+import ctypes
+import mmap
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,6 +71,81 @@ def build_joined(work):
     except OSError:
         return None
     return lib if r.returncode == 0 else None
+
+
+class PerfEventAttr(ctypes.Structure):
+    """struct perf_event_attr (linux/perf_event.h), up to config3."""
+    _fields_ = [(name, kind) for name, kind in (
+        ("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16),
+        ("aux_sample_size", ctypes.c_uint32), ("reserved_3", ctypes.c_uint32),
+        ("sig_data", ctypes.c_uint64), ("config3", ctypes.c_uint64))]
+
+
+RING_PAGES = 64
+
+
+def open_stack_ring(tid):
+    """A task-clock event on thread `tid` sampling at 1000 Hz into a ring of RING_PAGES pages:
+    its tid, the user registers bp, sp, ip and 16 KiB of user stack per sample, user mode
+    only (what perf_event_paranoid 2 allows a user on its own processes). (fd, ring)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = PerfEventAttr(
+        type=1, size=ctypes.sizeof(PerfEventAttr), config=1,  # software, task-clock
+        sample_period=1_000_000,
+        sample_type=(1 << 1) | (1 << 12) | (1 << 13),  # TID, REGS_USER, STACK_USER
+        flags=(1 << 5) | (1 << 6),  # exclude_kernel, exclude_hv
+        sample_regs_user=(1 << 6) | (1 << 7) | (1 << 8), sample_stack_user=16384)
+    nr_perf_event_open = 298  # x86-64
+    fd = libc.syscall(nr_perf_event_open, ctypes.byref(attr), tid, -1, -1, 8)  # FD_CLOEXEC
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "perf_event_open")
+    page = mmap.PAGESIZE
+    return fd, mmap.mmap(fd, (1 + RING_PAGES) * page, mmap.MAP_SHARED,
+                         mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+def empty_ring(ring, stop):
+    """Every 10 ms, marks what the kernel wrote as read (data_tail = data_head), until `stop`."""
+    while True:
+        ring[1032:1040] = ring[1024:1032]
+        if stop.is_set():
+            return
+        time.sleep(0.01)
+
+
+def run_sampled_from_outside(loop, env):
+    """`loop` in bash, which waits on descriptor 3 until its main thread's ring is open."""
+    gate_read, gate_write = os.pipe()
+    t = time.perf_counter()
+    bash = subprocess.Popen(
+        ["bash", "-c", f"read -r _ <&3; exec 3<&-; export LD_PRELOAD={LIB}; {loop}"],
+        env=env, pass_fds=(gate_read,), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.dup2(gate_read, 3))
+    os.close(gate_read)
+    fd, ring = open_stack_ring(bash.pid)
+    stop = threading.Event()
+    drain = threading.Thread(target=empty_ring, args=(ring, stop))
+    drain.start()
+    os.write(gate_write, b"go\n")
+    os.close(gate_write)
+    bash.wait()
+    elapsed = time.perf_counter() - t
+    stop.set()
+    drain.join()
+    ring.close()
+    os.close(fd)
+    if bash.returncode != 0:
+        sys.exit(f"bash sampled from outside exited {bash.returncode}")
+    return elapsed
 
 
 def sampled_shell(children, lib):
@@ -114,6 +198,8 @@ def main():
     if baseline:
         ways.append(("  + the baseline sampling bash", only_children,
                      sampled_shell(children, baseline)))
+    outside = "  + bash sampled from outside, not unwound"
+    ways.append((outside, None, bash_plain))
     results = {name: [] for name, _, _ in ways}
     try:
         for _ in range(a.rounds):
@@ -122,6 +208,9 @@ def main():
                     if f.startswith(("p.pb.gz", "r.pb.gz")):
                         os.remove(os.path.join(work, f))
                 open(messages, "w").close()
+                if argv is None:
+                    results[name].append(run_sampled_from_outside(loop, env))
+                    continue
                 t = time.perf_counter()
                 subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, check=True)
