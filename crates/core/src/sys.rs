@@ -50,6 +50,21 @@ pub(crate) fn gettid() -> u64 {
     tid as u64
 }
 
+/// Runs `f`, then puts the calling thread's errno back as it was: what a signal handler must
+/// do for the code it interrupted. Async-signal-safe if `f` is.
+#[inline(always)]
+pub(crate) fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno
+    // slot, valid for the thread's life.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: `slot` is this thread's errno, valid and aligned.
+    let errno = unsafe { *slot };
+    let r = f();
+    // SAFETY: as above: restores the interrupted code's errno.
+    unsafe { *slot = errno };
+    r
+}
+
 /// Clock ticks per second of the `/proc` time fields (`_SC_CLK_TCK`).
 pub(crate) fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf only reads a configuration value.
@@ -728,17 +743,14 @@ extern "C" fn continued(_: libc::c_int) {
     // Sent on to it, the continue interrupts its wait or is counted before the wait starts.
     let waiter = WAITER.load(std::sync::atomic::Ordering::SeqCst);
     if waiter != 0 && gettid() != waiter {
-        // SAFETY: __errno_location has no arguments and cannot fail.
-        let errno_at = unsafe { libc::__errno_location() };
-        // SAFETY: this thread's errno, valid for its life; restored below, as a handler must.
-        let errno = unsafe { *errno_at };
-        // SAFETY: getpid has no arguments and cannot fail.
-        let own = unsafe { libc::getpid() };
-        // SAFETY: tgkill has no memory arguments; the waiter is a thread of this process
-        // (it waits as long as the handler is installed). Async-signal-safe: a system call.
-        unsafe { libc::syscall(libc::SYS_tgkill, own, waiter as libc::c_long, libc::SIGCONT) };
-        // SAFETY: as above.
-        unsafe { *errno_at = errno };
+        keeping_errno(|| {
+            // SAFETY: getpid has no arguments and cannot fail.
+            let own = unsafe { libc::getpid() };
+            // SAFETY: tgkill has no memory arguments; the waiter is a thread of this process
+            // (it waits as long as the handler is installed). Async-signal-safe: a system
+            // call.
+            unsafe { libc::syscall(libc::SYS_tgkill, own, waiter as libc::c_long, libc::SIGCONT) };
+        });
     }
 }
 

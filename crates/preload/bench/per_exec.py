@@ -102,19 +102,26 @@ __attribute__((constructor)) static void start(void) {
 '''
 
 
-def build_floor(work, here=False):
-    """The one-idle-thread library, built with cc into `work` (the thread made on its
-    creator's CPU if `here`); None without a compiler."""
-    name = "libfloor-here.so" if here else "libfloor.so"
-    src, lib = os.path.join(work, "floor.c"), os.path.join(work, name)
+def build_c_library(work, name, source, flags=()):
+    """`source` built with cc into the shared library `work/name`; None without a compiler
+    or if it does not build."""
+    src, lib = os.path.join(work, name + ".c"), os.path.join(work, name)
     with open(src, "w") as f:
-        f.write(FLOOR_C)
+        f.write(source)
     try:
-        r = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", lib, src, "-lpthread"]
-                           + (["-DHERE"] if here else []), capture_output=True)
+        r = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", lib, src, "-lpthread",
+                            *flags], capture_output=True)
     except OSError:
         return None
     return lib if r.returncode == 0 else None
+
+
+def build_floor(work, here=False):
+    """The one-idle-thread library, built with cc into `work` (the thread made on its
+    creator's CPU if `here`); None without a compiler."""
+    if here:
+        return build_c_library(work, "libfloor-here.so", FLOOR_C, ["-DHERE"])
+    return build_c_library(work, "libfloor.so", FLOOR_C)
 
 
 def main():

@@ -46,7 +46,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from per_exec import LIB, ROOT, bench_dirs, build_floor, record_env  # noqa: E402
+from per_exec import (LIB, ROOT, bench_dirs, build_c_library, build_floor,  # noqa: E402
+                      record_env)
 
 TICKSCOPE = os.path.join(ROOT, "target", "release", "tickscope")
 
@@ -62,15 +63,7 @@ __attribute__((constructor)) static void start(void) {
 
 def build_joined(work):
     """The library whose constructor starts a thread and joins it, or None without cc."""
-    src, lib = os.path.join(work, "joined.c"), os.path.join(work, "libjoined.so")
-    with open(src, "w") as f:
-        f.write(JOINED_C)
-    try:
-        r = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", lib, src, "-lpthread"],
-                           capture_output=True)
-    except OSError:
-        return None
-    return lib if r.returncode == 0 else None
+    return build_c_library(work, "libjoined.so", JOINED_C)
 
 
 class PerfEventAttr(ctypes.Structure):

@@ -455,6 +455,11 @@ const TL = {
 
   capture() { return S.info ? S.info.captures[S.c] : null; },
 
+  // The status line: the capture's program, size and state.
+  showStatus(c) {
+    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${c.threads.length} threads${c.live ? (c.status.done ? ' · connection ended' : ' · live') : ''}`;
+  },
+
   open() {
     const c = this.capture();
     if (!c) return;
@@ -464,7 +469,7 @@ const TL = {
       this.draw();
       return;
     }
-    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${c.threads.length} threads${c.live ? (c.status.done ? ' · connection ended' : ' · live') : ''}`;
+    this.showStatus(c);
     if (S.from === null || S.until === null || S.until <= S.from) {
       this.whole();
       // A capture still arriving: keep its end in view until the user says otherwise.
@@ -504,17 +509,13 @@ const TL = {
       this.answer = readAnswer(buf);
       this.lives = lives ? new Map(lives.sites.map((l) => [l.site, l])) : null;
       this.retries = 0;
-      // The failure said in the status line is over: what it said before comes back.
-      if (this.failedStatus !== undefined) {
-        if ($('status').textContent === this.failedStatus.now) $('status').textContent = this.failedStatus.before;
-        this.failedStatus = undefined;
-      }
+      // A failure said in the status line is over.
+      if (this.failed) { this.failed = false; this.showStatus(c); }
       this.draw();
       if (!this.again) { document.body.dataset.painted = '1'; this.ready = true; }
     } catch (e) {
-      const before = this.failedStatus ? this.failedStatus.before : $('status').textContent;
       $('status').textContent = e.status === 202 ? 'timeline: indexing…' : `timeline: ${e.message}`;
-      this.failedStatus = { before, now: $('status').textContent };
+      this.failed = true;
       // Not ready yet (202: the index is being built, as when a live capture ends), or a
       // request that failed on its way or in the server: asked again shortly. Without this
       // the view stayed on an older window until the user moved it (a live capture's last
@@ -526,8 +527,9 @@ const TL = {
       this.again = false;
       this.fetch();
     } else if (retry && (this.retries || 0) < 40) {
+      // Every 300 ms, as the summary is asked again (loadSummary), for 12 s at most.
       this.retries = (this.retries || 0) + 1;
-      this.retryTimer = setTimeout(() => this.fetch(), Math.min(2000, 50 * 2 ** Math.min(this.retries, 6)));
+      this.retryTimer = setTimeout(() => this.fetch(), 300);
     }
   },
 

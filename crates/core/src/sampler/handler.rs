@@ -154,28 +154,22 @@ pub(crate) extern "C" fn on_signal(
     info: *mut libc::siginfo_t,
     ctx: *mut libc::c_void,
 ) {
-    // SAFETY: __errno_location has no preconditions; it returns the calling thread's errno
-    // slot, valid for the thread's life.
-    let slot = unsafe { libc::__errno_location() };
-    // SAFETY: `slot` is this thread's errno, valid and aligned; saving it is what errno
-    // preservation means.
-    let errno = unsafe { *slot };
-    ACTIVE.fetch_add(1, SeqCst);
-    let shared = SHARED.load(SeqCst);
-    if shared.is_null() {
-        STRAY.fetch_add(1, Relaxed);
-    } else {
-        IN_HANDLER.set(true);
-        // SAFETY: `shared` stays valid while ACTIVE counts us (stop waits for zero after
-        // clearing SHARED).
-        let shared = unsafe { &*shared };
-        // SAFETY: `info` and `ctx` are the kernel's, valid during the handler.
-        unsafe { sample(shared, info, ctx) };
-        IN_HANDLER.set(false);
-    }
-    ACTIVE.fetch_sub(1, SeqCst);
-    // SAFETY: as above: restores the interrupted code's errno.
-    unsafe { *slot = errno };
+    crate::sys::keeping_errno(|| {
+        ACTIVE.fetch_add(1, SeqCst);
+        let shared = SHARED.load(SeqCst);
+        if shared.is_null() {
+            STRAY.fetch_add(1, Relaxed);
+        } else {
+            IN_HANDLER.set(true);
+            // SAFETY: `shared` stays valid while ACTIVE counts us (stop waits for zero after
+            // clearing SHARED).
+            let shared = unsafe { &*shared };
+            // SAFETY: `info` and `ctx` are the kernel's, valid during the handler.
+            unsafe { sample(shared, info, ctx) };
+            IN_HANDLER.set(false);
+        }
+        ACTIVE.fetch_sub(1, SeqCst);
+    })
 }
 
 /// Records one sample.

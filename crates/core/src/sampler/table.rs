@@ -201,8 +201,12 @@ pub(crate) struct Store {
     /// vector as long as the table: entries are placed by hash, so one sample in a late
     /// entry grew a vector to most of the table (260 KiB on the heap of a sampled shell,
     /// which every `fork` then copied and write-protected again).
-    cache: std::sync::Mutex<HashMap<usize, (u32, Key, Counts)>>,
+    cache: std::sync::Mutex<HashMap<usize, Cached>>,
 }
+
+/// The drain's copy of an entry's key: the entry's generation it was read at, the key, and
+/// the counts taken from the entry since they were last merged (none: not read yet).
+type Cached = Option<(u32, Key, Counts)>;
 
 /// The hash [`Store::record`] gives a sample of key `k`.
 #[cfg(feature = "capture")]
@@ -477,10 +481,10 @@ impl Store {
             if state == EMPTY || state == BUSY {
                 continue;
             }
-            let mut cached = cache.remove(&i);
-            Self::drain_entry(e, cells, state, &mut cached, into, evict_after, all);
-            if let Some(c) = cached {
-                cache.insert(i, c);
+            let cached = cache.entry(i).or_default();
+            Self::drain_entry(e, cells, state, cached, into, evict_after, all);
+            if cached.is_none() {
+                cache.remove(&i);
             }
         }
         self.drain_log(into);
@@ -492,7 +496,7 @@ impl Store {
         e: &Entry,
         cells: &KeyCells,
         state: u64,
-        cached: &mut Option<(u32, Key, Counts)>,
+        cached: &mut Cached,
         into: &mut HashMap<Key, Counts>,
         evict_after: u32,
         all: bool,
@@ -669,9 +673,12 @@ mod tests {
             .filter(|e| e.state.load(Relaxed) > BUSY)
             .count();
         assert_eq!(live, 1);
+        // The drain's copies of keys: only the live entry's (an evicted one's goes with it).
+        assert_eq!(s.cache.lock().unwrap().len(), 1);
         s.drain(&mut m, 2, true);
         let total: u64 = m.values().map(|c| c.count).sum();
         assert_eq!(total, 3);
+        assert!(s.cache.lock().unwrap().is_empty());
     }
 
     #[test]

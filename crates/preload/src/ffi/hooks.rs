@@ -44,18 +44,17 @@ fn start_from_env() {
         return;
     }
     write_at_exit();
-    let underscore = write_at_underscore_exit();
-    if let Err(e) = &underscore {
-        ts::__private::say(&format!(
-            "tickscope: {e}: the profile is not written at _exit (dash's way out), only at exit"
-        ));
-    }
-    if extras.on_signals && underscore.is_ok() {
-        if let Err(e) = write_on_signals() {
-            ts::__private::say(&format!(
-                "tickscope: TICKSCOPE_CPUPROFILE_SIGNALS=1: {e}; the profile is written at exit only"
-            ));
-        }
+    match write_at_underscore_exit() {
+        Ok(()) if extras.on_signals => write_on_signals(),
+        Ok(()) => {}
+        Err(e) => ts::__private::say(&format!(
+            "tickscope: {e}: the profile is written at exit only (not at _exit{})",
+            if extras.on_signals {
+                " nor on SIGINT/SIGTERM"
+            } else {
+                ""
+            }
+        )),
     }
     if let Some(forks) = &extras.forks {
         deferred::sample_fork_children(&settings, forks.base.clone(), forks.line_if_unsampled);
@@ -311,21 +310,15 @@ fn write_at_underscore_exit() -> std::io::Result<()> {
 
 /// With `TICKSCOPE_CPUPROFILE_SIGNALS=1`: SIGINT and SIGTERM write the profile, then the
 /// process dies of the signal as it would have. Dispositions the program inherited as
-/// ignored stay ignored; handlers the program installs later replace ours. Needs
-/// [`write_at_underscore_exit`] first (its pipe and request handler).
-fn write_on_signals() -> std::io::Result<()> {
-    if EXIT_DONE.load(Relaxed) < 0 {
-        return Err(std::io::Error::other(
-            "no pipe for the drain thread's answer",
-        ));
-    }
+/// ignored stay ignored; handlers the program installs later replace ours. After
+/// [`write_at_underscore_exit`], whose request handler writes the profile for them too.
+fn write_on_signals() {
     SIGNAL_OWNER.store(std::process::id(), Relaxed);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         if kernel_action(sig) == Some(libc::SIG_DFL) {
             real_sigaction(sig, &terminate_action(), std::ptr::null_mut());
         }
     }
-    Ok(())
 }
 
 /// The action that writes the profile on SIGINT/SIGTERM: [`on_terminate`].
