@@ -101,11 +101,14 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
         "{stderr}"
     );
 
-    // A program that never runs main's exit path (killed by a signal) writes nothing:
-    // said, with its status forwarded as a shell does (128 + 9).
+    // A program that never runs main's exit path (killed by a signal) writes nothing when
+    // it samples itself (here by frame pointers, which `record` leaves to the library; or
+    // where `record` cannot sample it from outside): said, with its status forwarded as a
+    // shell does (128 + 9).
     let out = Command::new(bin())
         .current_dir(&dir)
         .env("TICKSCOPE_LIB", library())
+        .env("TICKSCOPE_CPUPROFILE_UNWIND", "fp")
         .args([
             "record",
             "-o",
@@ -120,6 +123,7 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(137), "{stderr}");
     assert!(stderr.contains("wrote no profile to"), "{stderr}");
+    assert!(!dir.join("k.pb.gz").exists(), "{stderr}");
     // What the programs it ran said is kept all the same: /bin/true ended before its first
     // sample (100 Hz), and its profile is the run's `.unsampled` file.
     let line = said(&stderr, "1 program it exec'd ended before its first sample");
@@ -132,6 +136,20 @@ fn record_says_where_the_library_is_missing_and_what_a_program_did_not_write() {
         kept.ends_with(".unsampled") && dir.join(kept).exists(),
         "{line}"
     );
+    // Sampled from outside by `record` (CPU time, where perf events are permitted), the
+    // same program killed has its profile all the same.
+    let (code, _, stderr) = record_in(&dir, ["-o", "c.pb.gz", "--", "sh", "-c", "kill -KILL $$"]);
+    assert_eq!(code, Some(137), "{stderr}");
+    let top = top_ms(&dir.join("c.pb.gz"), &[]);
+    if top.contains("sampled from outside the process") {
+        assert!(!stderr.contains("wrote no profile"), "{stderr}");
+        assert!(
+            top.contains("File: dash") || top.contains("File: sh"),
+            "{top}"
+        );
+    } else {
+        assert!(stderr.contains("wrote no profile to c.pb.gz"), "{stderr}");
+    }
 }
 
 /// A program that cannot run ends `record` as a shell ends: 127 for one not found, 126 for
@@ -560,11 +578,14 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
     let dir = scratch("keep");
     let exe = workload(&dir);
     std::fs::write(dir.join("old.pb.gz"), "the old profile").unwrap();
+    // (Wall time: the program samples itself, and a killed one writes nothing. In CPU time
+    // `record` samples it from outside, and writes its profile however it ends.)
     let out = Command::new(bin())
         .current_dir(&dir)
         .env("TICKSCOPE_LIB", &lib)
         .args([
             "record",
+            "--wall",
             "-o",
             "old.pb.gz",
             "--",
@@ -582,7 +603,7 @@ fn record_keeps_the_old_profile_when_the_run_writes_none() {
     let out = Command::new(bin())
         .current_dir(&dir)
         .env("TICKSCOPE_LIB", &lib)
-        .args(["record", "-o", "old.pb.gz", "--", "sh", "-c"])
+        .args(["record", "--wall", "-o", "old.pb.gz", "--", "sh", "-c"])
         .arg(r#"printf '\037\213cut' > "$TICKSCOPE_CPUPROFILE"; kill -KILL $$"#)
         .output()
         .unwrap();
@@ -1032,8 +1053,15 @@ fn the_end_of_each_process_after_its_profile_is_said() {
                 r.split(" more was the ends of the processes that wrote them")
                     .next()
             })
-            .map_or(f64::NAN, ms);
-        assert!(ends >= 1.0, "{out}: {line}");
+            .map_or(0.0, ms);
+        // The program `record` runs, sampled from outside: its end is in its profile, a row
+        // of its own (its CPU clock read as a zombie, after its last thread's event).
+        let top = top_ms(&dir.join(out), &[]);
+        let exit = crate::record::ms(&top, "[kernel mode: process exit]", 0);
+        match (out, top.contains("sampled from outside the process")) {
+            ("top.pb.gz", true) => assert!(exit >= 1.0, "{out}: {top}"),
+            _ => assert!(ends >= 1.0, "{out}: {line}"),
+        }
         assert!(held + ends >= 0.97 * tree, "{out}: {line}");
         assert!(held + ends <= 1.005 * tree + 0.1, "{out}: {line}");
     }
@@ -1767,4 +1795,199 @@ fn record_in_the_background_of_a_shell_is_one_job_with_its_program() {
     let at = tty.wait_for("profile written to q.pb.gz", at);
     tty.send("echo status=$?\n");
     tty.wait_for("status=0", at);
+}
+
+/// The CPU time (ms) a `top_ms` table's header gives as its total (`Total samples = X`).
+fn total_ms(top: &str) -> f64 {
+    let v = top
+        .split_once("Total samples = ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no total:\n{top}"));
+    match (
+        v.strip_suffix("ms"),
+        v.strip_suffix("us"),
+        v.strip_suffix('s'),
+    ) {
+        (Some(ms), ..) => ms.parse().unwrap(),
+        (_, Some(us), _) => us.parse::<f64>().unwrap() / 1e3,
+        (_, _, Some(s)) => s.parse::<f64>().unwrap() * 1e3,
+        _ => panic!("total {v}"),
+    }
+}
+
+/// The program `record` runs is sampled from outside it (CPU time, where perf events are
+/// permitted): no thread of tickscope's runs in it (a shell that forks for every command
+/// pays for any thread at each fork), yet its profile has every caller up to `main`, and
+/// a program it execs still samples itself into a file of its own.
+#[test]
+fn the_program_record_runs_has_no_thread_of_tickscopes() {
+    let dir = scratch("outside");
+    let exe = build_c(
+        &dir,
+        "threads",
+        "#include <dirent.h>\n#include <stdio.h>\n\
+         static int threads(void) { int n = 0; DIR *d = opendir(\"/proc/self/task\"); \
+         struct dirent *e; while ((e = readdir(d))) n += e->d_name[0] != '.'; closedir(d); \
+         return n; }\n\
+         volatile unsigned long sink;\n\
+         __attribute__((noinline)) void spin(unsigned long n) { unsigned long x = sink; \
+         for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; sink = x; }\n\
+         int main(void) { int before = threads(); spin(200000000UL); \
+         printf(\"threads %d %d\\n\", before, threads()); return 0; }\n",
+    );
+    let (code, stdout, stderr) = record_in(
+        &dir,
+        ["-F", "1000", "-o", "t.pb.gz", "--", exe.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let top = top_ms(&dir.join("t.pb.gz"), &[]);
+    if !top.contains("sampled from outside the process") {
+        // No perf events here: the library samples the program, with a thread of its own.
+        assert!(stdout.contains("threads 2 2"), "{stdout}\n{top}");
+        return;
+    }
+    assert_eq!(stdout.trim(), "threads 1 1", "{top}");
+    assert!(ms(&top, "spin", 0) > 100.0, "{top}");
+    let rows = tree_rows(&dir.join("t.pb.gz"));
+    assert!(
+        chain_ms(&rows, &["main", "spin"]) >= 0.95 * chain_ms(&rows, &["spin"]),
+        "{rows:?}"
+    );
+    // Exec'd by a shell that `record` samples from outside: the program samples itself (its
+    // drain thread is the second thread it counts) into the run's file of its own.
+    let (code, stdout, stderr) = record_in(
+        &dir,
+        [
+            "-F",
+            "1000",
+            "-o",
+            "s.pb.gz",
+            "--",
+            "sh",
+            "-c",
+            &format!("{}; true", exe.display()),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("threads 2 "), "{stdout}");
+    let child = said(&stderr, "a program it exec'd: ");
+    assert!(child.contains("s.pb.gz."), "{stderr}");
+}
+
+/// `record --pid`: a process already running, never preloaded, built `-O2
+/// -fomit-frame-pointer`, is sampled from outside until it ends: its callers up to `main`
+/// in order, a thread it starts later (found by polling), and the profile's total is the
+/// CPU time it used while sampled. A process that does not exist is one line and status 2.
+#[test]
+fn a_running_process_is_sampled_from_outside_until_it_ends() {
+    use std::io::{BufRead, Write};
+    let dir = scratch("pid");
+    std::fs::write(
+        dir.join("attach.c"),
+        "#include <pthread.h>\n#include <stdio.h>\n#include <time.h>\n\
+         volatile unsigned long sink;\n\
+         static double cpu_ms(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); \
+         return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }\n\
+         __attribute__((noinline)) void leaf_work(unsigned long n) { unsigned long x = sink; \
+         for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + i; sink = x; }\n\
+         __attribute__((noinline)) void level2(unsigned long n) { leaf_work(n); sink++; }\n\
+         __attribute__((noinline)) void level1(unsigned long n) { level2(n); sink++; }\n\
+         __attribute__((noinline)) void *helper_work(void *a) { leaf_work(150000000UL); return a; }\n\
+         int main(void) { char line[16]; if (!fgets(line, sizeof line, stdin)) return 1; \
+         double at = cpu_ms(); pthread_t t; pthread_create(&t, 0, helper_work, 0); \
+         level1(300000000UL); pthread_join(t, 0); \
+         printf(\"cpu_ms %.1f\\n\", cpu_ms() - at); return 0; }\n",
+    )
+    .unwrap();
+    compile(
+        &dir,
+        "cc",
+        &[
+            "-O2",
+            "-g",
+            "-fomit-frame-pointer",
+            "-pthread",
+            "-o",
+            "attach",
+            "attach.c",
+        ],
+    );
+    let mut program = Command::new(dir.join("attach"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut record = Command::new(bin())
+        .current_dir(&dir)
+        .args(["record", "-F", "1000", "-o", "a.pb.gz", "--pid"])
+        .arg(program.id().to_string())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The program starts its work once `record` says it is attached (a deadline, no sleep).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = record.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("attached to process") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        let _ = program.kill();
+        let _ = record.wait();
+        panic!("record did not attach: {}", reader.join().unwrap());
+    }
+    program.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = program.wait_with_output().unwrap();
+    let status = record.wait().unwrap();
+    let said = reader.join().unwrap();
+    if said.contains("cannot sample it") {
+        // perf events not permitted here (perf_event_paranoid 3, or a seccomp filter).
+        assert_eq!(status.code(), Some(2), "{said}");
+        return;
+    }
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains("the process ended"), "{said}");
+    let cpu = printed(&String::from_utf8_lossy(&out.stdout), "cpu_ms");
+    let file = dir.join("a.pb.gz");
+    let top = top_ms(&file, &[]);
+    assert!(top.contains("File: attach"), "{top}");
+    // Its CPU time while sampled: the work (and what little ran between the attachment and
+    // the work's start, and its end), exactly counted by the events.
+    let total = total_ms(&top);
+    assert!(
+        total >= cpu - 2.0 && total <= cpu + 0.05 * cpu + 20.0,
+        "{total} ms against {cpu} ms:\n{top}"
+    );
+    let rows = tree_rows(&file);
+    let leaf = chain_ms(&rows, &["leaf_work"]);
+    let under_main = chain_ms(&rows, &["main", "level1", "level2", "leaf_work"]);
+    let helper = chain_ms(&rows, &["helper_work", "leaf_work"]);
+    assert!(under_main + helper >= 0.95 * leaf, "{rows:?}");
+    // The helper thread did a third of the work: its share, within five standard errors
+    // of ~600 samples (and its start before it was found, at most one 10 ms poll).
+    assert!(
+        helper > 0.2 * leaf && helper < 0.47 * leaf,
+        "{helper} of {leaf} ms: {rows:?}"
+    );
+
+    let out = Command::new(bin())
+        .current_dir(&dir)
+        .args(["record", "-o", "b.pb.gz", "--pid", "999999999"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no such process"), "{stderr}");
+    assert!(!dir.join("b.pb.gz").exists());
 }

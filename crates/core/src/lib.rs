@@ -509,8 +509,14 @@ pub mod __private {
     pub use crate::sys::Waited;
 
     /// Waits for child `pid` to end or to stop.
-    pub fn wait_job(pid: u32) -> std::io::Result<Waited> {
-        crate::sys::wait_job(pid)
+    pub fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
+        crate::sys::wait_job(pid, before_reap)
+    }
+
+    /// Waits for child `pid` to end without reaping it (a zombie, whose CPU clock can still
+    /// be read); the caller reaps it after.
+    pub fn wait_ended_unreaped(pid: u32) -> std::io::Result<()> {
+        crate::sys::wait_ended_unreaped(pid)
     }
 
     /// Counts this process's `SIGCONT`s; each interrupts the [`wait_job`] of the calling

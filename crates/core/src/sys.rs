@@ -712,8 +712,19 @@ pub enum Waited {
     Interrupted,
 }
 
-/// Waits for child `pid` to end or to stop (`WUNTRACED`).
-pub(crate) fn wait_job(pid: u32) -> std::io::Result<Waited> {
+/// Waits for child `pid` to end or to stop (`WUNTRACED`). With `before_reap`, a child that
+/// ended is seen first without being reaped (`waitid` with `WNOWAIT`: it stays a zombie,
+/// whose CPU clock can still be read), `before_reap` runs, and then it is reaped.
+pub(crate) fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
+    if let Some(before_reap) = before_reap {
+        let flags = libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT;
+        match peek_child(pid, flags)? {
+            None => return Ok(Waited::Interrupted),
+            // Stopped: the `waitpid` below takes the stop (still pending) at once.
+            Some(libc::CLD_STOPPED) => {}
+            Some(_) => before_reap(),
+        }
+    }
     let mut status = 0;
     // SAFETY: `status` is a valid, writable int for the call to fill.
     let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WUNTRACED) };
@@ -729,6 +740,33 @@ pub(crate) fn wait_job(pid: u32) -> std::io::Result<Waited> {
     } else {
         Waited::Ended(status)
     })
+}
+
+/// Waits (`waitid` with `flags`) for child `pid` without reaping it; the `si_code` of what
+/// it saw (`CLD_EXITED`, `CLD_STOPPED`, ...), `None` if a signal interrupted the wait.
+fn peek_child(pid: u32, flags: libc::c_int) -> std::io::Result<Option<libc::c_int>> {
+    // SAFETY: siginfo_t is plain data; all-zero is a valid value for waitid to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid and writable for the call.
+    let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    if r == -1 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(info.si_code))
+}
+
+/// Waits for child `pid` to end, without reaping it (it stays a zombie until its parent
+/// waits for it again). Retries when a signal interrupts the wait.
+pub(crate) fn wait_ended_unreaped(pid: u32) -> std::io::Result<()> {
+    loop {
+        if peek_child(pid, libc::WEXITED | libc::WNOWAIT)?.is_some() {
+            return Ok(());
+        }
+    }
 }
 
 /// How many times this process was continued (`SIGCONT`) since [`count_continues`].

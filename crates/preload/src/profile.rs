@@ -381,6 +381,7 @@ fn either<T>(
 pub(crate) fn settings_from_env(
     var: impl Fn(&str) -> Option<String>,
     pid: u32,
+    parent: u32,
     warn: &mut dyn FnMut(String),
 ) -> Option<(Settings, EnvExtras)> {
     let base = PathBuf::from(var("TICKSCOPE_CPUPROFILE").filter(|p| !p.is_empty())?);
@@ -439,6 +440,13 @@ pub(crate) fn settings_from_env(
         ("1", true),
     );
     let messages = var("TICKSCOPE_MESSAGES").is_some_and(|m| !m.is_empty());
+    // The program `record` started (its child: the parent `record` named) and any program
+    // that program execs in its place (the same process), in CPU mode.
+    let outside = !descendant
+        && mode == Mode::Cpu
+        && var("TICKSCOPE_CPUPROFILE_OUTSIDE")
+            .and_then(|v| v.parse::<u32>().ok())
+            .is_some_and(|record| record == parent);
     let unwind = either(
         &var,
         warn,
@@ -459,6 +467,7 @@ pub(crate) fn settings_from_env(
         EnvExtras {
             on_signals,
             root: !descendant,
+            outside,
             forks: forks.then(|| ForkChildren {
                 base,
                 line_if_unsampled: mode == Mode::Cpu && messages && on_signals,
@@ -486,6 +495,11 @@ pub(crate) struct EnvExtras {
     pub forks: Option<ForkChildren>,
     /// This is the first profiled process (not one exec'd by it).
     pub root: bool,
+    /// `TICKSCOPE_CPUPROFILE_OUTSIDE=PID` (`record` sets its own pid), and this is the
+    /// program `record` started: `record` samples it from outside, through perf events on
+    /// its threads (`tickscope::sampler::Attached`), so that it has no thread of
+    /// tickscope's (a shell that forks for every command pays for any thread at each fork).
+    pub outside: bool,
 }
 
 /// The default sampling signal under LD_PRELOAD is `SIGRTMIN+4`, not `SIGPROF`: an
@@ -530,6 +544,7 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             },
             pid,
+            1,
             &mut |w| warnings.push(w),
         );
         (got, warnings)
@@ -552,6 +567,7 @@ mod tests {
             EnvExtras {
                 on_signals: false,
                 root: true,
+                outside: false,
                 forks: None,
             }
         );
@@ -611,6 +627,7 @@ mod tests {
             EnvExtras {
                 on_signals: true,
                 root: false,
+                outside: false,
                 // A fork child writes `p.pb.gz.<its pid>`; wall time: no line for `record`.
                 forks: Some(ForkChildren {
                     base: PathBuf::from("p.pb.gz"),
@@ -626,6 +643,34 @@ mod tests {
             7,
         );
         assert_eq!(got.unwrap().0.path, PathBuf::from("p.pb.gz"));
+    }
+
+    #[test]
+    fn sampled_from_outside_only_as_records_own_cpu_child() {
+        let outside = |vars: &[(&str, &str)]| {
+            let mut all = vec![("TICKSCOPE_CPUPROFILE", "p.pb.gz")];
+            all.extend_from_slice(vars);
+            read(&all, 7).0.unwrap().1.outside
+        };
+        // The parent (1, in `read`) is the `record` named.
+        assert!(outside(&[("TICKSCOPE_CPUPROFILE_OUTSIDE", "1")]));
+        // ... and an exec'd image of that program (the same pid) as well.
+        assert!(outside(&[
+            ("TICKSCOPE_CPUPROFILE_OUTSIDE", "1"),
+            ("TICKSCOPE_CPUPROFILE_PID", "7")
+        ]));
+        // Not a program it execs, another parent, wall time, or an unreadable value.
+        assert!(!outside(&[
+            ("TICKSCOPE_CPUPROFILE_OUTSIDE", "1"),
+            ("TICKSCOPE_CPUPROFILE_PID", "5")
+        ]));
+        assert!(!outside(&[("TICKSCOPE_CPUPROFILE_OUTSIDE", "2")]));
+        assert!(!outside(&[
+            ("TICKSCOPE_CPUPROFILE_OUTSIDE", "1"),
+            ("TICKSCOPE_CPUPROFILE_MODE", "wall")
+        ]));
+        assert!(!outside(&[("TICKSCOPE_CPUPROFILE_OUTSIDE", "x")]));
+        assert!(!outside(&[]));
     }
 
     #[test]

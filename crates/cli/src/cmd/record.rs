@@ -4,6 +4,10 @@
 //! their profiles were written: the program's to FILE, each program it exec'd (and with
 //! `--forks` each fork child that did not exec) to `FILE.<run>.<pid>` (the run is the
 //! program's pid, so two runs never mix), or all of them merged into FILE with `--merge`.
+//!
+//! `tickscope record --pid PID [-F HZ] [-o FILE] [--duration SECS]` samples a process that
+//! is already running, from outside it (`tickscope::sampler::Attached`), until it ends, the
+//! duration passes, or Ctrl-C; then writes FILE and prints the same table.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -45,8 +49,16 @@ pub struct Args {
     /// it runs pays for each one.
     #[arg(long)]
     forks: bool,
+    /// Sample this running process (of the same user) from outside it, instead of running a
+    /// program: until it ends, --duration passes, or Ctrl-C. CPU time only.
+    #[arg(long, value_name = "PID", conflicts_with_all = ["command", "wall", "merge", "forks"],
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// With --pid: stop after this many seconds.
+    #[arg(long, value_name = "SECS", requires = "pid")]
+    duration: Option<f64>,
     /// The program and its arguments.
-    #[arg(required = true, last = true, value_name = "PROG ARGS")]
+    #[arg(required_unless_present = "pid", last = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
 }
 
@@ -100,6 +112,9 @@ fn started(n: usize) -> &'static str {
 
 /// Runs the program; returns the exit status to forward (128 + N for a signal, as shells do).
 pub fn run(args: Args) -> Result<u8> {
+    if let Some(pid) = args.pid {
+        return run_attached(&args, pid);
+    }
     FORKS.store(args.forks, std::sync::atomic::Ordering::Relaxed);
     let lib = find_lib()?;
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
@@ -147,6 +162,22 @@ pub fn run(args: Args) -> Result<u8> {
         )
         .env("TICKSCOPE_MESSAGES", messages.path())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
+    // In CPU mode, where perf events may be opened on a process of this user, the program
+    // is sampled from outside, by this command: the library in it only passes the settings
+    // on to the programs it execs (which sample themselves). No thread of tickscope's runs
+    // in it then; a shell that forks for every command pays for any thread there at each
+    // fork (docs/design-changes.md, "The program record starts, sampled from outside").
+    // (Frame pointers asked for, `TICKSCOPE_CPUPROFILE_UNWIND=fp`: the library's own way.)
+    let outside = !args.wall
+        && std::env::var_os("TICKSCOPE_CPUPROFILE_UNWIND").is_none_or(|v| v != "fp")
+        && tickscope::sampler::Attached::permitted();
+    match outside {
+        true => command.env(
+            "TICKSCOPE_CPUPROFILE_OUTSIDE",
+            std::process::id().to_string(),
+        ),
+        false => command.env_remove("TICKSCOPE_CPUPROFILE_OUTSIDE"),
+    };
     // In a terminal's foreground, the program shares this command's process group, as any
     // program run from a shell does: a Ctrl-C (or Ctrl-Z) reaches the program and this
     // command alike; this one waits for the program (which writes its profile on
@@ -164,9 +195,21 @@ pub fn run(args: Args) -> Result<u8> {
         say!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
     let mut run = 0;
+    let mut sampling = None;
+    let spawned = std::time::Instant::now();
     let status = match command.spawn().and_then(|c| {
         run = c.id();
-        wait_forwarding(c, own_group)
+        // Before any wait: the program cannot be reaped before it is attached to.
+        let file = program
+            .as_deref()
+            .and_then(|p| std::fs::canonicalize(p).ok());
+        sampling = outside.then(|| Outside::start(run, args.hz, spawned, file));
+        let mut before_reap = sampling.as_ref().map(Outside::before_reap);
+        wait_forwarding(
+            c,
+            own_group,
+            before_reap.as_mut().map(|f| f as &mut dyn FnMut()),
+        )
     }) {
         Ok(s) => s,
         // As a shell says it: 127 for a program not found, 126 for one that cannot run.
@@ -190,6 +233,25 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
+    if let Some(sampling) = sampling {
+        match sampling.finish() {
+            Ok(profile) => {
+                for w in profile.warnings() {
+                    say!("tickscope: warning: {w}");
+                }
+                if let Err(e) = profile.write_pprof(pending.tmp_path()) {
+                    say!(
+                        "tickscope: error: cannot write the profile of {}: {e}",
+                        Path::new(prog).display()
+                    );
+                }
+            }
+            Err(e) => say!(
+                "tickscope: error: cannot sample {} from outside: {e}",
+                Path::new(prog).display()
+            ),
+        }
+    }
     let Said {
         exit_cpu,
         ends,
@@ -433,6 +495,185 @@ pub fn run(args: Args) -> Result<u8> {
     Ok(code)
 }
 
+/// The program `record` started, sampled from outside it (see `run`) on a thread of
+/// `record`'s own until it ends; or why it could not be.
+enum Outside {
+    Sampling {
+        thread: std::thread::JoinHandle<tickscope::sampler::Profile>,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        /// The program's CPU clock read as a zombie (0 until then).
+        final_cpu: std::sync::Arc<std::sync::atomic::AtomicU64>,
+        pid: u32,
+    },
+    Failed(String),
+}
+
+impl Outside {
+    /// Attaches to the program `pid`, started at `spawned` (before it is waited for).
+    fn start(pid: u32, hz: u32, spawned: std::time::Instant, program: Option<PathBuf>) -> Outside {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let mut attached = match tickscope::sampler::Attached::from_start(pid, hz, spawned) {
+            Ok(a) => match program {
+                Some(p) => a.program(p),
+                None => a,
+            },
+            Err(e) => return Outside::Failed(e.to_string()),
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopping = std::sync::Arc::clone(&stop);
+        let final_cpu = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let total = std::sync::Arc::clone(&final_cpu);
+        let thread = std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn(move || {
+                // Until told: the program's end is seen here (a zombie) before its clock
+                // is read for the last time, as it is reaped.
+                while !stopping.load(Relaxed) {
+                    attached.poll();
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                match total.load(Relaxed) {
+                    0 => attached.finish(),
+                    ns => attached.finish_ended(ns),
+                }
+            });
+        match thread {
+            Ok(thread) => Outside::Sampling {
+                thread,
+                stop,
+                final_cpu,
+                pid,
+            },
+            Err(e) => Outside::Failed(format!("cannot start a thread: {e}")),
+        }
+    }
+
+    /// What runs once the program has ended, before it is reaped: its CPU clock's last
+    /// reading.
+    fn before_reap(&self) -> impl FnMut() {
+        let (final_cpu, pid) = match self {
+            Outside::Sampling { final_cpu, pid, .. } => {
+                (Some(std::sync::Arc::clone(final_cpu)), *pid)
+            }
+            Outside::Failed(_) => (None, 0),
+        };
+        move || {
+            if let (Some(f), Some(ns)) = (
+                &final_cpu,
+                tickscope::sampler::Attached::process_cpu_ns(pid),
+            ) {
+                f.store(ns, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Once the program has ended: its profile.
+    fn finish(self) -> Result<tickscope::sampler::Profile, String> {
+        match self {
+            Outside::Sampling { thread, stop, .. } => {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                thread
+                    .join()
+                    .map_err(|_| "the sampling thread panicked".to_string())
+            }
+            Outside::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// `record --pid`: samples a running process from outside until it ends, `--duration`
+/// passes, or SIGINT/SIGTERM/SIGHUP; writes the profile and prints its top table.
+fn run_attached(args: &Args, pid: u32) -> Result<u8> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let deadline = match args.duration {
+        Some(d) if !(d > 0.0 && d < 1e9) => {
+            bail!("--duration {d}: must be a positive number of seconds")
+        }
+        Some(d) => Some(std::time::Instant::now() + std::time::Duration::from_secs_f64(d)),
+        None => None,
+    };
+    // Checked before sampling: never the program's own file, in a directory that exists.
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    out::refuse_inputs(
+        &args.output,
+        &exe.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
+    let dir = match args.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "cannot write {}: {} is not a directory",
+            args.output.display(),
+            dir.display()
+        );
+    }
+    // Registered before anything else takes these signals: the first ends the sampling,
+    // and the profile is still written.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .with_context(|| format!("cannot take signal {sig}"))?;
+    }
+    let mut attached = tickscope::sampler::Attached::new(pid, args.hz)
+        .map_err(|e| anyhow::anyhow!("--pid {pid}: {e}"))?;
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|n| n.trim_end().to_string())
+        .unwrap_or_default();
+    say!(
+        "tickscope: attached to process {pid} ({name}) at {} Hz: sampling until it ends{}, or Ctrl-C",
+        args.hz,
+        match args.duration {
+            Some(d) => format!(", {d} s pass"),
+            None => String::new(),
+        }
+    );
+    let why = loop {
+        if !attached.poll() {
+            break "the process ended";
+        }
+        if stop.load(Relaxed) {
+            break "interrupted";
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break "the duration passed";
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let profile = attached.finish();
+    for w in profile.warnings() {
+        say!("tickscope: warning: {w}");
+    }
+    let pending = Output::create(&args.output)?;
+    profile
+        .write_pprof(pending.tmp_path())
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let written = tickscope_profile::load(pending.tmp_path());
+    pending.commit()?;
+    say!("tickscope: stopped sampling process {pid}: {why}");
+    if let (true, Ok(profile)) = (args.top > 0, written) {
+        let argv = [
+            OsString::from("top"),
+            OsString::from("-"),
+            OsString::from(format!("--nodecount={}", args.top)),
+        ];
+        let top = TopOnly::try_parse_from(argv)?;
+        let mut report = top
+            .args
+            .report_of(profile, &args.output.display().to_string())?;
+        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
+        say_part!("{text}");
+    }
+    say!("tickscope: profile written to {}", args.output.display());
+    Ok(0)
+}
+
 /// How tickscope's own threads are named (`thread` label).
 const OWN_THREADS: &str = "tickscope-";
 
@@ -560,6 +801,7 @@ fn say_children(others: &[PathBuf], output: &Path) {
 fn wait_forwarding(
     mut child: std::process::Child,
     own_group: bool,
+    mut before_reap: Option<&mut dyn FnMut()>,
 ) -> std::io::Result<std::process::ExitStatus> {
     use tickscope::__private as p;
     let pid = child.id();
@@ -582,9 +824,14 @@ fn wait_forwarding(
         }
     });
     let status = if job {
-        wait_as_one_job(pid)
+        wait_as_one_job(pid, before_reap)
     } else {
-        child.wait()
+        // Seen ended first, still a zombie, for what must be read before it is reaped.
+        let ended = match before_reap.as_mut() {
+            Some(f) => p::wait_ended_unreaped(pid).map(|()| f()),
+            None => Ok(()),
+        };
+        ended.and_then(|()| child.wait())
     };
     drop(done);
     let _ = forwarder.join();
@@ -605,14 +852,20 @@ fn wait_forwarding(
 /// stopped, and both waited for ever. A stop signal that does not stop `record` (ignored
 /// since it started, or an orphaned group) leaves the program stopped until `record` is
 /// continued, never continued at once only to stop again.
-fn wait_as_one_job(pid: u32) -> std::io::Result<std::process::ExitStatus> {
+fn wait_as_one_job(
+    pid: u32,
+    mut before_reap: Option<&mut dyn FnMut()>,
+) -> std::io::Result<std::process::ExitStatus> {
     use tickscope::__private::{self as p, Waited};
     // The terminal while the program's group has it.
     let mut lent = None;
     let mut stopped = false;
     let mut seen = p::continues();
     loop {
-        match p::wait_job(pid)? {
+        match p::wait_job(
+            pid,
+            before_reap.as_mut().map(|f| &mut **f as &mut dyn FnMut()),
+        )? {
             Waited::Ended(raw) => {
                 if let Some(fd) = lent {
                     let _ = p::give_terminal(fd, p::own_group());

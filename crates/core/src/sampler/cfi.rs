@@ -79,6 +79,9 @@ pub(crate) struct Cfi {
     /// Samples walked, and those whose walk reached the end of the copied stack.
     pub walked: u64,
     pub truncated: u64,
+    /// The process whose stacks these are: `None`, this one; else another, sampled from
+    /// outside (`sampler::attach`), whose mappings are read from `/proc/PID/maps`.
+    pid: Option<u32>,
 }
 
 impl Default for Cfi {
@@ -92,11 +95,36 @@ impl Default for Cfi {
             added: Vec::new(),
             walked: 0,
             truncated: 0,
+            pid: None,
         }
     }
 }
 
 impl Cfi {
+    /// The unwinder of another process's stacks (see [`Cfi::pid`]).
+    pub fn of_process(pid: u32) -> Cfi {
+        Cfi {
+            pid: Some(pid),
+            ..Cfi::default()
+        }
+    }
+
+    /// The executable mappings of the last reading.
+    pub fn maps(&self) -> &[MapEntry] {
+        &self.maps
+    }
+
+    /// Reads the process's mappings again now (see [`Cfi::set_maps`]).
+    pub fn read_maps(&mut self) -> bool {
+        match symbolize::read_maps_of(self.pid) {
+            Ok(maps) => {
+                self.set_maps(&maps);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Takes a new reading of the process's mappings: modules whose mapping went (a
     /// `dlclose`) are removed, so that an address there is never walked by stale tables.
     pub fn set_maps(&mut self, maps: &[MapEntry]) {
@@ -190,9 +218,7 @@ impl Cfi {
     fn add_module_for(&mut self, addr: u64) -> bool {
         let mut entry = self.mapping_of(addr);
         if entry.is_none() && !self.maps_fresh {
-            if let Ok(maps) = symbolize::read_self_maps() {
-                self.set_maps(&maps);
-            }
+            self.read_maps();
             entry = self.mapping_of(addr);
         }
         let Some(entry) = entry.cloned() else {
@@ -223,7 +249,7 @@ impl Cfi {
     /// vDSO's, in memory).
     fn module(&self, entry: &MapEntry) -> Option<Module<Tables>> {
         let sections = if entry.path == "[vdso]" {
-            vdso_sections(entry)?
+            vdso_sections(entry, self.pid.is_some())?
         } else if entry.path.starts_with('/') {
             symbolize::read_unwind_sections(&entry.path)?
         } else {
@@ -258,15 +284,26 @@ fn covered(added: &[(u64, u64)], addr: u64) -> bool {
 }
 
 /// The vDSO's unwind tables, read from its image in memory (`clock_gettime` and friends run
-/// there, and it is no file).
-fn vdso_sections(entry: &MapEntry) -> Option<UnwindSections> {
+/// there, and it is no file). Another process's vDSO is the same image (one per kernel and
+/// ABI), mapped elsewhere: this process's is read for it when it is as long.
+fn vdso_sections(entry: &MapEntry, other: bool) -> Option<UnwindSections> {
     // SAFETY: getauxval has no preconditions.
     let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
-    if base == 0 || base != entry.start || entry.end <= entry.start {
+    if base == 0 || entry.end <= entry.start {
+        return None;
+    }
+    if other {
+        let own = symbolize::read_self_maps().ok()?;
+        let mine = own.iter().find(|m| m.start == base && m.path == "[vdso]")?;
+        if mine.end - mine.start != entry.end - entry.start {
+            return None;
+        }
+    } else if base != entry.start {
         return None;
     }
     // SAFETY: the kernel maps the vDSO image, readable, at AT_SYSINFO_EHDR for the life of
-    // the process, and the mapping read from /proc/self/maps says it spans start..end.
+    // the process, and this process's mapping there (read from /proc/self/maps) is
+    // `entry`'s length: `entry` itself, or checked above for another process's.
     let image = unsafe {
         std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize)
     };

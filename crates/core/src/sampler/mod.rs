@@ -67,6 +67,7 @@
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
 
+mod attach;
 #[allow(unsafe_code)] // the vDSO's image, read in place
 mod cfi;
 mod error;
@@ -88,6 +89,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+pub use attach::Attached;
 pub use error::{Error, ErrorKind};
 use handler::{Shared, Tids, ACTIVE, SHARED};
 use poller::{drain_loop, Adopting, Drained, Msg, Poller, Reply};
@@ -982,5 +984,7 @@ fn parts(
             };
             (signal_name(r.settings.signal), since)
         }),
+        target: None,
+        exit: None,
     }
 }

@@ -846,25 +846,25 @@ impl Drop for Poller {
 
 /// What reading the rings keeps between reads.
 #[derive(Default)]
-struct Rings {
+pub(super) struct Rings {
     /// Samples read, not yet in the table.
-    samples: Vec<RingStack>,
+    pub samples: Vec<RingStack>,
     /// The walker of stack samples, made at the first one (a process that takes none, a
     /// short program exec'd under `record`, never builds its rule cache), and scratch space
     /// for a record.
-    cfi: Option<Box<super::cfi::Cfi>>,
+    pub cfi: Option<Box<super::cfi::Cfi>>,
     record: Vec<u8>,
 }
 
 /// A sample read from a ring: its thread, its stack (the pc, then return addresses), and
 /// how that was walked.
-struct RingStack {
-    tid: u32,
-    ips: Vec<u64>,
-    walk: Walk,
+pub(super) struct RingStack {
+    pub tid: u32,
+    pub ips: Vec<u64>,
+    pub walk: Walk,
 }
 
-enum Walk {
+pub(super) enum Walk {
     /// By the kernel, by frame pointers.
     Chain,
     /// By the unwind tables; `cut` where it ran past the copied stack or the frame limit.
@@ -873,7 +873,7 @@ enum Walk {
 
 /// Moves a ring's samples into `rings.samples`, walking the stack
 /// samples by the unwind tables, and counts what the ring lost.
-fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
+pub(super) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
     let Rings {
         samples,
         cfi,

@@ -20,9 +20,22 @@ pub(crate) fn open_files_limit() -> usize {
 /// Its descriptor is never 0-2 (the program's, even while they are closed: the drain thread
 /// reads this every poll, while the program may be opening its standard streams).
 pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
+    list_threads_of(None, into)
+}
+
+/// `/proc/self`, or `/proc/PID` for another process (see `sampler::attach`).
+pub(crate) fn proc_dir(pid: Option<u32>) -> String {
+    match pid {
+        Some(pid) => format!("/proc/{pid}"),
+        None => "/proc/self".to_string(),
+    }
+}
+
+/// [`list_threads`] of process `pid` (`None`: this one).
+pub(crate) fn list_threads_of(pid: Option<u32>, into: &mut Vec<i32>) -> io::Result<()> {
     use std::os::fd::IntoRawFd;
     into.clear();
-    let fd = crate::sys::open_read("/proc/self/task".as_ref())?.into_raw_fd();
+    let fd = crate::sys::open_read(format!("{}/task", proc_dir(pid)).as_ref())?.into_raw_fd();
     // SAFETY: `fd` is an open directory descriptor we own; fdopendir takes it over (closed
     // by closedir below), or fails and leaves it to us.
     let dir = unsafe { libc::fdopendir(fd) };
@@ -56,7 +69,12 @@ pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
 /// `/proc/self/task` can skip live threads while others start and exit around it (it is read
 /// in several `getdents` calls, positioned by index); this asks the kernel about one thread.
 pub(crate) fn thread_alive(tid: i32) -> bool {
-    let pid = std::process::id() as libc::pid_t;
+    thread_alive_of(std::process::id(), tid)
+}
+
+/// [`thread_alive`] for a thread of process `pid`.
+pub(crate) fn thread_alive_of(pid: u32, tid: i32) -> bool {
+    let pid = pid as libc::pid_t;
     // SAFETY: tgkill with signal 0 sends nothing; it only checks that the thread exists in
     // this thread group.
     let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
@@ -81,9 +99,14 @@ pub(crate) fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
 /// Thread `tid`'s user and system CPU time so far, in clock ticks (`/proc/self/task/TID/stat`
 /// fields 14 and 15: the kernel's split of its CPU time, sampled at its ticks).
 pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
+    thread_times_of(None, tid)
+}
+
+/// [`thread_times`] of a thread of process `pid` (`None`: this one).
+pub(crate) fn thread_times_of(pid: Option<u32>, tid: i32) -> Option<(u64, u64)> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::open_read(format!("/proc/self/task/{tid}/stat").as_ref())
+    crate::sys::open_read(format!("{}/task/{tid}/stat", proc_dir(pid)).as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;
@@ -97,14 +120,19 @@ pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
 
 /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`, read through a descriptor above 2).
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
-    use std::io::Read;
     // The calling thread's own: asked of the kernel, no file opened (the start's poll names
     // the thread that starts the sampler this way).
     if tid as u64 == crate::sys::gettid() {
         return Some(crate::sys::name_text(&crate::sys::own_name()));
     }
+    thread_name_of(None, tid)
+}
+
+/// [`thread_name`] of a thread of process `pid` (`None`: this one), from its `comm` file.
+pub(crate) fn thread_name_of(pid: Option<u32>, tid: i32) -> Option<String> {
+    use std::io::Read;
     let mut s = String::new();
-    crate::sys::open_read(format!("/proc/self/task/{tid}/comm").as_ref())
+    crate::sys::open_read(format!("{}/task/{tid}/comm", proc_dir(pid)).as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;

@@ -58,12 +58,19 @@ pub(crate) fn parse_maps(text: &str) -> Vec<MapEntry> {
 
 /// Reads and parses `/proc/self/maps`.
 pub(crate) fn read_self_maps() -> io::Result<Vec<MapEntry>> {
+    read_maps_of(None)
+}
+
+/// Reads and parses `/proc/PID/maps` (`None`: this process's).
+pub(crate) fn read_maps_of(pid: Option<u32>) -> io::Result<Vec<MapEntry>> {
     // Bytes, not `read_to_string`: one file name that is not UTF-8 must not make every
     // other mapping unknown. A mangled name only fails to open later.
     let mut bytes = Vec::new();
     // Above descriptor 2: the drain thread reads this while the program runs.
     io::Read::read_to_end(
-        &mut crate::sys::open_read("/proc/self/maps".as_ref())?,
+        &mut crate::sys::open_read(
+            format!("{}/maps", crate::sampler::procfs::proc_dir(pid)).as_ref(),
+        )?,
         &mut bytes,
     )?;
     Ok(parse_maps(&String::from_utf8_lossy(&bytes)))
@@ -160,6 +167,20 @@ pub(crate) fn main_module() -> Option<Module> {
         build_id,
         has_debug_info: false,
     })
+}
+
+/// Another process's program, named by its file alone (it ended before its mappings were
+/// read): for `File:` and its build id, at no address.
+#[cfg(feature = "sampler")]
+pub(crate) fn file_module(path: &str) -> Module {
+    Module {
+        start: 0,
+        limit: 0,
+        offset: 0,
+        path: path.to_string(),
+        build_id: read_elf_file(path).map(|i| i.build_id).unwrap_or_default(),
+        has_debug_info: false,
+    }
 }
 
 /// A source-level frame. An address gives several when functions were inlined.

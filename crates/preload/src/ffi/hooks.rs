@@ -29,13 +29,43 @@ fn start_from_env() {
     let pid = std::process::id();
     let mut warn = |w: String| ts::__private::say(&format!("tickscope: {w}"));
     let Some((settings, extras)) =
-        profile::settings_from_env(ts::__private::env_var, pid, &mut warn)
+        profile::settings_from_env(ts::__private::env_var, pid, parent_pid(), &mut warn)
     else {
         return;
     };
     if extras.root {
         // Programs this one execs profile into files of their own (see the crate docs).
         std::env::set_var("TICKSCOPE_CPUPROFILE_PID", pid.to_string());
+    }
+    if extras.outside {
+        // `record` samples this process from outside (see `profile::EnvExtras::outside`):
+        // no sampler, thread or profile here. Its fork children still say they ran
+        // unprofiled as they end (at exit, `_exit`, or SIGINT/SIGTERM), or sample
+        // themselves with `--forks`.
+        profile::claim(pid);
+        write_at_exit();
+        // A fork child that samples (`--forks`) takes `_exit`'s answer pipe over, as from
+        // a sampled parent: made here for it (no thread; this process's `_exit` finds no
+        // sampler to ask).
+        let forks_pipe = match &extras.forks {
+            Some(_) => write_at_underscore_exit(),
+            None => Ok(()),
+        };
+        if extras.on_signals {
+            write_on_signals();
+        }
+        match (&extras.forks, forks_pipe) {
+            (Some(forks), Ok(())) => deferred::sample_fork_children(
+                &settings,
+                forks.base.clone(),
+                forks.line_if_unsampled,
+            ),
+            (Some(_), Err(e)) => ts::__private::say(&format!(
+                "tickscope: {e}: fork children are not sampled (they are counted)"
+            )),
+            (None, _) => {}
+        }
+        return;
     }
     // Under `record`, a program it exec'd starts its sampler a moment late, so that one that
     // ends first costs little (see `deferred`); the hooks go in first.
@@ -62,6 +92,12 @@ fn start_from_env() {
     if deferrable && !deferred::defer(settings.clone()) {
         start_with(settings);
     }
+}
+
+/// The parent's process id.
+fn parent_pid() -> u32 {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    unsafe { libc::getppid() as u32 }
 }
 
 /// Starts the sampler the environment asked for (falling back to `SIGPROF` where there is

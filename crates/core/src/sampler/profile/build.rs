@@ -79,6 +79,17 @@ pub(crate) fn build(p: Parts) -> Profile {
             },
         });
     }
+    if let Some((tid, ns)) = p.exit {
+        samples.push(Sample {
+            tid,
+            locs: vec![Loc::Synthetic(EXIT)],
+            scopes: Vec::new(),
+            counts: Counts {
+                count: 0,
+                weight: ns,
+            },
+        });
+    }
     let unsampled = p.unsampled.iter().map(|u| (u, UNSAMPLED));
     for ((tid, ns), label) in unsampled.chain(p.before_start.iter().map(|u| (u, BEFORE_START))) {
         samples.push(Sample {
@@ -163,13 +174,26 @@ pub(crate) fn build(p: Parts) -> Profile {
         .collect();
     // Without a sample, only the program's own mapping, for `File:`, read from memory: a
     // short program exec'd under `record` reads neither its mappings nor a file to say so.
-    let main_only = addrs
-        .is_empty()
+    let main_only = (addrs.is_empty() && p.target.is_none())
         .then(crate::symbolize::main_module)
         .flatten();
-    let (symbols, modules, module_of) = match main_only {
-        Some(main) => (HashMap::new(), vec![main], HashMap::new()),
-        None => symbolized(&addrs),
+    let exe = match &p.target {
+        Some(t) => t.exe.clone(),
+        None => std::fs::read_link("/proc/self/exe").ok(),
+    };
+    let (symbols, modules, module_of) = match (main_only, &p.target) {
+        (Some(main), _) => (HashMap::new(), vec![main], HashMap::new()),
+        // Ended before its mappings were read: its program by name.
+        (None, Some(t)) if t.maps.is_empty() => match exe.as_deref().and_then(|e| e.to_str()) {
+            Some(exe) => (
+                HashMap::new(),
+                vec![crate::symbolize::file_module(exe)],
+                HashMap::new(),
+            ),
+            None => (HashMap::new(), Vec::new(), HashMap::new()),
+        },
+        (None, Some(t)) => symbolized(&addrs, Ok(t.maps.clone()), exe.as_deref()),
+        (None, None) => symbolized(&addrs, crate::symbolize::read_self_maps(), exe.as_deref()),
     };
 
     let scope_ids: BTreeSet<u32> = samples
@@ -199,25 +223,39 @@ pub(crate) fn build(p: Parts) -> Profile {
             "requested {} Hz, achieved {achieved:.0} samples per second of sampled time (each weighted by the periods it stands for)",
             p.requested_hz
         ),
-        format!(
-            "{} signals, {} threads seen, {} lost samples, {} stacks cut at the leaf (its mapping not in the unwinder's snapshot), {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
-            p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
-        ),
-        walk,
-        depth_comment(&samples),
-        match p.signals {
-            0 => format!("table {} KiB", p.table_bytes / 1024),
-            n => format!(
-                "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
-                p.handler_ns / n,
-                p.table_bytes / 1024
-            ),
-        },
-        format!(
-            "threads that asked to be armed as they started: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
-            p.adopted, p.maps_reads
-        ),
     ];
+    if p.target.is_some() {
+        // Sampled from outside: no signal, no handler, no table in the process.
+        comments.extend([
+            format!(
+                "{} threads seen (found by polling /proc/PID/task every 10 ms); mappings read: {} times",
+                p.threads_seen, p.maps_reads
+            ),
+            walk,
+            depth_comment(&samples),
+        ]);
+    } else {
+        comments.extend([
+            format!(
+                "{} signals, {} threads seen, {} lost samples, {} stacks cut at the leaf (its mapping not in the unwinder's snapshot), {} truncated stacks, {} found the table full, {} stray signals ignored, {} mappings beyond the unwinder's snapshot",
+                p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
+            ),
+            walk,
+            depth_comment(&samples),
+            match p.signals {
+                0 => format!("table {} KiB", p.table_bytes / 1024),
+                n => format!(
+                    "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
+                    p.handler_ns / n,
+                    p.table_bytes / 1024
+                ),
+            },
+            format!(
+                "threads that asked to be armed as they started: {} (the others were found by polling /proc/self/task); mappings read for the unwinder: {} times",
+                p.adopted, p.maps_reads
+            ),
+        ]);
+    }
     if scaled.1 > 0.0 {
         comments.push(format!(
             "each thread's sample weights scaled to the CPU time it used while sampled ({}; factors {:.3} to {:.3})",
@@ -309,8 +347,9 @@ pub(crate) fn build(p: Parts) -> Profile {
     }
     // Under `record` (messages to its file), a process's few samples are not judged alone:
     // the run's profiles are read together, and `record` judges their sum.
-    if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) && !crate::sys::messages_to_record()
-    {
+    let judged_by_record =
+        crate::sys::messages_to_record() || p.target.as_ref().is_some_and(|t| t.whole);
+    if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) && !judged_by_record {
         let over = tickscope_fmt::duration(p.duration.as_nanos() as f64);
         // No sample, no rate: the period it would be measured over is not known.
         let rate = match taken {
@@ -337,8 +376,11 @@ pub(crate) fn build(p: Parts) -> Profile {
             "{lost} samples were lost (the table and its overflow log were full); they appear as [lost: ...] frames"
         ));
     }
-    for w in &warnings {
-        crate::diag::warn(w);
+    // Another process's profile: its warnings are the caller's to say (`warnings()`).
+    if p.target.is_none() {
+        for w in &warnings {
+            crate::diag::warn(w);
+        }
     }
     Profile {
         mode: p.mode,
@@ -353,6 +395,7 @@ pub(crate) fn build(p: Parts) -> Profile {
         symbols,
         modules,
         module_of,
+        exe,
         taken,
         signalled: p.signals,
         effective_samples,
@@ -384,10 +427,14 @@ type Symbolized = (
 );
 
 /// Frames and mapping index of each address, and the mappings (executable files, by
-/// `/proc/self/maps`), with build ids for the program's and those the addresses are in
-/// (what `Profile::to_pprof` lists). Nothing if the mappings cannot be read.
-fn symbolized(addrs: &BTreeSet<u64>) -> Symbolized {
-    let Ok(maps) = crate::symbolize::read_self_maps() else {
+/// `/proc/<pid>/maps`), with build ids for the program's (`exe`) and those the addresses
+/// are in (what `Profile::to_pprof` lists). Nothing if the mappings could not be read.
+fn symbolized(
+    addrs: &BTreeSet<u64>,
+    maps: std::io::Result<Vec<crate::symbolize::MapEntry>>,
+    exe: Option<&std::path::Path>,
+) -> Symbolized {
+    let Ok(maps) = maps else {
         return (HashMap::new(), Vec::new(), HashMap::new());
     };
     let mut sym = Symbolizer::new(&maps);
@@ -406,10 +453,7 @@ fn symbolized(addrs: &BTreeSet<u64>) -> Symbolized {
     // Build ids for the mappings the profile lists: the program's and those a sample
     // is in (`Profile::to_pprof`).
     let used: BTreeSet<usize> = module_of.values().copied().collect();
-    let exe = std::fs::read_link("/proc/self/exe").ok();
-    sym.read_module_info(|i, m| {
-        used.contains(&i) || exe.as_deref() == Some(std::path::Path::new(&m.path))
-    });
+    sym.read_module_info(|i, m| used.contains(&i) || exe == Some(std::path::Path::new(&m.path)));
     (symbols, sym.modules().to_vec(), module_of)
 }
 
@@ -418,6 +462,10 @@ fn walk_comment(p: &Parts) -> String {
     const FP: &str = "stacks are walked by frame pointers: a function built without them (most C libraries) hides its callers up to the next function that has them, and its caller appears to be that function's; no frame is ever invented";
     if p.unwind != super::super::Unwind::Tables {
         return FP.to_string();
+    }
+    if p.stack.threads == 0 && p.target.is_some() {
+        return "no thread was sampled: the process had ended before it could be attached to"
+            .to_string();
     }
     if p.stack.threads == 0 {
         let why = match (p.mode, p.source, &p.stack.error) {
@@ -428,7 +476,11 @@ fn walk_comment(p: &Parts) -> String {
         return format!("unwind tables were asked for, but {why}: {FP}");
     }
     let mut c = format!(
-        "stacks are walked by the unwind tables (.eh_frame, DWARF CFI) on the drain thread, from the registers and the top {} KiB of stack a perf event copies at each sample, for {}: {} walked, {} ({:.1}%) ran past the copied bytes and are cut at their root end (counted as truncated); these samples carry no scope labels",
+        "stacks are walked by the unwind tables (.eh_frame, DWARF CFI) {}, from the registers and the top {} KiB of stack a perf event copies at each sample, for {}: {} walked, {} ({:.1}%) ran past the copied bytes and are cut at their root end (counted as truncated); these samples carry no scope labels",
+        match p.target {
+            Some(_) => "outside the process",
+            None => "on the drain thread",
+        },
         super::super::timer::STACK_BYTES / 1024,
         tickscope_fmt::count(p.stack.threads, "thread"),
         p.stack.walked,

@@ -43,6 +43,8 @@ const UNACCOUNTED: &str =
 const NO_SIGNAL: &str = "[not sampled: no signal arrived]";
 /// A thread's time in system calls and faults, which the perf source cannot sample.
 const KERNEL: &str = "[kernel mode]";
+/// A process's end after its last thread's event stopped counting (sampled from outside).
+const EXIT: &str = "[kernel mode: process exit]";
 const HANDLER_REPLACED: &str = "[not sampled: signal handler replaced by the program]";
 /// A walk cut short: by the frame limit, or (unwind tables) at the end of the stack bytes perf
 /// copied.
@@ -139,6 +141,21 @@ pub(crate) struct Parts {
     /// The program replaced the sampler's signal handler: the signal's name, and (CPU mode)
     /// the process's CPU time from then to the end, which no sample holds.
     pub handler_replaced: Option<(String, Option<u64>)>,
+    /// Set when the samples are another process's, taken from outside it.
+    pub target: Option<Target>,
+    /// Sampled from outside, the process's exit after its threads' events stopped: its
+    /// main thread and the CPU time.
+    pub exit: Option<(u32, u64)>,
+}
+
+/// A process sampled from outside ([`super::attach`]): its mappings, as last read while it
+/// ran (it may be gone by the end), and its program.
+pub(crate) struct Target {
+    pub maps: Vec<crate::symbolize::MapEntry>,
+    pub exe: Option<std::path::PathBuf>,
+    /// Sampled from its start by `tickscope record`, which judges the run's samples
+    /// together (no warning of few samples for this one alone).
+    pub whole: bool,
 }
 
 /// A finished profile. See the [module docs](super) for what it holds.
@@ -156,6 +173,8 @@ pub struct Profile {
     symbols: HashMap<u64, Vec<Frame>>,
     modules: Vec<Module>,
     module_of: HashMap<u64, usize>,
+    /// The program (its mapping is pprof's first, for `File:`).
+    exe: Option<std::path::PathBuf>,
     /// Samples taken: signals handled, and stacks read from perf rings.
     taken: u64,
     /// Of those, the signals (the handler's time is averaged over them).
@@ -175,6 +194,12 @@ fn fmt_ns(ns: u64) -> String {
 }
 
 impl Profile {
+    /// Adds comments after the first (which names the sampler).
+    pub(crate) fn add_comments(&mut self, more: Vec<String>) {
+        let at = self.comments.len().min(1);
+        self.comments.splice(at..at, more);
+    }
+
     /// The profile of a sampler whose process forked: empty.
     pub(crate) fn empty_after_fork() -> Profile {
         Profile {
@@ -190,6 +215,7 @@ impl Profile {
             symbols: HashMap::new(),
             modules: Vec::new(),
             module_of: HashMap::new(),
+            exe: None,
             taken: 0,
             signalled: 0,
             effective_samples: 0.0,
@@ -517,8 +543,7 @@ impl Profile {
         // Mappings: the program's own first (pprof's `File:` is the first mapping's), then
         // the modules any sample touched, in address order.
         let used: BTreeSet<usize> = self.module_of.values().copied().collect();
-        let exe = std::fs::read_link("/proc/self/exe").ok();
-        let main = exe.as_ref().and_then(|exe| {
+        let main = self.exe.as_ref().and_then(|exe| {
             self.modules
                 .iter()
                 .position(|m| std::path::Path::new(&m.path) == exe.as_path())
