@@ -1,8 +1,9 @@
 //! Chrome trace event JSON: `{"traceEvents":[...],"displayTimeUnit":"ns"}`, read by
 //! `chrome://tracing`, the Perfetto UI and speedscope.
 //!
-//! Each scope is one `"X"` complete event whose `ts` and `dur` are microseconds with three
-//! decimals, printed from integer ns so that nesting survives the conversion exactly; `pid` is
+//! Each scope is one `"X"` complete event whose `ts` and `dur` are microseconds on a grid of
+//! 1/1024 µs (exact binary fractions, see `format::micros`), so that nesting survives the
+//! conversion exactly, even for a reader that adds `ts` and `dur` in doubles; `pid` is
 //! 1 and `tid` the capture's thread index (small and non-zero). Frame marks, messages and
 //! losses are thread-scoped `"i"` instant events (categories `frame`, `message`, `lost`),
 //! counters `"C"` events, and `"M"` metadata events name the process (its program) and
@@ -13,7 +14,7 @@
 use std::io::{self, Read, Write};
 
 use super::filter::{Filter, LeftOut};
-use super::format::{json_str, micros};
+use super::format::{grid, json_str, micros};
 use super::replay::{replay, Close, Instant, Sink};
 use super::{Error, TimeMap};
 use crate::tscap::AsyncWhat;
@@ -121,7 +122,7 @@ impl<W: Write> Chrome<W> {
         self.buf.push_str(",\"ph\":\"");
         self.buf.push_str(ph);
         self.buf.push_str("\",\"ts\":");
-        micros(&mut self.buf, ns);
+        micros(&mut self.buf, grid(ns));
         self.buf.push_str(",\"pid\":1,\"tid\":");
         self.buf.push_str(&thread.to_string());
     }
@@ -147,7 +148,8 @@ impl<W: Write> Sink for Chrome<W> {
         self.buf.push_str(",\"cat\":\"scope\"");
         self.common("X", begin, thread);
         self.buf.push_str(",\"dur\":");
-        micros(&mut self.buf, end.saturating_sub(begin));
+        // The end on the grid less the start on the grid: `ts + dur` is the end's own value.
+        micros(&mut self.buf, grid(end).saturating_sub(grid(begin)));
         if let Some(label) = how.label() {
             self.buf.push_str(",\"args\":{\"");
             self.buf.push_str(label);

@@ -24,6 +24,13 @@ fn ns(v: &Value) -> i64 {
     (v.as_f64().unwrap() * 1000.0).round() as i64
 }
 
+/// An `X` event's duration in ns: its end (`ts + dur`, added as a reader adds them) less its
+/// start, each back to ns (times are written on a grid of 1/1024 µs).
+fn dur_ns(e: &Value) -> i64 {
+    let end = e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap();
+    (end * 1000.0).round() as i64 - ns(&e["ts"])
+}
+
 /// Checks that a thread's intervals nest: no two overlap without one containing the other.
 fn assert_nested(name: &str, mut spans: Vec<Span>) {
     spans.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
@@ -57,11 +64,7 @@ fn chrome(bytes: &[u8]) -> (Value, BTreeMap<i64, Vec<Span>>) {
             per_tid
                 .entry(e["tid"].as_i64().unwrap())
                 .or_default()
-                .push((
-                    ts,
-                    ts + ns(&e["dur"]),
-                    e["name"].as_str().unwrap().to_owned(),
-                ));
+                .push((ts, ts + dur_ns(e), e["name"].as_str().unwrap().to_owned()));
         }
     }
     (v, per_tid)
@@ -80,28 +83,28 @@ fn chrome_trace_parses_nests_per_thread_and_uses_microseconds() {
     };
     let outer = find("outer");
     // Capture starts at tick 1000; outer begins at tick 10000: 9000 ns = 9.000 µs.
-    assert_eq!((ns(&outer["ts"]), ns(&outer["dur"])), (9000, 1000));
+    assert_eq!((ns(&outer["ts"]), dur_ns(outer)), (9000, 1000));
     assert_eq!(
         (outer["pid"].as_i64(), outer["tid"].as_i64()),
         (Some(1), Some(1))
     );
     assert_eq!(find("leaked")["args"]["abandoned"], true);
-    assert_eq!(ns(&find("leaked")["dur"]), 400);
+    assert_eq!(dur_ns(find("leaked")), 400);
     let open = find("never-ends");
     assert_eq!(open["args"]["unfinished"], true);
     assert_eq!(
-        (ns(&open["ts"]), ns(&open["dur"])),
+        (ns(&open["ts"]), dur_ns(open)),
         (17_000, 100),
         "closed at the last event"
     );
     assert_eq!(
-        ns(&find("backwards")["dur"]),
+        dur_ns(find("backwards")),
         0,
         "a clock step back is not a negative duration"
     );
     let text = String::from_utf8(convert(&sample(false).bytes, Format::Chrome)).unwrap();
     assert!(
-        text.contains("\"ts\":9.000,\"pid\":1,\"tid\":1,\"dur\":1.000"),
+        text.contains("\"ts\":9,\"pid\":1,\"tid\":1,\"dur\":1"),
         "{text}"
     );
     for (tid, spans) in per_tid {
@@ -549,7 +552,7 @@ fn convert_file_uses_the_last_calibration() {
         .iter()
         .find(|e| e["name"] == "outer" && e["tid"] == 1)
         .unwrap();
-    assert_eq!((ns(&outer["ts"]), ns(&outer["dur"])), (4500, 500));
+    assert_eq!((ns(&outer["ts"]), dur_ns(outer)), (4500, 500));
 }
 
 /// A capture for the filters: process start at tick 1000 and 1 GHz, so ns = tick - 1000.
@@ -619,7 +622,7 @@ fn a_filtered_export_keeps_the_window_the_threads_and_the_long_scopes() {
             (
                 e["name"].as_str().unwrap().to_owned(),
                 ns(&e["ts"]),
-                ns(&e["dur"]),
+                dur_ns(e),
                 e["tid"].clone(),
                 e["args"].clone(),
             )
