@@ -427,7 +427,15 @@ impl Attached {
             }
             self.threads_seen += 1;
             let times = procfs::thread_times_of(Some(self.pid), tid);
-            match timer::arm_ring(tid, self.period_ns, true) {
+            // Every ring is this process's locked memory (perf_event_mlock_kb, then
+            // RLIMIT_MEMLOCK), however many threads the other has: at 125 Hz or less the
+            // small one (3 samples: 24 ms and more, past a poll) lets four times as many
+            // threads have one.
+            let ring = match self.period_ns >= 8_000_000 {
+                true => timer::arm_first_ring(tid, self.period_ns),
+                false => timer::arm_ring(tid, self.period_ns, true),
+            };
+            match ring {
                 Ok(armed) => {
                     self.armed_ever += 1;
                     self.threads.insert(tid, Thread { armed, times });
