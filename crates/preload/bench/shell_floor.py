@@ -6,7 +6,8 @@ record` at ≤ 1.5 × its plain time. This script runs that loop, interleaved, i
 prints each median against the plain run's:
 
 - plain;
-- under `tickscope record -F 1000 --top 0` (what the issue measures);
+- under `tickscope record -F 1000 --top 0` (what the issue measures; `record` samples bash
+  from outside, the library in bash only passing the settings on);
 - every /bin/true profiled with the settings `record` gives the programs it execs, bash
   itself not loading anything: what a run whose top program had no thread of tickscope's
   (sampled from outside it) would cost;
@@ -17,8 +18,11 @@ prints each median against the plain run's:
   second thread lives, but glibc has left its single-threaded mode for good (its `fork`
   then takes the malloc and stdio locks and resets them in the child, which costs both
   copy-on-write faults);
-- the same, with libtickscope.so itself in bash with `record`'s settings: the sampled
-  shell, as under `record`, without `record`'s own start and end;
+- the same, with libtickscope.so itself in bash with `record`'s settings: the shell
+  sampling itself, as `record` had it until it sampled its program from outside;
+- the same, with libtickscope.so in bash told that its parent samples it from outside
+  (`TICKSCOPE_CPUPROFILE_OUTSIDE`, as `record` starts it now): the library loaded, no
+  sampler, nothing sampling bash;
 - the same as the second of these (bash loads nothing), with bash sampled from outside it:
   this script opens a task-clock event on bash's main thread that copies its registers and
   16 KiB of its stack into a ring at 1000 Hz (user mode only), as libtickscope's perf source
@@ -191,6 +195,11 @@ def main():
     if baseline:
         ways.append(("  + the baseline sampling bash", only_children,
                      sampled_shell(children, baseline)))
+    # What `record` starts now: the library in bash, told that its parent (this script)
+    # samples it from outside, starts nothing; nothing samples bash here.
+    ways.append(("  + libtickscope in bash, sampling nothing", only_children,
+                 dict(sampled_shell(children, LIB),
+                      TICKSCOPE_CPUPROFILE_OUTSIDE=str(os.getpid()))))
     outside = "  + bash sampled from outside, not unwound"
     ways.append((outside, None, bash_plain))
     results = {name: [] for name, _, _ in ways}

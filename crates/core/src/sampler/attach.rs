@@ -21,6 +21,9 @@
 //!   `[not sampled: threads that ended before discovery, last partial periods]` row, up to
 //!   the last poll before the process ended.
 //! - No scope labels, no signals: nothing is installed in the process.
+//! - A process that execs keeps its events: the samples before the exec are named by the
+//!   mappings read before it (kept beside the new ones unless an address range was mapped
+//!   again), `File:` is the program last seen running.
 //! - Time in system calls is each thread's `[kernel mode]` row, by the kernel's split of the
 //!   thread's time (the event samples user mode only).
 
@@ -71,6 +74,8 @@ pub struct Attached {
     /// When the process was found gone (the profile ends there).
     ended: Option<Instant>,
     exe: Option<PathBuf>,
+    /// Its name at the last poll (an exec changes it).
+    comm: Option<String>,
     /// Threads armed now, by id.
     threads: HashMap<i32, Thread>,
     tids: Vec<i32>,
@@ -195,6 +200,7 @@ impl Attached {
             counted_gone: 0,
             ended: None,
             exe: std::fs::read_link(format!("/proc/{pid}/exe")).ok(),
+            comm: stat_fields(pid).and_then(|(c, _)| c),
             threads: HashMap::new(),
             tids: Vec::new(),
             rings: Rings::default(),
@@ -254,8 +260,11 @@ impl Attached {
         self.drain_all();
         self.read_missed();
         // The kernel's split of each thread's time, for its `[kernel mode]` row when it has
-        // ended (a thread gone takes its figures with it).
-        self.read_times();
+        // ended (a thread gone takes its figures with it; the main thread's are read again
+        // at the end, a zombie's): every 10th poll, as the in-process sampler does.
+        if self.polls % 10 == 0 {
+            self.read_times();
+        }
         if self.ended.is_none() && self.maps_read_at.elapsed() >= MAPS_EVERY {
             if let Ok(maps) = crate::symbolize::read_maps_of(Some(self.pid)) {
                 self.keep_maps(&maps);
@@ -412,11 +421,22 @@ impl Attached {
     /// the process ended when its directory is.
     fn find_threads(&mut self) {
         let mut tids = std::mem::take(&mut self.tids);
+        let stat = stat_fields(self.pid);
+        // Its program may have changed (an `exec`: `env`, `nice`, `sh -c 'exec …'`, which
+        // changes its name): the profile's `File:` is the last one seen running.
+        let comm = stat.as_ref().and_then(|(c, _)| c.clone());
+        if comm.is_some() && comm != self.comm {
+            if let Ok(exe) = std::fs::read_link(format!("/proc/{}/exe", self.pid)) {
+                self.exe = Some(exe);
+            }
+            self.comm = comm;
+        }
         // A zombie keeps its directory (and its main thread's) until its parent reaps it.
-        if process_ended(self.pid)
-            || procfs::list_threads_of(Some(self.pid), &mut tids).is_err()
-            || tids.is_empty()
-        {
+        let ended = match &stat {
+            Some((_, f)) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
+            None => true,
+        };
+        if ended || procfs::list_threads_of(Some(self.pid), &mut tids).is_err() || tids.is_empty() {
             self.tids = tids;
             self.end();
             return;
@@ -606,24 +626,30 @@ fn process_cpu_ns(pid: u32) -> Option<u64> {
     crate::sys::clock_ns(clock)
 }
 
-/// The fields of `/proc/PID/stat` after the name, from the state (field 3) on.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
+/// `/proc/PID/stat`: the name (field 2, between the first `(` and the last `)`), and the
+/// fields after it, from the state (field 3) on.
+fn stat_fields(pid: u32) -> Option<(Option<String>, Vec<String>)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    Some(rest.split_ascii_whitespace().map(str::to_string).collect())
+    let end = stat.rfind(')')?;
+    let name = stat.find('(').map(|at| stat[at + 1..end].to_string());
+    let rest = &stat[end + 1..];
+    Some((
+        name,
+        rest.split_ascii_whitespace().map(str::to_string).collect(),
+    ))
 }
 
 /// Whether process `pid` is gone, or a zombie (dead, its parent yet to reap it).
 fn process_ended(pid: u32) -> bool {
     match stat_fields(pid) {
-        Some(f) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
+        Some((_, f)) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
         None => true,
     }
 }
 
 /// How long process `pid` has run (from its start time in `/proc/PID/stat`).
 fn process_age(pid: u32) -> Option<Duration> {
-    let start_ticks: u64 = stat_fields(pid)?.get(19)?.parse().ok()?;
+    let start_ticks: u64 = stat_fields(pid)?.1.get(19)?.parse().ok()?;
     let uptime: f64 = std::fs::read_to_string("/proc/uptime")
         .ok()?
         .split_ascii_whitespace()
