@@ -204,7 +204,7 @@ pub fn run(args: Args) -> Result<u8> {
             .as_deref()
             .and_then(|p| std::fs::canonicalize(p).ok());
         sampling = outside.then(|| Outside::start(run, args.hz, spawned, file));
-        let mut before_reap = sampling.as_ref().map(Outside::before_reap);
+        let mut before_reap = sampling.as_mut().map(Outside::before_reap);
         wait_forwarding(
             c,
             own_group,
@@ -500,18 +500,25 @@ pub fn run(args: Args) -> Result<u8> {
 enum Outside {
     Sampling {
         thread: std::thread::JoinHandle<tickscope::sampler::Profile>,
-        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-        /// The program's CPU clock read as a zombie (0 until then).
-        final_cpu: std::sync::Arc<std::sync::atomic::AtomicU64>,
-        pid: u32,
+        ask: std::sync::mpsc::Sender<Ask>,
+        /// The thread's answer to [`Ask::Ended`] (taken by [`Outside::before_reap`]).
+        answer: Option<std::sync::mpsc::Receiver<()>>,
     },
     Failed(String),
+}
+
+/// What the sampling thread is told.
+enum Ask {
+    /// The program has ended and is not reaped yet: take the last readings now, while its
+    /// threads' figures and its CPU clock can still be read (a zombie's), then answer.
+    Ended,
+    Stop,
 }
 
 impl Outside {
     /// Attaches to the program `pid`, started at `spawned` (before it is waited for).
     fn start(pid: u32, hz: u32, spawned: std::time::Instant, program: Option<PathBuf>) -> Outside {
-        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        use std::sync::mpsc::{channel, RecvTimeoutError};
         let mut attached = match tickscope::sampler::Attached::from_start(pid, hz, spawned) {
             Ok(a) => match program {
                 Some(p) => a.program(p),
@@ -519,50 +526,52 @@ impl Outside {
             },
             Err(e) => return Outside::Failed(e.to_string()),
         };
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let stopping = std::sync::Arc::clone(&stop);
-        let final_cpu = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let total = std::sync::Arc::clone(&final_cpu);
+        let (ask, asked) = channel();
+        let (answer_tx, answer) = channel();
         let thread = std::thread::Builder::new()
             .name("sampler".into())
             .spawn(move || {
-                // Until told: the program's end is seen here (a zombie) before its clock
-                // is read for the last time, as it is reaped.
-                while !stopping.load(Relaxed) {
-                    attached.poll();
-                    std::thread::sleep(std::time::Duration::from_millis(10));
+                let mut final_cpu = None;
+                loop {
+                    match asked.recv_timeout(std::time::Duration::from_millis(10)) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            attached.poll();
+                        }
+                        Ok(Ask::Ended) => {
+                            attached.poll();
+                            final_cpu = tickscope::sampler::Attached::process_cpu_ns(pid);
+                            let _ = answer_tx.send(());
+                        }
+                        Ok(Ask::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                    }
                 }
-                match total.load(Relaxed) {
-                    0 => attached.finish(),
-                    ns => attached.finish_ended(ns),
+                match final_cpu {
+                    Some(ns) => attached.finish_ended(ns),
+                    None => attached.finish(),
                 }
             });
         match thread {
             Ok(thread) => Outside::Sampling {
                 thread,
-                stop,
-                final_cpu,
-                pid,
+                ask,
+                answer: Some(answer),
             },
             Err(e) => Outside::Failed(format!("cannot start a thread: {e}")),
         }
     }
 
-    /// What runs once the program has ended, before it is reaped: its CPU clock's last
-    /// reading.
-    fn before_reap(&self) -> impl FnMut() {
-        let (final_cpu, pid) = match self {
-            Outside::Sampling { final_cpu, pid, .. } => {
-                (Some(std::sync::Arc::clone(final_cpu)), *pid)
-            }
-            Outside::Failed(_) => (None, 0),
+    /// What runs once the program has ended, before it is reaped: the sampling thread's
+    /// last readings (waited for, at most 5 s: the program is reaped after them either way).
+    fn before_reap(&mut self) -> impl FnMut() {
+        let (ask, answer) = match self {
+            Outside::Sampling { ask, answer, .. } => (Some(ask.clone()), answer.take()),
+            Outside::Failed(_) => (None, None),
         };
         move || {
-            if let (Some(f), Some(ns)) = (
-                &final_cpu,
-                tickscope::sampler::Attached::process_cpu_ns(pid),
-            ) {
-                f.store(ns, std::sync::atomic::Ordering::Relaxed);
+            if let (Some(ask), Some(answer)) = (&ask, &answer) {
+                if ask.send(Ask::Ended).is_ok() {
+                    let _ = answer.recv_timeout(std::time::Duration::from_secs(5));
+                }
             }
         }
     }
@@ -570,8 +579,8 @@ impl Outside {
     /// Once the program has ended: its profile.
     fn finish(self) -> Result<tickscope::sampler::Profile, String> {
         match self {
-            Outside::Sampling { thread, stop, .. } => {
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            Outside::Sampling { thread, ask, .. } => {
+                let _ = ask.send(Ask::Stop);
                 thread
                     .join()
                     .map_err(|_| "the sampling thread panicked".to_string())
@@ -621,8 +630,8 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .with_context(|| format!("cannot take signal {sig}"))?;
     }
-    let mut attached = tickscope::sampler::Attached::new(pid, args.hz)
-        .map_err(|e| anyhow::anyhow!("--pid {pid}: {e}"))?;
+    let mut attached =
+        tickscope::sampler::Attached::new(pid, args.hz).map_err(|e| anyhow::anyhow!("{e}"))?;
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|n| n.trim_end().to_string())
         .unwrap_or_default();

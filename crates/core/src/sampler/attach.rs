@@ -215,7 +215,11 @@ impl Attached {
             unarmed: 0,
             arm_error: None,
             maps: BTreeMap::new(),
-            maps_read_at: Instant::now(),
+            // Read again at the first poll: right after an exec (a program `record` has
+            // just started) the program's own segments may not be mapped yet.
+            maps_read_at: Instant::now()
+                .checked_sub(MAPS_EVERY)
+                .unwrap_or_else(Instant::now),
             maps_reads: 1,
             polls: 0,
         };

@@ -183,16 +183,19 @@ pub(crate) fn build(p: Parts) -> Profile {
     };
     let (symbols, modules, module_of) = match (main_only, &p.target) {
         (Some(main), _) => (HashMap::new(), vec![main], HashMap::new()),
-        // Ended before its mappings were read: its program by name.
-        (None, Some(t)) if t.maps.is_empty() => match exe.as_deref().and_then(|e| e.to_str()) {
-            Some(exe) => (
-                HashMap::new(),
-                vec![crate::symbolize::file_module(exe)],
-                HashMap::new(),
-            ),
-            None => (HashMap::new(), Vec::new(), HashMap::new()),
-        },
-        (None, Some(t)) => symbolized(&addrs, Ok(t.maps.clone()), exe.as_deref()),
+        (None, Some(t)) => {
+            let (symbols, mut modules, mut module_of) =
+                symbolized(&addrs, Ok(t.maps.clone()), exe.as_deref());
+            // Its program, for `File:`, even where no reading of its mappings had it (read
+            // as the exec was still mapping it, or not at all, and the process ended before
+            // the next).
+            let exe_path = exe.as_deref().and_then(|e| e.to_str());
+            if let Some(path) = exe_path.filter(|p| modules.iter().all(|m| m.path != *p)) {
+                modules.insert(0, crate::symbolize::file_module(path));
+                module_of.values_mut().for_each(|m| *m += 1);
+            }
+            (symbols, modules, module_of)
+        }
         (None, None) => symbolized(&addrs, crate::symbolize::read_self_maps(), exe.as_deref()),
     };
 
