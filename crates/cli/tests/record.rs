@@ -1971,10 +1971,11 @@ fn a_running_process_is_sampled_from_outside_until_it_ends() {
     let top = top_ms(&file, &[]);
     assert!(top.contains("File: attach"), "{top}");
     // Its CPU time while sampled: the work (and what little ran between the attachment and
-    // the work's start, and its end), exactly counted by the events.
+    // the work's start, and its end after main), counted by the events (whose task clock
+    // and the process's CPU clock differ by what a hypervisor takes: ±2% here).
     let total = total_ms(&top);
     assert!(
-        total >= cpu - 2.0 && total <= cpu + 0.05 * cpu + 20.0,
+        total >= 0.98 * cpu - 5.0 && total <= 1.05 * cpu + 20.0,
         "{total} ms against {cpu} ms:\n{top}"
     );
     let rows = tree_rows(&file);

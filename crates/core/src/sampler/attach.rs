@@ -138,15 +138,10 @@ impl Attached {
     }
 
     /// Whether this process may sample others of its user through perf events (the
-    /// kernel's `perf_event_paranoid` and seccomp allow it): tried on its own thread.
+    /// kernel's `perf_event_paranoid` and seccomp allow it), asked without opening one (see
+    /// `timer::perf_permitted`: the first real one can take 10-20 ms).
     pub fn permitted() -> bool {
-        match timer::arm_ring(crate::sys::gettid() as i32, 10_000_000, true) {
-            Ok(armed) => {
-                timer::disarm(armed);
-                true
-            }
-            Err(_) => false,
-        }
+        timer::perf_permitted()
     }
 
     fn make(pid: u32, hz: u32, spawned: Option<Instant>) -> Result<Attached, Error> {
@@ -333,7 +328,11 @@ impl Attached {
                 format!(
                     "attached to process {} from outside it, {} after its start, for {}",
                     self.pid,
-                    tickscope_fmt::duration(age.as_nanos() as f64),
+                    // Its start is known to the kernel's clock tick (10 ms) only.
+                    match age.as_millis() / 10 * 10 {
+                        0 => "less than 10 ms".to_string(),
+                        ms => format!("{} (to 10 ms)", tickscope_fmt::duration(ms as f64 * 1e6)),
+                    },
                     tickscope_fmt::duration(sampled.as_nanos() as f64)
                 ),
                 "not in this profile: the CPU time the process used before the attachment".into(),
@@ -662,4 +661,30 @@ fn process_age(pid: u32) -> Option<Duration> {
         .ok()?;
     let start = start_ticks as f64 / crate::sys::clock_ticks_per_second().max(1) as f64;
     Some(Duration::from_secs_f64((uptime - start).max(0.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probe that opens nothing says what opening a real stack ring on this thread
+    /// finds: permitted or not.
+    #[test]
+    fn the_probe_agrees_with_opening_a_real_event() {
+        let real = timer::arm_ring(crate::sys::gettid() as i32, 10_000_000, true)
+            .map(timer::disarm)
+            .is_ok();
+        assert_eq!(timer::perf_permitted(), real);
+    }
+
+    /// `/proc/PID/stat` of this process: its name, its state, a start time.
+    #[test]
+    fn stat_fields_read_the_name_and_the_fields_after_it() {
+        let (name, fields) = stat_fields(std::process::id()).unwrap();
+        assert!(name.is_some_and(|n| !n.is_empty()));
+        assert!(matches!(fields[0].as_str(), "R" | "S" | "D"), "{fields:?}");
+        assert!(process_age(std::process::id()).is_some());
+        assert!(!process_ended(std::process::id()));
+        assert!(process_ended(u32::MAX));
+    }
 }

@@ -165,6 +165,34 @@ fn perf_open(attr: &PerfEventAttr, tid: i32) -> io::Result<libc::c_int> {
     crate::sys::above_stdio(fd)
 }
 
+/// Whether perf events may be opened here (the kernel's `perf_event_paranoid`, a seccomp
+/// filter), asked without making one: an event of a type no PMU has gets `ENOENT` once the
+/// checks that refuse it are passed. A real event is not the probe: the first per-task event
+/// after a second without any waits for an RCU grace period (the kernel switches its
+/// context-switch hooks on), 10-20 ms that a caller about to start a program would make it
+/// wait.
+pub(crate) fn perf_permitted() -> bool {
+    let attr = PerfEventAttr {
+        ty: u32::MAX - 1,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        sample_period: 10_000_000,
+        // disabled, exclude_kernel, exclude_hv: what the real events ask.
+        flags: 1 | 1 << 5 | 1 << 6,
+        ..PerfEventAttr::default()
+    };
+    match perf_open(&attr, 0) {
+        Ok(fd) => {
+            // SAFETY: closes the descriptor just opened (no kernel gives one for this).
+            unsafe { libc::close(fd) };
+            true
+        }
+        Err(e) => matches!(
+            e.raw_os_error(),
+            Some(libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP)
+        ),
+    }
+}
+
 /// Arms a task-clock event on thread `tid` that samples into a ring rather than signal it
 /// (see [`Armed::Ring`]), only where the thread is in user mode. With `stack`, each sample
 /// copies the user registers and [`STACK_BYTES`] of stack, to be walked by the unwind
