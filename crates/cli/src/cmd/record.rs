@@ -412,19 +412,9 @@ pub fn run(args: Args) -> Result<u8> {
             // (the file keeps them).
             profile.comments.clear();
         }
-        let mut argv = vec![
-            OsString::from("top"),
-            OsString::from("-"),
-            OsString::from(format!("--nodecount={}", args.top)),
-        ];
-        if !args.own_threads && own.0 > 0 {
-            argv.push(OsString::from(format!("--tagignore=thread=^{OWN_THREADS}")));
-        }
-        let top = TopOnly::try_parse_from(argv)?;
-        let mut report = top
-            .args
-            .report_of(profile, &args.output.display().to_string())?;
-        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
+        let ignore = (!args.own_threads && own.0 > 0)
+            .then(|| OsString::from(format!("--tagignore=thread=^{OWN_THREADS}")));
+        let text = top_table(profile, &args, ignore)?;
         if several {
             say!(
                 "Processes: {} (the program and the {})",
@@ -667,20 +657,33 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
     pending.commit()?;
     say!("tickscope: stopped sampling process {pid}: {why}");
     if let (true, Ok(profile)) = (args.top > 0, written) {
-        let argv = [
-            OsString::from("top"),
-            OsString::from("-"),
-            OsString::from(format!("--nodecount={}", args.top)),
-        ];
-        let top = TopOnly::try_parse_from(argv)?;
-        let mut report = top
-            .args
-            .report_of(profile, &args.output.display().to_string())?;
-        let text = tickscope_profile::views::top_text(&mut report, super::common::name_width(58));
-        say_part!("{text}");
+        say_part!("{}", top_table(profile, args, None)?);
     }
     say!("tickscope: profile written to {}", args.output.display());
     Ok(0)
+}
+
+/// The `top` view of `profile` as `record` prints it (`--top` rows, `extra` a further option
+/// of the `top` command's).
+fn top_table(
+    profile: tickscope_profile::Profile,
+    args: &Args,
+    extra: Option<OsString>,
+) -> Result<String> {
+    let mut argv = vec![
+        OsString::from("top"),
+        OsString::from("-"),
+        OsString::from(format!("--nodecount={}", args.top)),
+    ];
+    argv.extend(extra);
+    let top = TopOnly::try_parse_from(argv)?;
+    let mut report = top
+        .args
+        .report_of(profile, &args.output.display().to_string())?;
+    Ok(tickscope_profile::views::top_text(
+        &mut report,
+        super::common::name_width(58),
+    ))
 }
 
 /// How tickscope's own threads are named (`thread` label).

@@ -434,12 +434,10 @@ impl Attached {
             }
             self.comm = comm;
         }
-        // A zombie keeps its directory (and its main thread's) until its parent reaps it.
-        let ended = match &stat {
-            Some((_, f)) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
-            None => true,
-        };
-        if ended || procfs::list_threads_of(Some(self.pid), &mut tids).is_err() || tids.is_empty() {
+        if ended(stat.as_ref())
+            || procfs::list_threads_of(Some(self.pid), &mut tids).is_err()
+            || tids.is_empty()
+        {
             self.tids = tids;
             self.end();
             return;
@@ -644,7 +642,13 @@ fn stat_fields(pid: u32) -> Option<(Option<String>, Vec<String>)> {
 
 /// Whether process `pid` is gone, or a zombie (dead, its parent yet to reap it).
 fn process_ended(pid: u32) -> bool {
-    match stat_fields(pid) {
+    ended(stat_fields(pid).as_ref())
+}
+
+/// Whether a reading of [`stat_fields`] says the process is gone (none), or a zombie: a
+/// zombie keeps its directory, and its main thread's, until its parent reaps it.
+fn ended(stat: Option<&(Option<String>, Vec<String>)>) -> bool {
+    match stat {
         Some((_, f)) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
         None => true,
     }
