@@ -65,7 +65,8 @@ pub struct Attached {
     age_at_start: Option<Duration>,
     /// [`Attached::from_start`]: the profile spans the process since its start.
     whole: bool,
-    /// The process's CPU clock when attached to (read before any thread was armed).
+    /// The process's CPU clock when attached to (read once the threads found first were
+    /// armed).
     cpu_at_attach: Option<u64>,
     /// What the process's CPU clock said, at the last poll, that no event had counted.
     missed: u64,
@@ -221,8 +222,10 @@ impl Attached {
         a.rings.cfi = Some(Box::new(Cfi::of_process(pid)));
         a.keep_maps(&maps);
         a.find_threads();
-        // What ran between the clock's first reading and the events' start.
-        a.read_missed();
+        // Read once the first events run: arming them may wait for an RCU grace period
+        // (10-20 ms, the first perf event after a second without any) while the process
+        // runs, and that time is before the profiler started, not a thread missed.
+        a.cpu_at_attach = process_cpu_ns(pid);
         if a.threads.is_empty() && a.ended.is_none() {
             if process_ended(pid) {
                 a.end();
