@@ -1060,6 +1060,11 @@ fn the_end_of_each_process_after_its_profile_is_said() {
         let exit = crate::record::ms(&top, "[kernel mode: process exit]", 0);
         match (out, top.contains("sampled from outside the process")) {
             ("top.pb.gz", true) => assert!(exit >= 1.0, "{out}: {top}"),
+            // Sampled by the library only where perf events are not permitted.
+            ("top.pb.gz", false) => {
+                assert!(!top.contains("source perf_event"), "{top}");
+                assert!(ends >= 1.0, "{out}: {line}");
+            }
             _ => assert!(ends >= 1.0, "{out}: {line}"),
         }
         assert!(held + ends >= 0.97 * tree, "{out}: {line}");
@@ -1842,7 +1847,9 @@ fn the_program_record_runs_has_no_thread_of_tickscopes() {
     assert_eq!(code, Some(0), "{stderr}");
     let top = top_ms(&dir.join("t.pb.gz"), &[]);
     if !top.contains("sampled from outside the process") {
-        // No perf events here: the library samples the program, with a thread of its own.
+        // No perf events here: the library samples the program, with a thread of its own
+        // (where the library's own source is perf, `record` should have sampled from outside).
+        assert!(!top.contains("source perf_event"), "{top}");
         assert!(stdout.contains("threads 2 2"), "{stdout}\n{top}");
         return;
     }

@@ -508,6 +508,13 @@ pub mod __private {
 
     pub use crate::sys::Waited;
 
+    /// Runs `f`, then puts the calling thread's errno back as it was (a signal handler's
+    /// duty to the code it interrupted). Async-signal-safe if `f` is.
+    #[inline(always)]
+    pub fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
+        crate::sys::keeping_errno(f)
+    }
+
     /// Waits for child `pid` to end or to stop.
     pub fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
         crate::sys::wait_job(pid, before_reap)

@@ -593,6 +593,8 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
         None => None,
     };
     // Checked before sampling: never the program's own file, in a directory that exists.
+    // (Not `out::check_writable`: it installs the handler that ends this command on Ctrl-C,
+    // which here ends the sampling and still writes the profile.)
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
     out::refuse_inputs(
         &args.output,

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::cfi::{Cfi, WalkStats};
 use super::error::{Error, ErrorKind};
-use super::poller::{drain_ring, Rings, Walk};
+use super::poller::{drain_ring, kernel_part, Rings, Walk};
 use super::profile::{self, Profile, Target};
 use super::table::{Counts, Key};
 use super::{procfs, timer, Mode, Source, Unwind};
@@ -95,6 +95,8 @@ pub struct Attached {
     maps: BTreeMap<u64, MapEntry>,
     maps_read_at: Instant,
     maps_reads: u64,
+    /// The unwinder's readings of the mappings already kept in `maps`.
+    cfi_readings: u64,
     polls: u64,
 }
 
@@ -191,12 +193,12 @@ impl Attached {
                 None => process_age(pid),
             },
             whole,
-            cpu_at_attach: process_cpu_ns(pid),
+            cpu_at_attach: None,
             missed: 0,
             counted_gone: 0,
             ended: None,
             exe: std::fs::read_link(format!("/proc/{pid}/exe")).ok(),
-            comm: stat_fields(pid).and_then(|(c, _)| c),
+            comm: procfs::process_stat(pid).map(|s| s.name),
             threads: HashMap::new(),
             tids: Vec::new(),
             rings: Rings::default(),
@@ -217,6 +219,7 @@ impl Attached {
                 .checked_sub(MAPS_EVERY)
                 .unwrap_or_else(Instant::now),
             maps_reads: 1,
+            cfi_readings: 0,
             polls: 0,
         };
         a.rings.cfi = Some(Box::new(Cfi::of_process(pid)));
@@ -225,7 +228,7 @@ impl Attached {
         // Read once the first events run: arming them may wait for an RCU grace period
         // (10-20 ms, the first perf event after a second without any) while the process
         // runs, and that time is before the profiler started, not a thread missed.
-        a.cpu_at_attach = process_cpu_ns(pid);
+        a.cpu_at_attach = timer::process_cpu_ns_of(pid);
         if a.threads.is_empty() && a.ended.is_none() {
             if process_ended(pid) {
                 a.end();
@@ -295,7 +298,7 @@ impl Attached {
     /// Process `pid`'s CPU time so far, all its threads' (its CPU clock, which the kernel
     /// lets any process read; a zombie's holds until it is reaped).
     pub fn process_cpu_ns(pid: u32) -> Option<u64> {
-        process_cpu_ns(pid)
+        timer::process_cpu_ns_of(pid)
     }
 
     fn finish_with(mut self, final_cpu: Option<u64>) -> Profile {
@@ -427,17 +430,18 @@ impl Attached {
     /// the process ended when its directory is.
     fn find_threads(&mut self) {
         let mut tids = std::mem::take(&mut self.tids);
-        let stat = stat_fields(self.pid);
+        let stat = procfs::process_stat(self.pid);
         // Its program may have changed (an `exec`: `env`, `nice`, `sh -c 'exec …'`, which
         // changes its name): the profile's `File:` is the last one seen running.
-        let comm = stat.as_ref().and_then(|(c, _)| c.clone());
-        if comm.is_some() && comm != self.comm {
-            if let Ok(exe) = std::fs::read_link(format!("/proc/{}/exe", self.pid)) {
-                self.exe = Some(exe);
+        if let Some(name) = stat.as_ref().map(|s| &s.name) {
+            if self.comm.as_ref() != Some(name) {
+                if let Ok(exe) = std::fs::read_link(format!("/proc/{}/exe", self.pid)) {
+                    self.exe = Some(exe);
+                }
+                self.comm = Some(name.clone());
             }
-            self.comm = comm;
         }
-        if ended(stat.as_ref())
+        if stat.as_ref().map_or(true, |s| s.zombie())
             || procfs::list_threads_of(Some(self.pid), &mut tids).is_err()
             || tids.is_empty()
         {
@@ -510,12 +514,7 @@ impl Attached {
             return;
         };
         self.counted_gone += count;
-        let kernel = match times {
-            Some((user, system)) if user + system > 0 => {
-                (count as u128 * system as u128 / (user + system) as u128) as u64
-            }
-            _ => 0,
-        };
+        let kernel = kernel_part(count, times);
         if kernel > 0 {
             *self.kernel.entry(tid as u32).or_default() += kernel;
         }
@@ -550,9 +549,14 @@ impl Attached {
                 weight: self.period_ns,
             });
         }
-        if let Some(cfi) = &self.rings.cfi {
-            let maps = cfi.maps().to_vec();
-            self.keep_maps(&maps);
+        // The unwinder's reading of the mappings (taken when a walk met an address in none
+        // it knew: a library just loaded), kept for the end's symbols once.
+        if let Some(cfi) = self.rings.cfi.take() {
+            if cfi.readings != self.cfi_readings {
+                self.cfi_readings = cfi.readings;
+                self.keep_maps(cfi.maps());
+            }
+            self.rings.cfi = Some(cfi);
         }
     }
 
@@ -563,7 +567,7 @@ impl Attached {
         if self.ended.is_some() {
             return;
         }
-        let (Some(at), Some(now)) = (self.cpu_at_attach, process_cpu_ns(self.pid)) else {
+        let (Some(at), Some(now)) = (self.cpu_at_attach, timer::process_cpu_ns_of(self.pid)) else {
             return;
         };
         let live: u64 = self
@@ -622,44 +626,15 @@ impl std::fmt::Debug for Attached {
     }
 }
 
-/// Process `pid`'s CPU time so far, all its threads' (its CPU clock, which the kernel lets
-/// any process read; a zombie's holds until it is reaped).
-fn process_cpu_ns(pid: u32) -> Option<u64> {
-    // MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's posix-timers.h.
-    let clock = (!(pid as libc::clockid_t) << 3) | 2;
-    crate::sys::clock_ns(clock)
-}
-
-/// `/proc/PID/stat`: the name (field 2, between the first `(` and the last `)`), and the
-/// fields after it, from the state (field 3) on.
-fn stat_fields(pid: u32) -> Option<(Option<String>, Vec<String>)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let end = stat.rfind(')')?;
-    let name = stat.find('(').map(|at| stat[at + 1..end].to_string());
-    let rest = &stat[end + 1..];
-    Some((
-        name,
-        rest.split_ascii_whitespace().map(str::to_string).collect(),
-    ))
-}
-
 /// Whether process `pid` is gone, or a zombie (dead, its parent yet to reap it).
 fn process_ended(pid: u32) -> bool {
-    ended(stat_fields(pid).as_ref())
+    procfs::process_stat(pid).map_or(true, |s| s.zombie())
 }
 
-/// Whether a reading of [`stat_fields`] says the process is gone (none), or a zombie: a
-/// zombie keeps its directory, and its main thread's, until its parent reaps it.
-fn ended(stat: Option<&(Option<String>, Vec<String>)>) -> bool {
-    match stat {
-        Some((_, f)) => matches!(f.first().map(String::as_str), Some("Z" | "X" | "x")),
-        None => true,
-    }
-}
-
-/// How long process `pid` has run (from its start time in `/proc/PID/stat`).
+/// How long process `pid` has run (its start time, field 22 of `/proc/PID/stat`, in clock
+/// ticks since boot, against `/proc/uptime`).
 fn process_age(pid: u32) -> Option<Duration> {
-    let start_ticks: u64 = stat_fields(pid)?.1.get(19)?.parse().ok()?;
+    let start_ticks: u64 = procfs::process_stat(pid)?.field(22)?;
     let uptime: f64 = std::fs::read_to_string("/proc/uptime")
         .ok()?
         .split_ascii_whitespace()
@@ -686,10 +661,12 @@ mod tests {
 
     /// `/proc/PID/stat` of this process: its name, its state, a start time.
     #[test]
-    fn stat_fields_read_the_name_and_the_fields_after_it() {
-        let (name, fields) = stat_fields(std::process::id()).unwrap();
-        assert!(name.is_some_and(|n| !n.is_empty()));
-        assert!(matches!(fields[0].as_str(), "R" | "S" | "D"), "{fields:?}");
+    fn the_stat_file_gives_the_name_the_state_and_the_start() {
+        let stat = procfs::process_stat(std::process::id()).unwrap();
+        let own = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert_eq!(stat.name, own.trim_end());
+        assert!(!stat.zombie());
+        assert!(stat.field::<u64>(22).is_some_and(|t| t > 0));
         assert!(process_age(std::process::id()).is_some());
         assert!(!process_ended(std::process::id()));
         assert!(process_ended(u32::MAX));

@@ -82,6 +82,8 @@ pub(crate) struct Cfi {
     /// The process whose stacks these are: `None`, this one; else another, sampled from
     /// outside (`sampler::attach`), whose mappings are read from `/proc/PID/maps`.
     pid: Option<u32>,
+    /// Readings of the mappings taken so far (see [`Cfi::maps`]).
+    pub readings: u64,
 }
 
 impl Default for Cfi {
@@ -96,6 +98,7 @@ impl Default for Cfi {
             walked: 0,
             truncated: 0,
             pid: None,
+            readings: 0,
         }
     }
 }
@@ -109,7 +112,7 @@ impl Cfi {
         }
     }
 
-    /// The executable mappings of the last reading.
+    /// The executable mappings of the last reading (the [`Cfi::readings`]th).
     pub fn maps(&self) -> &[MapEntry] {
         &self.maps
     }
@@ -148,6 +151,7 @@ impl Cfi {
         }
         self.maps = exec;
         self.maps_fresh = true;
+        self.readings += 1;
     }
 
     /// A new drain pass: the mappings may be read again if a walk needs it.

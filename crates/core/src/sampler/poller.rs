@@ -902,7 +902,7 @@ pub(super) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
 
 /// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so
 /// far (user, system ticks); 0 without one.
-fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
+pub(super) fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
     match times {
         Some((user, system)) if user + system > 0 => {
             (cpu as u128 * system as u128 / (user + system) as u128) as u64

@@ -104,18 +104,52 @@ pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
 
 /// [`thread_times`] of a thread of process `pid` (`None`: this one).
 pub(crate) fn thread_times_of(pid: Option<u32>, tid: i32) -> Option<(u64, u64)> {
+    let stat = read_stat(&format!("{}/task/{tid}/stat", proc_dir(pid)))?;
+    Some((stat.field(14)?, stat.field(15)?))
+}
+
+/// A `stat` file of `/proc` (a process's or a thread's): its name and the fields after it.
+pub(crate) struct Stat {
+    /// Field 2, without its parentheses.
+    pub name: String,
+    /// Field 3 on.
+    rest: Vec<String>,
+}
+
+impl Stat {
+    /// Field `n` (1-based, as proc(5) numbers them; 3 and on), as a number.
+    pub fn field<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+        self.rest.get(n.checked_sub(3)?)?.parse().ok()
+    }
+
+    /// Dead, its parent yet to reap it (a zombie keeps its directory until then).
+    pub fn zombie(&self) -> bool {
+        matches!(self.rest.first().map(String::as_str), Some("Z" | "X" | "x"))
+    }
+}
+
+/// `/proc/PID/stat` of process `pid`.
+pub(crate) fn process_stat(pid: u32) -> Option<Stat> {
+    read_stat(&format!("/proc/{pid}/stat"))
+}
+
+fn read_stat(path: &str) -> Option<Stat> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::open_read(format!("{}/task/{tid}/stat", proc_dir(pid)).as_ref())
+    crate::sys::open_read(path.as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;
-    // The name (field 2) may hold spaces and parentheses: the fields after it follow the
-    // last ')', from field 3 (the state) on.
-    let mut rest = s[s.rfind(')')? + 1..].split_ascii_whitespace();
-    let utime = rest.nth(11)?.parse().ok()?;
-    let stime = rest.next()?.parse().ok()?;
-    Some((utime, stime))
+    // The name (field 2) may hold spaces and parentheses: it runs from the first '(' to the
+    // last ')', and the fields after it follow, from field 3 (the state) on.
+    let end = s.rfind(')')?;
+    Some(Stat {
+        name: s[s.find('(')? + 1..end].to_string(),
+        rest: s[end + 1..]
+            .split_ascii_whitespace()
+            .map(str::to_string)
+            .collect(),
+    })
 }
 
 /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`, read through a descriptor above 2).

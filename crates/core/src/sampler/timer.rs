@@ -437,6 +437,14 @@ pub(crate) fn process_cpu_ns() -> Option<u64> {
     crate::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// CPU time process `pid`, all its threads, has used so far, in nanoseconds: its CPU clock
+/// (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)), which the kernel lets any process read (a
+/// thread's, [`thread_cpu_clock`], only its own process's threads); a zombie's holds until
+/// it is reaped.
+pub(crate) fn process_cpu_ns_of(pid: u32) -> Option<u64> {
+    crate::sys::clock_ns((!(pid as libc::clockid_t) << 3) | 2)
+}
+
 fn timespec(ns: u64) -> libc::timespec {
     libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,

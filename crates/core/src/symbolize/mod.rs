@@ -169,9 +169,8 @@ pub(crate) fn main_module() -> Option<Module> {
     })
 }
 
-/// Another process's program, named by its file alone (it ended before its mappings were
-/// read): for `File:` and its build id, at no address.
-#[cfg(feature = "sampler")]
+/// A program named by its file alone (another process's, whose mappings were read before
+/// its own were mapped, or not at all): for `File:` and its build id, at no address.
 pub(crate) fn file_module(path: &str) -> Module {
     Module {
         start: 0,

@@ -214,17 +214,9 @@ pub(crate) fn end_pending_start() -> deferred::Start {
 }
 
 /// Runs `f`, then puts the calling thread's errno back as it was: a handler, and what a
-/// handler calls, must leave the interrupted code's errno alone. Async-signal-safe.
-fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: no preconditions: the calling thread's errno slot.
-    let slot = unsafe { libc::__errno_location() };
-    // SAFETY: the slot is valid and aligned.
-    let errno = unsafe { *slot };
-    let r = f();
-    // SAFETY: as above.
-    unsafe { *slot = errno };
-    r
-}
+/// handler calls, must leave the interrupted code's errno alone. Async-signal-safe: the
+/// core's, which its sampler's handler uses too.
+use ts::__private::keeping_errno;
 
 /// Sets the calling thread's errno.
 fn set_errno(e: c_int) {

@@ -183,19 +183,7 @@ pub(crate) fn build(p: Parts) -> Profile {
     };
     let (symbols, modules, module_of) = match (main_only, &p.target) {
         (Some(main), _) => (HashMap::new(), vec![main], HashMap::new()),
-        (None, Some(t)) => {
-            let (symbols, mut modules, mut module_of) =
-                symbolized(&addrs, Ok(t.maps.clone()), exe.as_deref());
-            // Its program, for `File:`, even where no reading of its mappings had it (read
-            // as the exec was still mapping it, or not at all, and the process ended before
-            // the next).
-            let exe_path = exe.as_deref().and_then(|e| e.to_str());
-            if let Some(path) = exe_path.filter(|p| modules.iter().all(|m| m.path != *p)) {
-                modules.insert(0, crate::symbolize::file_module(path));
-                module_of.values_mut().for_each(|m| *m += 1);
-            }
-            (symbols, modules, module_of)
-        }
+        (None, Some(t)) => symbolized(&addrs, Ok(t.maps.clone()), exe.as_deref()),
         (None, None) => symbolized(&addrs, crate::symbolize::read_self_maps(), exe.as_deref()),
     };
 
@@ -457,7 +445,15 @@ fn symbolized(
     // is in (`Profile::to_pprof`).
     let used: BTreeSet<usize> = module_of.values().copied().collect();
     sym.read_module_info(|i, m| used.contains(&i) || exe == Some(std::path::Path::new(&m.path)));
-    (symbols, sym.modules().to_vec(), module_of)
+    let mut modules = sym.modules().to_vec();
+    // The program, for `File:`, even where no reading of the mappings had it (another
+    // process's, read as its exec was still mapping it, or not at all before it ended).
+    let exe = exe.and_then(|e| e.to_str());
+    if let Some(path) = exe.filter(|p| modules.iter().all(|m| m.path != *p)) {
+        modules.insert(0, crate::symbolize::file_module(path));
+        module_of.values_mut().for_each(|m| *m += 1);
+    }
+    (symbols, modules, module_of)
 }
 
 /// How the stacks were walked.
