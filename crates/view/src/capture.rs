@@ -52,6 +52,60 @@ impl Source for Memory {
     }
 }
 
+/// The bytes the live captures of a viewer may hold together ([`crate::Limits::live_bytes`]):
+/// a capture that would go past it stops there, with what came before kept.
+#[derive(Debug)]
+pub struct LiveBudget {
+    /// The most bytes.
+    pub limit: u64,
+    used: AtomicU64,
+    /// A capture has been cut for want of bytes: no new one is taken.
+    spent: AtomicBool,
+}
+
+impl LiveBudget {
+    /// A budget of `limit` bytes, none used.
+    pub fn new(limit: u64) -> LiveBudget {
+        LiveBudget {
+            limit,
+            used: AtomicU64::new(0),
+            spent: AtomicBool::new(false),
+        }
+    }
+
+    /// Returns true if and only if a capture has been cut for want of bytes.
+    pub fn spent(&self) -> bool {
+        self.spent.load(Relaxed)
+    }
+
+    /// The limit in words: MiB, or bytes under one.
+    pub fn limit_text(&self) -> String {
+        match self.limit {
+            l if l >= 1 << 20 => format!("{} MiB", l >> 20),
+            l => format!("{l} bytes"),
+        }
+    }
+
+    /// The bytes used so far.
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+
+    /// Takes `n` bytes; returns false (taking none) when they are not left.
+    fn take(&self, n: u64) -> bool {
+        let taken = self
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| {
+                u.checked_add(n).filter(|&t| t <= self.limit)
+            })
+            .is_ok();
+        if !taken {
+            self.spent.store(true, Relaxed);
+        }
+        taken
+    }
+}
+
 /// Where a capture's building stands.
 #[derive(Clone, Debug, Default)]
 pub struct Status {
@@ -90,6 +144,8 @@ pub struct Capture {
     summary: Mutex<SummaryState>,
     read: AtomicU64,
     ended: AtomicBool,
+    /// A live capture's share of the viewer's memory for live captures.
+    budget: Option<Arc<LiveBudget>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -118,6 +174,7 @@ impl Capture {
             summary: Mutex::new(SummaryState::Pending),
             read: AtomicU64::new(0),
             ended: AtomicBool::new(true),
+            budget: None,
         });
         let (ci, cs) = (c.clone(), c.clone());
         let (pi, ps) = (path.to_owned(), path.to_owned());
@@ -202,6 +259,12 @@ impl Capture {
     /// A capture that will arrive over a connection named `name`; [`Capture::ingest`] reads
     /// it.
     pub fn live(name: &str) -> Arc<Capture> {
+        Capture::live_within(name, None)
+    }
+
+    /// A live capture whose bytes are taken from `budget` (shared by the viewer's live
+    /// captures).
+    pub fn live_within(name: &str, budget: Option<Arc<LiveBudget>>) -> Arc<Capture> {
         let memory = Arc::new(Memory::default());
         Arc::new(Capture {
             name: name.to_owned(),
@@ -213,18 +276,40 @@ impl Capture {
             summary: Mutex::new(SummaryState::Pending),
             read: AtomicU64::new(0),
             ended: AtomicBool::new(false),
+            budget,
         })
     }
 
     /// Reads a live capture from `input` until it ends, indexing each chunk as it arrives
     /// (queries see it at once). A stream that is not a capture, or turns bad, ends it with
-    /// what came before kept.
-    pub fn ingest(&self, input: impl Read) {
+    /// what came before kept. Returns why it stopped reading before the end, if it did
+    /// (the memory budget was spent).
+    pub fn ingest(&self, input: impl Read) -> Option<String> {
+        match Reader::new(input, self.name.clone()) {
+            Ok(reader) => self.ingest_from(reader),
+            Err(e) => {
+                let mut st = lock(&self.status);
+                st.error = Some(e.to_string());
+                st.done = true;
+                self.ended.store(true, Relaxed);
+                None
+            }
+        }
+    }
+
+    /// [`Capture::ingest`] from a reader that has read the capture's header and process
+    /// record.
+    pub fn ingest_from<R: Read>(&self, reader: Reader<R>) -> Option<String> {
         let memory = self.memory.clone().expect("a live capture");
+        let mut stopped = None;
         let result = (|| -> Result<(), tscap::Error> {
-            let mut reader = Reader::new(input, self.name.clone())?.salvage(true);
-            memory.append(reader.header_bytes());
+            let mut reader = reader.salvage(true);
             let (h, p) = reader.chunk_bytes();
+            if !self.take(tscap::HEADER_LEN + h.len() + p.len()) {
+                stopped = Some(self.spent());
+                return Ok(());
+            }
+            memory.append(reader.header_bytes());
             memory.append(h);
             memory.append(p);
             // A live capture converts at its first calibration (later ones would move
@@ -234,6 +319,10 @@ impl Capture {
             *self.index.write().unwrap_or_else(|p| p.into_inner()) = Some(index);
             while let Some(kind) = reader.next_chunk()? {
                 let (h, p) = reader.chunk_bytes();
+                if !self.take(h.len() + p.len()) {
+                    stopped = Some(self.spent());
+                    break;
+                }
                 memory.append(h);
                 memory.append(p);
                 let mut g = self.index.write().unwrap_or_else(|p| p.into_inner());
@@ -253,19 +342,29 @@ impl Capture {
         })();
         let mut st = lock(&self.status);
         if let Err(e) = result {
-            if self
-                .index
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_none()
-            {
-                st.error = Some(e.to_string());
-            } else {
-                st.warnings.push(e.to_string());
-            }
+            st.warnings.push(e.to_string());
         }
+        st.warnings.extend(stopped.clone());
+        st.read = self.read.load(Relaxed);
         st.done = true;
         self.ended.store(true, Relaxed);
+        stopped
+    }
+
+    /// Takes `n` bytes from the live budget; returns false when they are not left.
+    fn take(&self, n: usize) -> bool {
+        self.budget.as_ref().is_none_or(|b| b.take(n as u64))
+    }
+
+    /// What a capture stopped by the budget says.
+    fn spent(&self) -> String {
+        let limit = self.budget.as_ref().map(|b| b.limit_text());
+        format!(
+            "{}: not read past byte {}: the live captures' memory ({} in all) is spent",
+            self.name,
+            self.memory.as_ref().map_or(0, |m| m.len()),
+            limit.unwrap_or_default()
+        )
     }
 
     /// Where the building stands.
@@ -626,11 +725,12 @@ impl Capture {
         let thread = std::thread::Builder::new()
             .name("tickscope-live".into())
             .spawn(move || {
-                c.ingest(Channel {
+                // Stopped by the budget: said in its status; the writer's next write fails.
+                let _ = c.ingest(Channel {
                     rx,
                     buf: Vec::new(),
                     at: 0,
-                })
+                });
             })?;
         Ok(Feed {
             tx: Some(tx),

@@ -24,20 +24,23 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod capture;
 pub mod index;
+pub mod live;
 pub mod profiles;
 pub mod server;
 pub mod wire;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use capture::{Capture, Details};
+use capture::{Capture, Details, LiveBudget};
 use profiles::ProfileDoc;
 
 /// What went wrong opening the viewer's files or starting its server: one line naming the
@@ -94,6 +97,53 @@ pub struct Config {
     pub max_connections: usize,
     /// Live captures will be added by the caller ([`Viewer::add_live`]): start with no input.
     pub fed: bool,
+    /// What the viewer holds for others at most: connections, time, memory, rows.
+    pub limits: Limits,
+}
+
+/// The bounds of what the viewer holds for whoever connects: the page's connections, live
+/// captures, and the size of its answers. [`Limits::default`] gives the values documented
+/// on each field.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Page connections open at once (256). At the cap, a new connection closes the oldest
+    /// that has not yet sent a request with the token; with none such, it is closed itself.
+    pub http_connections: usize,
+    /// A page connection that has not sent a request with the token this long after it
+    /// opened is closed (10 s): one that never will must keep reconnecting to hold a place.
+    pub token_timeout: Duration,
+    /// A page connection that waits this long for a request's headers, idle between
+    /// requests or sending them slowly, is closed (30 s; the browser opens another).
+    pub idle_timeout: Duration,
+    /// A live connection that has not sent its capture's header in this time is closed
+    /// (30 s).
+    pub live_header_timeout: Duration,
+    /// A live connection silent this long after its header is closed (`None`, the default:
+    /// never, as a program that records nothing sends nothing).
+    pub live_idle_timeout: Option<Duration>,
+    /// Live captures held at most (32); later connections are refused.
+    pub live_captures: usize,
+    /// Bytes all live captures may hold together (512 MiB; their indexes add at most as
+    /// much again): a capture stops being read there, what came before kept.
+    pub live_bytes: u64,
+    /// Rows of the longest answers (a summary's scopes, `/api/info`'s scope table) (2000):
+    /// the rest are counted, not listed.
+    pub rows: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            http_connections: 256,
+            token_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            live_header_timeout: Duration::from_secs(30),
+            live_idle_timeout: None,
+            live_captures: 32,
+            live_bytes: 512 << 20,
+            rows: 2000,
+        }
+    }
 }
 
 /// The viewer's state, shared by the server's requests.
@@ -107,7 +157,19 @@ pub struct Viewer {
     pub diff: Option<(usize, usize)>,
     /// Live captures may arrive (`tcp://` inputs, or a feed): the page keeps asking.
     pub listening: bool,
+    /// The bounds it keeps.
+    pub limits: Limits,
+    /// The memory live captures share.
+    pub live_budget: Arc<LiveBudget>,
+    /// What was refused or cut, as said on stderr (the latest [`MAX_NOTICES`]), and how
+    /// many in all.
+    notices: Mutex<(Vec<String>, u64)>,
+    /// The file that sent the browser here, removed once the page is served.
+    redirect: Mutex<Option<Arc<browser::Redirect>>>,
 }
+
+/// The notices `/api/info` lists at most.
+const MAX_NOTICES: usize = 50;
 
 /// A viewer bound to its address, ready to serve.
 pub struct Started {
@@ -207,6 +269,10 @@ pub fn start(config: &Config) -> Result<Started, Error> {
         profiles,
         diff,
         listening: !live.is_empty() || config.fed,
+        live_budget: Arc::new(LiveBudget::new(config.limits.live_bytes)),
+        limits: config.limits.clone(),
+        notices: Mutex::new((Vec::new(), 0)),
+        redirect: Mutex::new(None),
     });
     let max = if config.max_connections == 0 {
         64
@@ -216,9 +282,10 @@ pub fn start(config: &Config) -> Result<Started, Error> {
     let live_addrs = live.iter().filter_map(|l| l.local_addr().ok()).collect();
     for l in live {
         let v = viewer.clone();
+        let remote = config.allow_remote;
         std::thread::Builder::new()
             .name("tickscope-live".into())
-            .spawn(move || accept_live(v, l, max))
+            .spawn(move || live::accept(v, l, max, remote))
             .map_err(|e| Error::io("a thread", e))?;
     }
     Ok(Started {
@@ -229,32 +296,14 @@ pub fn start(config: &Config) -> Result<Started, Error> {
     })
 }
 
-/// Accepts live captures on `l`, each read by a thread of its own (at most `max` at once).
-fn accept_live(viewer: Arc<Viewer>, l: TcpListener, max: usize) {
-    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    for stream in l.incoming() {
-        let Ok(stream) = stream else { continue };
-        if open.load(std::sync::atomic::Ordering::Relaxed) >= max {
-            continue; // dropped: the program's capture reports it undelivered
-        }
-        let name = stream
-            .peer_addr()
-            .map_or_else(|_| "tcp".to_owned(), |a| format!("tcp://{a}"));
-        let capture = viewer.add_live(&name);
-        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let open = open.clone();
-        let _ = std::thread::Builder::new()
-            .name("tickscope-live".into())
-            .spawn(move || {
-                capture.ingest(std::io::BufReader::new(stream));
-                open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-            });
-    }
-}
-
 /// 128 random bits, in hex.
 fn token() -> std::io::Result<String> {
-    let mut b = [0u8; 16];
+    random_hex(16)
+}
+
+/// `n` random bytes, in hex.
+pub(crate) fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut b = vec![0u8; n];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
@@ -272,12 +321,47 @@ impl Viewer {
     /// A new live capture named `name`, shown from now on; read it with
     /// [`Capture::ingest`].
     pub fn add_live(&self, name: &str) -> Arc<Capture> {
-        let c = Capture::live(name);
+        let c = Capture::live_within(name, Some(self.live_budget.clone()));
         self.captures
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(c.clone());
         c
+    }
+
+    /// The live captures held.
+    pub fn live_captures(&self) -> usize {
+        let captures = self.captures.read().unwrap_or_else(|p| p.into_inner());
+        captures.iter().filter(|c| c.live).count()
+    }
+
+    /// Says `line` on stderr (`tickscope view: ` first) and keeps it for `/api/info`.
+    pub fn notice(&self, line: String) {
+        // Not a panic when stderr's reader has gone.
+        let _ = writeln!(std::io::stderr(), "tickscope view: {line}");
+        let mut n = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+        if n.0.len() == MAX_NOTICES {
+            n.0.remove(0);
+        }
+        n.0.push(line);
+        n.1 += 1;
+    }
+
+    /// Removes `redirect` once the page has been served with the token.
+    pub fn remove_on_page(&self, redirect: Arc<browser::Redirect>) {
+        *self.redirect.lock().unwrap_or_else(|p| p.into_inner()) = Some(redirect);
+    }
+
+    /// The page was served with the token: the redirect that sent the browser is removed.
+    pub(crate) fn page_served(&self) {
+        let r = self
+            .redirect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(r) = r {
+            r.remove();
+        }
     }
 
     /// What the page needs to know first: the files, and each capture's state, threads,
@@ -290,11 +374,16 @@ impl Viewer {
             .iter()
             .map(|c| capture_info(c))
             .collect();
+        let notices = {
+            let n = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+            json!({ "latest": n.0, "count": n.1 })
+        };
         json!({
             "captures": captures,
             "profiles": self.profiles.iter().map(ProfileDoc::info).collect::<Vec<_>>(),
             "diff": self.diff.map(|(b, n)| json!({"base": b, "new": n})),
             "listening": self.listening,
+            "notices": notices,
         })
     }
 

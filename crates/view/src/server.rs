@@ -21,9 +21,12 @@
 //! | `/api/peek?p=&name=`, `/api/list?p=&name=` | `peek` and `list` of one function |
 //! | `/api/diff` | the differential flame tree and `diff`'s table |
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -31,7 +34,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
 
 use crate::index::query::Window;
@@ -48,6 +51,14 @@ const PAGE: &str = concat!(
 );
 
 /// Serves `viewer` on `listener` until the process ends.
+///
+/// Connections are bounded ([`crate::Limits`]): at most `http_connections` at once; one
+/// that has not sent a request with the token within `token_timeout` of opening is closed,
+/// and so is one that waits `idle_timeout` for a request's headers (idle between requests,
+/// or sending them slowly). At the cap, a new connection closes the oldest one that has
+/// not shown the token (or, with none such, is closed itself): whoever holds the cap
+/// without the token must keep opening connections, and the user's own request, which
+/// sends the token at once, gets in.
 pub fn serve(viewer: Arc<Viewer>, listener: TcpListener) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -57,24 +68,121 @@ pub fn serve(viewer: Arc<Viewer>, listener: TcpListener) -> std::io::Result<()> 
         .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        let conns = Arc::new(Mutex::new(Conns::default()));
         loop {
             let (stream, _) = match listener.accept().await {
                 Ok(s) => s,
-                // Out of descriptors, say: try again shortly rather than end the server.
+                // Out of descriptors, say: free one, try again shortly rather than end the
+                // server.
                 Err(_) => {
+                    lock(&conns).evict();
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             };
-            let viewer = viewer.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req| handle(viewer.clone(), req));
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+            let Some((id, conn)) = lock(&conns).admit(viewer.limits.http_connections) else {
+                continue; // dropped: every connection held has shown the token
+            };
+            tokio::spawn(connection(viewer.clone(), conns.clone(), id, conn, stream));
         }
     })
+}
+
+/// One connection's state, as the accept loop sees it.
+#[derive(Clone, Default)]
+struct Conn {
+    /// Returns true once a request with the token came on it.
+    authorized: Arc<AtomicBool>,
+    /// Tells it to close.
+    close: Arc<tokio::sync::Notify>,
+}
+
+/// The open connections, oldest first.
+#[derive(Default)]
+struct Conns {
+    next: u64,
+    open: BTreeMap<u64, Conn>,
+}
+
+impl Conns {
+    /// Closes the oldest connection that has not shown the token; returns false when
+    /// there is none.
+    fn evict(&mut self) -> bool {
+        let oldest = self
+            .open
+            .iter()
+            .find(|(_, c)| !c.authorized.load(Relaxed))
+            .map(|(&id, _)| id);
+        match oldest.and_then(|id| self.open.remove(&id)) {
+            Some(c) => {
+                // A permit kept if the connection is not waiting yet.
+                c.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A place for a new connection, made at the cap by evicting one: `None` when none
+    /// can be.
+    fn admit(&mut self, cap: usize) -> Option<(u64, Conn)> {
+        while self.open.len() >= cap.max(1) {
+            if !self.evict() {
+                return None;
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        let c = Conn::default();
+        self.open.insert(id, c.clone());
+        Some((id, c))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Serves one connection until it ends, is evicted, or outlives its timeouts.
+async fn connection(
+    viewer: Arc<Viewer>,
+    conns: Arc<Mutex<Conns>>,
+    id: u64,
+    conn: Conn,
+    stream: tokio::net::TcpStream,
+) {
+    let limits = viewer.limits.clone();
+    let authorized = conn.authorized.clone();
+    let service = service_fn(move |req| handle(viewer.clone(), authorized.clone(), req));
+    let serving = http1::Builder::new()
+        .timer(TokioTimer::new())
+        // Runs from when the connection waits for a request: idle time counts.
+        .header_read_timeout(limits.idle_timeout)
+        .serve_connection(TokioIo::new(stream), service);
+    let unauthorized = async {
+        tokio::time::sleep(limits.token_timeout).await;
+        if conn.authorized.load(Relaxed) {
+            std::future::pending::<()>().await;
+        }
+    };
+    // Whichever comes first; dropping the others closes the connection.
+    let (mut serving, mut evicted, mut unauthorized) = (
+        std::pin::pin!(serving),
+        std::pin::pin!(conn.close.notified()),
+        std::pin::pin!(unauthorized),
+    );
+    std::future::poll_fn(|cx| {
+        let done = serving.as_mut().poll(cx).is_ready()
+            || evicted.as_mut().poll(cx).is_ready()
+            || unauthorized.as_mut().poll(cx).is_ready();
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    lock(&conns).open.remove(&id);
 }
 
 type Resp = Response<Full<Bytes>>;
@@ -167,7 +275,11 @@ impl Query {
     }
 }
 
-async fn handle(viewer: Arc<Viewer>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+async fn handle(
+    viewer: Arc<Viewer>,
+    authorized: Arc<AtomicBool>,
+    req: Request<Incoming>,
+) -> Result<Resp, Infallible> {
     let q = Query(params(req.uri().query().unwrap_or("")));
     let token = q.get("token").map(|t| t.as_bytes().to_vec()).or_else(|| {
         req.headers()
@@ -180,11 +292,14 @@ async fn handle(viewer: Arc<Viewer>, req: Request<Incoming>) -> Result<Resp, Inf
             "forbidden: the request has no token or a wrong one (open the URL tickscope view printed)",
         ));
     }
+    authorized.store(true, Relaxed);
     if req.method() != Method::GET {
         return Ok(error(StatusCode::METHOD_NOT_ALLOWED, "only GET"));
     }
     let path = req.uri().path().to_owned();
     if path == "/" {
+        // The browser is here: the file that sent it is not needed any more.
+        viewer.page_served();
         return Ok(respond(StatusCode::OK, "text/html; charset=utf-8", PAGE));
     }
     let v = viewer.clone();

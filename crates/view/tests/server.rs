@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tickscope_view::{start, Config};
 
 /// A GET of `path` (with its query) on the server at `addr`: (status, body).
-fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
+pub(crate) fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(
@@ -49,7 +49,7 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
     }
 }
 
-fn json(addr: &str, path: &str) -> serde_json::Value {
+pub(crate) fn json(addr: &str, path: &str) -> serde_json::Value {
     let (status, body) = get(addr, path);
     assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
     serde_json::from_slice(&body).unwrap()
@@ -69,7 +69,7 @@ fn serve(inputs: Vec<String>) -> (String, String) {
     (addr.to_owned(), query.to_owned())
 }
 
-fn dir(name: &str) -> std::path::PathBuf {
+pub(crate) fn dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!(
         "tickscope-view-server-{}-{name}",
         std::process::id()
@@ -79,7 +79,7 @@ fn dir(name: &str) -> std::path::PathBuf {
 }
 
 /// A small capture on disk (the generator of the index tests).
-fn capture_file(d: &std::path::Path) -> String {
+pub(crate) fn capture_file(d: &std::path::Path) -> String {
     let c = crate::writer_capture();
     let p = d.join("small.tscap");
     std::fs::write(&p, c).unwrap();

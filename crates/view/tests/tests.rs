@@ -10,6 +10,11 @@ mod writer;
 mod index;
 // The HTTP server in-process: the token, bad requests, and its answers.
 mod server;
+// What others can make the viewer hold: the page's connections (cap, timeouts) and live
+// captures (whose peer, cap, memory, timeouts).
+mod limits;
+// The file that opens the browser without the token in a command line.
+mod redirect;
 
 /// A small capture of two threads (the index tests' generator).
 fn writer_capture() -> Vec<u8> {
