@@ -10,6 +10,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+// Opening the browser: the token in no command line.
+mod opener;
+
 fn tickscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickscope"))
 }

@@ -1,11 +1,18 @@
 //! `tickscope view FILE...`: the local web viewer (the `tickscope-view` crate). Checks every
 //! file first (one line and exit 2 for a bad one), prints the page's URL with its token as
 //! the first line of stdout, opens the browser unless `--no-open`, and serves until Ctrl-C.
+//!
+//! The browser is opened through a file only the user can read that redirects to the URL
+//! (`tickscope_view::browser`): the opener's and the browser's command lines, which every
+//! local user can read, never hold the token. The file goes once the page is served, after
+//! two minutes, or at Ctrl-C (SIGINT, SIGTERM, SIGHUP), whichever comes first.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Result;
+use tickscope_view::browser::Redirect;
 
 /// Options of `tickscope view`.
 #[derive(clap::Args)]
@@ -42,50 +49,70 @@ pub fn run(args: Args) -> Result<()> {
         source_path: args.source_path,
         max_connections: 64,
         fed: false,
+        limits: tickscope_view::Limits::default(),
     };
     let started = tickscope_view::start(&config)?;
     for a in &started.live {
         say!("tickscope view: receiving live captures on {a} (TICKSCOPE_CAPTURE=tcp://{a})");
     }
-    announce(&started.url, !args.no_open)?;
+    if let Some(redirect) = open_page(&started.url, !args.no_open)? {
+        started.viewer.remove_on_page(redirect.clone());
+        remove_on_signals(redirect);
+    }
     started.serve()?;
     Ok(())
 }
 
 /// Prints the URL as the first line of stdout, and opens it when asked.
 pub fn announce(url: &str, open: bool) -> Result<()> {
+    open_page(url, open).map(drop)
+}
+
+/// [`announce`], returning the redirect file the browser was given.
+fn open_page(url: &str, open: bool) -> Result<Option<Arc<Redirect>>> {
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{url}")?;
         out.flush()?;
     }
     say!("tickscope view: serving {url} until Ctrl-C");
-    if open {
-        open_browser(url);
-    }
-    Ok(())
+    Ok(if open { open_browser(url) } else { None })
 }
 
-/// Opens `url` with the desktop's opener, if there is one; says so when there is none.
-fn open_browser(url: &str) {
+/// Opens `url` with the desktop's opener, if there is one, through a redirect file; says
+/// so when there is none.
+fn open_browser(url: &str) -> Option<Arc<Redirect>> {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
-    let spawned = std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        // Reaped when it ends (the opener returns at once; the browser is not its child).
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
+    match tickscope_view::browser::open(url, opener) {
+        Ok(r) => Some(r),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            say!("tickscope view: no `{opener}` here to open a browser: open the URL above");
+            None
         }
-        Err(_) => {
-            say!("tickscope view: no `{opener}` here to open a browser: open the URL above")
+        Err(e) => {
+            say!("tickscope view: cannot open a browser ({e}): open the URL above");
+            None
         }
     }
+}
+
+/// At SIGINT, SIGTERM or SIGHUP, removes the redirect file, then ends as the signal would
+/// have (exit status 128 + N). (`view` writes no output file: `out`'s handler is not set.)
+fn remove_on_signals(redirect: Arc<Redirect>) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                redirect.remove();
+                std::process::exit(128 + signal);
+            }
+        });
 }
