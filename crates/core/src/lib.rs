@@ -310,6 +310,20 @@ pub mod __private {
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
     pub use crate::scope::wall::TimedSite;
     pub use crate::scope::SlotCache;
+    /// Output files opened as a careful tool opens them: every command's `-o`, the
+    /// preload library's profiles, `record`'s private directory.
+    pub use crate::sys::output;
+
+    /// The effective user id.
+    pub fn euid() -> u32 {
+        crate::sys::euid()
+    }
+
+    /// The program `command` starts ends (`SIGTERM`) when this thread, the one that spawns
+    /// it, ends: `tickscope record` killed by `SIGKILL` takes its program with it.
+    pub fn end_with_parent(command: &mut std::process::Command) {
+        crate::sys::end_with_parent(command)
+    }
 
     /// A `TICKSCOPE_*` variable, ignored in a setuid or setgid process (with one warning):
     /// how the preload library reads its settings too.

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use super::out::Output;
 
@@ -132,6 +132,13 @@ pub fn run(args: Args) -> Result<()> {
     if let Some((path, capture)) = capture {
         tickscope::message!("demo: done, checksum {checksum:016x}");
         let stats = capture.stop().expect("the capture started above");
+        if stats.write_failed {
+            // What was kept (the old file, or the capture up to the failure) is said above.
+            bail!(
+                "the timeline could not be written whole to {} (see above)",
+                path.display()
+            );
+        }
         say!(
             "tickscope demo: timeline written to {} ({} events, {} dropped, {:.1} MB, {:.2} bytes per event; buffers peaked at {:.1} MiB; collector {:.2} of a core); see it with `tickscope report {}`",
             path.display(),
@@ -146,12 +153,16 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let (Some(sampler), Some(path)) = (sampler, &args.cpuprofile) {
         let profile = sampler.stop();
-        if let Some(out) = profile_out {
-            profile.write_pprof(out.tmp_path())?;
+        if let Some(mut out) = profile_out {
+            profile
+                .write_pprof_to(out.file())
+                .with_context(|| format!("cannot write {}", path.display()))?;
             out.commit()?;
         }
-        if let (Some(svg), Some(out)) = (&args.flamegraph, svg_out) {
-            profile.flamegraph_svg(out.tmp_path())?;
+        if let (Some(svg), Some(mut out)) = (&args.flamegraph, svg_out) {
+            profile
+                .flamegraph_svg_to(out.file())
+                .with_context(|| format!("cannot write {}", svg.display()))?;
             out.commit()?;
             say!("tickscope demo: flame graph written to {}", svg.display());
         }

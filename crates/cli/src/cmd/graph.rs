@@ -73,9 +73,14 @@ pub fn run(args: Args) -> Result<()> {
     match format {
         Format::Dot => out::write_output(&path, dot.as_bytes())?,
         Format::Rendered(kind) => {
-            // Graphviz writes a temporary file, renamed over the output once it succeeded.
-            let output = Output::create(&path)?;
-            render(&dot, kind, output.tmp_path())?;
+            // Graphviz's output goes to a temporary file, renamed over the output once it
+            // succeeded (or into a device or FIFO named as the output).
+            let mut output = Output::create(&path)?;
+            let rendered = render(&dot, kind)?;
+            output
+                .file()
+                .write_all(&rendered)
+                .with_context(|| format!("cannot write {}", path.display()))?;
             output.commit()?;
         }
     }
@@ -85,14 +90,12 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs `dot -T<kind> -o <path>` on the DOT text.
-fn render(dot: &str, kind: &str, path: &Path) -> Result<()> {
+/// Runs `dot -T<kind>` on the DOT text: what it rendered.
+fn render(dot: &str, kind: &str) -> Result<Vec<u8>> {
     let spawned = Command::new("dot")
         .arg(format!("-T{kind}"))
-        .arg("-o")
-        .arg(path)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     let mut child = match spawned {
@@ -103,11 +106,12 @@ fn render(dot: &str, kind: &str, path: &Path) -> Result<()> {
         ),
         Err(e) => bail!("cannot run Graphviz `dot`: {e}"),
     };
-    let written = child
-        .stdin
-        .take()
-        .map(|mut stdin| stdin.write_all(dot.as_bytes()))
-        .transpose();
+    // Written from a thread of its own: `dot` may fill its output pipe before it has read
+    // all of its input.
+    let feed = child.stdin.take().map(|mut stdin| {
+        let dot = dot.to_owned();
+        std::thread::spawn(move || stdin.write_all(dot.as_bytes()))
+    });
     let out = child
         .wait_with_output()
         .context("cannot run Graphviz `dot`")?;
@@ -118,8 +122,12 @@ fn render(dot: &str, kind: &str, path: &Path) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    written.context("cannot write to Graphviz `dot`")?;
-    Ok(())
+    if let Some(feed) = feed {
+        feed.join()
+            .map_err(|_| anyhow::anyhow!("the thread feeding Graphviz `dot` panicked"))?
+            .context("cannot write to Graphviz `dot`")?;
+    }
+    Ok(out.stdout)
 }
 
 #[cfg(test)]

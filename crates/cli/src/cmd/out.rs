@@ -1,17 +1,19 @@
 //! Output files, written so that nothing the user has is lost: an output that is one of the
 //! command's inputs is refused before anything is opened for writing, and every output is
-//! written to a temporary file in the target's directory, renamed over the target only when
-//! it is complete. A command that fails leaves the old file as it was; one stopped by
+//! opened by the platform layer's one function (`tickscope::__private::output`): written to
+//! a temporary file with an unpredictable name in the target's directory, renamed over the
+//! target only when it is complete; never through a symbolic link at the name; a device or
+//! FIFO written into, never replaced. A command that fails leaves the old file as it was; one stopped by
 //! Ctrl-C, SIGTERM or SIGHUP removes its temporary files before it exits (a thread receives
 //! the signals, so the cleanup is ordinary code).
 
-use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
+
+use tickscope::__private::output::{self, OutputFile};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -58,6 +60,13 @@ pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Checks that an output can be created at `path` (its directory exists and takes new
 /// files) by creating and removing a temporary file there.
 pub(crate) fn check_writable(path: &Path) -> Result<()> {
+    // A device or FIFO is written into (a FIFO's open would wait for its reader here).
+    if std::fs::symlink_metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        !t.is_file() && !t.is_dir() && !t.is_symlink()
+    }) {
+        return Ok(());
+    }
     Output::create(path).map(drop)
 }
 
@@ -92,107 +101,76 @@ fn remove_outputs_on_signals() {
     });
 }
 
-/// An output being written: a temporary file beside the target, renamed over it by
-/// [`commit`](Output::commit); dropped without a commit, it is removed and the target is
-/// untouched.
+/// An output being written ([`tickscope::__private::output`], the one way tickscope opens
+/// an output): a new or regular file is written to a temporary file beside it, renamed over it
+/// by [`commit`](Output::commit) (dropped without a commit, it is removed and the target is
+/// untouched); a symlink at the name is refused; a device or FIFO is written into.
 pub(crate) struct Output {
-    /// The file the user named (a symlink's target when it is one).
-    target: PathBuf,
+    /// `None` once committed.
+    inner: Option<OutputFile>,
     /// The name given on the command line, for messages.
     shown: PathBuf,
-    /// The temporary file; empty once renamed.
-    tmp: PathBuf,
-    file: Option<File>,
+    /// The temporary file, listed for removal on a signal.
+    tmp: Option<PathBuf>,
 }
 
 impl Output {
-    /// Creates the temporary file for `path`: `.NAME.tmp-PID-N` in the same directory.
+    /// Opens the output `path`.
     pub(crate) fn create(path: &Path) -> Result<Output> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        if path.is_dir() {
-            bail!("cannot write {}: it is a directory", path.display());
-        }
-        // Writing through a symlink replaces the file it points to, not the link.
-        let target = match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
-            }
-            _ => path.to_owned(),
-        };
-        let Some(name) = target.file_name() else {
-            bail!("cannot write {}: not a file name", path.display());
-        };
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        loop {
-            let mut tmp_name = OsString::from(".");
-            tmp_name.push(name);
-            tmp_name.push(format!(
-                ".tmp-{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            let tmp = dir.join(tmp_name);
-            remove_outputs_on_signals();
-            // Listed before it exists, so that a signal after the open finds it.
-            live().push(tmp.clone());
-            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-                Ok(file) => {
-                    return Ok(Output {
-                        target,
-                        shown: path.to_owned(),
-                        tmp,
-                        file: Some(file),
-                    })
-                }
-                Err(e) => {
-                    forget(&tmp);
-                    if e.kind() == std::io::ErrorKind::AlreadyExists {
-                        continue;
-                    }
-                    return Err(dir_error(path, &dir, e));
-                }
-            }
-        }
+        Output::create_with(path, output::Options::default())
     }
 
-    /// The temporary file, to write to.
+    /// [`create`](Output::create) with options.
+    pub(crate) fn create_with(path: &Path, options: output::Options) -> Result<Output> {
+        remove_outputs_on_signals();
+        // Held while the file is created and listed, so that a signal's cleanup sees it.
+        let mut files = live();
+        let inner = OutputFile::create_with(path, options)
+            .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+        let tmp = inner.tmp_path().map(Path::to_owned);
+        files.extend(tmp.clone());
+        Ok(Output {
+            inner: Some(inner),
+            shown: path.to_owned(),
+            tmp,
+        })
+    }
+
+    /// The file to write to.
     pub(crate) fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("the file is open until commit")
+        self.inner.as_mut().expect("open until the commit").file()
     }
 
-    /// The temporary file's path, for a program that writes the output by name.
-    pub(crate) fn tmp_path(&self) -> &Path {
-        &self.tmp
+    /// Whether another process replaced or created the file at the name since it was opened.
+    pub(crate) fn changed(&self) -> bool {
+        self.inner.as_ref().is_some_and(OutputFile::changed)
     }
 
     /// Renames the finished file over the target (keeping an old target's permissions).
     pub(crate) fn commit(mut self) -> Result<()> {
-        drop(self.file.take());
-        if let Ok(old) = std::fs::metadata(&self.target) {
-            let _ = std::fs::set_permissions(&self.tmp, old.permissions());
-        }
-        let renamed = {
-            // Not while a signal's cleanup runs: it would find the file gone or, renamed
-            // after it, leave a complete output behind a command that reported a signal.
-            let _files = live();
-            std::fs::rename(&self.tmp, &self.target)
-        };
-        renamed.map_err(|e| anyhow!("{}: cannot write: {e}", self.shown.display()))?;
-        forget(&self.tmp);
-        self.tmp = PathBuf::new();
-        Ok(())
+        let inner = self.inner.take().expect("committed once");
+        // Not while a signal's cleanup runs: it would find the file gone or, renamed after
+        // it, leave a complete output behind a command that reported a signal.
+        let _files = live();
+        inner
+            .commit()
+            .map_err(|e| anyhow!("{}: cannot write: {e}", self.shown.display()))
+    }
+
+    /// Keeps the finished file under `name`, a new name (never replacing a file).
+    pub(crate) fn commit_as_new(mut self, name: &Path) -> std::io::Result<()> {
+        let inner = self.inner.take().expect("committed once");
+        let _files = live();
+        inner.commit_as_new(name)
     }
 }
 
 impl Drop for Output {
     fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            drop(self.file.take());
-            let _ = std::fs::remove_file(&self.tmp);
-            forget(&self.tmp);
+        // The temporary file (if any) is removed by the inner output's drop.
+        drop(self.inner.take());
+        if let Some(tmp) = &self.tmp {
+            forget(tmp);
         }
     }
 }
@@ -203,37 +181,6 @@ fn forget(tmp: &Path) {
     if let Some(i) = files.iter().position(|f| f == tmp) {
         files.swap_remove(i);
     }
-}
-
-/// Why no file can be created in `dir`, the directory of `path`: one line with the cause.
-fn dir_error(path: &Path, dir: &Path, e: std::io::Error) -> anyhow::Error {
-    if e.kind() == std::io::ErrorKind::NotFound && !dir.exists() {
-        // The first missing directory on the way, not only the last one.
-        let mut missing = dir;
-        while let Some(parent) = missing.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if parent.exists() {
-                break;
-            }
-            missing = parent;
-        }
-        return anyhow!(
-            "cannot write {}: the directory {} does not exist",
-            path.display(),
-            missing.display()
-        );
-    }
-    if dir.exists() && !dir.is_dir() {
-        return anyhow!(
-            "cannot write {}: {} is not a directory",
-            path.display(),
-            dir.display()
-        );
-    }
-    anyhow!(
-        "cannot write {}: cannot create a file in {}: {e}",
-        path.display(),
-        dir.display()
-    )
 }
 
 #[cfg(test)]
@@ -275,16 +222,14 @@ mod tests {
     }
 
     #[test]
-    fn a_symlinked_output_replaces_the_file_it_points_to() {
+    fn a_symlinked_output_is_refused_and_the_file_it_points_to_kept() {
         let d = scratch("link");
         std::fs::write(d.join("real"), "old").unwrap();
         std::os::unix::fs::symlink("real", d.join("link")).unwrap();
-        write_output(&d.join("link"), b"new").unwrap();
-        assert!(std::fs::symlink_metadata(d.join("link"))
-            .unwrap()
-            .file_type()
-            .is_symlink());
-        assert_eq!(std::fs::read_to_string(d.join("real")).unwrap(), "new");
+        let e = write_output(&d.join("link"), b"new").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_to_string(d.join("real")).unwrap(), "old");
+        assert_eq!(names(&d), ["link", "real"]);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -214,6 +214,10 @@ pub struct Stats {
     /// the capture ends where it failed, without its end record, and the events recorded
     /// after it are not in it.
     pub collector_failed: bool,
+    /// The capture file could not be written whole (a full disk, say): an older file at its
+    /// name was kept as it was, or a new one holds the capture up to the failure (readable
+    /// with `tickscope report --salvage`). Said on stderr too.
+    pub write_failed: bool,
 }
 
 /// Shared counters (written by the collector, read by anyone).
@@ -229,6 +233,7 @@ struct Counters {
     collector_cpu_ns: AtomicU64,
     disconnected: AtomicBool,
     collector_failed: AtomicBool,
+    write_failed: AtomicBool,
 }
 
 impl Counters {
@@ -254,6 +259,7 @@ impl Counters {
         }
         self.disconnected.store(false, Relaxed);
         self.collector_failed.store(false, Relaxed);
+        self.write_failed.store(false, Relaxed);
     }
 }
 
@@ -269,6 +275,7 @@ static STATS: Counters = Counters {
     collector_cpu_ns: AtomicU64::new(0),
     disconnected: AtomicBool::new(false),
     collector_failed: AtomicBool::new(false),
+    write_failed: AtomicBool::new(false),
 };
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -652,6 +659,7 @@ pub fn stats() -> Stats {
         wall: started.map_or(Duration::ZERO, |s| s.elapsed()),
         disconnected: STATS.disconnected.load(Relaxed),
         collector_failed: STATS.collector_failed.load(Relaxed),
+        write_failed: STATS.write_failed.load(Relaxed),
     }
 }
 

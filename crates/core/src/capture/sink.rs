@@ -7,7 +7,7 @@
 //! again.
 
 use std::collections::VecDeque;
-use std::fs::File;
+use crate::sys::output::{self, OutputFile};
 use std::io::{ErrorKind as IoKind, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,8 @@ const TCP_QUEUE_BYTES: usize = 8 << 20;
 
 pub(crate) enum Sink {
     File {
-        file: File,
+        /// `None` once finished.
+        out: Option<OutputFile>,
         path: PathBuf,
         failed: bool,
     },
@@ -47,11 +48,18 @@ pub(crate) struct Undelivered {
 }
 
 impl Sink {
+    /// A capture file: a new name is written in place (a program killed mid-capture leaves
+    /// what it wrote, readable); an existing file is replaced only by a whole capture, so a
+    /// capture that cannot be written (a full disk) leaves it as it was.
     pub(crate) fn file(path: &Path) -> std::io::Result<Sink> {
-        let mut file = crate::sys::create(path)?;
-        file.write_all(&format::file_header())?;
+        let options = output::Options {
+            in_place_if_new: true,
+            ..output::Options::default()
+        };
+        let mut out = OutputFile::create_with(path, options)?;
+        out.file().write_all(&format::file_header())?;
         Ok(Sink::File {
-            file,
+            out: Some(out),
             path: path.to_owned(),
             failed: false,
         })
@@ -98,12 +106,12 @@ impl Sink {
     /// Takes one chunk.
     pub(crate) fn put(&mut self, c: Chunk) {
         match self {
-            Sink::File { file, path, failed } => {
-                if *failed {
+            Sink::File { out, path, failed } => {
+                let Some(file) = out.as_mut().filter(|_| !*failed) else {
                     super::STATS.add_undelivered(c.events);
                     return;
-                }
-                if let Err(e) = file.write_all(c.bytes) {
+                };
+                if let Err(e) = file.file().write_all(c.bytes) {
                     *failed = true;
                     super::STATS.add_undelivered(c.events);
                     crate::diag::warn(&format!(
@@ -129,12 +137,7 @@ impl Sink {
     /// Writes the end chunk and lets queued bytes go, waiting at most `deadline`.
     pub(crate) fn finish(&mut self, end: &[u8], deadline: Instant) {
         match self {
-            Sink::File { file, failed, .. } => {
-                if !*failed && file.write_all(end).is_ok() {
-                    super::STATS.add_written(end.len() as u64);
-                    let _ = file.flush();
-                }
-            }
+            Sink::File { out, path, failed } => finish_file(out, path, failed, end),
             Sink::Tcp(t) => {
                 t.put(Chunk {
                     bytes: end,
@@ -168,6 +171,53 @@ impl Sink {
             Sink::Flight(f) => f.evicted,
             _ => 0,
         }
+    }
+}
+
+/// Ends a capture file: the end chunk, then the file committed; one that could not be
+/// written whole leaves the old file as it was (or, a new name, what was written: readable
+/// with `--salvage`) and says which.
+fn finish_file(out: &mut Option<OutputFile>, path: &Path, failed: &mut bool, end: &[u8]) {
+    let Some(mut o) = out.take() else {
+        return;
+    };
+    if !*failed {
+        match o.file().write_all(end) {
+            Ok(()) => super::STATS.add_written(end.len() as u64),
+            Err(e) => {
+                *failed = true;
+                crate::diag::warn(&format!(
+                    "capture: writing {} failed ({e}) at its end record",
+                    path.display()
+                ));
+            }
+        }
+    }
+    let replacing = o.tmp_path().is_some();
+    if !*failed {
+        match o.commit() {
+            Ok(()) => return,
+            // The commit dropped a temporary file: an old file is as it was.
+            Err(e) => crate::diag::warn(&format!("capture: cannot write {}: {e}", path.display())),
+        }
+    } else {
+        // Removes a temporary file; a new name written in place keeps what it holds.
+        drop(o);
+    }
+    super::STATS
+        .write_failed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    if replacing {
+        crate::diag::warn(&format!(
+            "capture: {} kept as it was: this capture could not be written whole",
+            path.display()
+        ));
+    } else {
+        crate::diag::warn(&format!(
+            "capture: {} holds the capture up to the failed write, without its end: `tickscope report --salvage {}` reads it",
+            path.display(),
+            path.display()
+        ));
     }
 }
 
@@ -294,7 +344,9 @@ impl Flight {
             out.extend_from_slice(b);
         }
         out.extend_from_slice(end);
-        std::fs::write(path, &out)?;
+        let mut file = OutputFile::create(path)?;
+        file.file().write_all(&out)?;
+        file.commit()?;
         Ok(out.len() as u64)
     }
 }

@@ -223,6 +223,24 @@ pub(crate) fn render(
     }
 }
 
+/// Writes `text` to the report file `path`: appended to (interval lines, one per interval),
+/// never through a symbolic link at the name (`O_NOFOLLOW`); else replaced whole, as every
+/// output is ([`crate::sys::output`]).
+fn write_file(path: &std::path::Path, text: &str, append: bool) -> std::io::Result<()> {
+    if append {
+        use std::os::unix::fs::OpenOptionsExt;
+        return std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+    }
+    let mut out = crate::sys::output::OutputFile::create(path)?;
+    out.file().write_all(text.as_bytes())?;
+    out.commit()
+}
+
 /// Writes `text` to `out`. Never panics; a failure is one warning on stderr.
 pub(crate) fn emit(out: &Output, text: &str, append: bool) {
     match out {
@@ -230,13 +248,7 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
             let _ = std::io::stderr().write_all(text.as_bytes());
         }
         Output::File(path) => {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(append)
-                .truncate(!append)
-                .open(path);
-            if let Err(e) = file.and_then(|mut f| f.write_all(text.as_bytes())) {
+            if let Err(e) = write_file(path, text, append) {
                 crate::diag::warn(&format!(
                     "could not write the report to {}: {e}",
                     path.display()

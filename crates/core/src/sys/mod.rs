@@ -4,6 +4,35 @@
 //! (the reference clocks, the OS thread id, `atexit`) are wrapped here once, each with the reason
 //! it is sound, so those modules stay free of `unsafe`.
 
+pub mod output;
+
+/// The effective user id.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Makes the process `command` starts receive `SIGTERM` when this thread (the one that
+/// spawns it) ends, `SIGKILL` of the whole process included (`PR_SET_PDEATHSIG`, kept across
+/// the exec); a child whose parent ended before the setting took is sent it at once.
+pub(crate) fn end_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and makes only
+    // async-signal-safe calls (prctl, getppid, raise), allocating nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGTERM);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Reads `clock` with `clock_gettime`, in nanoseconds; `None` if the clock does not exist
 /// (a CPU clock of a thread that has exited).
 pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
@@ -306,11 +335,6 @@ pub(crate) fn open_read(path: &std::path::Path) -> std::io::Result<std::fs::File
     file_above_stdio(std::fs::File::open(path)?)
 }
 
-/// Creates (truncates) `path` for writing, never as descriptor 0, 1 or 2.
-#[cfg(any(feature = "sampler", feature = "capture"))]
-pub(crate) fn create(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    file_above_stdio(std::fs::File::create(path)?)
-}
 
 /// [`KEPT_STDERR`]: no copy kept; messages go to descriptor 2.
 const STDERR_UNKEPT: i32 = -1;

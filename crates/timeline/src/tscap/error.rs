@@ -17,6 +17,9 @@ pub struct Error {
     offset: u64,
     kind: ErrorKind,
     source: Option<std::io::Error>,
+    /// Complete chunks before the damage, read without salvage: the message says that
+    /// salvage reads them.
+    salvageable: Option<u64>,
 }
 
 /// What is wrong.
@@ -218,7 +221,17 @@ impl Error {
             offset,
             kind,
             source: None,
+            salvageable: None,
         }
+    }
+
+    /// The same error, saying that salvage reads the `chunks` complete chunks before it (a
+    /// capture cut short: a full disk, a killed program), where there are any.
+    pub(crate) fn salvageable(mut self, chunks: u64) -> Error {
+        if chunks > 0 && !matches!(self.kind, ErrorKind::Open | ErrorKind::Io) {
+            self.salvageable = Some(chunks);
+        }
+        self
     }
 
     pub(crate) fn io(path: &str, offset: u64, kind: ErrorKind, source: std::io::Error) -> Error {
@@ -257,6 +270,14 @@ impl fmt::Display for Error {
                 write!(f, "{}: at byte {}: read error: {e}", self.path, self.offset)
             }
             (kind, _) => write!(f, "{}: at byte {}: {kind}", self.path, self.offset),
+        }?;
+        match self.salvageable {
+            Some(n) => write!(
+                f,
+                " (`--salvage` reads the {n} complete chunk{} before it)",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => Ok(()),
         }
     }
 }

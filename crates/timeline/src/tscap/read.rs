@@ -328,7 +328,7 @@ impl<R: Read> Reader<R> {
                     self.stopped = Some(e);
                     Ok(None)
                 } else {
-                    Err(e)
+                    Err(e.salvageable(self.chunks))
                 }
             }
         }

@@ -483,23 +483,30 @@ impl Profile {
     /// Writes [`Profile::folded`] to `path`.
     pub fn write_folded(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        std::fs::write(path, self.folded()).map_err(|e| write_error(path, e))
+        write_output(path, |w| w.write_all(self.folded().as_bytes()))
     }
 
     /// Writes an interactive flame graph (SVG, via inferno) to `path`.
     #[cfg(feature = "flamegraph")]
     pub fn flamegraph_svg(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
+        write_output(path, |w| self.flamegraph_svg_to(w))
+    }
+
+    /// Writes the flame graph of [`flamegraph_svg`](Profile::flamegraph_svg) to `out`.
+    #[cfg(feature = "flamegraph")]
+    pub fn flamegraph_svg_to(&self, out: &mut dyn Write) -> io::Result<()> {
         let folded = self.folded();
-        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
         let mut opts = inferno::flamegraph::Options::default();
         opts.title = match self.mode {
             Mode::Cpu => "CPU time".into(),
             Mode::Wall => "Wall time".into(),
         };
         opts.count_name = "periods".into();
-        inferno::flamegraph::from_lines(&mut opts, folded.lines(), io::BufWriter::new(file))
-            .map_err(|e| write_error(path, io::Error::other(e.to_string())))
+        let mut w = io::BufWriter::new(out);
+        inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut w)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        w.flush()
     }
 
     /// The profile as pprof's protobuf, uncompressed.
@@ -509,13 +516,20 @@ impl Profile {
 
     /// Writes the profile to `path` as gzip-compressed pprof protobuf (`go tool pprof`,
     /// Pyroscope, speedscope read it).
+    ///
+    /// The file is written as every output of tickscope's is
+    /// (`tickscope::__private::output`): through a temporary file renamed over the name once
+    /// complete, never through a symbolic link at the name, into a device or FIFO directly.
     pub fn write_pprof(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        let file = crate::sys::create(path).map_err(|e| write_error(path, e))?;
-        let mut w = io::BufWriter::new(file);
-        pprof::write_gz(&self.to_pprof(), &mut w)
-            .and_then(|_| w.flush())
-            .map_err(|e| write_error(path, e))
+        write_output(path, |w| self.write_pprof_to(w))
+    }
+
+    /// Writes the profile to `out` as gzip-compressed pprof protobuf.
+    pub fn write_pprof_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut w = io::BufWriter::new(out);
+        pprof::write_gz(&self.to_pprof(), &mut w)?;
+        w.flush()
     }
 
     fn to_pprof(&self) -> pprof::Profile {
@@ -673,4 +687,14 @@ fn write_error(path: &Path, e: io::Error) -> Error {
         format!("cannot write the profile to {}", path.display()),
         Some(e),
     )
+}
+
+/// Writes an output at `path` with `write` ([`crate::sys::output`]): replaced only once whole.
+fn write_output(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), Error> {
+    let mut out = crate::sys::output::OutputFile::create(path).map_err(|e| write_error(path, e))?;
+    write(out.file()).map_err(|e| write_error(path, e))?;
+    out.commit().map_err(|e| write_error(path, e))
 }
