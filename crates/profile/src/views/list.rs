@@ -282,6 +282,40 @@ pub fn list_json(rpt: &Report, rx: &Regex) -> Result<Value, String> {
 }
 
 /// Finds and reads source files, caching each file's lines (or why it could not be read).
+/// The largest source file read (16 MiB): a profile may name any file, and a source file
+/// is far smaller (the largest of rustc's own sources is under 1 MiB).
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+/// The bytes of the source file at `path`: a regular file of at most [`MAX_SOURCE_BYTES`].
+/// Opened with `O_NONBLOCK`, so that a FIFO or a device put where the check saw a file does
+/// not block the open, then checked again on the descriptor (fstat).
+fn read_source(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err("not read: it is not a regular file".into());
+    }
+    if meta.len() > MAX_SOURCE_BYTES {
+        return Err(format!(
+            "not read: {} bytes, over the {} MiB read for a source file",
+            meta.len(),
+            MAX_SOURCE_BYTES >> 20
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // At most the limit even if the file grows meanwhile.
+    f.take(MAX_SOURCE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(bytes)
+}
+
 struct SourceReader {
     /// `--source-path` directories; the current directory when none was given.
     dirs: Vec<PathBuf>,
@@ -328,13 +362,13 @@ impl SourceReader {
             if !candidate.is_file() {
                 continue;
             }
-            return match std::fs::read(&candidate) {
+            return match read_source(&candidate) {
                 // Go's line scanner: lines split at `\n`, a `\r` before it dropped.
                 Ok(bytes) => Ok(String::from_utf8_lossy(&bytes)
                     .lines()
                     .map(str::to_string)
                     .collect()),
-                Err(e) => Err(format!("cannot read {}: {e}", candidate.display())),
+                Err(e) => Err(format!("{}: {e}", candidate.display())),
             };
         }
         let searched: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
@@ -485,6 +519,40 @@ mod tests {
         let json = list_json(&rpt, &Regex::new("work").unwrap()).unwrap();
         assert_eq!(json["functions"][0]["lines"][2]["text"], "line 10");
         assert_eq!(json["functions"][0]["lines"][2]["flat"], 30 * ms);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_source_over_the_limit_is_not_read_and_says_so() {
+        let dir = temp_dir("big");
+        let big = dir.join("big.rs");
+        // Sparse: no disk used; read whole it would take 16 MiB and more.
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_SOURCE_BYTES + 1)
+            .unwrap();
+        let rpt = report(profile(&big.display().to_string()), "");
+        let text = list_text(&rpt, &Regex::new("^work$").unwrap()).unwrap();
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("Error:")).collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(said[0].contains("over the 16 MiB"), "{text}");
+        // The sampled lines are listed without their text.
+        assert!(text.ends_with("      30ms       30ms     10:\n      50ms       50ms     12:\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_never_read_as_a_source() {
+        let dir = temp_dir("fifo");
+        let fifo = dir.join("src.rs");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            // Opening it to read would wait for a writer forever without O_NONBLOCK.
+            let e = read_source(&fifo).unwrap_err();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        let e = read_source(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
