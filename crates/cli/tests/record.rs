@@ -229,8 +229,13 @@ fn record_keeps_tickscopes_messages_out_of_the_programs_stderr() {
         stderr.contains("2 programs it exec'd ended before their first sample"),
         "{stderr}"
     );
-    let left = std::env::temp_dir().join(format!("tickscope-messages-{pid}-0"));
-    assert!(!left.exists(), "{} left behind", left.display());
+    // The run's directory (its messages, its processes' profiles) is gone.
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.contains(".tickscope-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?} left behind by run {pid}");
 }
 
 /// Whether a run's samples are too few to read shares from is judged once, on its profiles

@@ -19,6 +19,9 @@ use clap::Parser;
 
 use super::out::{self, Output};
 
+mod files;
+use files::RunDir;
+
 /// Options of `tickscope record`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -132,13 +135,21 @@ pub fn run(args: Args) -> Result<u8> {
     inputs.extend(program.as_deref());
     inputs.extend(rest.iter().map(Path::new));
     out::refuse_inputs(&args.output, &inputs)?;
-    // The library writes to a temporary file, renamed over the output once it holds a
-    // profile: a run that writes none leaves an earlier profile as it was, and an earlier
-    // one never passes for this run's.
-    let pending = Output::create(&output)?;
-    // tickscope's messages from every process of the run come here, not into the program's
-    // stderr (which may be a file, or parsed by a build tool); printed once it ends.
-    let messages = Messages::create()?;
+    // The output is written once the run holds a profile, through a temporary file renamed
+    // over it: a run that writes none leaves an earlier profile as it was, and an earlier
+    // one never passes for this run's. Another run that writes it meanwhile is not
+    // overwritten: this one's is kept apart, and said.
+    let mut pending = Output::create_with(
+        &output,
+        tickscope::__private::output::Options {
+            refuse_if_changed: true,
+            ..Default::default()
+        },
+    )?;
+    // The run's processes write their profiles, and tickscope's messages (not into the
+    // program's stderr, which may be a file, or parsed by a build tool; printed once it
+    // ends), into a directory of the run's own that no other user can enter.
+    let run_dir = RunDir::create(&output)?;
     let mut preload = OsString::from(&lib);
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
         preload.push(":");
@@ -148,7 +159,7 @@ pub fn run(args: Args) -> Result<u8> {
     command
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env("TICKSCOPE_CPUPROFILE", pending.tmp_path())
+        .env("TICKSCOPE_CPUPROFILE", run_dir.profile())
         .env("TICKSCOPE_CPUPROFILE_FREQUENCY", args.hz.to_string())
         .env(
             "TICKSCOPE_CPUPROFILE_MODE",
@@ -160,7 +171,7 @@ pub fn run(args: Args) -> Result<u8> {
             "TICKSCOPE_CPUPROFILE_FORKS",
             if args.forks { "1" } else { "0" },
         )
-        .env("TICKSCOPE_MESSAGES", messages.path())
+        .env("TICKSCOPE_MESSAGES", run_dir.messages())
         .env_remove("TICKSCOPE_CPUPROFILE_PID");
     // In CPU mode, where perf events may be opened on a process of this user, the program
     // is sampled from outside, by this command: the library in it only passes the settings
@@ -191,6 +202,9 @@ pub fn run(args: Args) -> Result<u8> {
     if own_group {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
     }
+    // `record` killed (even by SIGKILL, which it cannot pass on) ends the program too: a
+    // server it ran does not go on for ever, re-parented to init.
+    tickscope::__private::end_with_parent(&mut command);
     if let Err(e) = tickscope::__private::hold_terminal_signals() {
         say!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
@@ -233,16 +247,22 @@ pub fn run(args: Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
         (None, None) => 1,
     };
+    // A profile that could not be written (a full disk): said where it failed, and the run
+    // ends with status 2 where the program's was 0.
+    let mut write_failed = false;
     if let Some(sampling) = sampling {
         match sampling.finish() {
             Ok(profile) => {
                 for w in profile.warnings() {
                     say!("tickscope: warning: {w}");
                 }
-                if let Err(e) = profile.write_pprof(pending.tmp_path()) {
+                if let Err(e) = profile.write_pprof(run_dir.profile()) {
+                    write_failed = true;
                     say!(
-                        "tickscope: error: cannot write the profile of {}: {e}",
-                        Path::new(prog).display()
+                        "tickscope: error: cannot write the profile of {} to {}: {}",
+                        Path::new(prog).display(),
+                        args.output.display(),
+                        std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string())
                     );
                 }
             }
@@ -258,38 +278,45 @@ pub fn run(args: Args) -> Result<u8> {
         unreaped_written,
         forks,
         unsampled,
-    } = messages.print();
-    // Programs it exec'd profiled into files of their own, `<tmp>.<pid>`.
-    let children = child_profiles(pending.tmp_path());
+        write_failed: library_write_failed,
+    } = print_messages(&run_dir.messages(), &run_dir.profile());
+    let write_failed = write_failed || library_write_failed;
+    let code = match (write_failed, code) {
+        (true, 0) => 2,
+        _ => code,
+    };
+    // Programs it exec'd profiled into files of their own, `profile.<pid>`.
+    let children = run_dir.children();
     // Where the program itself left no profile to show: the other processes' are kept and
     // said all the same.
     let keep_the_others = |children: &[(u32, PathBuf)], unsampled: &[(u32, String, u64)]| {
-        let others = keep_children(children, &output, run);
+        let others = files::keep_children(children, &output, run);
         say_children(&others, &args.output);
-        keep_and_say_unsampled(
-            unsampled,
-            args.hz,
-            pending.tmp_path(),
-            &output,
-            run,
-            &args.output,
-        );
+        keep_and_say_unsampled(unsampled, args.hz, &run_dir, &output, run, &args.output);
     };
-    if std::fs::metadata(pending.tmp_path()).map_or(0, |m| m.len()) == 0 {
-        say!(
-            "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the drain thread stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
-            Path::new(prog).display(),
-            args.output.display()
-        );
+    if std::fs::metadata(run_dir.profile()).map_or(0, |m| m.len()) == 0 {
+        if write_failed {
+            say!(
+                "tickscope: error: no profile of {} written: {} is unchanged",
+                Path::new(prog).display(),
+                args.output.display()
+            );
+        } else {
+            say!(
+                "tickscope: error: {} wrote no profile to {}: it was killed or aborted, its _exit found the drain thread stuck for 3 s, or it is statically linked (LD_PRELOAD cannot load into it)",
+                Path::new(prog).display(),
+                args.output.display()
+            );
+        }
         keep_the_others(&children, &unsampled);
         return Ok(code);
     }
     // A profile cut short (the program killed while writing it) does not replace the old one.
-    let main = match tickscope_profile::load(pending.tmp_path()) {
+    let main = match tickscope_profile::load(run_dir.profile()) {
         Ok(p) => p,
         Err(e) => {
             let e = e.to_string();
-            let tmp = format!("{}: ", pending.tmp_path().display());
+            let tmp = format!("{}: ", run_dir.profile().display());
             say!(
                 "tickscope: error: {} wrote a damaged profile, not kept ({}); {} is unchanged",
                 Path::new(prog).display(),
@@ -375,25 +402,37 @@ pub fn run(args: Args) -> Result<u8> {
         say!("{line}");
     }
     let others = if let (true, true, Some(m)) = (args.merge, several, merged.as_ref()) {
-        let mut f = std::fs::File::create(pending.tmp_path())
-            .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
-        tickscope_profile::write::write_gz(m, &mut f)
-            .and_then(|()| f.sync_all())
-            .with_context(|| format!("cannot write {}", pending.tmp_path().display()))?;
-        for (_, path) in &children {
-            let _ = std::fs::remove_file(path);
-        }
+        tickscope_profile::write::write_gz(m, pending.file())
+            .with_context(|| format!("cannot write {}", args.output.display()))?;
         Vec::new()
     } else {
-        keep_children(&children, &output, run)
+        let copied = std::fs::File::open(run_dir.profile())
+            .and_then(|mut f| std::io::copy(&mut f, pending.file()));
+        copied.with_context(|| format!("cannot write {}", args.output.display()))?;
+        files::keep_children(&children, &output, run)
     };
     // Without --merge, their profile is a file of the run's like the others:
     // `<output>.<run>.unsampled`.
     let unsampled_file = match (args.merge, &unsampled_profile) {
-        (false, Some(u)) => keep_unsampled(u, pending.tmp_path(), &output, run),
+        (false, Some(u)) => run_dir.keep_unsampled(u, &output, run),
         _ => None,
     };
-    pending.commit()?;
+    // Another run wrote the output while this one went on: both profiles are kept.
+    let written_to = if pending.changed() {
+        let apart = files::keep_apart(pending, &output, run)?;
+        let apart = args
+            .output
+            .with_file_name(apart.file_name().unwrap_or_default());
+        say!(
+            "tickscope: warning: another process wrote {} while this run went on: it is kept, and this run's profile is {}",
+            args.output.display(),
+            apart.display()
+        );
+        apart
+    } else {
+        pending.commit()?;
+        args.output.clone()
+    };
     for (pid, e) in damaged {
         say!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
     }
@@ -476,10 +515,10 @@ pub fn run(args: Args) -> Result<u8> {
         say!(
             "tickscope: profile of {} processes written to {} (labelled pid and program)",
             processes,
-            args.output.display()
+            written_to.display()
         );
     } else {
-        say!("tickscope: profile written to {}", args.output.display());
+        say!("tickscope: profile written to {}", written_to.display());
         say_children(&others, &args.output);
     }
     Ok(code)
@@ -622,6 +661,9 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .with_context(|| format!("cannot take signal {sig}"))?;
     }
+    if let Some(name) = kernel_thread(pid) {
+        bail!("process {pid} ({name}) is a kernel thread: it runs no user-space code to sample");
+    }
     let mut attached =
         tickscope::sampler::Attached::new(pid, args.hz).map_err(|e| anyhow::anyhow!("{e}"))?;
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -651,11 +693,13 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
     for w in profile.warnings() {
         say!("tickscope: warning: {w}");
     }
-    let pending = Output::create(&args.output)?;
+    let mut pending = Output::create(&args.output)?;
+    let mut bytes = Vec::new();
     profile
-        .write_pprof(pending.tmp_path())
+        .write_pprof_to(&mut bytes)
+        .and_then(|()| std::io::Write::write_all(pending.file(), &bytes))
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let written = tickscope_profile::load(pending.tmp_path());
+    let written = tickscope_profile::parse(&bytes, &args.output.display().to_string());
     pending.commit()?;
     say!("tickscope: stopped sampling process {pid}: {why}");
     if let (true, Ok(profile)) = (args.top > 0, written) {
@@ -663,6 +707,18 @@ fn run_attached(args: &Args, pid: u32) -> Result<u8> {
     }
     say!("tickscope: profile written to {}", args.output.display());
     Ok(0)
+}
+
+/// The name of process `pid` if it is a kernel thread (`PF_KTHREAD` in its flags, the ninth
+/// field of `/proc/PID/stat`).
+fn kernel_thread(pid: u32) -> Option<String> {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1.to_string();
+    // After the name: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
+    (flags & PF_KTHREAD != 0).then_some(name)
 }
 
 /// The `top` view of `profile` as `record` prints it (`--top` rows, `extra` a further option
@@ -916,46 +972,15 @@ fn wait_as_one_job(
     }
 }
 
-/// The file the run's processes append tickscope's messages to (`TICKSCOPE_MESSAGES`): new,
-/// private to this user, in the temporary directory; removed when dropped.
-struct Messages(PathBuf);
-
-impl Messages {
-    fn create() -> Result<Messages> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = std::env::temp_dir();
-        let mut last = None;
-        // A name nobody holds: this process's id, then a counter past files left by others.
-        for n in 0..1000 {
-            let path = dir.join(format!("tickscope-messages-{}-{n}", std::process::id()));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(_) => return Ok(Messages(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => {
-                    last = Some(e);
-                    break;
-                }
-            }
-        }
-        Err(last.expect("the loop ran"))
-            .with_context(|| format!("cannot create a file for messages in {}", dir.display()))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// Prints the messages to this process's stderr: each kind once, with how many of the
-    /// run's processes said it (lines alike but for their numbers are one kind). Returns
-    /// what the lines for `record` alone said (not printed), the CPU time of the processes
-    /// that ended unprofiled taken as they ended where their parent said it.
-    fn print(&self) -> Said {
-        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+/// Prints the messages of the run's processes (the file `path`) to this process's stderr: each
+/// kind once, with how many of the run's processes said it (lines alike but for their numbers
+/// are one kind). Returns what the lines for `record` alone said (not printed), the CPU time
+/// of the processes that ended unprofiled taken as they ended where their parent said it, and
+/// whether one said it could not write the program's profile (`profile`).
+fn print_messages(path: &Path, profile: &Path) -> Said {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let cannot_write = format!("cannot write the profile to {}", profile.display());
+        let write_failed = text.lines().any(|l| l.contains(&cannot_write));
         let mut kinds: Vec<(String, &str, usize)> = Vec::new();
         let mut exit_cpu = 0u64;
         let mut forks = Vec::new();
@@ -1068,8 +1093,8 @@ impl Messages {
                 .map(|(_, name, cpu)| (name, cpu))
                 .collect(),
             unsampled,
+            write_failed,
         }
-    }
 }
 
 /// A process whose line `record` read and whose reaping no line has said yet: what the
@@ -1102,6 +1127,8 @@ struct Said {
     /// Programs exec'd that ended before their first sample, and wrote a line instead of a
     /// profile: (pid, name, CPU time in ns).
     unsampled: Vec<(u32, String, u64)>,
+    /// A process said it could not write the program's profile (a full disk).
+    write_failed: bool,
 }
 
 /// A line for `record` about a process, after its mark: `pid=P cpu-ns=N [children-ns=C]
@@ -1236,7 +1263,7 @@ fn say_unsampled(
 fn keep_and_say_unsampled(
     unsampled: &[(u32, String, u64)],
     hz: u32,
-    tmp: &Path,
+    run_dir: &RunDir,
     output: &Path,
     run: u32,
     user_output: &Path,
@@ -1244,7 +1271,7 @@ fn keep_and_say_unsampled(
     let kept = match unsampled.is_empty() {
         true => None,
         false => unsampled_profile(None, hz, unsampled)
-            .and_then(|u| keep_unsampled(&u, tmp, output, run)),
+            .and_then(|u| run_dir.keep_unsampled(&u, output, run)),
     };
     say_unsampled(unsampled, kept.as_deref(), user_output, false);
 }
@@ -1311,12 +1338,6 @@ fn by_cpu<'a>(procs: impl Iterator<Item = (&'a str, u64)>) -> (u64, String) {
     (total, names.join(", "))
 }
 
-impl Drop for Messages {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// The file `prog` runs: itself when it names a path, else the first match on `PATH`.
 fn find_program(prog: &Path) -> Option<PathBuf> {
     if prog.components().count() > 1 {
@@ -1326,109 +1347,4 @@ fn find_program(prog: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(prog))
         .find(|p| p.is_file())
-}
-
-/// The profiles of the programs the run exec'd: `<tmp>.<pid>`, by pid.
-fn child_profiles(tmp: &Path) -> Vec<(u32, PathBuf)> {
-    let (Some(dir), Some(tmp_name)) = (tmp.parent(), tmp.file_name()) else {
-        return Vec::new();
-    };
-    let tmp_name = tmp_name.to_string_lossy().into_owned();
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    let pid = name.strip_prefix(&tmp_name)?.strip_prefix('.')?;
-                    let pid = pid
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|_| pid.bytes().all(|b| b.is_ascii_digit()))?;
-                    Some((pid, e.path()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    found.sort();
-    found
-}
-
-/// Writes the profile of the programs that ended before their first sample beside the
-/// run's temporary file, then keeps it as `<output>.<run>.unsampled` (never replacing a file:
-/// a later name is taken instead); returns its name, or `None` after saying why not.
-fn keep_unsampled(
-    profile: &tickscope_profile::Profile,
-    tmp: &Path,
-    output: &Path,
-    run: u32,
-) -> Option<PathBuf> {
-    let mut name = tmp.as_os_str().to_owned();
-    name.push(".unsampled");
-    let from = PathBuf::from(name);
-    // A new file beside the run's own temporary one (never one that is there already).
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&from);
-    let written = created.and_then(|mut f| {
-        let written =
-            tickscope_profile::write::write_gz(profile, &mut f).and_then(|()| f.sync_all());
-        if written.is_err() {
-            let _ = std::fs::remove_file(&from);
-        }
-        written
-    });
-    if let Err(e) = written {
-        say!(
-            "tickscope: warning: cannot write the profile of the programs that ended before their first sample: {}: {e}",
-            from.display()
-        );
-        return None;
-    }
-    let kept = keep_as(&from, output, &format!(".{run}.unsampled"));
-    if kept.is_none() {
-        let _ = std::fs::remove_file(&from);
-    }
-    kept
-}
-
-/// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the
-/// program's pid), never replacing a file already there (a later name is taken instead);
-/// returns the new names.
-fn keep_children(children: &[(u32, PathBuf)], output: &Path, run: u32) -> Vec<PathBuf> {
-    children
-        .iter()
-        .filter_map(|(pid, from)| keep_as(from, output, &format!(".{run}.{pid}")))
-        .collect()
-}
-
-/// Keeps `from` as `<output><suffix>` by a hard link, then removes `from`; where that name
-/// is taken, `<output><suffix>-1` and so on (a hard link fails where a file exists: nothing
-/// of an earlier run is replaced). The name kept, or `None` after saying why not.
-fn keep_as(from: &Path, output: &Path, suffix: &str) -> Option<PathBuf> {
-    let out_name = output.file_name()?;
-    for n in 0..100 {
-        let mut name = out_name.to_owned();
-        name.push(suffix);
-        if n > 0 {
-            name.push(format!("-{n}"));
-        }
-        let to = output.with_file_name(name);
-        match std::fs::hard_link(from, &to) {
-            Ok(()) => {
-                let _ = std::fs::remove_file(from);
-                return Some(to);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                say!(
-                    "tickscope: warning: cannot keep {} as {}: {e}",
-                    from.display(),
-                    to.display()
-                );
-                return None;
-            }
-        }
-    }
-    None
 }
