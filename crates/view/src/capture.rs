@@ -187,7 +187,7 @@ impl Capture {
                 .and_then(|mut r| tickscope_timeline::summarize(&mut r, Options::default()))
                 .map_err(|e| e.to_string());
             *lock(&cs.summary) = match r {
-                Ok(s) => SummaryState::Done(Arc::new(s)),
+                Ok(s) => SummaryState::Done(Arc::new(bounded(s))),
                 Err(e) => SummaryState::Failed(e),
             };
         };
@@ -447,7 +447,7 @@ impl Capture {
             }
             let mut s = c.finish(&self.name, &idx.process, &idx.meta, reader.end());
             s.warnings = lock(&self.status).warnings.clone();
-            Ok(s)
+            Ok(bounded(s))
         })
     }
 
@@ -616,6 +616,32 @@ impl Capture {
         })
         .map(|o| o.unwrap_or(Ok(None)))
     }
+}
+
+/// `s` with each of its lists cut to [`crate::ANSWER_ROWS`] rows (the scopes are largest
+/// total first: the rows cut are the smallest), each cut said in a warning.
+fn bounded(mut s: Summary) -> Summary {
+    let rows = crate::ANSWER_ROWS;
+    let mut said = Vec::new();
+    let mut cut = |what: &str, n: usize| {
+        if n > rows {
+            said.push(format!(
+                "{} {what} more not listed here (the viewer lists {rows}; `tickscope report` lists all)",
+                n - rows
+            ));
+        }
+    };
+    cut("scopes, of the smallest total time,", s.scopes.len());
+    cut("threads", s.threads.len());
+    cut("frame markers", s.frames.len());
+    cut("counters", s.counters.len());
+    s.scopes.truncate(rows);
+    s.threads.truncate(rows);
+    s.frames.truncate(rows);
+    s.counters.truncate(rows);
+    s.warnings.truncate(rows);
+    s.warnings.extend(said);
+    s
 }
 
 /// The most chunks [`Capture::scope_at`] decodes for one scope's children.

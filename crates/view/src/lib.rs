@@ -126,10 +126,14 @@ pub struct Limits {
     /// Bytes all live captures may hold together (512 MiB; their indexes add at most as
     /// much again): a capture stops being read there, what came before kept.
     pub live_bytes: u64,
-    /// Rows of the longest answers (a summary's scopes, `/api/info`'s scope table) (2000):
-    /// the rest are counted, not listed.
-    pub rows: usize,
 }
+
+/// The most rows of any list in an answer, whatever the capture holds (a crafted capture of a
+/// million scope definitions made a 268 MB summary): a summary's scopes (largest total
+/// first), threads, frame markers and counters, and `/api/info`'s threads, scopes and
+/// markers (lowest ids first). The rest are counted: in the summary's warnings, in
+/// `/api/info`'s `left_out`.
+pub const ANSWER_ROWS: usize = 2000;
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -141,7 +145,6 @@ impl Default for Limits {
             live_idle_timeout: None,
             live_captures: 32,
             live_bytes: 512 << 20,
-            rows: 2000,
         }
     }
 }
@@ -444,6 +447,7 @@ fn capture_info(c: &Capture) -> Value {
         let threads: Vec<Value> = idx
             .threads
             .iter()
+            .take(ANSWER_ROWS)
             .map(|t| {
                 let tid = meta.thread(t.index).map(|d| d.tid);
                 json!({
@@ -458,8 +462,8 @@ fn capture_info(c: &Capture) -> Value {
                 })
             })
             .collect();
-        let scopes: serde_json::Map<String, Value> = meta
-            .scopes()
+        let scopes: serde_json::Map<String, Value> = lowest(meta.scopes().map(|s| s.id))
+            .filter_map(|id| meta.scope(id))
             .map(|s| {
                 (
                     s.id.to_string(),
@@ -472,8 +476,10 @@ fn capture_info(c: &Capture) -> Value {
                 )
             })
             .collect();
+        let listed: std::collections::HashSet<u64> = lowest(meta.markers().map(|m| m.id)).collect();
         let markers: serde_json::Map<String, Value> = meta
             .markers()
+            .filter(|m| listed.contains(&m.id))
             .map(|m| {
                 (
                     m.id.to_string(),
@@ -495,12 +501,30 @@ fn capture_info(c: &Capture) -> Value {
             "threads": threads,
             "scopes": scopes,
             "markers": markers,
-            "counters": idx.counters.keys().collect::<Vec<_>>(),
-            "lives": idx.lives.sites(),
+            "counters": idx.counters.keys().take(ANSWER_ROWS).collect::<Vec<_>>(),
+            "lives": idx.lives.sites().into_iter().take(ANSWER_ROWS).collect::<Vec<_>>(),
+            "left_out": {
+                "threads": idx.threads.len().saturating_sub(ANSWER_ROWS),
+                "scopes": meta.scopes().count().saturating_sub(ANSWER_ROWS),
+                "markers": meta.markers().count().saturating_sub(ANSWER_ROWS),
+                "counters": idx.counters.len().saturating_sub(ANSWER_ROWS),
+            },
         })
     });
     if let (Some(Value::Object(m)), Value::Object(o)) = (more, &mut v) {
         o.extend(m);
     }
     v
+}
+
+/// The [`ANSWER_ROWS`] lowest of `ids`, in order, without sorting them all.
+fn lowest(ids: impl Iterator<Item = u64>) -> impl Iterator<Item = u64> {
+    let mut heap = std::collections::BinaryHeap::with_capacity(ANSWER_ROWS + 1);
+    for id in ids {
+        heap.push(id);
+        if heap.len() > ANSWER_ROWS {
+            heap.pop();
+        }
+    }
+    heap.into_sorted_vec().into_iter()
 }

@@ -322,3 +322,63 @@ fn a_live_connection_from_another_user_is_refused() {
     send(&v, &crate::writer_capture());
     assert_eq!(v.viewer.live_captures(), 1);
 }
+
+/// A capture of `n` scopes, each defined and called once, on one thread.
+fn many_scopes(n: u64) -> Vec<u8> {
+    use crate::writer::{process_payload, scope, thread, Capture, Ev, PROCESS};
+    let mut c = Capture::with_version(2);
+    c.chunk(PROCESS, &process_payload(1e9, 1000, 0, 7, "many"));
+    let mut meta: Vec<_> = (1..=n)
+        .map(|i| scope(i, &format!("s{i}"), "m.rs", i))
+        .collect();
+    meta.push(thread(1, 101, "one"));
+    c.meta(&meta);
+    let evs: Vec<Ev> = (1..=n)
+        .flat_map(|i| [Ev::Begin(i, 1000 + 10 * i), Ev::End(i, 1000 + 10 * i + i)])
+        .collect();
+    for part in evs.chunks(4000) {
+        c.events(1, &[], part);
+    }
+    c.bytes
+}
+
+#[test]
+fn answers_list_a_bounded_number_of_rows_and_count_the_rest() {
+    let rows = tickscope_view::ANSWER_ROWS as u64;
+    let d = dir("rows");
+    let path = d.join("many.tscap");
+    std::fs::write(&path, many_scopes(rows + 500)).unwrap();
+    let v = serve(vec![path.display().to_string()], Limits::default());
+    let end = Instant::now() + DEADLINE;
+    let summary = loop {
+        let (status, body) =
+            crate::server::get(&v.addr, &format!("/api/summary?token={}&c=0", v.token));
+        if status == 200 {
+            break serde_json::from_slice::<serde_json::Value>(&body).unwrap();
+        }
+        assert!(Instant::now() < end, "no summary");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let scopes = summary["scopes"].as_array().unwrap();
+    assert_eq!(scopes.len() as u64, rows);
+    // The largest kept: scope i lasts i ticks.
+    assert_eq!(scopes[0]["name"], format!("s{}", rows + 500));
+    let warned = summary["warnings"].to_string();
+    assert!(warned.contains("500 scopes"), "{warned}");
+    let range = json(
+        &v.addr,
+        &format!("/api/summary?token={}&c=0&from=0&until=1000000000", v.token),
+    );
+    assert_eq!(range["scopes"].as_array().unwrap().len() as u64, rows);
+    let info = json(&v.addr, &format!("/api/info?token={}", v.token));
+    let c = &info["captures"][0];
+    assert_eq!(
+        c["scopes"].as_object().unwrap().len() as u64,
+        rows,
+        "{}",
+        c["left_out"]
+    );
+    assert!(c["scopes"]["1"].is_array() && c["scopes"][rows.to_string()].is_array());
+    assert_eq!(c["left_out"]["scopes"], 500);
+    let _ = std::fs::remove_dir_all(&d);
+}
