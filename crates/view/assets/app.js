@@ -214,6 +214,12 @@ function banner() {
     const p = S.info.profiles[S.p];
     if (p) for (const n of p.notes) lines.push(n);
   }
+  // Live connections refused or cut (the viewer's limits), the latest few.
+  const n = S.info.notices;
+  if (S.tab === 'timeline' && n && n.count) {
+    for (const l of n.latest.slice(-3)) lines.push(`Live captures: ${l}.`);
+    if (n.count > 3) lines.push(`(${count(n.count)} such notices in all: see the viewer's stderr.)`);
+  }
   for (const l of lines) b.append(el('p', { text: l }));
   b.hidden = lines.length === 0;
 }
