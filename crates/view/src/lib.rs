@@ -8,7 +8,10 @@
 //!   (a random token in it) to print; [`Started::serve`] serves until the process ends.
 //! - A capture ([`capture::Capture`]) is indexed by a thread of its own
 //!   ([`index`]: one streaming pass; memory within twice the capture and a few MB) while its
-//!   summary (the same as `tickscope report`) is computed by another; the page asks for
+//!   summary (the same as `tickscope report`) is computed by another (known gap: a capture
+//!   defining millions of scopes makes that summary's per-scope statistics, and the scope
+//!   table the index copies, far larger than the capture; every answer is bounded, see
+//!   [`ANSWER_ROWS`]); the page asks for
 //!   windows of the timeline at its width in pixels and gets the scopes wider than a pixel
 //!   and, for the rest, how busy each pixel is ([`index::query`], [`wire`]).
 //! - A profile ([`profiles::ProfileDoc`]) gives the views `tickscope top`, `peek` and `list`
@@ -17,7 +20,9 @@
 //! - A live capture arrives over TCP (`tcp://ADDR` among the inputs, or
 //!   [`Viewer::add_live`] for `tickscope capture listen --view`): its index grows as chunks
 //!   arrive and the page follows it.
-//! - [`server`]: the HTTP API, every request checked against the token.
+//! - [`server`]: the HTTP API, every request checked against the token, its connections
+//!   bounded ([`Limits`]); [`live`]: who may send live captures, and how much they hold;
+//!   [`browser`]: the page opened with no token in a command line.
 //!
 //! The page (`assets/`) is hand-written HTML, CSS and JavaScript, in the binary: no build
 //! step, no network. It draws on canvases.
