@@ -4,26 +4,26 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tickscope")
 }
 
 /// libtickscope.so next to the binary, where `record` looks for it (built by the test).
-fn library() -> PathBuf {
+pub(crate) fn library() -> PathBuf {
     let lib = Path::new(bin()).with_file_name("libtickscope.so");
     crate::preload_support::build_library(lib.parent().unwrap());
     assert!(lib.exists(), "{} is missing after the build", lib.display());
     lib
 }
 
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tickscope-record-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn workload(dir: &Path) -> PathBuf {
+pub(crate) fn workload(dir: &Path) -> PathBuf {
     let exe = dir.join("workload");
     crate::preload_support::build_workload(&exe, true);
     exe

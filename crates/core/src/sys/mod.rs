@@ -18,19 +18,24 @@ pub(crate) fn euid() -> u32 {
 pub(crate) fn end_with_parent(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec and makes only
-    // async-signal-safe calls (prctl, getppid, raise), allocating nothing.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::raise(libc::SIGTERM);
-            }
-            Ok(())
-        });
+    // SAFETY: the closure runs in the child between fork and exec; `end_with` makes only
+    // async-signal-safe calls (prctl, getppid, raise) and allocates nothing.
+    unsafe { command.pre_exec(move || end_with(parent)) };
+}
+
+/// In a child between fork and exec: `SIGTERM` when `parent` ends (see [`end_with_parent`]).
+fn end_with(parent: libc::pid_t) -> std::io::Result<()> {
+    let sig = libc::SIGTERM as libc::c_ulong;
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number; no memory is passed.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: raise sends a signal to this process; no memory involved.
+        unsafe { libc::raise(libc::SIGTERM) };
+    }
+    Ok(())
 }
 
 /// Reads `clock` with `clock_gettime`, in nanoseconds; `None` if the clock does not exist
@@ -334,7 +339,6 @@ where
 pub(crate) fn open_read(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     file_above_stdio(std::fs::File::open(path)?)
 }
-
 
 /// [`KEPT_STDERR`]: no copy kept; messages go to descriptor 2.
 const STDERR_UNKEPT: i32 = -1;

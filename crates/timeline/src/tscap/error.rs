@@ -17,9 +17,9 @@ pub struct Error {
     offset: u64,
     kind: ErrorKind,
     source: Option<std::io::Error>,
-    /// Complete chunks before the damage, read without salvage: the message says that
-    /// salvage reads them.
-    salvageable: Option<u64>,
+    /// Complete chunks before the damage, read without salvage (0: none, or salvage was
+    /// on): the message says that salvage reads them.
+    salvageable: u64,
 }
 
 /// What is wrong.
@@ -221,7 +221,7 @@ impl Error {
             offset,
             kind,
             source: None,
-            salvageable: None,
+            salvageable: 0,
         }
     }
 
@@ -229,7 +229,7 @@ impl Error {
     /// capture cut short: a full disk, a killed program), where there are any.
     pub(crate) fn salvageable(mut self, chunks: u64) -> Error {
         if chunks > 0 && !matches!(self.kind, ErrorKind::Open | ErrorKind::Io) {
-            self.salvageable = Some(chunks);
+            self.salvageable = chunks;
         }
         self
     }
@@ -272,12 +272,12 @@ impl fmt::Display for Error {
             (kind, _) => write!(f, "{}: at byte {}: {kind}", self.path, self.offset),
         }?;
         match self.salvageable {
-            Some(n) => write!(
+            0 => Ok(()),
+            n => write!(
                 f,
                 " (`--salvage` reads the {n} complete chunk{} before it)",
                 if n == 1 { "" } else { "s" }
             ),
-            None => Ok(()),
         }
     }
 }

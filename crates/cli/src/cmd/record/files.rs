@@ -198,6 +198,30 @@ pub(super) fn keep_as(from: &Path, output: &Path, suffix: &str) -> Option<PathBu
     None
 }
 
+/// What was at the output's name when the run began (`None`: nothing): device, inode, size
+/// and modification time.
+pub(super) struct Seen(Option<(u64, u64, u64, i64, i64)>);
+
+impl Seen {
+    pub(super) fn of(path: &Path) -> Seen {
+        Seen(
+            std::fs::symlink_metadata(path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec())),
+        )
+    }
+
+    /// Whether another process created, replaced or wrote the file at `path` since.
+    pub(super) fn changed(&self, path: &Path) -> bool {
+        // A device or FIFO is written into, as the user asked, whatever it is now.
+        let special = std::fs::symlink_metadata(path).is_ok_and(|m| {
+            let t = m.file_type();
+            !t.is_file() && !t.is_symlink() && !t.is_dir()
+        });
+        !special && Seen::of(path).0 != self.0
+    }
+}
+
 /// A name for a profile of run `run` kept beside `output` because another process wrote
 /// `output` while this run went on: `<output>.<run>`, or `<output>.<run>-N`; the output
 /// committed there.
@@ -217,7 +241,10 @@ pub(super) fn keep_apart(pending: super::Output, output: &Path, run: u32) -> Res
         let p = pending.take().expect("one try at a time");
         return match p.commit_as_new(&to) {
             Ok(()) => Ok(to),
-            Err(e) => Err(anyhow!("cannot keep this run's profile as {}: {e}", to.display())),
+            Err(e) => Err(anyhow!(
+                "cannot keep this run's profile as {}: {e}",
+                to.display()
+            )),
         };
     }
     Err(anyhow!(

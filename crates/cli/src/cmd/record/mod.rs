@@ -137,15 +137,10 @@ pub fn run(args: Args) -> Result<u8> {
     out::refuse_inputs(&args.output, &inputs)?;
     // The output is written once the run holds a profile, through a temporary file renamed
     // over it: a run that writes none leaves an earlier profile as it was, and an earlier
-    // one never passes for this run's. Another run that writes it meanwhile is not
-    // overwritten: this one's is kept apart, and said.
-    let mut pending = Output::create_with(
-        &output,
-        tickscope::__private::output::Options {
-            refuse_if_changed: true,
-            ..Default::default()
-        },
-    )?;
+    // one never passes for this run's. Checked now (a link at the name is refused); another
+    // run that writes it meanwhile is not overwritten: this one's is kept apart, and said.
+    out::check_writable(&output)?;
+    let seen = files::Seen::of(&output);
     // The run's processes write their profiles, and tickscope's messages (not into the
     // program's stderr, which may be a file, or parsed by a build tool; printed once it
     // ends), into a directory of the run's own that no other user can enter.
@@ -401,6 +396,13 @@ pub fn run(args: Args) -> Result<u8> {
     {
         say!("{line}");
     }
+    let mut pending = Output::create_with(
+        &output,
+        tickscope::__private::output::Options {
+            refuse_if_changed: true,
+            ..Default::default()
+        },
+    )?;
     let others = if let (true, true, Some(m)) = (args.merge, several, merged.as_ref()) {
         tickscope_profile::write::write_gz(m, pending.file())
             .with_context(|| format!("cannot write {}", args.output.display()))?;
@@ -418,7 +420,7 @@ pub fn run(args: Args) -> Result<u8> {
         _ => None,
     };
     // Another run wrote the output while this one went on: both profiles are kept.
-    let written_to = if pending.changed() {
+    let written_to = if seen.changed(&output) || pending.changed() {
         let apart = files::keep_apart(pending, &output, run)?;
         let apart = args
             .output
@@ -978,123 +980,122 @@ fn wait_as_one_job(
 /// of the processes that ended unprofiled taken as they ended where their parent said it, and
 /// whether one said it could not write the program's profile (`profile`).
 fn print_messages(path: &Path, profile: &Path) -> Said {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let cannot_write = format!("cannot write the profile to {}", profile.display());
-        let write_failed = text.lines().any(|l| l.contains(&cannot_write));
-        let mut kinds: Vec<(String, &str, usize)> = Vec::new();
-        let mut exit_cpu = 0u64;
-        let mut forks = Vec::new();
-        let mut unsampled = Vec::new();
-        // The processes whose line came and whose reaping was not said yet, by pid (a later
-        // process of the same pid replaces an earlier one never reaped where this command
-        // could hear of it: an orphan, whose pid the kernel may have given again).
-        let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
-        let mut ends = 0u64;
-        for line in text.lines().filter(|l| !l.is_empty()) {
-            if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
-                let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
-                exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
-                if let Some(pid) = field::<u32>(rest, "pid=") {
-                    match (field(rest, "cpu-ns="), field(rest, "children-ns=")) {
-                        (Some(cpu), Some(children)) => {
-                            awaiting.insert(pid, Awaiting::Written { cpu, children })
-                        }
-                        _ => awaiting.remove(&pid),
-                    };
-                }
-                continue;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let cannot_write = format!("cannot write the profile to {}", profile.display());
+    let write_failed = text.lines().any(|l| l.contains(&cannot_write));
+    let mut kinds: Vec<(String, &str, usize)> = Vec::new();
+    let mut exit_cpu = 0u64;
+    let mut forks = Vec::new();
+    let mut unsampled = Vec::new();
+    // The processes whose line came and whose reaping was not said yet, by pid (a later
+    // process of the same pid replaces an earlier one never reaped where this command
+    // could hear of it: an orphan, whose pid the kernel may have given again).
+    let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
+    let mut ends = 0u64;
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
+            let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
+            exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
+            if let Some(pid) = field::<u32>(rest, "pid=") {
+                match (field(rest, "cpu-ns="), field(rest, "children-ns=")) {
+                    (Some(cpu), Some(children)) => {
+                        awaiting.insert(pid, Awaiting::Written { cpu, children })
+                    }
+                    _ => awaiting.remove(&pid),
+                };
             }
-            let unprofiled = match (
-                line.strip_prefix(tickscope::__private::FORK_CHILD_MARK),
-                line.strip_prefix(tickscope::__private::UNSAMPLED_MARK),
-            ) {
-                (Some(rest), _) => Some((true, rest)),
-                (None, Some(rest)) => Some((false, rest)),
-                (None, None) => None,
-            };
-            if let Some((fork, rest)) = unprofiled {
-                if let Some((pid, name, cpu, children)) = said_process(rest) {
-                    let list = if fork { &mut forks } else { &mut unsampled };
-                    // A line that does not say its children's time (an older library's)
-                    // cannot be told from theirs: held as it says.
-                    match children {
-                        Some(children) => awaiting.insert(
-                            pid,
-                            Awaiting::Unprofiled {
-                                fork,
-                                index: list.len(),
-                                children,
-                            },
-                        ),
-                        None => awaiting.remove(&pid),
-                    };
-                    list.push((pid, name, cpu));
-                }
-                continue;
-            }
-            // Its parent reaped it: the CPU time the kernel gave for it, its end included
-            // (its own line came before).
-            if let Some(rest) = line.strip_prefix(tickscope::__private::REAPED_MARK) {
-                match said_reaped(rest)
-                    .and_then(|(pid, reaped)| Some((awaiting.remove(&pid)?, reaped)))
-                {
-                    // Ended unprofiled: held as reaped, less what its children used, where
-                    // larger than its own line's figure.
-                    Some((
+            continue;
+        }
+        let unprofiled = match (
+            line.strip_prefix(tickscope::__private::FORK_CHILD_MARK),
+            line.strip_prefix(tickscope::__private::UNSAMPLED_MARK),
+        ) {
+            (Some(rest), _) => Some((true, rest)),
+            (None, Some(rest)) => Some((false, rest)),
+            (None, None) => None,
+        };
+        if let Some((fork, rest)) = unprofiled {
+            if let Some((pid, name, cpu, children)) = said_process(rest) {
+                let list = if fork { &mut forks } else { &mut unsampled };
+                // A line that does not say its children's time (an older library's)
+                // cannot be told from theirs: held as it says.
+                match children {
+                    Some(children) => awaiting.insert(
+                        pid,
                         Awaiting::Unprofiled {
                             fork,
-                            index,
+                            index: list.len(),
                             children,
                         },
-                        reaped,
-                    )) => {
-                        let list = if fork { &mut forks } else { &mut unsampled };
-                        list[index].2 = list[index].2.max(reaped.saturating_sub(children));
-                    }
-                    // Wrote a profile: what its end took after its line.
-                    Some((Awaiting::Written { cpu, children }, reaped)) => {
-                        ends = ends.saturating_add(reaped.saturating_sub(children + cpu));
-                    }
-                    None => {}
+                    ),
+                    None => awaiting.remove(&pid),
+                };
+                list.push((pid, name, cpu));
+            }
+            continue;
+        }
+        // Its parent reaped it: the CPU time the kernel gave for it, its end included
+        // (its own line came before).
+        if let Some(rest) = line.strip_prefix(tickscope::__private::REAPED_MARK) {
+            match said_reaped(rest).and_then(|(pid, reaped)| Some((awaiting.remove(&pid)?, reaped)))
+            {
+                // Ended unprofiled: held as reaped, less what its children used, where
+                // larger than its own line's figure.
+                Some((
+                    Awaiting::Unprofiled {
+                        fork,
+                        index,
+                        children,
+                    },
+                    reaped,
+                )) => {
+                    let list = if fork { &mut forks } else { &mut unsampled };
+                    list[index].2 = list[index].2.max(reaped.saturating_sub(children));
                 }
-                continue;
+                // Wrote a profile: what its end took after its line.
+                Some((Awaiting::Written { cpu, children }, reaped)) => {
+                    ends = ends.saturating_add(reaped.saturating_sub(children + cpu));
+                }
+                None => {}
             }
-            let shape: String = line
-                .chars()
-                .map(|c| if c.is_ascii_digit() { '#' } else { c })
-                .collect();
-            match kinds.iter_mut().find(|k| k.0 == shape) {
-                Some(k) => k.2 += 1,
-                None => kinds.push((shape, line, 1)),
-            }
+            continue;
         }
-        for (_, line, n) in kinds {
-            if n > 1 {
-                say!(
-                    "{line} (and {} more like it from the run's processes)",
-                    n - 1
-                );
-            } else {
-                say!("{line}");
-            }
+        let shape: String = line
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        match kinds.iter_mut().find(|k| k.0 == shape) {
+            Some(k) => k.2 += 1,
+            None => kinds.push((shape, line, 1)),
         }
-        Said {
-            exit_cpu,
-            ends,
-            unreaped_written: awaiting
-                .into_iter()
-                .filter_map(|(pid, a)| match a {
-                    Awaiting::Written { cpu, children } => Some((pid, (cpu, children))),
-                    Awaiting::Unprofiled { .. } => None,
-                })
-                .collect(),
-            forks: forks
-                .into_iter()
-                .map(|(_, name, cpu)| (name, cpu))
-                .collect(),
-            unsampled,
-            write_failed,
+    }
+    for (_, line, n) in kinds {
+        if n > 1 {
+            say!(
+                "{line} (and {} more like it from the run's processes)",
+                n - 1
+            );
+        } else {
+            say!("{line}");
         }
+    }
+    Said {
+        exit_cpu,
+        ends,
+        unreaped_written: awaiting
+            .into_iter()
+            .filter_map(|(pid, a)| match a {
+                Awaiting::Written { cpu, children } => Some((pid, (cpu, children))),
+                Awaiting::Unprofiled { .. } => None,
+            })
+            .collect(),
+        forks: forks
+            .into_iter()
+            .map(|(_, name, cpu)| (name, cpu))
+            .collect(),
+        unsampled,
+        write_failed,
+    }
 }
 
 /// A process whose line `record` read and whose reaping no line has said yet: what the
