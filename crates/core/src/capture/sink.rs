@@ -6,8 +6,8 @@
 //! undelivered and announced in the stream (a sink-loss entry) as soon as it can take data
 //! again.
 
-use std::collections::VecDeque;
 use crate::sys::output::{self, OutputFile};
+use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -204,7 +204,9 @@ impl OutputFile {
 
     /// The open file, to write to.
     pub fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("the file is open until the commit")
+        self.file
+            .as_mut()
+            .expect("the file is open until the commit")
     }
 
     /// The name the output goes to.

@@ -30,7 +30,11 @@ fn a_new_or_regular_output_is_replaced_only_when_complete() {
     let mut o = OutputFile::create(&target).unwrap();
     o.file().write_all(b"half").unwrap();
     let tmp = o.tmp_path().unwrap().to_owned();
-    assert!(tmp.file_name().unwrap().to_string_lossy().starts_with(".out.json.tmp-"));
+    assert!(tmp
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with(".out.json.tmp-"));
     drop(o);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "first");
     assert_eq!(names(&d), ["out.json"]);
@@ -69,7 +73,10 @@ fn a_symlink_at_the_name_is_refused_and_its_target_untouched() {
     std::os::unix::fs::symlink(d.join("elsewhere"), d.join("dangling")).unwrap();
     assert!(OutputFile::create(&d.join("dangling")).is_err());
     assert!(!d.join("elsewhere").exists());
-    assert_eq!(std::fs::read_to_string(d.join("victim")).unwrap(), "precious");
+    assert_eq!(
+        std::fs::read_to_string(d.join("victim")).unwrap(),
+        "precious"
+    );
     assert_eq!(names(&d), ["dangling", "out.json", "victim"]);
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -85,7 +92,10 @@ fn a_fifo_or_device_is_written_into_and_never_replaced() {
         let fifo = fifo.clone();
         std::thread::spawn(move || {
             let mut s = String::new();
-            std::fs::File::open(fifo).unwrap().read_to_string(&mut s).unwrap();
+            std::fs::File::open(fifo)
+                .unwrap()
+                .read_to_string(&mut s)
+                .unwrap();
             s
         })
     };
@@ -94,7 +104,10 @@ fn a_fifo_or_device_is_written_into_and_never_replaced() {
     o.file().write_all(b"through the fifo").unwrap();
     o.commit().unwrap();
     assert_eq!(reader.join().unwrap(), "through the fifo");
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
     assert_eq!(names(&d), ["fifo"]);
     // /dev/null stays a character device.
     let mut o = OutputFile::create(Path::new("/dev/null")).unwrap();
@@ -154,7 +167,10 @@ fn refuse_if_changed_keeps_what_another_process_wrote_meanwhile() {
     other.commit().unwrap();
     assert!(c.changed());
     c.commit_as_new(&d.join("same.pb.gz.2")).unwrap();
-    assert_eq!(std::fs::read_to_string(d.join("same.pb.gz.2")).unwrap(), "c");
+    assert_eq!(
+        std::fs::read_to_string(d.join("same.pb.gz.2")).unwrap(),
+        "c"
+    );
     assert_eq!(names(&d), ["same.pb.gz", "same.pb.gz.2"]);
     // A new name that exists is never replaced.
     let mut e = OutputFile::create(&target).unwrap();
