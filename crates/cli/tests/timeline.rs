@@ -274,6 +274,59 @@ fn listen_keeps_the_file_valid_when_the_peer_leaves_mid_chunk_and_numbers_connec
     assert!(!stderr.contains("events/s"), "--quiet: {stderr}");
 }
 
+/// R6 (reliability probe 3): connections that send a capture's header and then hold their
+/// slot in silence do not keep a real capture out: at the cap, the one silent the longest
+/// (for the idle timeout) is closed, its file kept as far as it came.
+#[test]
+fn silent_connections_at_the_cap_give_way_to_a_new_capture() {
+    let d = dir("listen-hold");
+    let out = d.join("got.tscap");
+    let l = listen(
+        &out,
+        &[
+            "--connections",
+            "3",
+            "--max-connections",
+            "2",
+            "--idle-timeout",
+            "1",
+            "--quiet",
+        ],
+    );
+    let c = sample(false);
+    let header = &c.bytes[..tickscope_timeline::tscap::HEADER_LEN + 4];
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(("127.0.0.1", l.port)).unwrap();
+        s.write_all(header).unwrap();
+        held.push(s);
+    }
+    let files = [out.clone(), d.join("got.2.tscap")];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !files
+        .iter()
+        .all(|f| std::fs::metadata(f).is_ok_and(|m| m.len() >= header.len() as u64))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the held connections were not served"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Silent for longer than the idle timeout (a lower bound: a loaded machine only adds).
+    std::thread::sleep(Duration::from_millis(1500));
+    l.send(&c.bytes, Duration::ZERO);
+    drop(held);
+    let (code, stderr) = l.wait();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("closed connection 1 (silent for"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(d.join("got.3.tscap")).unwrap(), c.bytes);
+    assert_eq!(std::fs::read(&out).unwrap(), header);
+}
+
 #[test]
 fn listen_refuses_a_non_loopback_address() {
     let line = fails(&["capture", "listen", "0.0.0.0:0", "-o", "x.tscap"]);

@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,13 +54,15 @@ struct ListenArgs {
     /// No live lines, only the start and end of each connection.
     #[arg(long)]
     quiet: bool,
-    /// Connections served at once; more are refused (and logged).
+    /// Connections served at once. At the cap, a new connection closes the one silent the
+    /// longest if it has been silent for the idle timeout (its capture kept as far as it
+    /// came); otherwise it is refused (and logged).
     #[arg(long, value_name = "N", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// Seconds a connection may stay silent before its capture's header has arrived; it is
     /// closed then. Once the header is in, a program quiet for a while (no events) keeps its
-    /// connection. (For tests.)
+    /// connection, unless the connections are at their cap and a new one comes. (For tests.)
     #[arg(long, value_name = "SECONDS", default_value_t = 30, hide = true,
           value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout: u64,
@@ -137,25 +139,29 @@ fn listen(args: ListenArgs) -> Result<()> {
         None
     };
     let idle = Duration::from_secs(args.idle_timeout);
-    let mut handles: Vec<std::thread::JoinHandle<bool>> = Vec::new();
+    let started = Instant::now();
+    let mut handles: Vec<Slot> = Vec::new();
     let (mut n, mut failed, mut next_name) = (0u64, 0u64, 1u64);
     while args.connections.is_none_or(|max| n < max) {
         let (stream, peer) = listener.accept().context("accept failed")?;
         // Join the connections that ended: a finished thread keeps its stack until joined.
         let mut i = 0;
         while i < handles.len() {
-            if handles[i].is_finished() {
-                if !handles.swap_remove(i).join().unwrap_or(false) {
+            if handles[i].handle.is_finished() {
+                if !handles.swap_remove(i).handle.join().unwrap_or(false) {
                     failed += 1;
                 }
             } else {
                 i += 1;
             }
         }
-        if handles.len() >= args.max_connections as usize {
+        if handles.len() >= args.max_connections as usize
+            && !close_the_idlest(&handles, started, idle)
+        {
             say!(
-                "tickscope: refused a connection from {peer}: {} connections are open already (--max-connections)",
-                handles.len()
+                "tickscope: refused a connection from {peer}: {} connections are open already, none silent for {} s (--max-connections)",
+                handles.len(),
+                idle.as_secs()
             );
             continue;
         }
@@ -176,6 +182,20 @@ fn listen(args: ListenArgs) -> Result<()> {
             say!("tickscope: warning: connection {n}: cannot set its idle timeout: {e}");
         }
         let quiet = args.quiet;
+        let last = Arc::new(AtomicU64::new(ms_since(started)));
+        let closer = match stream.try_clone() {
+            Ok(c) => Arc::new(Mutex::new(Some(c))),
+            Err(e) => {
+                say!("tickscope: error: connection {n} from {peer}: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let heard = Heard {
+            last: last.clone(),
+            started,
+            closer: closer.clone(),
+        };
         // The viewer reads the same checked chunks the file gets.
         let feed = match &viewer {
             Some(v) => match v.add_live(&path.display().to_string()).feed() {
@@ -189,9 +209,14 @@ fn listen(args: ListenArgs) -> Result<()> {
         };
         let spawned = std::thread::Builder::new()
             .name(format!("connection-{n}"))
-            .spawn(move || serve(stream, Tee(file, feed), path, quiet, idle));
+            .spawn(move || serve(stream, Tee(file, feed), path, quiet, idle, heard));
         match spawned {
-            Ok(h) => handles.push(h),
+            Ok(handle) => handles.push(Slot {
+                handle,
+                stream: closer,
+                last,
+                n,
+            }),
             Err(e) => {
                 say!("tickscope: error: connection {n} from {peer}: cannot start its thread: {e}");
                 failed += 1;
@@ -199,7 +224,7 @@ fn listen(args: ListenArgs) -> Result<()> {
         }
     }
     for h in handles {
-        if !h.join().unwrap_or(false) {
+        if !h.handle.join().unwrap_or(false) {
             failed += 1;
         }
     }
@@ -214,6 +239,62 @@ fn listen(args: ListenArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A connection being served: its thread, a handle on its socket to close it, when it last
+/// sent anything (ms since the listener started), its number.
+struct Slot {
+    handle: std::thread::JoinHandle<bool>,
+    stream: Closer,
+    last: Arc<AtomicU64>,
+    n: u64,
+}
+
+/// A second handle on a connection's socket, to close it from the accepting thread; taken
+/// (so that the socket closes with the connection's own) when the connection ends.
+type Closer = Arc<Mutex<Option<TcpStream>>>;
+
+/// When a connection last sent anything, updated by its reader; its [`Closer`], let go of
+/// when the reader is dropped.
+struct Heard {
+    last: Arc<AtomicU64>,
+    started: Instant,
+    closer: Closer,
+}
+
+impl Drop for Heard {
+    fn drop(&mut self) {
+        drop(self.closer.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+}
+
+fn ms_since(t: Instant) -> u64 {
+    t.elapsed().as_millis() as u64
+}
+
+/// At the cap: closes the connection silent the longest, if silent for `idle` at least (its
+/// capture ends there, kept as far as it came); false if none has been. Connections that
+/// send a header and then hold their slot in silence cannot keep every later capture out.
+fn close_the_idlest(slots: &[Slot], started: Instant, idle: Duration) -> bool {
+    let now = ms_since(started);
+    let Some(s) = slots.iter().min_by_key(|s| s.last.load(Ordering::Relaxed)) else {
+        return false;
+    };
+    let silent = now.saturating_sub(s.last.load(Ordering::Relaxed));
+    if silent < idle.as_millis() as u64 {
+        return false;
+    }
+    say!(
+        "tickscope: closed connection {} (silent for {:.0} s) to take a new one: --max-connections are open",
+        s.n,
+        silent as f64 / 1e3
+    );
+    if let Some(stream) = &*s.stream.lock().unwrap_or_else(|p| p.into_inner()) {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+    // Not counted again: its thread ends now, and is joined at the next connection.
+    s.last.store(u64::MAX, Ordering::Relaxed);
+    true
 }
 
 /// Creates the first free file of `numbered(path, k)` for k from `next` on, never replacing
@@ -241,6 +322,7 @@ struct Idle {
     stream: TcpStream,
     after: Duration,
     received: u64,
+    heard: Heard,
 }
 
 impl Read for Idle {
@@ -257,6 +339,14 @@ impl Read for Idle {
         })?;
         let before = self.received;
         self.received += n as u64;
+        if n > 0 {
+            let _ = self
+                .heard
+                .last
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                    (l != u64::MAX).then(|| ms_since(self.heard.started))
+                });
+        }
         let header = tickscope_timeline::tscap::HEADER_LEN as u64;
         if before < header && self.received >= header {
             // The header is in: from now on the program's silence is not the peer's fault.
@@ -287,7 +377,14 @@ impl std::io::Write for Tee {
 
 /// Records one connection into `path`; returns true if it delivered a capture (complete or
 /// not).
-fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duration) -> bool {
+fn serve(
+    stream: TcpStream,
+    file: Tee,
+    path: PathBuf,
+    quiet: bool,
+    idle: Duration,
+    heard: Heard,
+) -> bool {
     let name = path.display().to_string();
     let live = Arc::new(Mutex::new(Live::new(name.clone())));
     let done = Arc::new(AtomicBool::new(false));
@@ -317,6 +414,7 @@ fn serve(stream: TcpStream, file: Tee, path: PathBuf, quiet: bool, idle: Duratio
             stream,
             after: idle,
             received: 0,
+            heard,
         },
     );
     let result = record(&mut input, &name, file, &live);
