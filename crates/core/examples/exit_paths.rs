@@ -7,6 +7,7 @@
 //! cargo run -p tickscope --example exit_paths -- panic    # panic in main
 //! cargo run -p tickscope --example exit_paths -- open     # exit inside an open scope
 //! cargo run -p tickscope --example exit_paths -- fork     # a forked child exits first
+//! cargo run -p tickscope --example exit_paths -- race 200 # 200 threads' first scopes at once
 //! ```
 //!
 //! No init call anywhere: the summary appears by itself.
@@ -49,8 +50,40 @@ fn work() {
     std::hint::black_box(acc);
 }
 
+/// `race N`: N threads enter their first scope at once, the process's first scopes (with
+/// `TICKSCOPE_CAPTURE`, they race the capture's start); prints the capture's figures.
+fn race(n: usize) {
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                tickscope::scope!("first scope");
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    #[cfg(feature = "capture")]
+    if let Some(s) = tickscope::capture::stop() {
+        println!(
+            "capture events={} dropped={} in_flight_at_start={} lost_after_exit={}",
+            s.events, s.dropped, s.in_flight_at_start, s.lost_after_exit
+        );
+    }
+}
+
 fn main() {
     let how = std::env::args().nth(1).unwrap_or_else(|| "return".into());
+    if how == "race" {
+        let n = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(200);
+        return race(n);
+    }
     println!("compiled in: {}", tickscope::COMPILED_IN);
     work();
     std::hint::black_box(fib(15));

@@ -13,8 +13,12 @@ fn example() -> PathBuf {
 }
 
 fn run(arg: &str, env: &[(&str, &str)]) -> (Output, String) {
+    run_args(&[arg], env)
+}
+
+fn run_args(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
     let mut cmd = Command::new(example());
-    cmd.arg(arg);
+    cmd.args(args);
     for k in [
         "TICKSCOPE_INTERVAL",
         "TICKSCOPE_SUMMARY",
@@ -268,6 +272,35 @@ fn a_forked_child_does_not_print_the_parents_summary() {
     assert!(out.status.success());
     assert_eq!(stderr.matches("tickscope: ").count(), 1, "{stderr}");
     assert_full_summary(&stderr);
+}
+
+/// Threads whose first scopes race the start of a `TICKSCOPE_CAPTURE` capture (the process's
+/// first scopes: one of them starts it, the others wait for it) are all in it, the scope that
+/// started it too: a begin and an end each, nothing lost (it was 0 to 340 of 1000).
+#[test]
+fn first_scopes_that_race_the_captures_start_are_all_in_it() {
+    let dir = std::env::temp_dir().join(format!("tickscope-exit-race-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("race.tscap");
+    let n = 200;
+    let (out, stderr) = run_args(
+        &["race", &n.to_string()],
+        &[
+            ("TICKSCOPE_CAPTURE", file.to_str().unwrap()),
+            ("TICKSCOPE_SUMMARY", "off"),
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| -> u64 {
+        stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {stdout}"))
+    };
+    assert_eq!(field("events"), 2 * n, "{stdout}");
+    assert_eq!(field("dropped") + field("lost_after_exit"), 0, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -136,12 +136,39 @@ fn capture_begin(id: u32, open: &mut Option<crate::scope::thread::Open>) {
     let _ = (id, open);
 }
 
+/// A thread's first scope. Registering the thread may start the capture `TICKSCOPE_CAPTURE`
+/// names (the process's first use) or wait while another thread starts it: the switches are
+/// read again after it, so that this scope, and every first scope of a thread that raced the
+/// start, is in the capture (a thousand threads starting at once were all missing from it,
+/// uncounted).
+#[cold]
+#[inline(never)]
+fn enter_first(
+    cs: &'static Callsite,
+    cache: Option<&'static std::thread::LocalKey<crate::scope::SlotCache>>,
+) -> Scope {
+    let mut open = match cache {
+        Some(cache) => crate::scope::enter_cached(cs, cache),
+        None => crate::scope::enter(cs.id()),
+    };
+    if STATE.load(Relaxed) == ON | CAPTURE {
+        capture_begin(cs.id(), &mut open);
+    }
+    Scope {
+        open,
+        _not_send: PhantomData,
+    }
+}
+
 /// Opens a scope of call site `cs` on the calling thread.
 #[inline(always)]
 pub fn enter(cs: &'static Callsite) -> Scope {
     let state = STATE.load(Relaxed);
     if state & ON == 0 {
         return Scope::inert();
+    }
+    if !crate::scope::registered() {
+        return enter_first(cs, None);
     }
     let id = cs.id();
     let mut open = crate::scope::enter(id);
@@ -163,6 +190,9 @@ pub fn enter_cached(
     let state = STATE.load(Relaxed);
     if state & ON == 0 {
         return Scope::inert();
+    }
+    if !crate::scope::registered() {
+        return enter_first(cs, Some(cache));
     }
     let mut open = crate::scope::enter_cached(cs, cache);
     if state & CAPTURE != 0 {

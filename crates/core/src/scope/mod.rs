@@ -127,6 +127,14 @@ thread_local! {
 /// destructor): they cannot be recorded, so they are counted.
 pub(crate) static LOST_AFTER_THREAD_EXIT: AtomicU64 = AtomicU64::new(0);
 
+/// Whether the calling thread's statistics are registered (its first scope registers them,
+/// and with them, in a process's first scope, reads the environment and may start a
+/// capture). The same thread-local load [`enter`] makes next.
+#[inline(always)]
+pub(crate) fn registered() -> bool {
+    HOT.with(|h| h.stats.get()).is_some()
+}
+
 /// Opens a scope of call site `id` on the calling thread; `None` if it cannot be recorded.
 #[inline(always)]
 pub(crate) fn enter(id: u32) -> Option<Open> {
