@@ -109,24 +109,48 @@ fn writers(dir: &Path, cap: &Path, prof: &Path, exe: &Path, out: &str) -> Vec<(S
     v
 }
 
-/// S1: a symlink planted at an output's name (here to a file of the user's) is refused with
-/// one line; the file it points to is untouched and the link stays a link.
+/// Plants a link at `at` to `to`, as another user would: as root, the link is given to
+/// `nobody`; otherwise `to` must be a file of another user's for the link to count as planted.
+fn plant_link(to: &Path, at: &Path) {
+    let _ = std::fs::remove_file(at);
+    std::os::unix::fs::symlink(to, at).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let c = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+    }
+}
+
+/// S1: a symlink planted at an output's name by another user is refused with one line; the
+/// file it points to is untouched and the link stays a link. (As root, a file of root's
+/// behind a link of nobody's; otherwise this user's own link to a file of root's.)
 #[test]
 fn no_output_follows_a_link_planted_at_its_name() {
     let dir = scratch("trust-link");
     let exe = workload(&dir);
     let (cap, prof) = demo_files(&dir);
-    let victim = dir.join("victim");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let victim = match root {
+        true => dir.join("victim"),
+        false => PathBuf::from("/etc/hostname"),
+    };
+    let precious = match root {
+        true => "precious".to_string(),
+        false => std::fs::read_to_string(&victim).unwrap(),
+    };
     for (what, mut cmd) in writers(&dir, &cap, &prof, &exe, "out") {
-        std::fs::write(&victim, "precious").unwrap();
-        let _ = std::fs::remove_file(dir.join("out"));
-        std::os::unix::fs::symlink(&victim, dir.join("out")).unwrap();
+        if root {
+            std::fs::write(&victim, &precious).unwrap();
+        }
+        plant_link(&victim, &dir.join("out"));
         let (code, err) = run(&mut cmd);
         assert_ne!(code, Some(0), "{what}: {err}");
         assert!(err.contains("symbolic link"), "{what}: {err}");
         assert_eq!(
             std::fs::read_to_string(&victim).unwrap(),
-            "precious",
+            precious,
             "{what}"
         );
         let m = std::fs::symlink_metadata(dir.join("out")).unwrap();

@@ -6,10 +6,12 @@
 //!   unpredictable name, so no link planted there is followed), renamed over the name only
 //!   when complete ([`OutputFile::commit`]): a failed or interrupted write leaves the old
 //!   file as it was. The old file's permissions are kept where it was this user's own.
-//! - A symbolic link at the name is refused: replacing the file it points to is how another
-//!   user of a shared directory gets root's run to overwrite a file of their choosing (the
-//!   kernel's `fs.protected_symlinks` stops a shell's `>` there, not a rename). Naming the
-//!   file itself writes it.
+//! - A symbolic link at the name is refused, unless the link and the regular file it leads to
+//!   are both this user's own (then that file is written, as above): replacing the file a
+//!   link points to is how another user of a shared directory gets root's run to overwrite a
+//!   file of their choosing (the kernel's `fs.protected_symlinks` stops a shell's `>` there,
+//!   not a rename), and a link another user planted is theirs. Naming the file itself always
+//!   writes it.
 //! - A device, FIFO or terminal is written into directly, never replaced: `-o /dev/stdout`,
 //!   `-o /dev/null` and `-o fifo` work as a shell's `>` does. A socket cannot be opened.
 //! - [`Options::in_place_if_new`]: a name that does not exist yet is created itself
@@ -123,11 +125,14 @@ impl OutputFile {
             };
             let kind = meta.file_type();
             if kind.is_symlink() {
+                if let Some(file) = own_link_to_own_file(path, &meta) {
+                    return OutputFile::create_with(&file, options);
+                }
                 let to = std::fs::read_link(path)
                     .map(|t| format!(" (to {})", t.display()))
                     .unwrap_or_default();
                 return Err(refused(format!(
-                    "it is a symbolic link{to}: tickscope never writes through a link at an output's name (another user may have planted it); name the file itself"
+                    "it is a symbolic link{to}, not both it and the file it leads to of this user's: another user may have planted it; tickscope does not write through it (name the file itself)"
                 )));
             }
             if kind.is_dir() {
@@ -292,6 +297,18 @@ impl Drop for OutputFile {
             let _ = std::fs::remove_file(tmp);
         }
     }
+}
+
+/// The regular file the link `path` (`link`: its own metadata) leads to, where the link and
+/// that file are both this user's: a link another user planted is never followed.
+fn own_link_to_own_file(path: &Path, link: &std::fs::Metadata) -> Option<PathBuf> {
+    let euid = super::euid();
+    if link.uid() != euid {
+        return None;
+    }
+    let file = std::fs::canonicalize(path).ok()?;
+    let m = std::fs::symlink_metadata(&file).ok()?;
+    (m.file_type().is_file() && m.uid() == euid).then_some(file)
 }
 
 /// What a file that is not a regular one is, in words.

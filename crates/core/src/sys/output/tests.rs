@@ -55,10 +55,38 @@ fn a_new_or_regular_output_is_replaced_only_when_complete() {
 }
 
 #[test]
+fn a_link_and_file_of_this_users_own_are_written_through() {
+    let d = scratch("ownlink");
+    std::fs::write(d.join("real"), "old").unwrap();
+    std::os::unix::fs::symlink("real", d.join("latest")).unwrap();
+    let mut o = OutputFile::create(&d.join("latest")).unwrap();
+    o.file().write_all(b"new").unwrap();
+    o.commit().unwrap();
+    assert!(std::fs::symlink_metadata(d.join("latest"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(d.join("real")).unwrap(), "new");
+    assert_eq!(names(&d), ["latest", "real"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A link another user planted (root runs this part: the link is given to `nobody`) is refused
+/// even where the file it leads to is this user's own.
+#[test]
 fn a_symlink_at_the_name_is_refused_and_its_target_untouched() {
     let d = scratch("link");
     std::fs::write(d.join("victim"), "precious").unwrap();
     std::os::unix::fs::symlink(d.join("victim"), d.join("out.json")).unwrap();
+    if super::super::euid() == 0 {
+        let c = std::ffi::CString::new(d.join("out.json").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+    } else {
+        // This user's own link to a file of root's: the file is not this user's.
+        std::fs::remove_file(d.join("out.json")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.join("out.json")).unwrap();
+    }
     for options in [
         Options::default(),
         Options {
