@@ -49,6 +49,14 @@ fn demo_files(dir: &Path) -> (PathBuf, PathBuf) {
     (cap, prof)
 }
 
+/// Temporary files and run directories left in `dir`.
+fn litter(dir: &Path) -> Vec<String> {
+    crate::names(dir)
+        .into_iter()
+        .filter(|n| n.contains(".tmp-") || n.contains(".tickscope-"))
+        .collect()
+}
+
 /// Root-only checks skip outside CI with a line saying so; CI runs as root and runs them.
 fn root_or_skip(what: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -155,11 +163,7 @@ fn no_output_follows_a_link_planted_at_its_name() {
         );
         let m = std::fs::symlink_metadata(dir.join("out")).unwrap();
         assert!(m.file_type().is_symlink(), "{what}");
-        let litter: Vec<String> = crate::names(&dir)
-            .into_iter()
-            .filter(|n| n.contains(".tmp-") || n.contains(".tickscope-"))
-            .collect();
-        assert!(litter.is_empty(), "{what}: {litter:?}");
+        assert_eq!(litter(&dir), Vec::<String>::new(), "{what}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -332,11 +336,7 @@ fn record_killed_takes_its_program_with_it() {
         .arg(&exe)
         .arg("50"));
     assert_eq!(code, Some(0), "{err}");
-    let left: Vec<String> = crate::names(&dir)
-        .into_iter()
-        .filter(|n| n.contains(".tickscope-") || n.contains(".tmp-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(litter(&dir), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -524,5 +524,54 @@ fn record_pid_refuses_a_kernel_thread() {
         run(tickscope(&dir).args(["record", "--pid", &pid.to_string(), "--duration", "1"]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("is a kernel thread"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A program killed while it captured over an older file leaves that file whole (it is
+/// replaced only by a whole capture) and its own capture in the temporary file beside it:
+/// `report` of the name says so, and `--salvage` reads the unfinished one.
+#[test]
+fn a_capture_killed_over_an_old_file_keeps_it_and_report_points_to_the_new_one() {
+    let dir = scratch("trust-killed-capture");
+    let (cap, _) = demo_files(&dir);
+    let old = std::fs::read(&cap).unwrap();
+    let mut demo = tickscope(&dir)
+        .args([
+            "demo",
+            "--seconds",
+            "60",
+            "--threads",
+            "1",
+            "--interval",
+            "off",
+        ])
+        .arg("--capture")
+        .arg(&cap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = wait_for("the new capture's chunks", || {
+        crate::names(&dir)
+            .into_iter()
+            .find(|n| n.starts_with(".small.tscap.tmp-"))
+            .filter(|n| std::fs::metadata(dir.join(n)).is_ok_and(|m| m.len() > 4096))
+    });
+    // SAFETY: kill with a pid this test spawned and has not reaped.
+    unsafe { libc::kill(demo.id() as i32, libc::SIGKILL) };
+    demo.wait().unwrap();
+    assert_eq!(
+        std::fs::read(&cap).unwrap(),
+        old,
+        "the old capture is whole"
+    );
+    let (code, err) = run(tickscope(&dir).args(["report", "small.tscap"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!("{tmp} is newer than small.tscap and unfinished")),
+        "{err}"
+    );
+    let (code, err) = run(tickscope(&dir).args(["report", "--salvage", &tmp]));
+    assert_eq!(code, Some(0), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

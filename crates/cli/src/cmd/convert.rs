@@ -105,6 +105,7 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
     }
+    out::say_unfinished(&args.file);
     let to_stdout = out::is_stdout(&args.output);
     let convert = |out: &mut dyn std::io::Write| {
         convert_file_with(

@@ -45,6 +45,37 @@ pub(crate) fn refuse_inputs(output: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// Says where a newer, unfinished output of the same name lies beside `path`: the temporary
+/// file (`.NAME.tmp-…`) of a writer that never finished, a program killed while it wrote a
+/// capture over an older one (which is kept, whole, at the name until the new one is).
+pub(crate) fn say_unfinished(path: &Path) {
+    let (Some(name), Some(meta)) = (path.file_name(), std::fs::metadata(path).ok()) else {
+        return;
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(|e| e.ok()) {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let newer = e
+            .metadata()
+            .ok()
+            .and_then(|m| Some(m.modified().ok()? > meta.modified().ok()?));
+        if file.starts_with(&prefix) && newer == Some(true) {
+            say!(
+                "tickscope: note: {} is newer than {} and unfinished: a writer (a program capturing over this file) stopped before it was whole; `--salvage` reads it",
+                dir.join(&file).display(),
+                path.display()
+            );
+        }
+    }
+}
+
 /// Writes `bytes` to `path` (through a temporary file), or to standard output for `-`.
 pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if is_stdout(path) {
@@ -82,23 +113,32 @@ fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 fn remove_outputs_on_signals() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-            return;
-        };
-        let _ = std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                if let Some(signal) = signals.forever().next() {
-                    // Held until the exit: no output is created or committed meanwhile.
-                    let mut files = live();
-                    for tmp in files.drain(..) {
-                        let _ = std::fs::remove_file(tmp);
-                    }
-                    std::process::exit(128 + signal);
-                }
-            });
+        end_on_signals(|| {
+            // Held until the exit: no output is created or committed meanwhile.
+            let mut files = live();
+            for tmp in files.drain(..) {
+                let _ = std::fs::remove_file(tmp);
+            }
+            std::mem::forget(files);
+        })
     });
+}
+
+/// At the first SIGINT, SIGTERM or SIGHUP, runs `cleanup` on a thread of its own (ordinary
+/// code, not a handler), then ends the process as the signal would have (exit status 128 + N).
+pub(crate) fn end_on_signals(cleanup: impl FnOnce() + Send + 'static) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                cleanup();
+                std::process::exit(128 + signal);
+            }
+        });
 }
 
 /// An output being written ([`tickscope::__private::output`], the one way tickscope opens

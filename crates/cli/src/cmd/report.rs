@@ -34,6 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    super::out::say_unfinished(&args.file);
     let mut reader = Reader::open(&args.file)?.salvage(args.salvage);
     let range = match (args.from, args.until) {
         (None, None) => None,

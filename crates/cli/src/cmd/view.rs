@@ -103,16 +103,5 @@ fn open_browser(url: &str) -> Option<Arc<Redirect>> {
 /// At SIGINT, SIGTERM or SIGHUP, removes the redirect file, then ends as the signal would
 /// have (exit status 128 + N). (`view` writes no output file: `out`'s handler is not set.)
 fn remove_on_signals(redirect: Arc<Redirect>) {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    let _ = std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                redirect.remove();
-                std::process::exit(128 + signal);
-            }
-        });
+    super::out::end_on_signals(move || redirect.remove());
 }
