@@ -203,10 +203,21 @@ fn a_fifo_or_device_output_is_written_into_never_replaced() {
         .unwrap()
         .file_type()
         .is_fifo());
+    // `record -o /dev/null`, as any user: the run's directory is not made in /dev.
+    let exe = workload(&dir);
+    let (code, err) = run(tickscope(&dir)
+        .args(["record", "--top", "0", "-o", "/dev/null", "--"])
+        .arg(&exe)
+        .arg("50"));
+    assert_eq!(code, Some(0), "{err}");
+    let m = std::fs::symlink_metadata("/dev/null").unwrap();
+    assert!(m.file_type().is_char_device());
+    assert!(!crate::names(Path::new("/dev"))
+        .iter()
+        .any(|n| n.contains(".tickscope-")));
     if !root_or_skip("an output naming a device node (mknod)") {
         return;
     }
-    let exe = workload(&dir);
     let dnull = dir.join("dnull");
     let made = Command::new("mknod")
         .arg(&dnull)

@@ -28,7 +28,17 @@ impl RunDir {
     /// Creates the run's directory beside `output` (an absolute path), and the messages file
     /// in it.
     pub(super) fn create(output: &Path) -> Result<RunDir> {
-        let parent = output.parent().unwrap_or(Path::new("."));
+        // Beside the output, so that what is kept is a hard link away; a device or FIFO's
+        // directory (`/dev`) takes no directory of ours: the temporary directory then.
+        let special = std::fs::symlink_metadata(output).is_ok_and(|m| {
+            let t = m.file_type();
+            !t.is_file() && !t.is_dir() && !t.is_symlink()
+        });
+        let tmp = std::env::temp_dir();
+        let parent = match special {
+            true => tmp.as_path(),
+            false => output.parent().unwrap_or(Path::new(".")),
+        };
         let name = output
             .file_name()
             .ok_or_else(|| anyhow!("cannot write {}: not a file name", output.display()))?;
@@ -180,7 +190,7 @@ pub(super) fn keep_as(from: &Path, output: &Path, suffix: &str) -> Option<PathBu
             name.push(format!("-{n}"));
         }
         let to = output.with_file_name(name);
-        match std::fs::hard_link(from, &to) {
+        match std::fs::hard_link(from, &to).or_else(|e| copy_across(e, from, &to)) {
             Ok(()) => {
                 let _ = std::fs::remove_file(from);
                 return Some(to);
@@ -196,6 +206,23 @@ pub(super) fn keep_as(from: &Path, output: &Path, suffix: &str) -> Option<PathBu
         }
     }
     None
+}
+
+/// Where a hard link cannot cross file systems (`EXDEV`: the run's directory in the
+/// temporary directory), a copy to a new file (`O_EXCL`: never replacing one).
+fn copy_across(e: std::io::Error, from: &Path, to: &Path) -> std::io::Result<()> {
+    if e.kind() != std::io::ErrorKind::CrossesDevices {
+        return Err(e);
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    let copied = std::fs::File::open(from).and_then(|mut f| std::io::copy(&mut f, &mut out));
+    if copied.is_err() {
+        let _ = std::fs::remove_file(to);
+    }
+    copied.map(drop)
 }
 
 /// What was at the output's name when the run began (`None`: nothing): device, inode, size
