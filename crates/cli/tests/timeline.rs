@@ -294,7 +294,13 @@ fn silent_connections_at_the_cap_give_way_to_a_new_capture() {
         ],
     );
     let c = sample(false);
-    let header = &c.bytes[..tickscope_timeline::tscap::HEADER_LEN + 4];
+    // The file header and the process chunk, as a capture's start sends them.
+    let first = {
+        let r = tickscope_timeline::tscap::Reader::new(&c.bytes[..], "x").unwrap();
+        let (h, p) = r.chunk_bytes();
+        r.header_bytes().len() + h.len() + p.len()
+    };
+    let header = &c.bytes[..first];
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut s = TcpStream::connect(("127.0.0.1", l.port)).unwrap();

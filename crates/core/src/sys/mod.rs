@@ -24,7 +24,21 @@ pub(crate) fn end_with_parent(command: &mut std::process::Command) {
 }
 
 /// In a child between fork and exec: `SIGTERM` when `parent` ends (see [`end_with_parent`]).
+/// The parent's handler for it (the child runs the parent's image until the exec) would take
+/// a signal that came before the exec and do nothing with it: the default action is set
+/// first, and the signal unblocked. A parent that ended before the setting took ends the
+/// child here, before the exec.
 fn end_with(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: sets a disposition (the default), no handler code.
+    unsafe { libc::signal(libc::SIGTERM, libc::SIG_DFL) };
+    // SAFETY: sigset_t is plain data; sigemptyset and sigaddset fill it in.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t for both calls.
+    unsafe { libc::sigemptyset(&mut set) };
+    // SAFETY: as above.
+    unsafe { libc::sigaddset(&mut set, libc::SIGTERM) };
+    // SAFETY: `set` is valid; the old mask is not asked for.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
     let sig = libc::SIGTERM as libc::c_ulong;
     // SAFETY: PR_SET_PDEATHSIG takes a signal number; no memory is passed.
     if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) } != 0 {
@@ -32,8 +46,7 @@ fn end_with(parent: libc::pid_t) -> std::io::Result<()> {
     }
     // SAFETY: getppid has no preconditions.
     if unsafe { libc::getppid() } != parent {
-        // SAFETY: raise sends a signal to this process; no memory involved.
-        unsafe { libc::raise(libc::SIGTERM) };
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }
