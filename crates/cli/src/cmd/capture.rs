@@ -129,7 +129,7 @@ fn listen(args: ListenArgs) -> Result<()> {
             fed: true,
             ..tickscope_view::Config::default()
         })?;
-        super::view::announce(&started.url, !args.no_open)?;
+        super::view::announce(&started.url, !args.no_open, &started.viewer)?;
         let viewer = started.viewer.clone();
         std::thread::Builder::new()
             .name("tickscope-view".into())

@@ -108,37 +108,49 @@ fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// From the first output on, SIGINT, SIGTERM and SIGHUP remove the temporary files being
-/// written, then end the process as the signal would have (exit status 128 + N).
+/// What else a signal's cleanup removes (a viewer's redirect file), run before the exit.
+type Cleanup = Box<dyn FnOnce() + Send>;
+static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
+
+/// From the first output (or [`at_signal`]) on, SIGINT, SIGTERM and SIGHUP remove the
+/// temporary files being written and run what [`at_signal`] registered, then end the process
+/// as the signal would have (exit status 128 + N). One thread takes the signals (ordinary
+/// code, not a handler), so that no second cleanup races the first to the exit.
 fn remove_outputs_on_signals() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        end_on_signals(|| {
-            // Held until the exit: no output is created or committed meanwhile.
-            let mut files = live();
-            for tmp in files.drain(..) {
-                let _ = std::fs::remove_file(tmp);
-            }
-            std::mem::forget(files);
-        })
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Some(signal) = signals.forever().next() {
+                    // Held until the exit: no output is created or committed meanwhile.
+                    let mut files = live();
+                    for tmp in files.drain(..) {
+                        let _ = std::fs::remove_file(tmp);
+                    }
+                    let cleanups =
+                        std::mem::take(&mut *CLEANUPS.lock().unwrap_or_else(|p| p.into_inner()));
+                    for f in cleanups {
+                        f();
+                    }
+                    std::process::exit(128 + signal);
+                }
+            });
     });
 }
 
-/// At the first SIGINT, SIGTERM or SIGHUP, runs `cleanup` on a thread of its own (ordinary
-/// code, not a handler), then ends the process as the signal would have (exit status 128 + N).
-pub(crate) fn end_on_signals(cleanup: impl FnOnce() + Send + 'static) {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    let _ = std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                cleanup();
-                std::process::exit(128 + signal);
-            }
-        });
+/// Runs `cleanup` if SIGINT, SIGTERM or SIGHUP ends the command (see
+/// [`remove_outputs_on_signals`]).
+pub(crate) fn at_signal(cleanup: impl FnOnce() + Send + 'static) {
+    CLEANUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Box::new(cleanup));
+    remove_outputs_on_signals();
 }
 
 /// An output being written ([`tickscope::__private::output`], the one way tickscope opens

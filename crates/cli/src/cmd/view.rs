@@ -55,28 +55,25 @@ pub fn run(args: Args) -> Result<()> {
     for a in &started.live {
         say!("tickscope view: receiving live captures on {a} (TICKSCOPE_CAPTURE=tcp://{a})");
     }
-    if let Some(redirect) = open_page(&started.url, !args.no_open)? {
-        started.viewer.remove_on_page(redirect.clone());
-        remove_on_signals(redirect);
-    }
+    announce(&started.url, !args.no_open, &started.viewer)?;
     started.serve()?;
     Ok(())
 }
 
-/// Prints the URL as the first line of stdout, and opens it when asked.
-pub fn announce(url: &str, open: bool) -> Result<()> {
-    open_page(url, open).map(drop)
-}
-
-/// [`announce`], returning the redirect file the browser was given.
-fn open_page(url: &str, open: bool) -> Result<Option<Arc<Redirect>>> {
+/// Prints the URL as the first line of stdout, and opens it when asked: through a redirect
+/// file, removed once `viewer` serves the page, or by Ctrl-C (SIGINT, SIGTERM, SIGHUP).
+pub fn announce(url: &str, open: bool, viewer: &tickscope_view::Viewer) -> Result<()> {
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{url}")?;
         out.flush()?;
     }
     say!("tickscope view: serving {url} until Ctrl-C");
-    Ok(if open { open_browser(url) } else { None })
+    if let Some(redirect) = open.then(|| open_browser(url)).flatten() {
+        viewer.remove_on_page(redirect.clone());
+        super::out::at_signal(move || redirect.remove());
+    }
+    Ok(())
 }
 
 /// Opens `url` with the desktop's opener, if there is one, through a redirect file; says
@@ -98,10 +95,4 @@ fn open_browser(url: &str) -> Option<Arc<Redirect>> {
             None
         }
     }
-}
-
-/// At SIGINT, SIGTERM or SIGHUP, removes the redirect file, then ends as the signal would
-/// have (exit status 128 + N). (`view` writes no output file: `out`'s handler is not set.)
-fn remove_on_signals(redirect: Arc<Redirect>) {
-    super::out::end_on_signals(move || redirect.remove());
 }
