@@ -98,6 +98,9 @@ mod diag;
 pub mod future;
 #[cfg(feature = "sampler")]
 mod pprof;
+// Reached as `__private::protocol` (not a stable API).
+#[doc(hidden)]
+pub mod protocol;
 mod runtime;
 #[cfg(feature = "sampler")]
 pub mod sampler;
@@ -562,34 +565,8 @@ pub mod __private {
         crate::sys::process_cpu_ns()
     }
 
-    /// The mark of a line a profiled process leaves in `TICKSCOPE_MESSAGES` for `tickscope
-    /// record` alone (not shown): the CPU time (ns) tickscope spent after its profile's
-    /// accounting ended (writing the profile), so that `record` can tell it from CPU time no
-    /// profile holds; then ` pid=P cpu-ns=T children-ns=C name=COMM`, as every line about a
-    /// process, T being its CPU time at this line and C its children's (from which, with the
-    /// figure its parent gets as it reaps it, `record` tells what its end took after the
-    /// line).
-    pub const EXIT_CPU_MARK: &str = "tickscope-record-stat exit-cpu-ns=";
-
-    /// The mark of the line a fork child of a profiled process that did not exec leaves in
-    /// `TICKSCOPE_MESSAGES` as it ends, for `tickscope record` alone: `pid=P cpu-ns=N
-    /// name=COMM`, its CPU time being in no profile.
-    pub const FORK_CHILD_MARK: &str = "tickscope-record-stat fork-child ";
-
-    /// The mark of the line a program exec'd under `tickscope record` leaves in
-    /// `TICKSCOPE_MESSAGES` instead of a profile file when it ended before its first sample
-    /// (most commands a script runs): `pid=P cpu-ns=N name=COMM`, N being the CPU time its
-    /// profile would have held, all of it not sampled. `record` counts and names these
-    /// processes, and puts their time in its table; one file, not one per process.
-    pub const UNSAMPLED_MARK: &str = "tickscope-record-stat unsampled ";
-
-    /// The mark of the line a profiled process leaves in `TICKSCOPE_MESSAGES` for `tickscope
-    /// record` alone as it reaps a child (`wait4`, `waitpid`, `wait`, `wait3`): `pid=P
-    /// cpu-ns=N`, N being the child's CPU time as the kernel gives it to its parent (its
-    /// own, all of it, and that of the children it reaped). A process's own line is written
-    /// before it ends, and the kernel's work as it ends (its memory unmapped) comes after:
-    /// `record` takes that from here.
-    pub const REAPED_MARK: &str = "tickscope-record-stat reaped ";
+    /// The `record` ↔ library protocol: the environment and the marks of the lines.
+    pub use crate::protocol;
 
     /// Writes `line` to the messages file `TICKSCOPE_MESSAGES` names, if that is where
     /// tickscope's messages go, and nowhere else. Async-signal-safe (`_exit` may run in a

@@ -90,7 +90,7 @@ pub(crate) struct Settings {
     /// pointers (a program's own code is rarely built with them).
     pub unwind: Unwind,
     /// A program exec'd under `record` (CPU time): if it ends before its first sample, it
-    /// writes a line for `record` ([`ts::__private::UNSAMPLED_MARK`]) rather than a file.
+    /// writes a line for `record` ([`ts::__private::protocol::marks::UNSAMPLED`]) rather than a file.
     pub line_if_unsampled: bool,
 }
 
@@ -192,7 +192,11 @@ fn say_unsampled(total_ns: u64, path: &Path) -> Written {
     // In the one form every line for `record` about a process has (the first version of
     // this one lacked the children's time, and `record` held them twice).
     let name = ts::__private::process_name();
-    crate::ffi::record_line(ts::__private::UNSAMPLED_MARK, total_ns, name.as_bytes());
+    crate::ffi::record_line(
+        ts::__private::protocol::marks::UNSAMPLED,
+        total_ns,
+        name.as_bytes(),
+    );
     unsampled(total_ns, path)
 }
 
@@ -311,13 +315,14 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
         crate::ffi::report_fork_child();
         return true;
     }
-    let quiet = ts::__private::env_var("TICKSCOPE_CPUPROFILE_QUIET").is_some_and(|v| v == "1");
+    let quiet =
+        ts::__private::env_var(ts::__private::protocol::env::QUIET).is_some_and(|v| v == "1");
     match stop(true) {
         Ok(w) => {
             // Under `record`, what writing the profile cost, which no profile can hold (a
             // line said instead of a file holds the CPU time up to it).
-            let recorded =
-                ts::__private::env_var("TICKSCOPE_MESSAGES").is_some_and(|v| !v.is_empty());
+            let recorded = ts::__private::env_var(ts::__private::protocol::env::MESSAGES)
+                .is_some_and(|v| !v.is_empty());
             // Its CPU time now, and its children's, with which `record` tells, from the
             // figure its parent gets as it reaps it, how much its end took after this line
             // (the kernel unmapping its memory). In the one form of every line for `record`
@@ -327,7 +332,7 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
             {
                 let mark = format!(
                     "{}{} ",
-                    ts::__private::EXIT_CPU_MARK,
+                    ts::__private::protocol::marks::EXIT_CPU,
                     cpu.saturating_sub(w.total_ns)
                 );
                 let name = ts::__private::process_name();
@@ -384,16 +389,16 @@ pub(crate) fn settings_from_env(
     parent: u32,
     warn: &mut dyn FnMut(String),
 ) -> Option<(Settings, EnvExtras)> {
-    let base = PathBuf::from(var("TICKSCOPE_CPUPROFILE").filter(|p| !p.is_empty())?);
+    let base = PathBuf::from(var(ts::__private::protocol::env::PROFILE).filter(|p| !p.is_empty())?);
     // A program exec'd by the profiled one inherits the environment: it profiles into a file
     // of its own, `<path>.<pid>`, rather than overwrite the first one's.
-    let root = var("TICKSCOPE_CPUPROFILE_PID").and_then(|p| p.parse::<u32>().ok());
+    let root = var(ts::__private::protocol::env::ROOT_PID).and_then(|p| p.parse::<u32>().ok());
     let descendant = matches!(root, Some(r) if r != pid);
     let path = match descendant {
         true => file_of(&base, pid),
         false => base.clone(),
     };
-    let hz = match var("TICKSCOPE_CPUPROFILE_FREQUENCY") {
+    let hz = match var(ts::__private::protocol::env::FREQUENCY) {
         None => 100,
         Some(v) => match v.trim().parse::<u32>() {
             Ok(hz) if (1..=100_000).contains(&hz) => hz,
@@ -408,11 +413,11 @@ pub(crate) fn settings_from_env(
     let mode = either(
         &var,
         warn,
-        "TICKSCOPE_CPUPROFILE_MODE",
+        ts::__private::protocol::env::MODE,
         ("cpu", Mode::Cpu),
         ("wall", Mode::Wall),
     );
-    let signal = match var("TICKSCOPE_CPUPROFILE_SIGNAL") {
+    let signal = match var(ts::__private::protocol::env::SIGNAL) {
         None => Some(default_signal()),
         Some(v) => match parse_signal(&v) {
             Some(s) => Some(s),
@@ -428,29 +433,29 @@ pub(crate) fn settings_from_env(
     let on_signals = either(
         &var,
         warn,
-        "TICKSCOPE_CPUPROFILE_SIGNALS",
+        ts::__private::protocol::env::SIGNALS,
         ("0", false),
         ("1", true),
     );
     let forks = either(
         &var,
         warn,
-        "TICKSCOPE_CPUPROFILE_FORKS",
+        ts::__private::protocol::env::FORKS,
         ("0", false),
         ("1", true),
     );
-    let messages = var("TICKSCOPE_MESSAGES").is_some_and(|m| !m.is_empty());
+    let messages = var(ts::__private::protocol::env::MESSAGES).is_some_and(|m| !m.is_empty());
     // The program `record` started (its child: the parent `record` named) and any program
     // that program execs in its place (the same process), in CPU mode.
     let outside = !descendant
         && mode == Mode::Cpu
-        && var("TICKSCOPE_CPUPROFILE_OUTSIDE")
+        && var(ts::__private::protocol::env::OUTSIDE)
             .and_then(|v| v.parse::<u32>().ok())
             .is_some_and(|record| record == parent);
     let unwind = either(
         &var,
         warn,
-        "TICKSCOPE_CPUPROFILE_UNWIND",
+        ts::__private::protocol::env::UNWIND,
         ("tables", Unwind::Tables),
         ("fp", Unwind::FramePointers),
     );

@@ -393,7 +393,9 @@ fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
 /// tickscope's lands in the stderr of the program it runs. If it cannot be opened, stderr.
 pub(crate) fn keep_stderr() {
     use std::sync::atomic::Ordering::SeqCst;
-    if let Some(path) = crate::config::env_var("TICKSCOPE_MESSAGES").filter(|p| !p.is_empty()) {
+    if let Some(path) =
+        crate::config::env_var(crate::protocol::env::MESSAGES).filter(|p| !p.is_empty())
+    {
         use std::os::unix::fs::OpenOptionsExt;
         use std::os::unix::io::IntoRawFd;
         let opened = std::fs::OpenOptions::new()

@@ -35,7 +35,7 @@ fn start_from_env() {
     };
     if extras.root {
         // Programs this one execs profile into files of their own (see the crate docs).
-        std::env::set_var("TICKSCOPE_CPUPROFILE_PID", pid.to_string());
+        std::env::set_var(ts::__private::protocol::env::ROOT_PID, pid.to_string());
     }
     if extras.outside {
         // `record` samples this process from outside (see `profile::EnvExtras::outside`):
@@ -206,7 +206,7 @@ pub(crate) fn end_pending_start() -> deferred::Start {
     let old = block_all();
     let start = deferred::end_if_pending();
     if start == deferred::Start::Ended {
-        write_record_line(ts::__private::UNSAMPLED_MARK);
+        write_record_line(ts::__private::protocol::marks::UNSAMPLED);
     }
     // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
@@ -710,7 +710,7 @@ pub(crate) fn report_fork_child() {
     // this one begun) then dies with no line written.
     let old = block_all();
     if REPORTED.swap(pid, Relaxed) != pid {
-        write_record_line(ts::__private::FORK_CHILD_MARK);
+        write_record_line(ts::__private::protocol::marks::FORK_CHILD);
     }
     // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
@@ -977,7 +977,7 @@ fn reap(
                 // SAFETY: wait4 filled in the rusage of the child it reaped.
                 let cpu = ts::__private::rusage_cpu_ns(unsafe { &*usage });
                 let mut line = Line::default();
-                line.push(ts::__private::REAPED_MARK.as_bytes());
+                line.push(ts::__private::protocol::marks::REAPED.as_bytes());
                 line.push(b"pid=");
                 line.number(reaped as u64);
                 line.push(b" cpu-ns=");

@@ -154,20 +154,29 @@ pub fn run(args: Args) -> Result<u8> {
     command
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env("TICKSCOPE_CPUPROFILE", run_dir.profile())
-        .env("TICKSCOPE_CPUPROFILE_FREQUENCY", args.hz.to_string())
         .env(
-            "TICKSCOPE_CPUPROFILE_MODE",
+            tickscope::__private::protocol::env::PROFILE,
+            run_dir.profile(),
+        )
+        .env(
+            tickscope::__private::protocol::env::FREQUENCY,
+            args.hz.to_string(),
+        )
+        .env(
+            tickscope::__private::protocol::env::MODE,
             if args.wall { "wall" } else { "cpu" },
         )
-        .env("TICKSCOPE_CPUPROFILE_SIGNALS", "1")
-        .env("TICKSCOPE_CPUPROFILE_QUIET", "1")
+        .env(tickscope::__private::protocol::env::SIGNALS, "1")
+        .env(tickscope::__private::protocol::env::QUIET, "1")
         .env(
-            "TICKSCOPE_CPUPROFILE_FORKS",
+            tickscope::__private::protocol::env::FORKS,
             if args.forks { "1" } else { "0" },
         )
-        .env("TICKSCOPE_MESSAGES", run_dir.messages())
-        .env_remove("TICKSCOPE_CPUPROFILE_PID");
+        .env(
+            tickscope::__private::protocol::env::MESSAGES,
+            run_dir.messages(),
+        )
+        .env_remove(tickscope::__private::protocol::env::ROOT_PID);
     // In CPU mode, where perf events may be opened on a process of this user, the program
     // is sampled from outside, by this command: the library in it only passes the settings
     // on to the programs it execs (which sample themselves). No thread of tickscope's runs
@@ -175,14 +184,14 @@ pub fn run(args: Args) -> Result<u8> {
     // fork (docs/design-changes.md, "The program record starts, sampled from outside").
     // (Frame pointers asked for, `TICKSCOPE_CPUPROFILE_UNWIND=fp`: the library's own way.)
     let outside = !args.wall
-        && std::env::var_os("TICKSCOPE_CPUPROFILE_UNWIND").is_none_or(|v| v != "fp")
+        && std::env::var_os(tickscope::__private::protocol::env::UNWIND).is_none_or(|v| v != "fp")
         && tickscope::sampler::Attached::permitted();
     match outside {
         true => command.env(
-            "TICKSCOPE_CPUPROFILE_OUTSIDE",
+            tickscope::__private::protocol::env::OUTSIDE,
             std::process::id().to_string(),
         ),
-        false => command.env_remove("TICKSCOPE_CPUPROFILE_OUTSIDE"),
+        false => command.env_remove(tickscope::__private::protocol::env::OUTSIDE),
     };
     // In a terminal's foreground, the program shares this command's process group, as any
     // program run from a shell does: a Ctrl-C (or Ctrl-Z) reaches the program and this
@@ -993,7 +1002,7 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
     let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
     let mut ends = 0u64;
     for line in text.lines().filter(|l| !l.is_empty()) {
-        if let Some(rest) = line.strip_prefix(tickscope::__private::EXIT_CPU_MARK) {
+        if let Some(rest) = line.strip_prefix(tickscope::__private::protocol::marks::EXIT_CPU) {
             let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
             exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
             if let Some(pid) = field::<u32>(rest, "pid=") {
@@ -1007,8 +1016,8 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
             continue;
         }
         let unprofiled = match (
-            line.strip_prefix(tickscope::__private::FORK_CHILD_MARK),
-            line.strip_prefix(tickscope::__private::UNSAMPLED_MARK),
+            line.strip_prefix(tickscope::__private::protocol::marks::FORK_CHILD),
+            line.strip_prefix(tickscope::__private::protocol::marks::UNSAMPLED),
         ) {
             (Some(rest), _) => Some((true, rest)),
             (None, Some(rest)) => Some((false, rest)),
@@ -1036,7 +1045,7 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
         }
         // Its parent reaped it: the CPU time the kernel gave for it, its end included
         // (its own line came before).
-        if let Some(rest) = line.strip_prefix(tickscope::__private::REAPED_MARK) {
+        if let Some(rest) = line.strip_prefix(tickscope::__private::protocol::marks::REAPED) {
             match said_reaped(rest).and_then(|(pid, reaped)| Some((awaiting.remove(&pid)?, reaped)))
             {
                 // Ended unprofiled: held as reaped, less what its children used, where
