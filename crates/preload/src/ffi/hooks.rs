@@ -217,6 +217,7 @@ pub(crate) fn end_pending_start() -> deferred::Start {
 /// handler calls, must leave the interrupted code's errno alone. Async-signal-safe: the
 /// core's, which its sampler's handler uses too.
 use ts::__private::keeping_errno;
+use ts::__private::protocol::{Line, Reaped};
 
 /// Sets the calling thread's errno.
 fn set_errno(e: c_int) {
@@ -750,63 +751,11 @@ fn write_record_line(mark: &str) {
 pub(crate) fn record_line(mark: &str, cpu: u64, name: &[u8]) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    let mut line = Line::default();
-    line.push(mark.as_bytes());
-    line.push(b"pid=");
-    line.number(pid as u64);
-    line.push(b" cpu-ns=");
-    line.number(cpu);
     // What the children it reaped used (in the figure its own parent gets as it reaps it,
     // from which `record` takes this process's own).
-    if let Ok(children) = ts::__private::children_cpu_ns() {
-        line.push(b" children-ns=");
-        line.number(children);
-    }
-    line.push(b" name=");
-    line.push(name);
-    line.push(b"\n");
+    let children = ts::__private::children_cpu_ns().ok();
+    let line = Line::process(mark.as_bytes(), pid, cpu, children, name);
     ts::__private::say_to_record_in_signal(line.bytes());
-}
-
-/// A line built on the stack (no allocation: signal context); what does not fit is cut.
-struct Line {
-    buf: [u8; 160],
-    len: usize,
-}
-
-impl Default for Line {
-    fn default() -> Line {
-        Line {
-            buf: [0; 160],
-            len: 0,
-        }
-    }
-}
-
-impl Line {
-    fn push(&mut self, bytes: &[u8]) {
-        let n = bytes.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
-        self.len += n;
-    }
-
-    fn number(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..]);
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
 }
 
 /// Interposes `_exit` (dash ends by it, Python's `os._exit` too, and neither runs the exit
@@ -976,13 +925,10 @@ fn reap(
             keeping_errno(|| {
                 // SAFETY: wait4 filled in the rusage of the child it reaped.
                 let cpu = ts::__private::rusage_cpu_ns(unsafe { &*usage });
-                let mut line = Line::default();
-                line.push(ts::__private::protocol::marks::REAPED.as_bytes());
-                line.push(b"pid=");
-                line.number(reaped as u64);
-                line.push(b" cpu-ns=");
-                line.number(cpu);
-                line.push(b"\n");
+                let line = Line::reaped(Reaped {
+                    pid: reaped as u32,
+                    cpu_ns: cpu,
+                });
                 ts::__private::say_to_record_in_signal(line.bytes());
             });
         }
@@ -1210,21 +1156,4 @@ extern "C-unwind" fn thread_start(start: *mut c_void) -> *mut c_void {
     let _ = catch_unwind(ts::sampler::adopt_current_thread);
     // SAFETY: the program's start routine with its own argument, as libc would call it.
     unsafe { routine(arg) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Line;
-
-    #[test]
-    fn a_line_on_the_stack_holds_numbers_and_cuts_what_does_not_fit() {
-        let mut line = Line::default();
-        line.push(b"pid=");
-        line.number(0);
-        line.push(b" n=");
-        line.number(u64::MAX);
-        assert_eq!(line.bytes(), b"pid=0 n=18446744073709551615");
-        line.push(&[b'x'; 200]);
-        assert_eq!(line.bytes().len(), 160);
-    }
 }

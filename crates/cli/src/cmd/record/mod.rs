@@ -17,6 +17,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
+use tickscope::__private::protocol;
+
 use super::out::{self, Output};
 
 mod files;
@@ -154,29 +156,14 @@ pub fn run(args: Args) -> Result<u8> {
     command
         .args(rest)
         .env("LD_PRELOAD", preload)
-        .env(
-            tickscope::__private::protocol::env::PROFILE,
-            run_dir.profile(),
-        )
-        .env(
-            tickscope::__private::protocol::env::FREQUENCY,
-            args.hz.to_string(),
-        )
-        .env(
-            tickscope::__private::protocol::env::MODE,
-            if args.wall { "wall" } else { "cpu" },
-        )
-        .env(tickscope::__private::protocol::env::SIGNALS, "1")
-        .env(tickscope::__private::protocol::env::QUIET, "1")
-        .env(
-            tickscope::__private::protocol::env::FORKS,
-            if args.forks { "1" } else { "0" },
-        )
-        .env(
-            tickscope::__private::protocol::env::MESSAGES,
-            run_dir.messages(),
-        )
-        .env_remove(tickscope::__private::protocol::env::ROOT_PID);
+        .env(protocol::env::PROFILE, run_dir.profile())
+        .env(protocol::env::FREQUENCY, args.hz.to_string())
+        .env(protocol::env::MODE, if args.wall { "wall" } else { "cpu" })
+        .env(protocol::env::SIGNALS, "1")
+        .env(protocol::env::QUIET, "1")
+        .env(protocol::env::FORKS, if args.forks { "1" } else { "0" })
+        .env(protocol::env::MESSAGES, run_dir.messages())
+        .env_remove(protocol::env::ROOT_PID);
     // In CPU mode, where perf events may be opened on a process of this user, the program
     // is sampled from outside, by this command: the library in it only passes the settings
     // on to the programs it execs (which sample themselves). No thread of tickscope's runs
@@ -184,14 +171,11 @@ pub fn run(args: Args) -> Result<u8> {
     // fork (docs/design-changes.md, "The program record starts, sampled from outside").
     // (Frame pointers asked for, `TICKSCOPE_CPUPROFILE_UNWIND=fp`: the library's own way.)
     let outside = !args.wall
-        && std::env::var_os(tickscope::__private::protocol::env::UNWIND).is_none_or(|v| v != "fp")
+        && std::env::var_os(protocol::env::UNWIND).is_none_or(|v| v != "fp")
         && tickscope::sampler::Attached::permitted();
     match outside {
-        true => command.env(
-            tickscope::__private::protocol::env::OUTSIDE,
-            std::process::id().to_string(),
-        ),
-        false => command.env_remove(tickscope::__private::protocol::env::OUTSIDE),
+        true => command.env(protocol::env::OUTSIDE, std::process::id().to_string()),
+        false => command.env_remove(protocol::env::OUTSIDE),
     };
     // In a terminal's foreground, the program shares this command's process group, as any
     // program run from a shell does: a Ctrl-C (or Ctrl-Z) reaches the program and this
@@ -1002,11 +986,14 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
     let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
     let mut ends = 0u64;
     for line in text.lines().filter(|l| !l.is_empty()) {
-        if let Some(rest) = line.strip_prefix(tickscope::__private::protocol::marks::EXIT_CPU) {
+        if let Some(rest) = line.strip_prefix(protocol::marks::EXIT_CPU) {
             let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
             exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
-            if let Some(pid) = field::<u32>(rest, "pid=") {
-                match (field(rest, "cpu-ns="), field(rest, "children-ns=")) {
+            if let Some(pid) = protocol::field::<u32>(rest, "pid=") {
+                match (
+                    protocol::field(rest, "cpu-ns="),
+                    protocol::field(rest, "children-ns="),
+                ) {
                     (Some(cpu), Some(children)) => {
                         awaiting.insert(pid, Awaiting::Written { cpu, children })
                     }
@@ -1016,15 +1003,21 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
             continue;
         }
         let unprofiled = match (
-            line.strip_prefix(tickscope::__private::protocol::marks::FORK_CHILD),
-            line.strip_prefix(tickscope::__private::protocol::marks::UNSAMPLED),
+            line.strip_prefix(protocol::marks::FORK_CHILD),
+            line.strip_prefix(protocol::marks::UNSAMPLED),
         ) {
             (Some(rest), _) => Some((true, rest)),
             (None, Some(rest)) => Some((false, rest)),
             (None, None) => None,
         };
         if let Some((fork, rest)) = unprofiled {
-            if let Some((pid, name, cpu, children)) = said_process(rest) {
+            if let Some(protocol::Process {
+                pid,
+                cpu_ns: cpu,
+                children_ns: children,
+                name,
+            }) = protocol::Process::parse(rest)
+            {
                 let list = if fork { &mut forks } else { &mut unsampled };
                 // A line that does not say its children's time (an older library's)
                 // cannot be told from theirs: held as it says.
@@ -1045,8 +1038,9 @@ fn print_messages(path: &Path, profile: &Path) -> Said {
         }
         // Its parent reaped it: the CPU time the kernel gave for it, its end included
         // (its own line came before).
-        if let Some(rest) = line.strip_prefix(tickscope::__private::protocol::marks::REAPED) {
-            match said_reaped(rest).and_then(|(pid, reaped)| Some((awaiting.remove(&pid)?, reaped)))
+        if let Some(rest) = line.strip_prefix(protocol::marks::REAPED) {
+            match protocol::Reaped::parse(rest)
+                .and_then(|r| Some((awaiting.remove(&r.pid)?, r.cpu_ns)))
             {
                 // Ended unprofiled: held as reaped, less what its children used, where
                 // larger than its own line's figure.
@@ -1139,34 +1133,6 @@ struct Said {
     unsampled: Vec<(u32, String, u64)>,
     /// A process said it could not write the program's profile (a full disk).
     write_failed: bool,
-}
-
-/// A line for `record` about a process, after its mark: `pid=P cpu-ns=N [children-ns=C]
-/// name=COMM` (the name last: it may hold spaces): (pid, name, CPU time, its children's CPU
-/// time if said, in ns). `None` if it does not read so.
-fn said_process(rest: &str) -> Option<(u32, String, u64, Option<u64>)> {
-    let (fields, name) = rest.split_once(" name=")?;
-    Some((
-        field(fields, "pid=")?,
-        name.to_string(),
-        field(fields, "cpu-ns=")?,
-        field(fields, "children-ns="),
-    ))
-}
-
-/// A parent's line for a child it reaped, after its mark: `pid=P cpu-ns=N`: (pid, CPU time
-/// in ns).
-fn said_reaped(rest: &str) -> Option<(u32, u64)> {
-    Some((field(rest, "pid=")?, field(rest, "cpu-ns=")?))
-}
-
-/// The value of `key` (`pid=`) among the space-separated fields of a line.
-fn field<T: std::str::FromStr>(fields: &str, key: &str) -> Option<T> {
-    fields
-        .split(' ')
-        .find_map(|f| f.strip_prefix(key))?
-        .parse()
-        .ok()
 }
 
 /// The row that holds the CPU time of the programs that ended before their first sample.
