@@ -28,6 +28,10 @@ pub mod env {
     pub const UNWIND: &str = "TICKSCOPE_CPUPROFILE_UNWIND";
     /// The file tickscope's messages go to (it must exist: it is never created).
     pub const MESSAGES: &str = "TICKSCOPE_MESSAGES";
+    /// For tests: the library's deferred start waits this long (ms).
+    pub const START_DELAY_MS: &str = "TICKSCOPE_CPUPROFILE_START_DELAY_MS";
+    /// Where `record` finds libtickscope.so (else beside its own binary).
+    pub const LIB: &str = "TICKSCOPE_LIB";
 }
 
 /// The marks of the lines for `record` alone (not shown), each followed by ` pid=P cpu-ns=N`

@@ -73,7 +73,7 @@ pub(super) fn defer(settings: Settings) -> bool {
 /// `TICKSCOPE_CPUPROFILE_START_DELAY_MS` sets it (the tests make it long, so that what
 /// happens before the start does not depend on how busy the machine is).
 fn delay_ns(settings: &Settings) -> u64 {
-    ts::__private::env_var("TICKSCOPE_CPUPROFILE_START_DELAY_MS")
+    ts::__private::env_var(ts::__private::protocol::env::START_DELAY_MS)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map_or(
             DEFAULT_DELAY_NS.min(1_000_000_000 / u64::from(settings.hz.max(1))),

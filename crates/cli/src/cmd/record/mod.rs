@@ -69,7 +69,7 @@ pub struct Args {
 
 /// libtickscope.so: `TICKSCOPE_LIB`, else next to this binary (or in `../lib`).
 fn find_lib() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("TICKSCOPE_LIB") {
+    if let Some(p) = std::env::var_os(protocol::env::LIB) {
         let p = PathBuf::from(p);
         if !p.is_file() {
             bail!("TICKSCOPE_LIB={}: no such file", p.display());
