@@ -107,16 +107,7 @@ pub(super) fn print_messages(path: &Path, profile: &Path) -> Said {
             None => kinds.push((shape, line, 1)),
         }
     }
-    for (_, line, n) in kinds {
-        if n > 1 {
-            say!(
-                "{line} (and {} more like it from the run's processes)",
-                n - 1
-            );
-        } else {
-            say!("{line}");
-        }
-    }
+    say_kinds(kinds);
     Said {
         exit_cpu,
         ends,
@@ -168,4 +159,19 @@ pub(super) struct Said {
     pub(super) unsampled: Vec<(u32, String, u64)>,
     /// A process said it could not write the program's profile (a full disk).
     pub(super) write_failed: bool,
+}
+
+/// Says each kind of message once (`kinds`: its shape, a line of it, how many), with how many
+/// of the run's processes said it.
+fn say_kinds(kinds: Vec<(String, &str, usize)>) {
+    for (_, line, n) in kinds {
+        if n > 1 {
+            say!(
+                "{line} (and {} more like it from the run's processes)",
+                n - 1
+            );
+        } else {
+            say!("{line}");
+        }
+    }
 }

@@ -101,3 +101,34 @@ impl Outside {
         }
     }
 }
+
+/// Writes the profile of the program sampled from outside to the run's directory; false,
+/// said, if it could not be written.
+pub(super) fn write_sampled(
+    sampling: Outside,
+    run_dir: &RunDir,
+    prog: &OsString,
+    output: &Path,
+) -> bool {
+    match sampling.finish() {
+        Ok(profile) => {
+            for w in profile.warnings() {
+                say!("tickscope: warning: {w}");
+            }
+            if let Err(e) = profile.write_pprof(run_dir.profile()) {
+                say!(
+                    "tickscope: error: cannot write the profile of {} to {}: {}",
+                    Path::new(prog).display(),
+                    output.display(),
+                    std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string())
+                );
+                return false;
+            }
+        }
+        Err(e) => say!(
+            "tickscope: error: cannot sample {} from outside: {e}",
+            Path::new(prog).display()
+        ),
+    }
+    true
+}

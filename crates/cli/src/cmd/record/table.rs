@@ -143,3 +143,71 @@ pub(super) fn say_children(others: &[PathBuf], output: &Path) {
         ),
     }
 }
+
+/// Prints the top table of the run's profile (`processes`: how many, where several).
+pub(super) fn say_top(
+    mut profile: tickscope_profile::Profile,
+    args: &Args,
+    processes: Option<usize>,
+) -> Result<()> {
+    let own = own_threads_share(&profile);
+    if processes.is_some() {
+        // Each process's comments, once per kind of process: too many for a terminal
+        // (the file keeps them).
+        profile.comments.clear();
+    }
+    let ignore = (!args.own_threads && own.0 > 0)
+        .then(|| OsString::from(format!("--tagignore=thread=^{OWN_THREADS}")));
+    let text = top_table(profile, args, ignore)?;
+    if let Some(processes) = processes {
+        say!(
+            "Processes: {} (the program and the {})",
+            processes,
+            started(2)
+        );
+    }
+    say_part!("{text}");
+    if !args.own_threads && own.0 > 0 {
+        say!(
+            "tickscope: its own threads (the sampler's) took {:.1}% of the samples, left out of this table (--own-threads shows them; the profile keeps them, labelled thread=tickscope-...)",
+            100.0 * own.0 as f64 / own.1.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+/// The line of the CPU time the profiles hold (`held`) against what the run's processes used
+/// (`tree`), with the ends of the processes that wrote them (`ends`, after the program's own
+/// end was added), what writing them took (`exit_cpu`) and the fork children's time.
+pub(super) fn cpu_line(
+    held: u64,
+    tree: u64,
+    ends: u64,
+    exit_cpu: u64,
+    forks: &[(String, u64)],
+) -> String {
+    // Writing the profiles is tickscope's, after their accounting ended: not a process
+    // left out.
+    let tree = tree.saturating_sub(exit_cpu);
+    let share = 100.0 * held as f64 / tree.max(1) as f64;
+    let mut line = format!(
+        "tickscope: the profiles hold {} of the {} of CPU time the run's processes used ({share:.0}%",
+        seconds(held),
+        seconds(tree),
+    );
+    // Where the processes that wrote the profiles still ran after them: their ends, the
+    // kernel unmapping their memory (no sample can come then).
+    if ends >= 50_000 {
+        line.push_str(&format!(
+            "; {} more was the ends of the processes that wrote them, after they were written: the kernel unmapping their memory",
+            seconds(ends)
+        ));
+    }
+    line.push_str(&format!("); writing them took {} more", seconds(exit_cpu)));
+    // What the fork children said they used is explained above, and the ends here.
+    let explained = held + ends + forks.iter().map(|f| f.1).sum::<u64>();
+    if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
+        line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit), or in the ends of processes whose reaping no profiled parent saw");
+    }
+    line
+}
