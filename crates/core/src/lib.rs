@@ -55,10 +55,10 @@
 //! | feature | default | what it does |
 //! |---|---|---|
 //! | `enabled` | yes | Scopes record. Without it (`default-features = false`) the macros expand to nothing: zero cost. |
-//! | `log` | no | [`Output::Log`] sends report lines to the `log` crate. |
+//! | `log` | no | `Output::Log` sends report lines to the `log` crate. |
 //! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (`addr2line`, `object`, `flate2`). |
 //! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
-//! | `tracing` | no | [`tracing`](crate::tracing)`::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
+//! | `tracing` | no | `tracing::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead
@@ -81,7 +81,7 @@
 //! # `tracing`
 //! With the `tracing` feature, `tickscope::tracing::Layer` turns every `tracing` span into a
 //! call site: its entries are scopes (busy time), its life from creation to close its wall
-//! time; events become capture messages. See [`tracing`](crate::tracing) (feature-gated).
+//! time; events become capture messages. See `tickscope::tracing` (feature-gated).
 
 #![deny(missing_docs)]
 // `unsafe` lives only where a module allows it below (and in the sampler's items that say
@@ -269,7 +269,7 @@ macro_rules! plot {
 
 /// Records a message in the running capture, formatted like `format!`
 /// (`message!("loaded {} items", n)`), into a stack buffer: no allocation; messages longer than
-/// [`capture::MAX_MESSAGE`] bytes are cut. The arguments are evaluated only while a capture
+/// `MAX_MESSAGE` (1024) bytes are cut. The arguments are evaluated only while a capture
 /// runs; expands to nothing without the `capture` and `enabled` features.
 #[cfg(all(feature = "enabled", feature = "capture"))]
 #[macro_export]

@@ -26,7 +26,7 @@
 //! ```
 //!
 //! # How
-//! Each thread writes fixed 16-byte records into its own chain of blocks ([`ring`]: two
+//! Each thread writes fixed 16-byte records into its own chain of blocks (`ring`: two
 //! relaxed stores and a release store per event, no lock, no shared write; a new block every
 //! 2,048 records). One collector thread drains them every millisecond, delta-encodes the
 //! timestamps, compresses chunks with LZ4 and hands them to the sink. A thread never waits
@@ -46,7 +46,7 @@
 //! writes to the parent's file, and at its exit it says in one line that it was not
 //! captured.
 //!
-//! The byte layout is specified in [`format`].
+//! The byte layout is specified in its `format` module.
 
 pub mod format;
 

@@ -43,7 +43,7 @@ use crate::symbolize::MapEntry;
 /// readings the unwinder makes when a sample is in a mapping it does not know.
 const MAPS_EVERY: Duration = Duration::from_secs(1);
 
-/// A process being sampled from outside. See the [module docs](self).
+/// A process being sampled from outside. See the module docs.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), tickscope::sampler::Error> {

@@ -744,14 +744,14 @@ fn restore_mask(old: &libc::sigset_t) {
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
-/// What [`wait_job`] saw of a child.
+/// What `wait_job` saw of a child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Waited {
     /// The child ended: its wait status, as `waitpid` gives it.
     Ended(i32),
     /// The child stopped, by this signal.
     Stopped(i32),
-    /// A signal whose handler does not restart the wait came first ([`count_continues`]).
+    /// A signal whose handler does not restart the wait came first (`count_continues`).
     Interrupted,
 }
 
