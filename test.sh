@@ -57,6 +57,9 @@ if [ "$quick" = 1 ]; then exit 0; fi
 # sampler or capture), as a user who wants only the counters builds it: no warning.
 cargo clippy --quiet -p tickscope --no-default-features --features enabled --all-targets -- -D warnings
 
+# The API docs build without a warning (a link to a private or feature-gated item, say).
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --workspace --no-deps
+
 # The fuzz targets (a separate workspace) must keep building: `cargo +nightly fuzz run` needs
 # them, and stable checks them.
 cargo check --quiet --manifest-path fuzz/Cargo.toml
