@@ -90,30 +90,20 @@ fn writers(dir: &Path, cap: &Path, prof: &Path, exe: &Path, out: &str) -> Vec<(S
         .arg(exe)
         .arg("50");
     v.push(("record".into(), c));
-    let mut c = tickscope(dir);
-    c.args([
-        "demo",
-        "--seconds",
-        "0.1",
-        "--threads",
-        "1",
-        "--interval",
-        "off",
-    ])
-    .args(["--cpuprofile", out]);
-    v.push(("demo --cpuprofile".into(), c));
-    let mut c = tickscope(dir);
-    c.args([
-        "demo",
-        "--seconds",
-        "0.1",
-        "--threads",
-        "1",
-        "--interval",
-        "off",
-    ])
-    .args(["--capture", out]);
-    v.push(("demo --capture".into(), c));
+    for flag in ["--cpuprofile", "--capture"] {
+        let mut c = tickscope(dir);
+        c.args([
+            "demo",
+            "--seconds",
+            "0.1",
+            "--threads",
+            "1",
+            "--interval",
+            "off",
+        ])
+        .args([flag, out]);
+        v.push((format!("demo {flag}"), c));
+    }
     v
 }
 

@@ -57,17 +57,7 @@ pub(super) fn merged(
                 .and_then(|m| Path::new(&m.file).file_name())
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            p.label_all(&[
-                tickscope_profile::Label::Num {
-                    key: "pid".into(),
-                    value: i64::from(*pid),
-                    unit: String::new(),
-                },
-                tickscope_profile::Label::Str {
-                    key: "program".into(),
-                    value: program,
-                },
-            ]);
+            p.label_all(&process_labels(*pid, program));
         }
     }
     if let Some(u) = &unsampled_profile {
@@ -191,4 +181,19 @@ pub(super) fn write_output(
         args.output.clone()
     };
     Ok((written_to, others, unsampled_file))
+}
+
+/// The labels of a sample of process `pid` running `program`, in a profile of several.
+pub(super) fn process_labels(pid: u32, program: String) -> [tickscope_profile::Label; 2] {
+    [
+        tickscope_profile::Label::Num {
+            key: "pid".into(),
+            value: i64::from(pid),
+            unit: String::new(),
+        },
+        tickscope_profile::Label::Str {
+            key: "program".into(),
+            value: program,
+        },
+    ]
 }

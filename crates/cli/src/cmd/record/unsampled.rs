@@ -59,21 +59,7 @@ pub(super) fn unsampled_profile(
     let mut values = vec![0i64; p.sample_types.len()];
     for (pid, name, ns) in procs {
         values[cpu] = i64::try_from(*ns).unwrap_or(i64::MAX);
-        p.push_sample(
-            [loc],
-            &values,
-            &[
-                tickscope_profile::Label::Num {
-                    key: "pid".into(),
-                    value: i64::from(*pid),
-                    unit: String::new(),
-                },
-                tickscope_profile::Label::Str {
-                    key: "program".into(),
-                    value: name.clone(),
-                },
-            ],
-        );
+        p.push_sample([loc], &values, &process_labels(*pid, name.clone()));
     }
     Some(p)
 }
