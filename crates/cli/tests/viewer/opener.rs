@@ -25,6 +25,14 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// `tickscope view PROFILE` with the stand-in opener first on PATH and `run` as
 /// `$XDG_RUNTIME_DIR`: the process and its URL.
 fn view_opening(d: &Path, run: &Path) -> (Child, String) {
+    let profile = d.join("p.folded");
+    std::fs::write(&profile, "main;work 10\nmain;rest 5\n").unwrap();
+    opening(d, run, &["view".as_ref(), profile.as_os_str()])
+}
+
+/// `tickscope ARGS` (a command that opens the viewer) with the stand-in opener first on PATH
+/// and `run` as `$XDG_RUNTIME_DIR`: the process and the URL it printed first.
+fn opening(d: &Path, run: &Path, args: &[&std::ffi::OsStr]) -> (Child, String) {
     let bin = d.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let opener = bin.join("xdg-open");
@@ -35,16 +43,13 @@ fn view_opening(d: &Path, run: &Path) -> (Child, String) {
     )
     .unwrap();
     std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let profile = d.join("p.folded");
-    std::fs::write(&profile, "main;work 10\nmain;rest 5\n").unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut child = tickscope()
-        .arg("view")
-        .arg(&profile)
+        .args(args)
         .env("PATH", path)
         .env("XDG_RUNTIME_DIR", run)
         .stdout(Stdio::piped())
@@ -118,6 +123,42 @@ fn the_browser_is_opened_through_a_private_file_never_with_the_token_in_a_comman
     // Ctrl-C before the browser came: the file goes with the viewer.
     let (mut child, _) = view_opening(&d, &run);
     let (_, file) = opened(&d);
+    assert!(file.exists());
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(!file.exists() && !file.parent().unwrap().exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `capture listen --view` opens the viewer the same way: no token in the opener's arguments,
+/// and its redirect file goes at Ctrl-C (it used to wait for a two-minute timer).
+#[test]
+fn capture_listen_view_opens_the_browser_the_same_way() {
+    let d = dir("opener-listen");
+    let run = d.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = d.join("live.tscap");
+    let (mut child, url) = opening(
+        &d,
+        &run,
+        &[
+            "capture".as_ref(),
+            "listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--view".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    let token = url.split("token=").nth(1).unwrap().to_owned();
+    let (args, file) = opened(&d);
+    assert!(!args.contains(&token), "{args}");
     assert!(file.exists());
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
