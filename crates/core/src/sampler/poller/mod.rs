@@ -11,6 +11,16 @@ use super::handler::{self, Shared};
 use super::table::{Counts, Key};
 use super::{procfs, timer, Mode, Source};
 
+mod clocks;
+mod rings;
+#[cfg(feature = "capture")]
+mod timeline;
+
+use clocks::READ_TASK_CLOCK_EVERY;
+pub(super) use rings::{drain_ring, Rings, Walk};
+#[cfg(feature = "capture")]
+pub(crate) use timeline::*;
+
 /// What `stop()` and `snapshot()` ask of the drain thread.
 pub(super) enum Msg {
     /// Disarm every timer and hand back everything; `quick`: the process is about to end and
@@ -500,51 +510,6 @@ impl Poller {
         }
     }
 
-    /// Reads, for every thread on a perf event, its CPU clock and its event's count
-    /// together, so that a thread that has exited by the time it is disarmed still has its
-    /// task clock put in CPU-clock terms by its own ratio ([`Self::task_clock_to_cpu`]).
-    fn read_task_clocks(&mut self) {
-        for (&tid, a) in &self.armed {
-            let (Some(a @ (timer::Armed::Perf { .. } | timer::Armed::Ring { .. })), Some(&at)) =
-                (a, self.armed_at.get(&tid))
-            else {
-                continue;
-            };
-            let (Some(now), Some(count)) = (timer::thread_cpu_ns(tid), timer::perf_count(a)) else {
-                continue;
-            };
-            let cpu = now.saturating_sub(at);
-            let prev = self.perf_seen.insert(tid, (cpu, count)).unwrap_or((0, 0));
-            // Only a thread that ran since the last reading has a new user/system split, and
-            // only it may have blocked the signal while running: a file read each, not one
-            // for every idle thread every 100 ms.
-            if cpu > prev.0 || !self.times_seen.contains_key(&tid) {
-                if let Some(t) = procfs::thread_times(tid) {
-                    self.times_seen.insert(tid, t);
-                }
-                if matches!(a, timer::Armed::Perf { .. }) {
-                    self.ran.push(tid);
-                }
-            }
-            self.perf_seen_sum.0 += cpu.saturating_sub(prev.0);
-            self.perf_seen_sum.1 += count.saturating_sub(prev.1);
-        }
-    }
-
-    /// A thread's perf task-clock count, in its CPU clock's terms. The task clock runs
-    /// whenever the thread is scheduled in, including the time a hypervisor gave the virtual
-    /// CPU to another guest (steal time); the thread's CPU clock, getrusage, `time` and every
-    /// other profiler leave that out (the kernel's CONFIG_PARAVIRT_TIME_ACCOUNTING). On a busy
-    /// host the two differed by a quarter. A live thread's CPU clock is read directly; an
-    /// exited one's count is scaled by the ratio of its last reading, or, without one, of all
-    /// readings.
-    fn task_clock_to_cpu(&self, tid: i32, count: u64) -> u64 {
-        if let (Some(&at), Some(now)) = (self.armed_at.get(&tid), timer::thread_cpu_ns(tid)) {
-            return now.saturating_sub(at).min(count);
-        }
-        task_clock_to_cpu(count, self.perf_seen.get(&tid).copied(), self.perf_seen_sum)
-    }
-
     /// Disarms one thread's timer, keeping what its thread used while sampled: for a perf
     /// event its final count, in CPU-clock terms; for a CPU timer the thread's CPU clock.
     fn disarm(&mut self, tid: i32, a: timer::Armed) {
@@ -591,194 +556,6 @@ impl Poller {
         self.times_seen.remove(&tid);
         if let Some(ns) = counted {
             *self.out.counted.entry(tid as u32).or_default() += ns;
-        }
-    }
-
-    /// Reads the samples of every thread on a ring into the table.
-    fn read_rings(&mut self, shared: &Shared) {
-        if self.out.ring_threads == 0 && self.out.stack.threads == 0 && self.out.own_chain == 0 {
-            return;
-        }
-        if let Some(cfi) = self.rings.cfi.as_mut() {
-            cfi.new_pass();
-        }
-        for a in self.armed.values().flatten() {
-            if matches!(a, timer::Armed::Ring { .. }) && timer::still_ours(a) {
-                drain_ring(a, &mut self.rings, &mut self.out.ring_lost);
-            }
-        }
-        self.flush_ring_samples(shared);
-    }
-
-    /// Records the samples read from rings into the table: each one period of its thread
-    /// (the thread's total is its exact count, as for the signalled perf events), no scopes
-    /// (the thread was not interrupted to read them).
-    fn flush_ring_samples(&mut self, shared: &Shared) {
-        for RingStack { tid, ips, walk } in self.rings.samples.drain(..) {
-            let (ips, cut) = match walk {
-                // As the handler's walk: a return address outside every executable mapping
-                // ends the chain (the kernel's frame-pointer walk read it from code without
-                // frame pointers).
-                Walk::Chain => {
-                    let valid = shared
-                        .ranges
-                        .with(|v| {
-                            1 + ips[1..]
-                                .iter()
-                                .take_while(|&&ip| v.code_range(ip).is_some())
-                                .count()
-                        })
-                        .unwrap_or(ips.len());
-                    (&ips[..valid], false)
-                }
-                // The tables' walk stops at such an address by itself, and knows mappings
-                // newer than the handler's snapshot (a `dlopen` since).
-                Walk::Tables { cut } => (&ips[..], cut),
-            };
-            let n = ips.len().min(super::unwind::MAX_FRAMES);
-            self.out.ring_sampled += 1;
-            shared.store.record(&super::table::Raw {
-                tid,
-                truncated: cut || ips.len() > n,
-                frames: &ips[..n],
-                scopes: &[],
-                count: 1,
-                weight: self.period_ns,
-            });
-        }
-        if let Some(cfi) = &self.rings.cfi {
-            self.out.stack.walked = cfi.walked;
-            self.out.stack.truncated = cfi.truncated;
-        }
-    }
-
-    /// How long the drain thread waits for its first poll: sooner while a thread is on a
-    /// first ring, which holds only a few samples.
-    pub fn first_wait(&self, every: Duration) -> Duration {
-        let first = self.armed.values().flatten().any(timer::is_first_ring);
-        match first {
-            true => every.min(timer::FIRST_POLL),
-            false => every,
-        }
-    }
-
-    /// Puts a full ring in place of each first ring (see `timer::FIRST_STACK_RING_PAGES`),
-    /// as [`Self::move_blocking_threads_to_rings`] does: the old event's count is kept, as
-    /// at a thread's end, and the new one counts from its arming.
-    fn replace_first_rings(&mut self, shared: &Shared) {
-        // The start's own poll (which counts itself before reading the rings) armed them.
-        if self.polls < 2 {
-            return;
-        }
-        let first: Vec<i32> = self
-            .armed
-            .iter()
-            .filter(|(_, a)| a.as_ref().is_some_and(timer::is_first_ring))
-            .map(|(&tid, _)| tid)
-            .collect();
-        for tid in first {
-            // Kept on its first ring if no full one can be had: what finds no room there is
-            // counted as lost.
-            let _ = self.move_to_ring(shared, tid, true);
-        }
-    }
-
-    /// Arms a full ring for `tid` (`stack`: a stack ring, else a call-chain one), counting
-    /// from now, then closes its old event (its count kept, as at a thread's end, and what
-    /// its ring held read). If the new ring cannot be had (the per-user limit on perf ring
-    /// memory, say), the old event stays. `None` if the thread was not armed or has ended.
-    fn move_to_ring(
-        &mut self,
-        shared: &Shared,
-        tid: i32,
-        stack: bool,
-    ) -> Option<std::io::Result<()>> {
-        if !matches!(self.armed.get(&tid), Some(Some(_))) {
-            return None;
-        }
-        let r = match timer::arm_ring(tid, self.period_ns, stack) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        self.replace_armed(shared, tid, r).map(Ok)
-    }
-
-    /// Puts the newly armed `r` in place of `tid`'s event, which is closed (its count kept,
-    /// as at a thread's end, and what its ring held read); `r` counts from now. `None` if
-    /// the thread ended meanwhile (`r` is then disarmed).
-    fn replace_armed(&mut self, shared: &Shared, tid: i32, r: timer::Armed) -> Option<()> {
-        if let Some(Some(old)) = self.armed.remove(&tid) {
-            self.disarm(tid, old);
-        }
-        // The new event's count is taken from here on: what the thread ran while both were
-        // armed is the old one's.
-        let Some(now) = timer::thread_cpu_ns(tid) else {
-            // Ended meanwhile: its time was counted by the disarm.
-            timer::disarm(r);
-            self.armed.insert(tid, None);
-            return None;
-        };
-        if let timer::Armed::Perf { fd, .. } | timer::Armed::Ring { fd, .. } = &r {
-            self.perf_armed += 1;
-            if let Some(c) = shared.perf_tid.get(*fd as usize) {
-                c.store(tid as u32, Relaxed);
-            }
-        }
-        self.armed_at.insert(tid, now);
-        self.armed.insert(tid, Some(r));
-        Some(())
-    }
-
-    /// A thread on a signalled perf event that has blocked the signal since: its event is
-    /// closed (its count kept, as at its end) and a ring takes over.
-    fn move_blocking_threads_to_rings(&mut self, shared: &Shared) {
-        let mut ran = std::mem::take(&mut self.ran);
-        let blocking: Vec<i32> = ran
-            .drain(..)
-            .filter(|&t| procfs::signal_blocked(t, self.signal))
-            .collect();
-        self.ran = ran;
-        for tid in blocking {
-            if let Some(Ok(())) = self.move_to_ring(shared, tid, false) {
-                self.out.ring_threads += 1;
-                self.blocked_rings.insert(tid, self.polls);
-            }
-        }
-    }
-
-    /// A thread put on a ring because it blocked the signal, that blocks it no more: back
-    /// on the signalled event, so that its samples carry scope labels and go on a capture's
-    /// timeline again. A thread can be seen blocking it for a moment only: glibc starts
-    /// every thread with all signals blocked until its start routine runs (a thread found
-    /// by the poll then, on a busy machine, was put on a ring for good), and a program may
-    /// block signals around a short critical section. Threads put there in the last two
-    /// polls are looked at every poll, the others with the task clocks (every 100 ms).
-    fn move_unblocking_threads_to_signals(&mut self, shared: &Shared) {
-        if self.blocked_rings.is_empty() {
-            return;
-        }
-        let all = self.polls % READ_TASK_CLOCK_EVERY == 0;
-        let recent = self.polls.saturating_sub(2);
-        let back: Vec<i32> = self
-            .blocked_rings
-            .iter()
-            .filter(|&(_, &at)| all || at >= recent)
-            .map(|(&tid, _)| tid)
-            .filter(|&tid| procfs::thread_alive(tid) && !procfs::signal_blocked(tid, self.signal))
-            .collect();
-        for tid in back {
-            self.blocked_rings.remove(&tid);
-            if !matches!(self.armed.get(&tid), Some(Some(_))) {
-                continue;
-            }
-            let first = self.first_expiry();
-            let Ok(a) = timer::arm(self.source, tid, self.signal, self.period_ns, first) else {
-                // Kept on its ring.
-                continue;
-            };
-            if let Some(()) = self.replace_armed(shared, tid, a) {
-                self.out.ring_threads_back += 1;
-            }
         }
     }
 
@@ -844,62 +621,6 @@ impl Drop for Poller {
     }
 }
 
-/// What reading the rings keeps between reads.
-#[derive(Default)]
-pub(super) struct Rings {
-    /// Samples read, not yet in the table.
-    pub samples: Vec<RingStack>,
-    /// The walker of stack samples, made at the first one (a process that takes none, a
-    /// short program exec'd under `record`, never builds its rule cache), and scratch space
-    /// for a record.
-    pub cfi: Option<Box<super::cfi::Cfi>>,
-    record: Vec<u8>,
-}
-
-/// A sample read from a ring: its thread, its stack (the pc, then return addresses), and
-/// how that was walked.
-pub(super) struct RingStack {
-    pub tid: u32,
-    pub ips: Vec<u64>,
-    pub walk: Walk,
-}
-
-pub(super) enum Walk {
-    /// By the kernel, by frame pointers.
-    Chain,
-    /// By the unwind tables; `cut` where it ran past the copied stack or the frame limit.
-    Tables { cut: bool },
-}
-
-/// Moves a ring's samples into `rings.samples`, walking the stack
-/// samples by the unwind tables, and counts what the ring lost.
-pub(super) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
-    let Rings {
-        samples,
-        cfi,
-        record,
-    } = rings;
-    *lost += timer::drain_ring(a, record, |tid, sample| match sample {
-        timer::RingSample::Chain(ips) => samples.push(RingStack {
-            tid,
-            ips: ips.to_vec(),
-            walk: Walk::Chain,
-        }),
-        timer::RingSample::Stack(regs, stack) => {
-            let mut ips = Vec::new();
-            let cfi = cfi.get_or_insert_with(Default::default);
-            let cut = cfi.unwind(regs, stack, super::unwind::MAX_FRAMES, &mut ips);
-            if !ips.is_empty() {
-                samples.push(RingStack {
-                    tid,
-                    ips,
-                    walk: Walk::Tables { cut },
-                });
-            }
-        }
-    });
-}
-
 /// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so
 /// far (user, system ticks); 0 without one.
 pub(super) fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
@@ -913,24 +634,6 @@ pub(super) fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
 
 /// How often the poller reads the process's mappings again when no new thread asks for it.
 const MAPS_EVERY: Duration = Duration::from_secs(1);
-
-/// Every how many polls (of 10 ms) the perf source reads its threads' CPU clocks and counts.
-const READ_TASK_CLOCK_EVERY: u64 = 10;
-
-/// `count` of a perf task clock in CPU-clock terms, given the thread's last reading (CPU time
-/// since armed, count) and the sums of all threads' readings: steal time is taken out at the
-/// rate it was seen, the thread's own where it was read, and never more than was counted.
-fn task_clock_to_cpu(count: u64, seen: Option<(u64, u64)>, all: (u64, u64)) -> u64 {
-    let ratio = |(cpu, n): (u64, u64)| (n > 0).then(|| (cpu as f64 / n as f64).min(1.0));
-    let cpu = match seen {
-        // What it used up to its reading is known; what came after, at its own ratio.
-        Some((cpu, n)) if n > 0 && n <= count => {
-            cpu as f64 + (count - n) as f64 * ratio((cpu, n)).unwrap_or(1.0)
-        }
-        _ => count as f64 * ratio(all).unwrap_or(1.0),
-    };
-    (cpu.round() as u64).min(count)
-}
 
 /// The drain thread: polls for threads and empties the table until told to stop, by a
 /// message or by a request (`request`, non-zero: see `sampler::request_stop`; what it
@@ -994,62 +697,10 @@ pub(super) fn drain_loop(
     }
 }
 
-/// The poller's side of the samples it moves into a timeline capture.
-#[cfg(feature = "capture")]
-#[derive(Clone, Default)]
-pub(crate) struct Timeline {
-    /// Stack ids (key hashes) whose frames the capture has.
-    defined: std::collections::HashSet<u64>,
-    /// How many stacks the drain held when they were last looked through.
-    scanned: usize,
-    /// Samples waiting for their stack to be drained (taken between the table's drain and
-    /// the log's).
-    waiting: Vec<super::table::TimedSample>,
-    taken: Vec<super::table::TimedSample>,
-}
-
-/// Moves the samples taken while a capture ran into it, in time order, after defining
-/// their stacks (frames, leaf first). With `last`, samples whose stack is still unknown
-/// are counted as lost rather than kept for a next pass.
-#[cfg(feature = "capture")]
-pub(crate) fn to_timeline(
-    shared: &Shared,
-    stacks: &HashMap<Key, Counts>,
-    t: &mut Timeline,
-    last: bool,
-) {
-    t.taken.clear();
-    t.taken.append(&mut t.waiting);
-    shared.timeline.take(&mut t.taken);
-    if t.taken.is_empty() {
-        return;
-    }
-    // New stacks are looked for only when a sample needs one and the drain has taken new
-    // keys since the last look (a sample can come before its key is drained).
-    if stacks.len() != t.scanned && t.taken.iter().any(|x| !t.defined.contains(&x.stack)) {
-        t.scanned = stacks.len();
-        for k in stacks.keys() {
-            let h = super::table::key_hash(k);
-            if t.defined.insert(h) {
-                crate::capture::define_stack(h, &k.frames);
-            }
-        }
-    }
-    t.taken.sort_by_key(|x| x.ticks);
-    for x in t.taken.drain(..) {
-        if t.defined.contains(&x.stack) {
-            crate::capture::sample(x.ticks, x.tid, x.stack);
-        } else if last {
-            shared.timeline.lost.fetch_add(1, Relaxed);
-        } else {
-            t.waiting.push(x);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{mpsc, task_clock_to_cpu, Adopting, AtomicU32, Msg, Relaxed, Reply};
+    use super::clocks::task_clock_to_cpu;
+    use super::{mpsc, Adopting, AtomicU32, Msg, Relaxed, Reply};
     use std::sync::Arc;
 
     fn me() -> Adopting {
