@@ -28,19 +28,24 @@ fn tickscope(dir: &Path) -> Command {
     c
 }
 
+/// `demo` for `seconds` on one thread, without interval lines.
+fn demo_args(seconds: &str) -> [&str; 7] {
+    [
+        "demo",
+        "--seconds",
+        seconds,
+        "--threads",
+        "1",
+        "--interval",
+        "off",
+    ]
+}
+
 /// A small capture and CPU profile from the demo, in `dir`.
 fn demo_files(dir: &Path) -> (PathBuf, PathBuf) {
     let (cap, prof) = (dir.join("small.tscap"), dir.join("small.pb.gz"));
     let (code, err) = run(tickscope(dir)
-        .args([
-            "demo",
-            "--seconds",
-            "0.3",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-        ])
+        .args(demo_args("0.3"))
         .arg("--capture")
         .arg(&cap)
         .arg("--cpuprofile")
@@ -92,16 +97,7 @@ fn writers(dir: &Path, cap: &Path, prof: &Path, exe: &Path, out: &str) -> Vec<(S
     v.push(("record".into(), c));
     for flag in ["--cpuprofile", "--capture"] {
         let mut c = tickscope(dir);
-        c.args([
-            "demo",
-            "--seconds",
-            "0.1",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-        ])
-        .args([flag, out]);
+        c.args(demo_args("0.1")).args([flag, out]);
         v.push((format!("demo {flag}"), c));
     }
     v
@@ -436,16 +432,7 @@ fn a_full_disk_keeps_the_old_file_and_says_so() {
     let exe = workload(&dir);
     let demo = |cap: &str| {
         let mut c = tickscope(&dir);
-        c.args([
-            "demo",
-            "--seconds",
-            "0.5",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-        ])
-        .args(["--capture", cap]);
+        c.args(demo_args("0.5")).args(["--capture", cap]);
         c
     };
     std::fs::write(dir.join("old.tscap"), "old capture").unwrap();
@@ -497,6 +484,33 @@ fn a_full_disk_keeps_the_old_file_and_says_so() {
         .filter(|n| n.starts_with("out.pb.gz."))
         .collect();
     assert!(kept.is_empty(), "{kept:?}\n{err}");
+    // The same where the library in the program writes its own profile (--wall): it says so
+    // to record (protocol::marks::WRITE_FAILED), which gives that cause.
+    let (code, err) = run(with_file_limit(
+        tickscope(&dir).args([
+            "record",
+            "--wall",
+            "--top",
+            "0",
+            "-o",
+            "out.pb.gz",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]),
+        2048,
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no profile of sh written: out.pb.gz is unchanged"),
+        "{err}"
+    );
+    assert!(!err.contains("killed or aborted"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.pb.gz")).unwrap(),
+        "old profile"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -537,15 +551,7 @@ fn a_capture_killed_over_an_old_file_keeps_it_and_report_points_to_the_new_one()
     let (cap, _) = demo_files(&dir);
     let old = std::fs::read(&cap).unwrap();
     let mut demo = tickscope(&dir)
-        .args([
-            "demo",
-            "--seconds",
-            "60",
-            "--threads",
-            "1",
-            "--interval",
-            "off",
-        ])
+        .args(demo_args("60"))
         .arg("--capture")
         .arg(&cap)
         .stdout(Stdio::null())

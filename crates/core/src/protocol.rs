@@ -60,6 +60,11 @@ pub mod marks {
     /// it ends, and the kernel's work as it ends (its memory unmapped) comes after: `record`
     /// takes that from here.
     pub const REAPED: &str = "tickscope-record-stat reaped ";
+
+    /// A profiled process that could not write its profile (a full disk; the message saying
+    /// why is shown apart): `pid=P cpu-ns=N name=COMM`. `record` then gives that cause, not
+    /// the ones of a program that wrote nothing.
+    pub const WRITE_FAILED: &str = "tickscope-record-stat write-failed ";
 }
 
 /// A line about a process, after its mark: `pid=P cpu-ns=N [children-ns=C] name=COMM` (the
@@ -205,6 +210,7 @@ mod tests {
             for mark in [
                 marks::UNSAMPLED,
                 marks::FORK_CHILD,
+                marks::WRITE_FAILED,
                 "tickscope-record-stat exit-cpu-ns=77 ",
             ] {
                 let line = Line::process(mark.as_bytes(), u32::MAX, 12_345, children_ns, b"a b=c");

@@ -347,6 +347,18 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
         Err(f) if f.code == Code::State => false,
         Err(f) => {
             ts::__private::say(&format!("tickscope: {why}: {}", f.message));
+            // Under `record`: the cause of the missing profile, for it to give.
+            let recorded = ts::__private::env_var(ts::__private::protocol::env::MESSAGES)
+                .is_some_and(|v| !v.is_empty());
+            if recorded && f.code == Code::Io {
+                let cpu = ts::__private::process_cpu_ns().unwrap_or(0);
+                let name = ts::__private::process_name();
+                crate::ffi::record_line(
+                    ts::__private::protocol::marks::WRITE_FAILED,
+                    cpu,
+                    name.as_bytes(),
+                );
+            }
             true
         }
     }

@@ -64,6 +64,17 @@ fn opening(d: &Path, run: &Path, args: &[&std::ffi::OsStr]) -> (Child, String) {
     (child, url.trim().to_owned())
 }
 
+/// Ctrl-C to `child`: it ends as SIGINT would end it (130), having cleaned up.
+fn interrupt(child: &mut Child) {
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}
+
 /// The file the opener was given, once it has run.
 fn opened(d: &Path) -> (String, PathBuf) {
     let argv = d.join("bin/xdg-open.argv");
@@ -124,13 +135,7 @@ fn the_browser_is_opened_through_a_private_file_never_with_the_token_in_a_comman
     let (mut child, _) = view_opening(&d, &run);
     let (_, file) = opened(&d);
     assert!(file.exists());
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}");
+    interrupt(&mut child);
     assert!(!file.exists() && !file.parent().unwrap().exists());
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -160,13 +165,7 @@ fn capture_listen_view_opens_the_browser_the_same_way() {
     let (args, file) = opened(&d);
     assert!(!args.contains(&token), "{args}");
     assert!(file.exists());
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{status:?}");
+    interrupt(&mut child);
     assert!(!file.exists() && !file.parent().unwrap().exists());
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -6,11 +6,10 @@ use super::*;
 /// kind once, with how many of the run's processes said it (lines alike but for their numbers
 /// are one kind). Returns what the lines for `record` alone said (not printed), the CPU time
 /// of the processes that ended unprofiled taken as they ended where their parent said it, and
-/// whether one said it could not write the program's profile (`profile`).
-pub(super) fn print_messages(path: &Path, profile: &Path) -> Said {
+/// the processes that said they could not write their profile.
+pub(super) fn print_messages(path: &Path) -> Said {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let cannot_write = format!("cannot write the profile to {}", profile.display());
-    let write_failed = text.lines().any(|l| l.contains(&cannot_write));
+    let mut write_failed = Vec::new();
     let mut kinds: Vec<(String, &str, usize)> = Vec::new();
     let mut exit_cpu = 0u64;
     let mut forks = Vec::new();
@@ -21,6 +20,10 @@ pub(super) fn print_messages(path: &Path, profile: &Path) -> Said {
     let mut awaiting: HashMap<u32, Awaiting> = HashMap::new();
     let mut ends = 0u64;
     for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix(protocol::marks::WRITE_FAILED) {
+            write_failed.extend(protocol::Process::parse(rest).map(|p| p.pid));
+            continue;
+        }
         if let Some(rest) = line.strip_prefix(protocol::marks::EXIT_CPU) {
             let ns = rest.split(' ').next().and_then(|n| n.trim().parse().ok());
             exit_cpu = exit_cpu.saturating_add(ns.unwrap_or(0));
@@ -157,8 +160,8 @@ pub(super) struct Said {
     /// Programs exec'd that ended before their first sample, and wrote a line instead of a
     /// profile: (pid, name, CPU time in ns).
     pub(super) unsampled: Vec<(u32, String, u64)>,
-    /// A process said it could not write the program's profile (a full disk).
-    pub(super) write_failed: bool,
+    /// The processes that said they could not write their profile (a full disk).
+    pub(super) write_failed: Vec<u32>,
 }
 
 /// Says each kind of message once (`kinds`: its shape, a line of it, how many), with how many

@@ -167,9 +167,10 @@ pub fn run(args: Args) -> Result<u8> {
         unreaped_written,
         forks,
         unsampled,
-        write_failed: library_write_failed,
-    } = print_messages(&run_dir.messages(), &run_dir.profile());
-    let write_failed = write_failed || library_write_failed;
+        write_failed: failed_writers,
+    } = print_messages(&run_dir.messages());
+    // The program itself (its pid, whatever it exec'd in its place) could not write it.
+    let write_failed = write_failed || failed_writers.contains(&run);
     let code = match (write_failed, code) {
         (true, 0) => 2,
         _ => code,
