@@ -162,10 +162,19 @@ fn sweep_stale(parent: &Path, prefix: &str) {
             continue;
         };
         let ours = m.is_dir() && m.uid() == euid && m.mode() & 0o777 == 0o700;
-        if shaped && ours && !Path::new("/proc").join(pid).exists() {
+        if shaped && ours && !alive(pid) {
             empty_and_remove(&e.path());
         }
     }
+}
+
+/// Whether process `pid` runs: it exists and is no zombie (a `record` killed with its parent,
+/// re-parented to an init that does not reap, stays one).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
 }
 
 /// Keeps the profiles of the programs the run exec'd as `<output>.<run>.<pid>` (`run`: the
