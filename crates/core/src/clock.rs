@@ -88,7 +88,7 @@ pub fn now() -> Ticks {
 fn now_otherwise() -> Ticks {
     match SOURCE.load(Relaxed) {
         SRC_COUNTER => counter::read(),
-        SRC_MONOTONIC => sys::monotonic_ns(),
+        SRC_MONOTONIC => sys::clock::monotonic_ns(),
         _ => choose_source_and_read(),
     }
 }
@@ -101,7 +101,7 @@ fn now_otherwise() -> Ticks {
 pub(crate) fn now_in_signal() -> Ticks {
     match SOURCE.load(Relaxed) {
         SRC_COUNTER => counter::read(),
-        _ => sys::monotonic_ns(),
+        _ => sys::clock::monotonic_ns(),
     }
 }
 
@@ -119,21 +119,21 @@ pub fn source() -> ClockSource {
 #[cold]
 #[inline(never)]
 fn choose_source_and_read() -> Ticks {
-    let src = match crate::config::env_var("TICKSCOPE_CLOCK").as_deref() {
+    let src = match crate::sys::env::env_var("TICKSCOPE_CLOCK").as_deref() {
         None | Some("") | Some("auto") => auto_source(),
         Some("monotonic") => SRC_MONOTONIC,
         Some(s @ ("tsc" | "counter" | "cntvct")) => {
             if counter::usable() {
                 SRC_COUNTER
             } else {
-                crate::diag::warn(&format!(
+                crate::sys::stderr::warn(&format!(
                     "TICKSCOPE_CLOCK={s}: the CPU counter is not usable here; using monotonic"
                 ));
                 SRC_MONOTONIC
             }
         }
         Some(other) => {
-            crate::diag::warn_malformed("TICKSCOPE_CLOCK", other, "auto, tsc or monotonic");
+            crate::sys::stderr::warn_malformed("TICKSCOPE_CLOCK", other, "auto, tsc or monotonic");
             auto_source()
         }
     };
@@ -156,9 +156,9 @@ fn auto_source() -> u8 {
 fn read_pair() -> (Ticks, u64) {
     let mut best = (0, 0, u64::MAX);
     for _ in 0..3 {
-        let a = sys::monotonic_ns();
+        let a = sys::clock::monotonic_ns();
         let t = now_source_set();
-        let b = sys::monotonic_ns();
+        let b = sys::clock::monotonic_ns();
         let width = b.saturating_sub(a);
         if width < best.2 {
             best = (t, a + width / 2, width);
@@ -171,7 +171,7 @@ fn read_pair() -> (Ticks, u64) {
 fn now_source_set() -> Ticks {
     match SOURCE.load(Relaxed) {
         SRC_COUNTER => counter::read(),
-        _ => sys::monotonic_ns(),
+        _ => sys::clock::monotonic_ns(),
     }
 }
 
@@ -210,7 +210,7 @@ fn calibrate() -> f64 {
         return 1e9;
     }
     let (t0, n0) = *BASELINE.get_or_init(read_pair);
-    let elapsed = Duration::from_nanos(sys::monotonic_ns().saturating_sub(n0));
+    let elapsed = Duration::from_nanos(sys::clock::monotonic_ns().saturating_sub(n0));
     if elapsed < MIN_CALIBRATION {
         std::thread::sleep(MIN_CALIBRATION - elapsed);
     }
@@ -220,7 +220,7 @@ fn calibrate() -> f64 {
     if dn == 0 || dt == 0 || dt > (1 << 62) {
         // The counter did not advance or ran backwards across the baseline: it is not usable.
         // Ticks already handed out stay counter ticks, so keep a nominal rate and say so.
-        crate::diag::warn("the CPU counter did not advance during calibration");
+        crate::sys::stderr::warn("the CPU counter did not advance during calibration");
         return 1e9;
     }
     dt as f64 * 1e9 / dn as f64
@@ -272,7 +272,7 @@ impl Counter for SystemCounter {
         now()
     }
     fn reference_ns(&self) -> u64 {
-        sys::monotonic_ns()
+        sys::clock::monotonic_ns()
     }
     fn rate(&self) -> f64 {
         rate()
@@ -514,7 +514,7 @@ mod counter {
     pub(super) const SOURCE: ClockSource = ClockSource::Monotonic;
 
     pub(super) fn read() -> Ticks {
-        crate::sys::monotonic_ns()
+        crate::sys::clock::monotonic_ns()
     }
 
     pub(super) fn usable() -> bool {

@@ -25,9 +25,10 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Once, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::diag::{warn, warn_malformed};
+use crate::sys::env::env_var;
+use crate::sys::stderr::warn_malformed;
 use std::time::Duration;
 
 /// Where report text goes.
@@ -120,42 +121,6 @@ pub(crate) struct Env {
 pub(crate) fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| Env::read(env_var))
-}
-
-/// The `TICKSCOPE_*` variables as they were when [`freeze_env`] ran (the preload library
-/// calls it as it loads); unset until then, and then [`env_var`] reads the environment.
-static FROZEN: OnceLock<Vec<(String, String)>> = OnceLock::new();
-
-/// From now on, [`env_var`] answers from the `TICKSCOPE_*` variables the environment holds
-/// now. The preload library calls it as it loads, before any of the program's code runs:
-/// what it reads later (at exit, as the sampler starts on another thread, at a first scope)
-/// is then what the program was started with, whatever the program did to its environment
-/// since (`clearenv`, `unsetenv`, a shell's `unset`), and is read without calling `getenv`
-/// while the program's own threads may be calling `setenv` (which glibc does not make safe).
-pub(crate) fn freeze_env() {
-    FROZEN.get_or_init(|| crate::sys::env_with_prefix("TICKSCOPE_"));
-}
-
-/// A `TICKSCOPE_*` variable, as every setting of tickscope (and of the preload library)
-/// reads it: `None` when unset or not UTF-8, and in a privileged process (see the module
-/// docs), where the first variable found set prints one warning. After [`freeze_env`], the
-/// value it saw.
-pub(crate) fn env_var(name: &str) -> Option<String> {
-    let v = match FROZEN.get() {
-        Some(vars) => vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
-        None => std::env::var(name).ok(),
-    }?;
-    if crate::sys::privileged() {
-        static WARNED: Once = Once::new();
-        WARNED.call_once(|| {
-            warn(&format!(
-                "{name} and every other TICKSCOPE_* variable ignored: this is a setuid or setgid \
-                 program (AT_SECURE), and they would write files with its privileges"
-            ))
-        });
-        return None;
-    }
-    Some(v)
 }
 
 /// Parses variable `var` with `parse`, warning once if it is set but malformed.

@@ -94,13 +94,9 @@ pub mod capture;
 #[allow(unsafe_code)] // the CPU counter (rdtsc, cntvct) and cpuid
 pub mod clock;
 mod config;
-mod diag;
 pub mod future;
 #[cfg(feature = "sampler")]
 mod pprof;
-// Reached as `__private::protocol` (not a stable API).
-#[doc(hidden)]
-pub mod protocol;
 mod runtime;
 #[cfg(feature = "sampler")]
 pub mod sampler;
@@ -109,8 +105,9 @@ mod state;
 mod summary;
 #[cfg(feature = "sampler")]
 mod symbolize;
-#[allow(unsafe_code)] // platform glue: libc calls, the .init_array entry
-mod sys;
+// The platform layer: every libc call of the library's own, wrapped once (crate
+// `tickscope-sys`).
+use tickscope_sys as sys;
 #[cfg(feature = "tracing")]
 pub mod tracing;
 
@@ -302,7 +299,9 @@ macro_rules! message {
     ($($anything:tt)*) => {};
 }
 
-/// What the macros expand to. **Not a stable API**: it may change in any release.
+/// What the macros expand to (and the preload library's C API, which makes call sites at run
+/// time as the macros do at compile time): nothing else. **Not a stable API**: it may change
+/// in any release.
 #[doc(hidden)]
 pub mod __private {
     #[cfg(feature = "capture")]
@@ -311,283 +310,5 @@ pub mod __private {
     pub use crate::imp::capturing;
     pub use crate::imp::{enter, enter_cached};
     pub use crate::scope::callsite::{type_name_of, Callsite, Kind, Name};
-    pub use crate::scope::wall::TimedSite;
     pub use crate::scope::SlotCache;
-    /// Output files opened as a careful tool opens them: every command's `-o`, the
-    /// preload library's profiles, `record`'s private directory.
-    pub use crate::sys::output;
-
-    /// The effective user id.
-    pub fn euid() -> u32 {
-        crate::sys::euid()
-    }
-
-    /// The program `command` starts ends (`SIGTERM`) when this thread, the one that spawns
-    /// it, ends: `tickscope record` killed by `SIGKILL` takes its program with it.
-    pub fn end_with_parent(command: &mut std::process::Command) {
-        crate::sys::end_with_parent(command)
-    }
-
-    /// A `TICKSCOPE_*` variable, ignored in a setuid or setgid process (with one warning):
-    /// how the preload library reads its settings too.
-    pub fn env_var(name: &str) -> Option<String> {
-        crate::config::env_var(name)
-    }
-
-    /// Every later [`env_var`] answers from the `TICKSCOPE_*` variables as they are now (see
-    /// `config::freeze_env`): what the preload library calls as it loads.
-    pub fn freeze_env() {
-        crate::config::freeze_env()
-    }
-
-    /// Prints one line of tickscope's own to the standard error the process had when
-    /// [`keep_stderr`] ran (if it did), never into a file the program opened later.
-    pub fn say(line: &str) {
-        crate::diag::say(line)
-    }
-
-    /// Keeps a copy of the process's standard error now (above descriptor 2,
-    /// close-on-exec) for [`say`]; if descriptor 2 is closed now, [`say`] prints nothing.
-    pub fn keep_stderr() {
-        crate::sys::keep_stderr()
-    }
-
-    /// Starts one of tickscope's own threads with the signals the program may send the
-    /// process blocked (see `sys::spawn_quiet`).
-    pub fn spawn_quiet<F, T>(
-        builder: std::thread::Builder,
-        f: F,
-    ) -> std::io::Result<std::thread::JoinHandle<T>>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        crate::sys::spawn_quiet(builder, &[], f)
-    }
-
-    /// Asks the running sampler's drain thread to stop and run the function given to
-    /// [`on_stop_request`] with `code` (non-zero): for a signal handler or `_exit`, where
-    /// nothing that locks may run. False if no sampler runs in this process.
-    /// Async-signal-safe.
-    #[cfg(feature = "sampler")]
-    pub fn request_stop(code: u32) -> bool {
-        crate::sampler::request_stop(code)
-    }
-
-    /// A [`request_stop`] that came while another thread was stopping the sampler, too late
-    /// for the drain thread: once, for the caller of that stop to answer after writing the
-    /// profile.
-    #[cfg(feature = "sampler")]
-    pub fn take_unanswered_request() -> Option<u32> {
-        crate::sampler::take_unanswered_request()
-    }
-
-    /// Leaves a request for the thread that is stopping the sampler to answer (see
-    /// [`take_unanswered_request`]).
-    #[cfg(feature = "sampler")]
-    pub fn leave_unanswered(code: u32) {
-        crate::sampler::leave_unanswered(code)
-    }
-
-    /// What the drain thread runs, on its own thread, when it stops at a [`request_stop`]
-    /// (the first setting stays).
-    #[cfg(feature = "sampler")]
-    pub fn on_stop_request(f: fn(u32)) {
-        crate::sampler::on_request(f)
-    }
-
-    /// The process's name as the kernel has it (its main thread's: the program's name after
-    /// its exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm`
-    /// elsewhere (the drain thread, writing the profile on a signal). Empty if neither can be
-    /// read.
-    #[cfg(feature = "sampler")]
-    pub fn process_name() -> String {
-        crate::sampler::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
-    }
-
-    /// Frames in the shared library this code is linked into are named by its symbol table
-    /// alone, never by its DWARF (libtickscope.so: see `symbolize::own_frames_by_symbols`).
-    #[cfg(feature = "sampler")]
-    pub fn own_frames_by_symbols() {
-        crate::symbolize::own_frames_by_symbols()
-    }
-
-    /// In a fork child: whether the sampler's locks are free (none was held at the fork by a
-    /// thread the child does not have), so that a sampler of the child's own can start and
-    /// stop without waiting forever.
-    #[cfg(feature = "sampler")]
-    pub fn sampler_free_after_fork() -> bool {
-        crate::sampler::free_after_fork()
-    }
-
-    /// The signal mask tickscope's own threads run with (see `sys::spawn_quiet`), for one
-    /// started otherwise.
-    pub fn quiet_mask() -> libc::sigset_t {
-        crate::sys::quiet_mask(&[])
-    }
-
-    /// Sleeps while `word` holds `expected`, at most `timeout` (a futex; a signal or a wake
-    /// ends it early). Async-signal-safe.
-    pub fn futex_wait_while(
-        word: &std::sync::atomic::AtomicU32,
-        expected: u32,
-        timeout: std::time::Duration,
-    ) {
-        crate::sys::futex_wait_while(word, expected, timeout)
-    }
-
-    /// Wakes every thread in [`futex_wait_while`] on `word`. Async-signal-safe.
-    pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
-        crate::sys::futex_wake_all(word)
-    }
-
-    /// Runs `f` with the calling thread known as one of tickscope's own (see
-    /// `sys::own_threads`): a sampler started meanwhile samples it by frame pointers, as
-    /// the drain thread (libtickscope's thread that starts a deferred sampler).
-    pub fn as_own_thread<T>(f: impl FnOnce() -> T) -> T {
-        let _ours = crate::sys::own_threads::Registered(crate::sys::own_threads::register(
-            crate::sys::gettid() as i32,
-        ));
-        f()
-    }
-
-    /// True while the calling thread starts one of tickscope's own threads (see
-    /// [`spawn_quiet`]): libtickscope's `pthread_create` does not have it armed at once.
-    pub fn spawning_own_thread() -> bool {
-        crate::sys::spawning_own_thread()
-    }
-
-    /// Moves a descriptor tickscope opened off 0, 1 and 2 (which are the program's), to
-    /// the lowest free number from 3, close-on-exec; closes it on failure.
-    pub fn above_stdio(fd: i32) -> std::io::Result<i32> {
-        crate::sys::above_stdio(fd)
-    }
-
-    /// SIGINT, SIGTERM, SIGHUP and SIGQUIT stop ending the process; [`held_signal`] says
-    /// which came (for `tickscope record`, which outlives the program it runs).
-    pub fn hold_terminal_signals() -> std::io::Result<()> {
-        crate::sys::hold_terminal_signals()
-    }
-
-    /// The last signal held, once: the signal, and whether a process sent it to this one
-    /// alone (`kill`) rather than a terminal to its group (Ctrl-C).
-    pub fn held_signal() -> Option<(i32, bool)> {
-        crate::sys::held_signal()
-    }
-
-    /// Sends signal `sig` to process `pid`.
-    pub fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
-        crate::sys::signal_process(pid, sig)
-    }
-
-    /// Sends signal `sig` to process group `pgid`.
-    pub fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
-        crate::sys::signal_group(pgid, sig)
-    }
-
-    /// True when this process's group is the foreground group of the terminal on its
-    /// standard input, output or error (a Ctrl-C there reaches the whole group).
-    pub fn in_terminal_foreground() -> bool {
-        crate::sys::in_terminal_foreground()
-    }
-
-    /// The first of the standard descriptors that is a terminal whose foreground group is
-    /// this process's group.
-    pub fn foreground_terminal() -> Option<i32> {
-        crate::sys::foreground_terminal()
-    }
-
-    /// The first of the standard descriptors that is a terminal.
-    pub fn terminal() -> Option<i32> {
-        crate::sys::terminal()
-    }
-
-    /// This process's group.
-    pub fn own_group() -> u32 {
-        crate::sys::own_group()
-    }
-
-    /// Makes `pgid` the foreground group of terminal `fd`, from the background too.
-    pub fn give_terminal(fd: i32, pgid: u32) -> std::io::Result<()> {
-        crate::sys::give_terminal(fd, pgid)
-    }
-
-    /// True for the signals that stop a background process for using its terminal
-    /// (`SIGTTIN`, `SIGTTOU`).
-    pub fn for_the_terminal(sig: i32) -> bool {
-        sig == libc::SIGTTIN || sig == libc::SIGTTOU
-    }
-
-    /// Continues the stopped processes of group `pgid` (`SIGCONT`).
-    pub fn continue_group(pgid: u32) -> std::io::Result<()> {
-        crate::sys::signal_group(pgid, libc::SIGCONT)
-    }
-
-    pub use crate::sys::Waited;
-
-    /// Runs `f`, then puts the calling thread's errno back as it was (a signal handler's
-    /// duty to the code it interrupted). Async-signal-safe if `f` is.
-    #[inline(always)]
-    pub fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
-        crate::sys::keeping_errno(f)
-    }
-
-    /// Waits for child `pid` to end or to stop.
-    pub fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
-        crate::sys::wait_job(pid, before_reap)
-    }
-
-    /// Waits for child `pid` to end without reaping it (a zombie, whose CPU clock can still
-    /// be read); the caller reaps it after.
-    pub fn wait_ended_unreaped(pid: u32) -> std::io::Result<()> {
-        crate::sys::wait_ended_unreaped(pid)
-    }
-
-    /// Counts this process's `SIGCONT`s; each interrupts the [`wait_job`] of the calling
-    /// thread, whichever thread the kernel hands it to.
-    pub fn count_continues() -> std::io::Result<()> {
-        crate::sys::count_continues()
-    }
-
-    /// How many `SIGCONT`s came since [`count_continues`].
-    pub fn continues() -> u32 {
-        crate::sys::continues()
-    }
-
-    /// Stops this process as a job stops, by `sig` (a terminal's stop signal) or `SIGSTOP`;
-    /// returns once continued.
-    pub fn stop_as(sig: i32) {
-        crate::sys::stop_as(sig)
-    }
-
-    /// CPU time (ns) this process has used so far, all its threads together.
-    pub fn process_cpu_ns() -> Option<u64> {
-        crate::sys::process_cpu_ns()
-    }
-
-    /// The `record` ↔ library protocol: the environment and the marks of the lines.
-    pub use crate::protocol;
-
-    /// Writes `line` to the messages file `TICKSCOPE_MESSAGES` names, if that is where
-    /// tickscope's messages go, and nowhere else. Async-signal-safe (`_exit` may run in a
-    /// handler): system calls only, and no lock waited for.
-    pub fn say_to_record_in_signal(line: &[u8]) {
-        crate::sys::write_messages_file_in_signal(line)
-    }
-
-    /// A profile of fewer samples than this is warned of: its shares are mostly noise. Under
-    /// `record`, the processes leave the judgment to `record`, which makes it on the run's
-    /// profiles together.
-    pub const FEW_SAMPLES: u64 = 100;
-
-    /// CPU time (ns) of the children this process has waited for, and of theirs.
-    pub fn children_cpu_ns() -> std::io::Result<u64> {
-        crate::sys::children_cpu_ns()
-    }
-
-    /// The CPU time (user and system, ns) a `rusage` holds (`wait4`'s for a child).
-    /// Async-signal-safe.
-    pub fn rusage_cpu_ns(r: &libc::rusage) -> u64 {
-        crate::sys::rusage_cpu_ns(r)
-    }
 }

@@ -22,7 +22,7 @@ static INIT_PID: OnceLock<u32> = OnceLock::new();
 /// interval reporter if one is configured. Cheap after the first call (one atomic load).
 pub(crate) fn ensure_init() {
     INIT.call_once(|| {
-        crate::sys::first_use_ns();
+        crate::sys::clock::first_use_ns();
         let _ = INIT_PID.set(std::process::id());
         let mut s = Settings::default();
         let env = config::env();
@@ -31,8 +31,8 @@ pub(crate) fn ensure_init() {
         if let Some(on) = env.enabled {
             crate::state::set_enabled(on);
         }
-        if !crate::sys::at_exit(on_process_exit) {
-            crate::diag::warn(
+        if !crate::sys::process::at_exit(on_process_exit) {
+            crate::sys::stderr::warn(
                 "could not register the exit summary with atexit; call tickscope::report()",
             );
         }
@@ -52,7 +52,7 @@ pub(crate) fn settings() -> Settings {
 /// capture started at first use.
 #[cfg(feature = "capture")]
 fn start_capture_from_env() {
-    let get = config::env_var;
+    let get = crate::sys::env::env_var;
     let sink = config::value(
         &get,
         "TICKSCOPE_CAPTURE",

@@ -13,6 +13,7 @@
 pub mod hist;
 #[allow(missing_docs)]
 pub mod pprof_fields;
+pub mod protocol;
 pub mod symbols;
 pub mod units;
 

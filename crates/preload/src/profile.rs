@@ -90,7 +90,7 @@ pub(crate) struct Settings {
     /// pointers (a program's own code is rarely built with them).
     pub unwind: Unwind,
     /// A program exec'd under `record` (CPU time): if it ends before its first sample, it
-    /// writes a line for `record` ([`ts::__private::protocol::marks::UNSAMPLED`]) rather than a file.
+    /// writes a line for `record` ([`tickscope_fmt::protocol::marks::UNSAMPLED`]) rather than a file.
     pub line_if_unsampled: bool,
 }
 
@@ -191,9 +191,9 @@ fn write(profile: &ts::sampler::Profile, path: &Path) -> Result<Written, Failure
 fn say_unsampled(total_ns: u64, path: &Path) -> Written {
     // In the one form every line for `record` about a process has (the first version of
     // this one lacked the children's time, and `record` held them twice).
-    let name = ts::__private::process_name();
+    let name = ts::sampler::host::process_name();
     crate::ffi::record_line(
-        ts::__private::protocol::marks::UNSAMPLED,
+        tickscope_fmt::protocol::marks::UNSAMPLED,
         total_ns,
         name.as_bytes(),
     );
@@ -226,7 +226,7 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
         match crate::ffi::end_pending_start() {
             // The line is written already (async-signal-safe, as `_exit` needs it).
             crate::ffi::Start::Ended => {
-                let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
+                let total_ns = tickscope_sys::clock::process_cpu_ns().unwrap_or(0);
                 let path = crate::ffi::deferred_path().unwrap_or(Path::new(""));
                 return Ok(unsampled(total_ns, path));
             }
@@ -265,7 +265,7 @@ pub(crate) fn stop(exiting: bool) -> Result<Written, Failure> {
     // Sampled, but nothing kept (every sample lost, say): a line still, with the CPU time
     // so far (the profile's building included: no line follows for it).
     if exiting && a.line_if_unsampled && profile.samples() == 0 && profile.mode() == Mode::Cpu {
-        let total_ns = ts::__private::process_cpu_ns().unwrap_or(0);
+        let total_ns = tickscope_sys::clock::process_cpu_ns().unwrap_or(0);
         return Ok(say_unsampled(total_ns.max(profile.total_ns()), &a.path));
     }
     write(&profile, &a.path)
@@ -316,45 +316,48 @@ pub(crate) fn finish_stopping(why: &str) -> bool {
         return true;
     }
     let quiet =
-        ts::__private::env_var(ts::__private::protocol::env::QUIET).is_some_and(|v| v == "1");
+        tickscope_sys::env::env_var(tickscope_fmt::protocol::env::QUIET).is_some_and(|v| v == "1");
     match stop(true) {
         Ok(w) => {
             // Under `record`, what writing the profile cost, which no profile can hold (a
             // line said instead of a file holds the CPU time up to it).
-            let recorded = ts::__private::env_var(ts::__private::protocol::env::MESSAGES)
+            let recorded = tickscope_sys::env::env_var(tickscope_fmt::protocol::env::MESSAGES)
                 .is_some_and(|v| !v.is_empty());
             // Its CPU time now, and its children's, with which `record` tells, from the
             // figure its parent gets as it reaps it, how much its end took after this line
             // (the kernel unmapping its memory). In the one form of every line for `record`
             // about a process.
-            if let (true, true, Mode::Cpu, Some(cpu)) =
-                (recorded, w.file, w.mode, ts::__private::process_cpu_ns())
-            {
+            if let (true, true, Mode::Cpu, Some(cpu)) = (
+                recorded,
+                w.file,
+                w.mode,
+                tickscope_sys::clock::process_cpu_ns(),
+            ) {
                 let mark = format!(
                     "{}{} ",
-                    ts::__private::protocol::marks::EXIT_CPU,
+                    tickscope_fmt::protocol::marks::EXIT_CPU,
                     cpu.saturating_sub(w.total_ns)
                 );
-                let name = ts::__private::process_name();
+                let name = ts::sampler::host::process_name();
                 crate::ffi::record_line(&mark, cpu, name.as_bytes());
             }
             if !quiet {
-                ts::__private::say(&format!("tickscope: {w}"));
+                tickscope_sys::stderr::say(&format!("tickscope: {w}"));
             }
             true
         }
         // Stopped by the program already, or another exit path is writing.
         Err(f) if f.code == Code::State => false,
         Err(f) => {
-            ts::__private::say(&format!("tickscope: {why}: {}", f.message));
+            tickscope_sys::stderr::say(&format!("tickscope: {why}: {}", f.message));
             // Under `record`: the cause of the missing profile, for it to give.
-            let recorded = ts::__private::env_var(ts::__private::protocol::env::MESSAGES)
+            let recorded = tickscope_sys::env::env_var(tickscope_fmt::protocol::env::MESSAGES)
                 .is_some_and(|v| !v.is_empty());
             if recorded && f.code == Code::Io {
-                let cpu = ts::__private::process_cpu_ns().unwrap_or(0);
-                let name = ts::__private::process_name();
+                let cpu = tickscope_sys::clock::process_cpu_ns().unwrap_or(0);
+                let name = ts::sampler::host::process_name();
                 crate::ffi::record_line(
-                    ts::__private::protocol::marks::WRITE_FAILED,
+                    tickscope_fmt::protocol::marks::WRITE_FAILED,
                     cpu,
                     name.as_bytes(),
                 );
@@ -401,16 +404,16 @@ pub(crate) fn settings_from_env(
     parent: u32,
     warn: &mut dyn FnMut(String),
 ) -> Option<(Settings, EnvExtras)> {
-    let base = PathBuf::from(var(ts::__private::protocol::env::PROFILE).filter(|p| !p.is_empty())?);
+    let base = PathBuf::from(var(tickscope_fmt::protocol::env::PROFILE).filter(|p| !p.is_empty())?);
     // A program exec'd by the profiled one inherits the environment: it profiles into a file
     // of its own, `<path>.<pid>`, rather than overwrite the first one's.
-    let root = var(ts::__private::protocol::env::ROOT_PID).and_then(|p| p.parse::<u32>().ok());
+    let root = var(tickscope_fmt::protocol::env::ROOT_PID).and_then(|p| p.parse::<u32>().ok());
     let descendant = matches!(root, Some(r) if r != pid);
     let path = match descendant {
         true => file_of(&base, pid),
         false => base.clone(),
     };
-    let hz = match var(ts::__private::protocol::env::FREQUENCY) {
+    let hz = match var(tickscope_fmt::protocol::env::FREQUENCY) {
         None => 100,
         Some(v) => match v.trim().parse::<u32>() {
             Ok(hz) if (1..=100_000).contains(&hz) => hz,
@@ -425,11 +428,11 @@ pub(crate) fn settings_from_env(
     let mode = either(
         &var,
         warn,
-        ts::__private::protocol::env::MODE,
+        tickscope_fmt::protocol::env::MODE,
         ("cpu", Mode::Cpu),
         ("wall", Mode::Wall),
     );
-    let signal = match var(ts::__private::protocol::env::SIGNAL) {
+    let signal = match var(tickscope_fmt::protocol::env::SIGNAL) {
         None => Some(default_signal()),
         Some(v) => match parse_signal(&v) {
             Some(s) => Some(s),
@@ -445,29 +448,29 @@ pub(crate) fn settings_from_env(
     let on_signals = either(
         &var,
         warn,
-        ts::__private::protocol::env::SIGNALS,
+        tickscope_fmt::protocol::env::SIGNALS,
         ("0", false),
         ("1", true),
     );
     let forks = either(
         &var,
         warn,
-        ts::__private::protocol::env::FORKS,
+        tickscope_fmt::protocol::env::FORKS,
         ("0", false),
         ("1", true),
     );
-    let messages = var(ts::__private::protocol::env::MESSAGES).is_some_and(|m| !m.is_empty());
+    let messages = var(tickscope_fmt::protocol::env::MESSAGES).is_some_and(|m| !m.is_empty());
     // The program `record` started (its child: the parent `record` named) and any program
     // that program execs in its place (the same process), in CPU mode.
     let outside = !descendant
         && mode == Mode::Cpu
-        && var(ts::__private::protocol::env::OUTSIDE)
+        && var(tickscope_fmt::protocol::env::OUTSIDE)
             .and_then(|v| v.parse::<u32>().ok())
             .is_some_and(|record| record == parent);
     let unwind = either(
         &var,
         warn,
-        ts::__private::protocol::env::UNWIND,
+        tickscope_fmt::protocol::env::UNWIND,
         ("tables", Unwind::Tables),
         ("fp", Unwind::FramePointers),
     );

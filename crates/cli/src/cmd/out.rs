@@ -1,6 +1,6 @@
 //! Output files, written so that nothing the user has is lost: an output that is one of the
 //! command's inputs is refused before anything is opened for writing, and every output is
-//! opened by the platform layer's one function (`tickscope::__private::output`): written to
+//! opened by the platform layer's one function (`tickscope_sys::output`): written to
 //! a temporary file with an unpredictable name in the target's directory, renamed over the
 //! target only when it is complete; never through a symbolic link at the name; a device or
 //! FIFO written into, never replaced. A command that fails leaves the old file as it was; one stopped by
@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 
-use tickscope::__private::output::{self, OutputFile};
+use tickscope_sys::output::{self, OutputFile};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -153,7 +153,7 @@ pub(crate) fn at_signal(cleanup: impl FnOnce() + Send + 'static) {
     remove_outputs_on_signals();
 }
 
-/// An output being written ([`tickscope::__private::output`], the one way tickscope opens
+/// An output being written ([`tickscope_sys::output`], the one way tickscope opens
 /// an output): a new or regular file is written to a temporary file beside it, renamed over it
 /// by [`commit`](Output::commit) (dropped without a commit, it is removed and the target is
 /// untouched); a symlink at the name is refused; a device or FIFO is written into.

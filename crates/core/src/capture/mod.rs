@@ -281,7 +281,7 @@ impl Builder {
             .in_flight_at_start
             .store(in_flight.iter().map(|x| x.1).sum(), Relaxed);
         c.in_flight_at_start(&in_flight);
-        let spawned = crate::sys::spawn_quiet(
+        let spawned = crate::sys::thread::spawn_quiet(
             std::thread::Builder::new().name("tickscope-capture".into()),
             &[],
             move || run(&mut c),
@@ -384,7 +384,7 @@ fn run(c: &mut collector::Collector) {
         }
         let (n, behind) = c.pass(false);
         STATS.dropped.store(c.dropped(), Relaxed);
-        if let Some(ns) = crate::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
+        if let Some(ns) = crate::sys::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
             STATS.collector_cpu_ns.store(ns, Relaxed);
         }
         let mut ctl = control();
@@ -399,7 +399,7 @@ fn run(c: &mut collector::Collector) {
         drop(ctl);
     }
     STATS.dropped.store(c.dropped(), Relaxed);
-    if let Some(ns) = crate::sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
+    if let Some(ns) = crate::sys::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) {
         STATS.collector_cpu_ns.store(ns, Relaxed);
     }
     control().done = true;
@@ -451,7 +451,7 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
                 while !ctl.done {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        crate::diag::warn("capture: the collector did not finish in time");
+                        crate::sys::stderr::warn("capture: the collector did not finish in time");
                         break;
                     }
                     ctl = CONTROL_CV
@@ -464,13 +464,13 @@ fn stop_within(wait: Option<Duration>) -> Option<Stats> {
     }
     let s = stats();
     if s.collector_failed {
-        crate::diag::warn(
+        crate::sys::stderr::warn(
             "capture: the collector thread failed (a bug in tickscope, reported above): the capture ends where it failed, without its end record",
         );
     }
     let lost = s.dropped + s.undelivered + s.lost_after_exit;
     if lost > 0 {
-        crate::diag::warn(&format!(
+        crate::sys::stderr::warn(&format!(
             "capture: {} of {} events lost ({} dropped, memory budget spent; {} undelivered, sink; {} after thread exit)",
             lost,
             s.events + s.dropped + s.lost_after_exit,
@@ -552,11 +552,11 @@ fn install_panic_dump(path: PathBuf) {
         let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let (Some(path), true) = (path, running()) {
             match dump(&path) {
-                Ok(_) => crate::diag::say(&format!(
+                Ok(_) => crate::sys::stderr::say(&format!(
                     "tickscope: capture: flight recorder dumped to {}",
                     path.display()
                 )),
-                Err(e) => crate::diag::say(&format!("tickscope: {e}")),
+                Err(e) => crate::sys::stderr::say(&format!("tickscope: {e}")),
             }
         }
         previous(info)
@@ -568,11 +568,11 @@ fn register_exit_hook() {
     if REGISTERED.swap(true, Relaxed) {
         return;
     }
-    if !crate::sys::at_exit(on_process_exit) {
-        crate::diag::warn("capture: could not register the exit hook; call capture::stop()");
+    if !crate::sys::process::at_exit(on_process_exit) {
+        crate::sys::stderr::warn("capture: could not register the exit hook; call capture::stop()");
     }
-    if !crate::sys::at_fork_child(on_fork_child) {
-        crate::diag::warn(
+    if !crate::sys::process::at_fork_child(on_fork_child) {
+        crate::sys::stderr::warn(
             "capture: could not register the fork hook; a fork child would record into rings no one reads",
         );
     }
@@ -584,7 +584,7 @@ extern "C" fn on_process_exit() {
     let _ = std::panic::catch_unwind(|| {
         if !owned_here() {
             if STOPPED_BY_FORK.swap(false, Relaxed) {
-                crate::diag::say(&format!(
+                crate::sys::stderr::say(&format!(
                     "tickscope: capture: process {} is a fork child of the capturing process {}: nothing it did was captured (the capture is the parent's)",
                     std::process::id(),
                     OWNER.load(Relaxed)
@@ -606,7 +606,7 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>, memory: Option<u64>
         b = b.memory(m);
     }
     if let Err(e) = b.start_inner() {
-        crate::diag::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
+        crate::sys::stderr::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
     }
 }
 

@@ -649,7 +649,7 @@ fn register() -> Option<&'static Ring> {
         }
         ring.prod.cur.store(ptr::null_mut(), Relaxed);
         ring.cons.block.store(ptr::null_mut(), Relaxed);
-        ring.tid.store(crate::sys::gettid(), Relaxed);
+        ring.tid.store(crate::sys::thread::gettid(), Relaxed);
         *ring.name.lock().unwrap_or_else(|p| p.into_inner()) = thread_name();
         r.live.push(ring);
         ring

@@ -70,7 +70,7 @@ impl Sink {
         let mut last = None;
         for a in addr.to_socket_addrs()? {
             match TcpStream::connect_timeout(&a, Duration::from_secs(2))
-                .and_then(crate::sys::file_above_stdio)
+                .and_then(crate::sys::fd::file_above_stdio)
             {
                 Ok(s) => {
                     s.set_nodelay(true)?;
@@ -114,7 +114,7 @@ impl Sink {
                 if let Err(e) = file.file().write_all(c.bytes) {
                     *failed = true;
                     super::STATS.add_undelivered(c.events);
-                    crate::diag::warn(&format!(
+                    crate::sys::stderr::warn(&format!(
                         "capture: writing {} failed ({e}); the rest of the capture is lost and counted",
                         path.display()
                     ));
@@ -152,7 +152,7 @@ impl Sink {
                 if left > 0 {
                     let events: u64 = t.queue.iter().map(|q| q.1).sum();
                     super::STATS.add_undelivered(events);
-                    crate::diag::warn(&format!(
+                    crate::sys::stderr::warn(&format!(
                         "capture: {left} chunks ({events} events) still queued for {} after 2 s were not delivered",
                         t.addr
                     ));
@@ -186,7 +186,7 @@ fn finish_file(out: &mut Option<OutputFile>, path: &Path, failed: &mut bool, end
             Ok(()) => super::STATS.add_written(end.len() as u64),
             Err(e) => {
                 *failed = true;
-                crate::diag::warn(&format!(
+                crate::sys::stderr::warn(&format!(
                     "capture: writing {} failed ({e}) at its end record",
                     path.display()
                 ));
@@ -198,7 +198,9 @@ fn finish_file(out: &mut Option<OutputFile>, path: &Path, failed: &mut bool, end
         match o.commit() {
             Ok(()) => return,
             // The commit dropped a temporary file: an old file is as it was.
-            Err(e) => crate::diag::warn(&format!("capture: cannot write {}: {e}", path.display())),
+            Err(e) => {
+                crate::sys::stderr::warn(&format!("capture: cannot write {}: {e}", path.display()))
+            }
         }
     } else {
         // Removes a temporary file; a new name written in place keeps what it holds.
@@ -208,12 +210,12 @@ fn finish_file(out: &mut Option<OutputFile>, path: &Path, failed: &mut bool, end
         .write_failed
         .store(true, std::sync::atomic::Ordering::Relaxed);
     if replacing {
-        crate::diag::warn(&format!(
+        crate::sys::stderr::warn(&format!(
             "capture: {} kept as it was: this capture could not be written whole",
             path.display()
         ));
     } else {
-        crate::diag::warn(&format!(
+        crate::sys::stderr::warn(&format!(
             "capture: {} holds the capture up to the failed write, without its end: `tickscope report --salvage {}` reads it",
             path.display(),
             path.display()
@@ -297,7 +299,7 @@ impl Tcp {
         super::STATS
             .disconnected
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        crate::diag::warn(&format!(
+        crate::sys::stderr::warn(&format!(
             "capture: the listener at {} went away ({why}); events from now on are counted as undelivered",
             self.addr
         ));

@@ -641,7 +641,7 @@ fn process_age(pid: u32) -> Option<Duration> {
         .next()?
         .parse()
         .ok()?;
-    let start = start_ticks as f64 / crate::sys::clock_ticks_per_second().max(1) as f64;
+    let start = start_ticks as f64 / crate::sys::clock::clock_ticks_per_second().max(1) as f64;
     Some(Duration::from_secs_f64((uptime - start).max(0.0)))
 }
 
@@ -653,7 +653,7 @@ mod tests {
     /// finds: permitted or not.
     #[test]
     fn the_probe_agrees_with_opening_a_real_event() {
-        let real = timer::arm_ring(crate::sys::gettid() as i32, 10_000_000, true)
+        let real = timer::arm_ring(crate::sys::thread::gettid() as i32, 10_000_000, true)
             .map(timer::disarm)
             .is_ok();
         assert_eq!(timer::perf_permitted(), real);

@@ -59,12 +59,12 @@ impl UserRegs {
 }
 
 /// A module's unwind tables, as the unwinder holds them.
-type Tables = crate::sys::Zeroed<u8>;
+type Tables = crate::sys::memory::Zeroed<u8>;
 
 /// The drain thread's unwinder: the modules added so far and framehop's rule cache.
 pub(crate) struct Cfi {
     /// Modules' tables in mappings that fork children do not get (only this thread reads
-    /// them: see `sys::not_into_fork_children`).
+    /// them: see `sys::memory::not_into_fork_children`).
     unwinder: UnwinderNative<Tables, MayAllocateDuringUnwind>,
     cache: CacheNative<MayAllocateDuringUnwind>,
     /// The executable mappings of the last reading, sorted by start.

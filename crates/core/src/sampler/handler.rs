@@ -27,7 +27,7 @@ pub(crate) struct Shared {
     pub source: Source,
     pub period_ns: u64,
     /// Per perf-event descriptor: the thread it samples (saves a gettid call per signal).
-    pub perf_tid: crate::sys::Zeroed<AtomicU32>,
+    pub perf_tid: crate::sys::memory::Zeroed<AtomicU32>,
     /// Signals handled.
     pub signals: AtomicU64,
     /// Ticks spent in the handler, signal delivery excluded.
@@ -73,13 +73,13 @@ pub(crate) fn in_handler() -> bool {
 /// A fixed open-addressing set of thread ids, lock-free for readers (the handler) with one
 /// writer (the drain thread). A miss only costs a leaf-only sample, never a wrong walk:
 /// removal writes a tombstone, and a rebuild clears before re-adding.
-pub(crate) struct Tids(crate::sys::Zeroed<AtomicU32>);
+pub(crate) struct Tids(crate::sys::memory::Zeroed<AtomicU32>);
 
 const TOMBSTONE: u32 = u32::MAX;
 
 impl Tids {
     pub(crate) fn new(cap: usize) -> Tids {
-        Tids(crate::sys::zeroed_slice(cap.next_power_of_two()))
+        Tids(crate::sys::memory::zeroed_slice(cap.next_power_of_two()))
     }
 
     fn start(&self, tid: u32) -> usize {
@@ -154,7 +154,7 @@ pub(crate) extern "C" fn on_signal(
     info: *mut libc::siginfo_t,
     ctx: *mut libc::c_void,
 ) {
-    crate::sys::keeping_errno(|| {
+    crate::sys::thread::keeping_errno(|| {
         ACTIVE.fetch_add(1, SeqCst);
         let shared = SHARED.load(SeqCst);
         if shared.is_null() {
@@ -203,7 +203,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
             let fd = unsafe { info.si_fd() };
             let tid = match s.perf_tid.get(fd as usize).map(|t| t.load(Relaxed)) {
                 Some(tid) if tid != 0 => tid,
-                _ => crate::sys::gettid() as u32,
+                _ => crate::sys::thread::gettid() as u32,
             };
             // One period per signal; the drain thread reads each event's count when it
             // disarms it, and the profile scales the thread's samples to that exact total
@@ -211,7 +211,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
             (tid, 1, s.period_ns)
         }
         libc::SI_KERNEL if s.source == Source::ProcessTimer => {
-            (crate::sys::gettid() as u32, 1, s.period_ns)
+            (crate::sys::thread::gettid() as u32, 1, s.period_ns)
         }
         // `kill -PROF`, or a signal of another source: not a sample of this profile.
         _ => {
@@ -290,8 +290,8 @@ pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
     unsafe { libc::sigemptyset(&mut sa.sa_mask) };
     // SAFETY: installs an SA_SIGINFO handler that follows the signal-context contract.
     unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) };
-    // tickscope's threads started from now keep it unblocked (`sys::spawn_quiet`).
-    crate::sys::SAMPLER_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+    // tickscope's threads started from now keep it unblocked (`sys::thread::spawn_quiet`).
+    crate::sys::thread::SAMPLER_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }
 
@@ -300,7 +300,7 @@ pub(crate) fn install(signal: libc::c_int) -> Result<(), usize> {
 pub(crate) fn uninstall(signal: libc::c_int) {
     // Threads of ours started from now on block it like any other signal: it is ignored
     // now, and a program may wait for it.
-    let _ = crate::sys::SAMPLER_SIGNAL.compare_exchange(
+    let _ = crate::sys::thread::SAMPLER_SIGNAL.compare_exchange(
         signal,
         0,
         std::sync::atomic::Ordering::SeqCst,

@@ -73,6 +73,8 @@ mod cfi;
 mod error;
 #[allow(unsafe_code)] // the signal handler: signal context, raw pointers
 mod handler;
+#[doc(hidden)]
+pub mod host;
 mod poller;
 #[allow(unsafe_code)] // fdopendir/readdir, getrlimit, tgkill
 pub(crate) mod procfs;
@@ -304,14 +306,14 @@ static UNANSWERED: AtomicU32 = AtomicU32::new(0);
 /// What the drain thread gathered when it stopped at a request (a leaked `Box`, or null):
 /// taken by the `stop()` that follows (on the drain thread itself, or on another that joins
 /// it). A pointer, not a lock: a fork child never finds it taken.
-static HANDED: crate::sys::Handoff<Drained> = crate::sys::Handoff::new();
+static HANDED: crate::sys::futex::Handoff<Drained> = crate::sys::futex::Handoff::new();
 
 /// [`forget_shared_in_fork_child`] registered, once per process.
 static FORK_CHILD_HANDLER: std::sync::Once = std::sync::Once::new();
 
 /// In the child of a `fork` (glibc's child handler, async-signal-safe: atomic stores): the
 /// handler forgets the parent's state, whose tables are not mapped in the child
-/// (`sys::not_into_fork_children`). A sampling signal there (a timer the child made itself
+/// (`sys::memory::not_into_fork_children`). A sampling signal there (a timer the child made itself
 /// with this signal and no handler of its own) is counted stray, where it would have read
 /// them. The child's own sampler, if it starts one, publishes its own.
 extern "C" fn forget_shared_in_fork_child() {
@@ -323,7 +325,7 @@ extern "C" fn forget_shared_in_fork_child() {
 fn to_drain(tx: &mpsc::Sender<Msg>, msg: Msg) -> Result<(), mpsc::SendError<Msg>> {
     tx.send(msg)?;
     DRAIN_WAKE.fetch_add(1, SeqCst);
-    crate::sys::futex_wake(&DRAIN_WAKE);
+    crate::sys::futex::futex_wake(&DRAIN_WAKE);
     Ok(())
 }
 
@@ -350,7 +352,7 @@ pub(crate) fn request_stop(code: u32) -> bool {
     }
     REQUEST.store(code, SeqCst);
     DRAIN_WAKE.fetch_add(1, SeqCst);
-    crate::sys::futex_wake(&DRAIN_WAKE);
+    crate::sys::futex::futex_wake(&DRAIN_WAKE);
     true
 }
 
@@ -423,10 +425,10 @@ pub fn adopt_current_thread() -> bool {
     // thread, and this runs before std's own spawn code has set that (for threads this
     // library's std starts), which std aborts on.
     let done = std::sync::Arc::new(AtomicU32::new(0));
-    let tid = crate::sys::gettid() as i32;
+    let tid = crate::sys::thread::gettid() as i32;
     let me = Adopting {
-        stack: crate::sys::own_stack(),
-        name: crate::sys::own_name(),
+        stack: crate::sys::thread::own_stack(),
+        name: crate::sys::thread::own_name(),
     };
     if to_drain(&tx, Msg::Adopt(tid, me, Reply(done.clone()))).is_err() {
         return false;
@@ -437,7 +439,7 @@ pub fn adopt_current_thread() -> bool {
         if left.is_zero() {
             return false;
         }
-        crate::sys::futex_wait(&done, left);
+        crate::sys::futex::futex_wait(&done, left);
     }
     // 1: armed; 2: the sampler stopped first.
     done.load(Acquire) == 1
@@ -647,7 +649,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         source,
         period_ns,
         // Zeroed, untouched until a descriptor is used: 16 KiB a short program never reads.
-        perf_tid: crate::sys::zeroed_slice(PERF_FDS),
+        perf_tid: crate::sys::memory::zeroed_slice(PERF_FDS),
         signals: AtomicU64::new(0),
         handler_ticks: AtomicU64::new(0),
         leaf_only: AtomicU64::new(0),
@@ -660,7 +662,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
         timeline: table::SampleLog::new(16_384),
     });
     FORK_CHILD_HANDLER.call_once(|| {
-        crate::sys::at_fork_child(forget_shared_in_fork_child);
+        crate::sys::process::at_fork_child(forget_shared_in_fork_child);
     });
     SHARED.store(Arc::as_ptr(&shared).cast_mut(), SeqCst);
     if source == Source::ProcessTimer {
@@ -702,7 +704,7 @@ fn start(b: Builder) -> Result<Sampler, Error> {
     let every = b.poll;
     let drains = shared.clone();
     // Its own samples still come by the signal where that is the walk.
-    let spawned = crate::sys::spawn_quiet(
+    let spawned = crate::sys::thread::spawn_quiet(
         std::thread::Builder::new().name("tickscope-sampler".into()),
         &[signal],
         move || drain_thread(&drains, poller, every, rx),
@@ -760,7 +762,7 @@ fn signal_name(signal: libc::c_int) -> String {
 }
 
 /// In a fork child: whether [`RUNNING`] and [`ADOPT`] are free (see
-/// `__private::sampler_free_after_fork`). A poisoned lock is free: its holder is gone.
+/// [`host::free_after_fork`]). A poisoned lock is free: its holder is gone.
 pub(crate) fn free_after_fork() -> bool {
     use std::sync::TryLockError::WouldBlock;
     let running = !matches!(RUNNING.try_lock(), Err(WouldBlock));
@@ -917,7 +919,7 @@ fn parts(
     // is read against the time that holds it. A program `record` execs starts its sampler
     // late; its profile said "Duration: 240us, Total samples = 1.50ms (622%)", single-threaded.
     let span = match r.settings.whole_process {
-        true => sampled.max(Duration::from_nanos(crate::sys::process_wall_ns())),
+        true => sampled.max(Duration::from_nanos(crate::sys::clock::process_wall_ns())),
         false => sampled,
     };
     profile::Parts {

@@ -35,7 +35,7 @@ pub(crate) fn proc_dir(pid: Option<u32>) -> String {
 pub(crate) fn list_threads_of(pid: Option<u32>, into: &mut Vec<i32>) -> io::Result<()> {
     use std::os::fd::IntoRawFd;
     into.clear();
-    let fd = crate::sys::open_read(format!("{}/task", proc_dir(pid)).as_ref())?.into_raw_fd();
+    let fd = crate::sys::fd::open_read(format!("{}/task", proc_dir(pid)).as_ref())?.into_raw_fd();
     // SAFETY: `fd` is an open directory descriptor we own; fdopendir takes it over (closed
     // by closedir below), or fails and leaves it to us.
     let dir = unsafe { libc::fdopendir(fd) };
@@ -85,7 +85,7 @@ pub(crate) fn thread_alive_of(pid: u32, tid: i32) -> bool {
 pub(crate) fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
     use std::io::Read;
     let mut s = String::new();
-    let read = crate::sys::open_read(format!("/proc/self/task/{tid}/status").as_ref())
+    let read = crate::sys::fd::open_read(format!("/proc/self/task/{tid}/status").as_ref())
         .and_then(|mut f| f.read_to_string(&mut s));
     if read.is_err() || !(1..=64).contains(&sig) {
         return false;
@@ -136,7 +136,7 @@ pub(crate) fn process_stat(pid: u32) -> Option<Stat> {
 fn read_stat(path: &str) -> Option<Stat> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::open_read(path.as_ref())
+    crate::sys::fd::open_read(path.as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;
@@ -156,8 +156,10 @@ fn read_stat(path: &str) -> Option<Stat> {
 pub(crate) fn thread_name(tid: i32) -> Option<String> {
     // The calling thread's own: asked of the kernel, no file opened (the start's poll names
     // the thread that starts the sampler this way).
-    if tid as u64 == crate::sys::gettid() {
-        return Some(crate::sys::name_text(&crate::sys::own_name()));
+    if tid as u64 == crate::sys::thread::gettid() {
+        return Some(crate::sys::thread::name_text(
+            &crate::sys::thread::own_name(),
+        ));
     }
     thread_name_of(None, tid)
 }
@@ -166,7 +168,7 @@ pub(crate) fn thread_name(tid: i32) -> Option<String> {
 pub(crate) fn thread_name_of(pid: Option<u32>, tid: i32) -> Option<String> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::open_read(format!("{}/task/{tid}/comm", proc_dir(pid)).as_ref())
+    crate::sys::fd::open_read(format!("{}/task/{tid}/comm", proc_dir(pid)).as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;

@@ -162,13 +162,13 @@ impl Cell {
 
 // SAFETY: atomics of integers and arrays of them only: all-zero bytes are a valid value.
 #[allow(unsafe_code)]
-unsafe impl crate::sys::Zeroable for Entry {}
+unsafe impl crate::sys::memory::Zeroable for Entry {}
 // SAFETY: as for `Entry`.
 #[allow(unsafe_code)]
-unsafe impl crate::sys::Zeroable for KeyCells {}
+unsafe impl crate::sys::memory::Zeroable for KeyCells {}
 // SAFETY: as for `Entry` (its `KeyCells` too).
 #[allow(unsafe_code)]
-unsafe impl crate::sys::Zeroable for Cell {}
+unsafe impl crate::sys::memory::Zeroable for Cell {}
 
 /// Why a sample could not be stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,10 +181,10 @@ pub(crate) const LOST_REASONS: [(&str, Lost); 1] = [("table and log full", Lost:
 
 /// The whole store, allocated once per sampler start.
 pub(crate) struct Store {
-    entries: crate::sys::Zeroed<Entry>,
+    entries: crate::sys::memory::Zeroed<Entry>,
     /// `keys[i]` belongs to `entries[i]`.
-    keys: crate::sys::Zeroed<KeyCells>,
-    log: crate::sys::Zeroed<Cell>,
+    keys: crate::sys::memory::Zeroed<KeyCells>,
+    log: crate::sys::memory::Zeroed<Cell>,
     head: AtomicU64,
     tail: AtomicU64,
     lost: [AtomicU64; 1],
@@ -227,7 +227,7 @@ pub(crate) fn key_hash(k: &Key) -> u64 {
 /// counts the sample as lost to the timeline (the profile still has it).
 #[cfg(feature = "capture")]
 pub(crate) struct SampleLog {
-    cells: crate::sys::Zeroed<SampleCell>,
+    cells: crate::sys::memory::Zeroed<SampleCell>,
     head: AtomicU64,
     tail: AtomicU64,
     /// Samples the timeline could not take (the queue was full).
@@ -257,7 +257,7 @@ impl SampleCell {
 // SAFETY: atomics of integers only: all-zero bytes are a valid value.
 #[cfg(feature = "capture")]
 #[allow(unsafe_code)]
-unsafe impl crate::sys::Zeroable for SampleCell {}
+unsafe impl crate::sys::memory::Zeroable for SampleCell {}
 
 /// One sample taken from a [`SampleLog`].
 #[cfg(feature = "capture")]
@@ -274,7 +274,7 @@ impl SampleLog {
         let n = cells.max(2).next_power_of_two() as u64;
         SampleLog {
             // Zeroed: cell `i` at sequence `i`, untouched until used.
-            cells: crate::sys::zeroed_slice(n as usize),
+            cells: crate::sys::memory::zeroed_slice(n as usize),
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             lost: AtomicU64::new(0),
@@ -370,9 +370,9 @@ impl Store {
         // memory, the megabytes reserved for a busy run are not touched until used.
         const _: () = assert!(EMPTY == 0);
         Store {
-            entries: crate::sys::zeroed_slice(entries),
-            keys: crate::sys::zeroed_slice(entries),
-            log: crate::sys::zeroed_slice(log),
+            entries: crate::sys::memory::zeroed_slice(entries),
+            keys: crate::sys::memory::zeroed_slice(entries),
+            log: crate::sys::memory::zeroed_slice(log),
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             lost: [AtomicU64::new(0)],

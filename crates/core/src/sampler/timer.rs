@@ -162,7 +162,7 @@ fn perf_open(attr: &PerfEventAttr, tid: i32) -> io::Result<libc::c_int> {
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    crate::sys::above_stdio(fd)
+    crate::sys::fd::above_stdio(fd)
 }
 
 /// Whether perf events may be opened here (the kernel's `perf_event_paranoid`, a seccomp
@@ -429,12 +429,12 @@ pub(crate) fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
 
 /// CPU time thread `tid` has used so far, in nanoseconds.
 pub(crate) fn thread_cpu_ns(tid: i32) -> Option<u64> {
-    crate::sys::clock_ns(thread_cpu_clock(tid))
+    crate::sys::clock::clock_ns(thread_cpu_clock(tid))
 }
 
 /// CPU time the whole process has used so far, in nanoseconds.
 pub(crate) fn process_cpu_ns() -> Option<u64> {
-    crate::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    crate::sys::clock::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// CPU time process `pid`, all its threads, has used so far, in nanoseconds: its CPU clock
@@ -442,7 +442,7 @@ pub(crate) fn process_cpu_ns() -> Option<u64> {
 /// thread's, [`thread_cpu_clock`], only its own process's threads); a zombie's holds until
 /// it is reaped.
 pub(crate) fn process_cpu_ns_of(pid: u32) -> Option<u64> {
-    crate::sys::clock_ns((!(pid as libc::clockid_t) << 3) | 2)
+    crate::sys::clock::clock_ns((!(pid as libc::clockid_t) << 3) | 2)
 }
 
 fn timespec(ns: u64) -> libc::timespec {
@@ -676,7 +676,7 @@ pub(crate) fn choose(
     asked: Option<Source>,
     signal: libc::c_int,
 ) -> Result<Source, (Source, io::Error)> {
-    let tid = crate::sys::gettid() as i32;
+    let tid = crate::sys::thread::gettid() as i32;
     let probe = |s: Source| match s {
         // setitimer has nothing to probe per thread; `start` reports its own failure.
         Source::ProcessTimer => Ok(()),

@@ -85,13 +85,13 @@ struct RangeBuf {
     readers: AtomicU32,
     stack_len: AtomicUsize,
     exec_len: AtomicUsize,
-    stack: crate::sys::Zeroed<AtomicU64>,
-    exec: crate::sys::Zeroed<AtomicU64>,
+    stack: crate::sys::memory::Zeroed<AtomicU64>,
+    exec: crate::sys::memory::Zeroed<AtomicU64>,
 }
 
 impl RangeBuf {
     fn new(cap: usize) -> RangeBuf {
-        let v = crate::sys::zeroed_slice;
+        let v = crate::sys::memory::zeroed_slice;
         RangeBuf {
             readers: AtomicU32::new(0),
             stack_len: AtomicUsize::new(0),

@@ -84,7 +84,7 @@ fn try_lock_within(wait: Option<Duration>) -> Option<RegistryGuard> {
 /// Registers the calling thread and returns its statistics.
 pub(crate) fn register_current() -> &'static ThreadStats {
     crate::runtime::ensure_init();
-    let tid = crate::sys::gettid();
+    let tid = crate::sys::thread::gettid();
     let name = std::thread::current().name().map(str::to_owned);
     let mut reg = lock();
     let serial = reg.next_serial;

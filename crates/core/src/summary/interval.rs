@@ -51,7 +51,7 @@ pub(crate) fn configure(interval: Option<Duration>, output: Output) {
         if i < MIN_INTERVAL {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
-                crate::diag::warn(&format!(
+                crate::sys::stderr::warn(&format!(
                     "interval {i:?} is shorter than {MIN_INTERVAL:?}: using {MIN_INTERVAL:?}"
                 ))
             });
@@ -63,14 +63,16 @@ pub(crate) fn configure(interval: Option<Duration>, output: Output) {
     s.output = output;
     s.generation += 1;
     if interval.is_some() && !s.running {
-        let spawned = crate::sys::spawn_quiet(
+        let spawned = crate::sys::thread::spawn_quiet(
             std::thread::Builder::new().name("tickscope-reporter".into()),
             &[],
             run,
         );
         match spawned {
             Ok(_) => s.running = true,
-            Err(e) => crate::diag::warn(&format!("could not start the interval reporter: {e}")),
+            Err(e) => {
+                crate::sys::stderr::warn(&format!("could not start the interval reporter: {e}"))
+            }
         }
     }
     WAKE.notify_all();

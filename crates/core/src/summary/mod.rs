@@ -73,7 +73,7 @@ impl Context {
     /// The live context: process wall time, calibrated clock, measured overhead.
     pub(crate) fn now() -> Context {
         Context {
-            wall_ns: crate::sys::process_wall_ns(),
+            wall_ns: crate::sys::clock::process_wall_ns(),
             rate: crate::clock::rate(),
             clock: crate::clock::source().name(),
             overhead_ns: overhead_ns(),
@@ -249,7 +249,7 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
         }
         Output::File(path) => {
             if let Err(e) = write_file(path, text, append) {
-                crate::diag::warn(&format!(
+                crate::sys::stderr::warn(&format!(
                     "could not write the report to {}: {e}",
                     path.display()
                 ));
@@ -259,7 +259,7 @@ pub(crate) fn emit(out: &Output, text: &str, append: bool) {
             let f = f.clone();
             let text = text.to_owned();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&text))).is_err() {
-                crate::diag::warn("the report callback panicked");
+                crate::sys::stderr::warn("the report callback panicked");
             }
         }
         #[cfg(feature = "log")]

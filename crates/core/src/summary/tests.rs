@@ -324,7 +324,7 @@ fn live_threads_are_readable_while_they_run() {
         for _ in 0..1000 {
             let _g = crate::imp::enter(&LIVE);
         }
-        tx.send(crate::sys::gettid()).unwrap();
+        tx.send(crate::sys::thread::gettid()).unwrap();
         done_rx.recv().unwrap(); // stay alive until the snapshot is taken
     });
     let tid = rx.recv().unwrap();

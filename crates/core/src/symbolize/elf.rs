@@ -130,9 +130,9 @@ fn read_elf_info<Elf: FileHeader>(data: &ReadCache<File>) -> Option<ElfInfo> {
 #[derive(Debug, Default)]
 pub(crate) struct UnwindSections {
     /// Copied out of the file into mappings that fork children do not get: the drain
-    /// thread keeps them (see `sys::not_into_fork_children`).
-    pub(crate) eh_frame: Option<(std::ops::Range<u64>, crate::sys::Zeroed<u8>)>,
-    pub(crate) eh_frame_hdr: Option<(std::ops::Range<u64>, crate::sys::Zeroed<u8>)>,
+    /// thread keeps them (see `sys::memory::not_into_fork_children`).
+    pub(crate) eh_frame: Option<(std::ops::Range<u64>, crate::sys::memory::Zeroed<u8>)>,
+    pub(crate) eh_frame_hdr: Option<(std::ops::Range<u64>, crate::sys::memory::Zeroed<u8>)>,
     pub(crate) text: Option<std::ops::Range<u64>>,
     pub(crate) got: Option<std::ops::Range<u64>>,
     pub(crate) loads: Vec<LoadSegment>,
@@ -299,7 +299,7 @@ fn unwind_sections<'data, Elf: FileHeader, R: object::ReadRef<'data>>(
             return None;
         }
         let bytes = section.data(endian, data).ok()?;
-        Some((range(section), crate::sys::bytes_not_forked(bytes)))
+        Some((range(section), crate::sys::memory::bytes_not_forked(bytes)))
     };
     Some(UnwindSections {
         eh_frame: with_data(b".eh_frame"),

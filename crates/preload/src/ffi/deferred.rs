@@ -73,7 +73,7 @@ pub(super) fn defer(settings: Settings) -> bool {
 /// `TICKSCOPE_CPUPROFILE_START_DELAY_MS` sets it (the tests make it long, so that what
 /// happens before the start does not depend on how busy the machine is).
 fn delay_ns(settings: &Settings) -> u64 {
-    ts::__private::env_var(ts::__private::protocol::env::START_DELAY_MS)
+    tickscope_sys::env::env_var(tickscope_fmt::protocol::env::START_DELAY_MS)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map_or(
             DEFAULT_DELAY_NS.min(1_000_000_000 / u64::from(settings.hz.max(1))),
@@ -114,7 +114,7 @@ fn spawn_waiter(delay_ns: u64) -> bool {
         return false;
     };
     let attr = PinnedHere::new();
-    let set = ts::__private::quiet_mask();
+    let set = tickscope_sys::thread::quiet_mask(&[]);
     // SAFETY: sigset_t is plain data: the previous mask, filled in by pthread_sigmask.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both sets are valid for the call; the mask only delays signals to this thread
@@ -223,7 +223,7 @@ extern "C-unwind" fn wait_then_start(delay: *mut c_void) -> *mut c_void {
         }
         // Known as one of tickscope's own threads while it starts the sampler, which then
         // samples it (briefly) by its frame pointers, as the drain thread.
-        ts::__private::as_own_thread(|| start_now_if_pending(true));
+        tickscope_sys::thread::as_own_thread(|| start_now_if_pending(true));
     });
     std::ptr::null_mut()
 }
@@ -345,7 +345,7 @@ extern "C" fn in_fork_child() {
         let Some(plan) = FORKS.get() else {
             return;
         };
-        if !ts::__private::sampler_free_after_fork() || !profile::forget_the_parents() {
+        if !ts::sampler::host::free_after_fork() || !profile::forget_the_parents() {
             return;
         }
         hooks::own_signals_in_fork_child();
@@ -433,10 +433,10 @@ fn take_signal_left() -> Option<c_int> {
 
 /// Sleeps while [`STATE`] is `value`, at most `left`. Async-signal-safe.
 fn futex_wait(value: u32, left: Duration) {
-    ts::__private::futex_wait_while(&STATE, value, left);
+    tickscope_sys::futex::futex_wait_while(&STATE, value, left);
 }
 
 /// Wakes every thread sleeping on [`STATE`]. Async-signal-safe.
 fn futex_wake() {
-    ts::__private::futex_wake_all(&STATE);
+    tickscope_sys::futex::futex_wake_all(&STATE);
 }

@@ -43,7 +43,7 @@ impl RunDir {
             .file_name()
             .ok_or_else(|| anyhow!("cannot write {}: not a file name", output.display()))?;
         sweep_stale(parent, &prefix(name));
-        let dir = tickscope::__private::output::private_dir(
+        let dir = tickscope_sys::output::private_dir(
             parent,
             &format!("{}{}-", prefix(name), std::process::id()),
         )
@@ -73,7 +73,7 @@ impl RunDir {
     /// (no link) of this user's. Nothing else can be in the directory: no other user can
     /// enter it.
     pub(super) fn children(&self) -> Vec<(u32, PathBuf)> {
-        let euid = tickscope::__private::euid();
+        let euid = tickscope_sys::env::euid();
         let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&self.dir)
             .map(|d| {
                 d.filter_map(|e| e.ok())
@@ -143,7 +143,7 @@ fn empty_and_remove(dir: &Path) {
 /// Removes the run directories in `parent` (`<prefix><pid>-<random>`) that a run killed before
 /// its end left: this user's, mode 0700, whose run no longer exists.
 fn sweep_stale(parent: &Path, prefix: &str) {
-    let euid = tickscope::__private::euid();
+    let euid = tickscope_sys::env::euid();
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };

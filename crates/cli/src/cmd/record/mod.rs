@@ -17,7 +17,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-use tickscope::__private::protocol;
+use tickscope_fmt::protocol;
 
 use super::out::{self, Output};
 
@@ -198,7 +198,7 @@ pub fn run(args: Args) -> Result<u8> {
     let several = processes > 1;
     // The CPU the profiles hold against what the whole tree used: a process that was not
     // profiled (a fork child that did not exec, a static program) is said, not hidden.
-    let tree_cpu = tickscope::__private::children_cpu_ns().ok();
+    let tree_cpu = tickscope_sys::clock::children_cpu_ns().ok();
     let held_cpu = merged.as_ref().and_then(cpu_ns);
     if let Some(line) = merged
         .as_ref()

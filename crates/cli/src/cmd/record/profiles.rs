@@ -143,7 +143,7 @@ pub(super) fn write_output(
 ) -> Result<(PathBuf, Vec<PathBuf>, Option<PathBuf>)> {
     let mut pending = Output::create_with(
         output,
-        tickscope::__private::output::Options {
+        tickscope_sys::output::Options {
             refuse_if_changed: true,
             ..Default::default()
         },

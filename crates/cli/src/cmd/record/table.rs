@@ -105,7 +105,7 @@ pub(super) fn few_samples(
     // The table's samples: tickscope's own threads' left out, as the table leaves them.
     let counted = |s: &tickscope_profile::Sample| own_threads || !own_thread(profile, s);
     let samples = total_of(profile, "samples", "count", counted)?;
-    if samples >= tickscope::__private::FEW_SAMPLES {
+    if samples >= tickscope::sampler::host::FEW_SAMPLES {
         return None;
     }
     let kind = if wall { "wall" } else { "cpu" };
@@ -119,7 +119,7 @@ pub(super) fn few_samples(
         if samples == 1 { "" } else { "s" },
         seconds(over),
         if wall { "wall" } else { "CPU" },
-        tickscope::__private::FEW_SAMPLES
+        tickscope::sampler::host::FEW_SAMPLES
     ))
 }
 

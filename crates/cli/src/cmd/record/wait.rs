@@ -13,7 +13,7 @@ pub(super) fn wait_forwarding(
     own_group: bool,
     mut before_reap: Option<&mut dyn FnMut()>,
 ) -> std::io::Result<std::process::ExitStatus> {
-    use tickscope::__private as p;
+    use tickscope_sys::job as p;
     let pid = child.id();
     // A program in a group of its own on a terminal: a job, with `record` (below).
     let job = own_group && p::terminal().is_some() && p::count_continues().is_ok();
@@ -66,7 +66,7 @@ pub(super) fn wait_as_one_job(
     pid: u32,
     mut before_reap: Option<&mut dyn FnMut()>,
 ) -> std::io::Result<std::process::ExitStatus> {
-    use tickscope::__private::{self as p, Waited};
+    use tickscope_sys::job::{self as p, Waited};
     // The terminal while the program's group has it.
     let mut lent = None;
     let mut stopped = false;
@@ -161,14 +161,14 @@ pub(super) fn command_for(
     // program gets a group of its own and every signal this command receives is passed on
     // to that group, once: sent to the group, it reached the program twice before, and a
     // program with its own SIGINT handler could be killed by the second while writing.
-    let own_group = !tickscope::__private::in_terminal_foreground();
+    let own_group = !tickscope_sys::job::in_terminal_foreground();
     if own_group {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
     }
     // `record` killed (even by SIGKILL, which it cannot pass on) ends the program too: a
     // server it ran does not go on for ever, re-parented to init.
-    tickscope::__private::end_with_parent(&mut command);
-    if let Err(e) = tickscope::__private::hold_terminal_signals() {
+    tickscope_sys::job::end_with_parent(&mut command);
+    if let Err(e) = tickscope_sys::job::hold_terminal_signals() {
         say!("tickscope: warning: cannot outlive a Ctrl-C ({e}): it would end record before the program writes its profile");
     }
     (command, outside, own_group)

@@ -51,7 +51,7 @@ impl Reply {
     pub fn answer(&self, armed: bool) {
         let v = if armed { 1 } else { 2 };
         if self.0.compare_exchange(0, v, Release, Relaxed).is_ok() {
-            crate::sys::futex_wake(&self.0);
+            crate::sys::futex::futex_wake(&self.0);
         }
     }
 }
@@ -212,7 +212,7 @@ impl Poller {
             signal_path_used: false,
             unnamed: Vec::new(),
             tids: Vec::new(),
-            rng: crate::sys::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            rng: crate::sys::clock::monotonic_ns() ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
             tombstones: 0,
             perf_armed: 0,
             perf_cap: procfs::open_files_limit() / 4,
@@ -319,7 +319,7 @@ impl Poller {
             return;
         }
         let stack = me.stack;
-        let name = crate::sys::name_text(&me.name);
+        let name = crate::sys::thread::name_text(&me.name);
         if !name.is_empty() {
             self.out.names.insert(tid as u32, name);
         }
@@ -388,7 +388,9 @@ impl Poller {
             }
             // tickscope's own threads: frame pointers (our code has them), walked by the
             // kernel into a small ring; no stack copies.
-            Source::PerfTaskClock if self.tables && crate::sys::own_threads::contains(tid) => {
+            Source::PerfTaskClock
+                if self.tables && crate::sys::thread::own_threads::contains(tid) =>
+            {
                 timer::arm_ring(tid, self.period_ns, false).inspect(|_| self.out.own_chain += 1)
             }
             Source::PerfTaskClock => {
@@ -680,7 +682,7 @@ pub(super) fn drain_loop(
                 }
                 let left = next.saturating_duration_since(Instant::now());
                 if !left.is_zero() {
-                    crate::sys::futex_wait_while(wake, seen, left);
+                    crate::sys::futex::futex_wait_while(wake, seen, left);
                     continue;
                 }
                 None

@@ -339,7 +339,7 @@ pub(crate) fn build(p: Parts) -> Profile {
     // Under `record` (messages to its file), a process's few samples are not judged alone:
     // the run's profiles are read together, and `record` judges their sum.
     let judged_by_record =
-        crate::sys::messages_to_record() || p.target.as_ref().is_some_and(|t| t.whole);
+        crate::sys::stderr::messages_to_record() || p.target.as_ref().is_some_and(|t| t.whole);
     if taken < FEW_SAMPLES && !(taken == 0 && p.unsampled_said) && !judged_by_record {
         let over = tickscope_fmt::duration(p.duration.as_nanos() as f64);
         // No sample, no rate: the period it would be measured over is not known.
@@ -370,7 +370,7 @@ pub(crate) fn build(p: Parts) -> Profile {
     // Another process's profile: its warnings are the caller's to say (`warnings()`).
     if p.target.is_none() {
         for w in &warnings {
-            crate::diag::warn(w);
+            crate::sys::stderr::warn(w);
         }
     }
     Profile {

@@ -16,7 +16,7 @@ mod build;
 pub(crate) use build::build;
 
 /// Profiles with fewer samples than this print a warning: their shares are mostly noise.
-const FEW_SAMPLES: u64 = crate::__private::FEW_SAMPLES;
+const FEW_SAMPLES: u64 = super::host::FEW_SAMPLES;
 
 /// One location of a stack: a code address, or a synthetic frame that says what is missing.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -15,27 +15,27 @@ extern "C" fn on_load() {
     // The settings are what the program was started with: read later (at exit, on the
     // thread that starts a deferred sampler), they are not what the program may have made
     // of its environment since, nor read by `getenv` beside its `setenv`.
-    ts::__private::freeze_env();
+    tickscope_sys::env::freeze_env();
     find_real_signal_functions();
     // The library's own frames (its hooks) are named without reading its DWARF at exit.
-    ts::__private::own_frames_by_symbols();
+    ts::sampler::host::own_frames_by_symbols();
     let _ = catch_unwind(start_from_env);
 }
 
 fn start_from_env() {
     // The library's messages go to the standard error the program starts with, never into
     // a file the program opens later as descriptor 2.
-    ts::__private::keep_stderr();
+    tickscope_sys::stderr::keep_stderr();
     let pid = std::process::id();
-    let mut warn = |w: String| ts::__private::say(&format!("tickscope: {w}"));
+    let mut warn = |w: String| tickscope_sys::stderr::say(&format!("tickscope: {w}"));
     let Some((settings, extras)) =
-        profile::settings_from_env(ts::__private::env_var, pid, parent_pid(), &mut warn)
+        profile::settings_from_env(tickscope_sys::env::env_var, pid, parent_pid(), &mut warn)
     else {
         return;
     };
     if extras.root {
         // Programs this one execs profile into files of their own (see the crate docs).
-        std::env::set_var(ts::__private::protocol::env::ROOT_PID, pid.to_string());
+        std::env::set_var(tickscope_fmt::protocol::env::ROOT_PID, pid.to_string());
     }
     if extras.outside {
         // `record` samples this process from outside (see `profile::EnvExtras::outside`):
@@ -60,7 +60,7 @@ fn start_from_env() {
                 forks.base.clone(),
                 forks.line_if_unsampled,
             ),
-            (Some(_), Err(e)) => ts::__private::say(&format!(
+            (Some(_), Err(e)) => tickscope_sys::stderr::say(&format!(
                 "tickscope: {e}: fork children are not sampled (they are counted)"
             )),
             (None, _) => {}
@@ -77,7 +77,7 @@ fn start_from_env() {
     match write_at_underscore_exit() {
         Ok(()) if extras.on_signals => write_on_signals(),
         Ok(()) => {}
-        Err(e) => ts::__private::say(&format!(
+        Err(e) => tickscope_sys::stderr::say(&format!(
             "tickscope: {e}: the profile is written at exit only (not at _exit{})",
             if extras.on_signals {
                 " nor on SIGINT/SIGTERM"
@@ -112,7 +112,7 @@ pub(super) fn start_with(mut settings: Settings) -> bool {
         }
     }
     if let Err(f) = started {
-        ts::__private::say(&format!(
+        tickscope_sys::stderr::say(&format!(
             "tickscope: TICKSCOPE_CPUPROFILE={}: not profiling: {}",
             settings.path.display(),
             f.message
@@ -130,7 +130,7 @@ pub(super) fn write_at_exit() {
         // SAFETY: `at_exit` is an `extern "C" fn()` that lives as long as the process (this
         // library is never unloaded while a sampler runs: it holds the signal handler).
         if unsafe { libc::atexit(at_exit) } != 0 {
-            ts::__private::say(
+            tickscope_sys::stderr::say(
                 "tickscope: cannot register the exit hook; call tickscope_sampler_stop()",
             );
         }
@@ -165,7 +165,7 @@ static EXIT_OWNER: AtomicU32 = AtomicU32::new(0);
 extern "C" fn on_terminate(sig: c_int) {
     keeping_errno(|| {
         let handed =
-            signal_owner() && (ts::__private::request_stop(sig as u32) || before_start(sig));
+            signal_owner() && (ts::sampler::host::request_stop(sig as u32) || before_start(sig));
         // Handed over, the handler returns and the program runs on until the drain thread
         // ends the process. It does not wait here for that: the code it interrupted may
         // hold a lock the writing needs (malloc's main arena, where the sampler's tables
@@ -191,10 +191,10 @@ fn before_start(sig: c_int) -> bool {
     match end_pending_start() {
         deferred::Start::Ended => false,
         deferred::Start::Starting => {
-            deferred::leave_signal(sig) || ts::__private::request_stop(sig as u32)
+            deferred::leave_signal(sig) || ts::sampler::host::request_stop(sig as u32)
         }
         // Started since the handler asked (a sampler may run now).
-        deferred::Start::NotPending => ts::__private::request_stop(sig as u32),
+        deferred::Start::NotPending => ts::sampler::host::request_stop(sig as u32),
     }
 }
 
@@ -206,18 +206,18 @@ pub(crate) fn end_pending_start() -> deferred::Start {
     let old = block_all();
     let start = deferred::end_if_pending();
     if start == deferred::Start::Ended {
-        write_record_line(ts::__private::protocol::marks::UNSAMPLED);
+        write_record_line(tickscope_fmt::protocol::marks::UNSAMPLED);
     }
     // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     start
 }
 
+use tickscope_fmt::protocol::{Line, Reaped};
 /// Runs `f`, then puts the calling thread's errno back as it was: a handler, and what a
 /// handler calls, must leave the interrupted code's errno alone. Async-signal-safe: the
 /// core's, which its sampler's handler uses too.
-use ts::__private::keeping_errno;
-use ts::__private::protocol::{Line, Reaped};
+use tickscope_sys::thread::keeping_errno;
 
 mod reap;
 mod sigaction;
@@ -261,7 +261,7 @@ fn on_request(code: u32) {
     if !stopped && profile::stopping() {
         // Another thread (the program's exit) is writing the profile: it answers once done.
         // If it finished meanwhile, whichever of the two takes the request answers it.
-        ts::__private::leave_unanswered(code);
+        ts::sampler::host::leave_unanswered(code);
         if profile::stopping() {
             return;
         }
@@ -274,7 +274,7 @@ fn on_request(code: u32) {
 /// Answers a request the drain thread left for the thread that stopped the sampler (see
 /// [`on_request`]), if there is one.
 pub(crate) fn answer_unanswered() {
-    if let Some(code) = ts::__private::take_unanswered_request() {
+    if let Some(code) = ts::sampler::host::take_unanswered_request() {
         answer(code);
     }
 }
@@ -315,7 +315,7 @@ fn answer(code: u32) {
 /// thread that started it: handed to the drain thread, or (no sampler: it failed to start)
 /// answered here: the process ends by the signal.
 pub(super) fn hand_over_signal(sig: c_int) {
-    if !ts::__private::request_stop(sig as u32) {
+    if !ts::sampler::host::request_stop(sig as u32) {
         answer(sig as u32);
     }
 }
@@ -338,7 +338,7 @@ fn exit_done() {
 /// pipe the drain thread answers on, and the drain thread's handler for the request.
 fn write_at_underscore_exit() -> std::io::Result<()> {
     let (done_read, done_write) = pipe_above_stdio()?;
-    ts::__private::on_stop_request(on_request);
+    ts::sampler::host::on_stop_request(on_request);
     EXIT_DONE_WRITE.store(done_write, Relaxed);
     EXIT_DONE.store(done_read, Relaxed);
     EXIT_OWNER.store(std::process::id(), Relaxed);
@@ -378,8 +378,8 @@ fn pipe_above_stdio() -> std::io::Result<(c_int, c_int)> {
         return Err(std::io::Error::last_os_error());
     }
     match (
-        ts::__private::above_stdio(fds[0]),
-        ts::__private::above_stdio(fds[1]),
+        tickscope_sys::fd::above_stdio(fds[0]),
+        tickscope_sys::fd::above_stdio(fds[1]),
     ) {
         (Ok(r), Ok(w)) => Ok((r, w)),
         (r, w) => {
@@ -412,7 +412,7 @@ pub(crate) fn report_fork_child() {
     // this one begun) then dies with no line written.
     let old = block_all();
     if REPORTED.swap(pid, Relaxed) != pid {
-        write_record_line(ts::__private::protocol::marks::FORK_CHILD);
+        write_record_line(tickscope_fmt::protocol::marks::FORK_CHILD);
     }
     // SAFETY: restores the mask `block_all` read (a pending signal arrives now).
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
@@ -436,7 +436,7 @@ fn block_all() -> libc::sigset_t {
 fn write_record_line(mark: &str) {
     // The process's CPU clock, as every other line for `record` (clock_gettime is
     // async-signal-safe).
-    let Some(cpu) = ts::__private::process_cpu_ns() else {
+    let Some(cpu) = tickscope_sys::clock::process_cpu_ns() else {
         return;
     };
     let mut name = [0u8; 17];
@@ -454,9 +454,9 @@ pub(crate) fn record_line(mark: &str, cpu: u64, name: &[u8]) {
     let pid = unsafe { libc::getpid() } as u32;
     // What the children it reaped used (in the figure its own parent gets as it reaps it,
     // from which `record` takes this process's own).
-    let children = ts::__private::children_cpu_ns().ok();
+    let children = tickscope_sys::clock::children_cpu_ns().ok();
     let line = Line::process(mark.as_bytes(), pid, cpu, children, name);
-    ts::__private::say_to_record_in_signal(line.bytes());
+    tickscope_sys::stderr::write_messages_file_in_signal(line.bytes());
 }
 
 /// Interposes `_exit` (dash ends by it, Python's `os._exit` too, and neither runs the exit
@@ -594,7 +594,7 @@ fn profile_before_exit() {
     if end_pending_start() == deferred::Start::Starting {
         deferred::wait_started();
     }
-    if ts::__private::request_stop(EXIT_REQUEST) {
+    if ts::sampler::host::request_stop(EXIT_REQUEST) {
         wait_written(done);
     }
     for (sig, old) in [libc::SIGINT, libc::SIGTERM].into_iter().zip(held) {

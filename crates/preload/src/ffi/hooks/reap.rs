@@ -108,12 +108,12 @@ pub(super) fn reap(
         if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
             keeping_errno(|| {
                 // SAFETY: wait4 filled in the rusage of the child it reaped.
-                let cpu = ts::__private::rusage_cpu_ns(unsafe { &*usage });
+                let cpu = tickscope_sys::clock::rusage_cpu_ns(unsafe { &*usage });
                 let line = Line::reaped(Reaped {
                     pid: reaped as u32,
                     cpu_ns: cpu,
                 });
-                ts::__private::say_to_record_in_signal(line.bytes());
+                tickscope_sys::stderr::write_messages_file_in_signal(line.bytes());
             });
         }
     }

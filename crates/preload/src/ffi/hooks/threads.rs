@@ -65,7 +65,7 @@ pub unsafe extern "C" fn pthread_create(
     // tickscope's own threads (a capture's, say) are found by the sampler's poll, if
     // they live that long: they mostly wait, and arming each at once cost every profiled
     // process a round trip to the drain thread.
-    let own = ts::__private::spawning_own_thread();
+    let own = tickscope_sys::thread::spawning_own_thread();
     if !own {
         // A sampler whose start was deferred starts now, so that the new thread is armed
         // from its first instruction. Not waited for if another thread is starting it (that

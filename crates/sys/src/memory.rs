@@ -6,8 +6,7 @@
 ///
 /// # Safety
 /// Implement it only for such types.
-#[cfg(feature = "sampler")]
-pub(crate) unsafe trait Zeroable: Sized {}
+pub unsafe trait Zeroable: Sized {}
 
 /// `n` values of all-zero bytes in a mapping of their own, which the kernel fills on first
 /// touch: memory a sampler reserves for its busiest moments costs nothing at start. (The
@@ -16,14 +15,12 @@ pub(crate) unsafe trait Zeroable: Sized {}
 /// by page: 6 % of the CPU time of a profiled `/bin/true`.)
 ///
 /// Not copied into a fork child (`MADV_DONTFORK`): see [`not_into_fork_children`].
-#[cfg(feature = "sampler")]
-pub(crate) fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
+pub fn zeroed_slice<T: Zeroable>(n: usize) -> Zeroed<T> {
     mapped_zeroed(n, 0)
 }
 
 /// [`zeroed_slice`], its mapping made with `flags` added (`MAP_POPULATE`: every page
 /// allocated at once, for memory that is all written at once).
-#[cfg(feature = "sampler")]
 fn mapped_zeroed<T: Zeroable>(n: usize, flags: libc::c_int) -> Zeroed<T> {
     let bytes = std::mem::size_of::<T>()
         .checked_mul(n)
@@ -63,14 +60,12 @@ fn mapped_zeroed<T: Zeroable>(n: usize, flags: libc::c_int) -> Zeroed<T> {
 
 /// A table from [`zeroed_slice`]: `len` values in a mapping of `mapped` bytes of its own
 /// (none for an empty table), unmapped when dropped.
-#[cfg(feature = "sampler")]
-pub(crate) struct Zeroed<T> {
+pub struct Zeroed<T> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
     mapped: usize,
 }
 
-#[cfg(feature = "sampler")]
 impl<T> std::ops::Deref for Zeroed<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -80,7 +75,6 @@ impl<T> std::ops::Deref for Zeroed<T> {
     }
 }
 
-#[cfg(feature = "sampler")]
 impl<T> Drop for Zeroed<T> {
     fn drop(&mut self) {
         if self.mapped > 0 {
@@ -98,7 +92,6 @@ impl<T> Drop for Zeroed<T> {
     }
 }
 
-#[cfg(feature = "sampler")]
 impl<T> std::fmt::Debug for Zeroed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -110,7 +103,6 @@ impl<T> std::fmt::Debug for Zeroed<T> {
 }
 
 /// An empty table (no mapping).
-#[cfg(feature = "sampler")]
 impl<T: Zeroable> Default for Zeroed<T> {
     fn default() -> Self {
         zeroed_slice(0)
@@ -119,28 +111,22 @@ impl<T: Zeroable> Default for Zeroed<T> {
 
 // SAFETY: a `Zeroed<T>` owns its values as a `Box<[T]>` does; it is sent and shared as
 // they can be.
-#[cfg(feature = "sampler")]
 unsafe impl<T: Send> Send for Zeroed<T> {}
 // SAFETY: as above.
-#[cfg(feature = "sampler")]
 unsafe impl<T: Sync> Sync for Zeroed<T> {}
 
 // SAFETY: an integer's atomic: all-zero bytes are 0.
-#[cfg(feature = "sampler")]
 unsafe impl Zeroable for std::sync::atomic::AtomicU32 {}
 // SAFETY: as for `AtomicU32`.
-#[cfg(feature = "sampler")]
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
 
 // SAFETY: an integer: all-zero bytes are 0.
-#[cfg(feature = "sampler")]
 unsafe impl Zeroable for u8 {}
 
 /// `bytes`, copied into a mapping of their own that fork children do not get (see
 /// [`not_into_fork_children`]): the unwind tables the sampler's drain thread loads, which
 /// only it reads.
-#[cfg(feature = "sampler")]
-pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
+pub fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
     // Every page is written below: allocated in one system call, not one fault each (cc1's
     // 2.8 MB of tables: 700 faults, 60 % of their loading on the drain thread).
     let copy = mapped_zeroed::<u8>(bytes.len(), libc::MAP_POPULATE);
@@ -170,8 +156,9 @@ pub(crate) fn bytes_not_forked(bytes: &[u8]) -> Zeroed<u8> {
 /// never stopped or read (`sampler::finish`). A child made by a raw `clone` system call,
 /// which runs no fork handler, and then sent such a timer signal would fault. Failure of the
 /// advice (an old kernel) changes nothing but the cost.
-#[cfg(feature = "sampler")]
-pub(crate) fn not_into_fork_children(p: *mut libc::c_void, len: usize) {
+// madvise reads no memory through `p`: a range that is not a mapping only makes it fail.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn not_into_fork_children(p: *mut libc::c_void, len: usize) {
     // SAFETY: advice on a mapping the caller made and owns; it changes no memory.
     unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
 }

@@ -182,7 +182,7 @@ impl OutputFile {
         };
         // Only this user's own file's permissions pass to the new one (not, say, the 0666
         // of a file another user planted at the name for root's output), set-id bits never.
-        let euid = super::euid();
+        let euid = crate::env::euid();
         let mode = old.filter(|m| m.uid() == euid).map(|m| m.mode() & 0o777);
         let mut last = None;
         for _ in 0..16 {
@@ -302,7 +302,7 @@ impl Drop for OutputFile {
 /// The regular file the link `path` (`link`: its own metadata) leads to, where the link and
 /// that file are both this user's: a link another user planted is never followed.
 fn own_link_to_own_file(path: &Path, link: &std::fs::Metadata) -> Option<PathBuf> {
-    let euid = super::euid();
+    let euid = crate::env::euid();
     if link.uid() != euid {
         return None;
     }
@@ -336,7 +336,7 @@ fn new_file(path: &Path, mode: u32) -> io::Result<File> {
         .mode(mode)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .and_then(super::file_above_stdio)
+        .and_then(crate::fd::file_above_stdio)
 }
 
 /// Opens a device or FIFO at `path` for writing; `None` if what it opened is a regular file
@@ -346,7 +346,7 @@ fn open_special(path: &Path) -> io::Result<Option<File>> {
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
-        .and_then(super::file_above_stdio)?;
+        .and_then(crate::fd::file_above_stdio)?;
     let t = file.metadata()?.file_type();
     Ok((!t.is_file() && !t.is_dir()).then_some(file))
 }
@@ -411,7 +411,7 @@ fn in_dir(dir: &Path, e: io::Error) -> io::Error {
 /// 64 unpredictable bits (`getrandom`); where the kernel has none to give, the clock and
 /// counters, which an attacker cannot read from outside either (the name is also created
 /// with `O_EXCL`, so a guess only makes this try another).
-pub(crate) fn random_u64() -> u64 {
+pub fn random_u64() -> u64 {
     let mut buf = [0u8; 8];
     // SAFETY: writes at most 8 bytes into `buf`, which lives across the call.
     let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), libc::GRND_NONBLOCK) };

@@ -2,12 +2,12 @@
 //! record`): the signals it holds, the terminal it hands over, the waits that see a child stop,
 //! and the program ending with it. Nothing here runs in an instrumented program.
 
-use super::*;
+use crate::thread::{gettid, keeping_errno};
 
 /// Makes the process `command` starts receive `SIGTERM` when this thread (the one that
 /// spawns it) ends, `SIGKILL` of the whole process included (`PR_SET_PDEATHSIG`, kept across
 /// the exec); a child whose parent ended before the setting took is sent it at once.
-pub(crate) fn end_with_parent(command: &mut std::process::Command) {
+pub fn end_with_parent(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the child between fork and exec; `end_with` makes only
@@ -62,7 +62,7 @@ extern "C" fn hold(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c
 /// came last. For a command that runs a program and must outlive it (`tickscope record`): a
 /// Ctrl-C reaches the whole terminal group, the program included, and the command waits for
 /// it to finish writing. The handler is async-signal-safe (one atomic store).
-pub(crate) fn hold_terminal_signals() -> std::io::Result<()> {
+pub fn hold_terminal_signals() -> std::io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
         let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -78,27 +78,27 @@ pub(crate) fn hold_terminal_signals() -> std::io::Result<()> {
 
 /// The last signal [`hold_terminal_signals`] held, taken (so each is seen once): the signal,
 /// and whether a process sent it to this one alone.
-pub(crate) fn held_signal() -> Option<(i32, bool)> {
+pub fn held_signal() -> Option<(i32, bool)> {
     let v = HELD.swap(0, std::sync::atomic::Ordering::SeqCst);
     (v != 0).then_some(((v & 0xff) as i32, v & 0x100 != 0))
 }
 
 /// True when this process's group is the foreground group of the terminal on its standard
 /// input, output or error: a Ctrl-C there reaches this process and its group.
-pub(crate) fn in_terminal_foreground() -> bool {
+pub fn in_terminal_foreground() -> bool {
     foreground_terminal().is_some()
 }
 
 /// The first of this process's standard input, output and error that is a terminal whose
 /// foreground group is this process's group.
-pub(crate) fn foreground_terminal() -> Option<i32> {
+pub fn foreground_terminal() -> Option<i32> {
     let own = own_group() as libc::pid_t;
     // SAFETY: tcgetpgrp takes a descriptor only; one that is not a terminal only fails.
     (0..3).find(|&fd| is_terminal(fd) && unsafe { libc::tcgetpgrp(fd) } == own)
 }
 
 /// The first of this process's standard input, output and error that is a terminal.
-pub(crate) fn terminal() -> Option<i32> {
+pub fn terminal() -> Option<i32> {
     (0..3).find(|&fd| is_terminal(fd))
 }
 
@@ -108,7 +108,7 @@ fn is_terminal(fd: i32) -> bool {
 }
 
 /// This process's group.
-pub(crate) fn own_group() -> u32 {
+pub fn own_group() -> u32 {
     // SAFETY: getpgrp has no arguments and cannot fail.
     unsafe { libc::getpgrp() as u32 }
 }
@@ -116,7 +116,7 @@ pub(crate) fn own_group() -> u32 {
 /// Makes `pgid` the foreground group of the terminal `fd`. Allowed from the background too:
 /// `SIGTTOU`, which the kernel sends a background process that tries, is blocked in this
 /// thread for the call.
-pub(crate) fn give_terminal(fd: i32, pgid: u32) -> std::io::Result<()> {
+pub fn give_terminal(fd: i32, pgid: u32) -> std::io::Result<()> {
     let old = block_in_thread(libc::SIGTTOU);
     // SAFETY: tcsetpgrp takes a descriptor and a group only; a bad one only fails.
     let r = unsafe { libc::tcsetpgrp(fd, pgid as libc::pid_t) };
@@ -163,7 +163,7 @@ pub enum Waited {
 /// Waits for child `pid` to end or to stop (`WUNTRACED`). With `before_reap`, a child that
 /// ended is seen first without being reaped (`waitid` with `WNOWAIT`: it stays a zombie,
 /// whose CPU clock can still be read), `before_reap` runs, and then it is reaped.
-pub(crate) fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
+pub fn wait_job(pid: u32, before_reap: Option<&mut dyn FnMut()>) -> std::io::Result<Waited> {
     if let Some(before_reap) = before_reap {
         let flags = libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT;
         match peek_child(pid, flags)? {
@@ -209,7 +209,7 @@ fn peek_child(pid: u32, flags: libc::c_int) -> std::io::Result<Option<libc::c_in
 
 /// Waits for child `pid` to end, without reaping it (it stays a zombie until its parent
 /// waits for it again). Retries when a signal interrupts the wait.
-pub(crate) fn wait_ended_unreaped(pid: u32) -> std::io::Result<()> {
+pub fn wait_ended_unreaped(pid: u32) -> std::io::Result<()> {
     loop {
         if peek_child(pid, libc::WEXITED | libc::WNOWAIT)?.is_some() {
             return Ok(());
@@ -244,7 +244,7 @@ extern "C" fn continued(_: libc::c_int) {
 /// an interrupted system call: a [`wait_job`] on the calling thread returns
 /// [`Waited::Interrupted`], whichever thread the kernel hands the signal to. (The
 /// continuing itself is the kernel's, handler or not.)
-pub(crate) fn count_continues() -> std::io::Result<()> {
+pub fn count_continues() -> std::io::Result<()> {
     WAITER.store(gettid(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -258,7 +258,7 @@ pub(crate) fn count_continues() -> std::io::Result<()> {
 }
 
 /// How many `SIGCONT`s came since [`count_continues`].
-pub(crate) fn continues() -> u32 {
+pub fn continues() -> u32 {
     CONTINUED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
@@ -266,7 +266,7 @@ pub(crate) fn continues() -> u32 {
 /// signals a terminal or job control sends, by `SIGSTOP` otherwise. Returns once it is
 /// continued, or at once where the signal does not stop it (ignored since this process
 /// started; in an orphaned process group the kernel discards all but `SIGSTOP`).
-pub(crate) fn stop_as(sig: i32) {
+pub fn stop_as(sig: i32) {
     let sig = match sig {
         libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU => sig,
         _ => libc::SIGSTOP,
@@ -279,7 +279,7 @@ pub(crate) fn stop_as(sig: i32) {
 }
 
 /// Sends `sig` to process group `pgid`.
-pub(crate) fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
+pub fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
     // SAFETY: killpg has no memory arguments; a wrong group or signal only fails.
     if unsafe { libc::killpg(pgid as libc::pid_t, sig) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -288,10 +288,21 @@ pub(crate) fn signal_group(pgid: u32, sig: i32) -> std::io::Result<()> {
 }
 
 /// Sends `sig` to process `pid`.
-pub(crate) fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
+pub fn signal_process(pid: u32, sig: i32) -> std::io::Result<()> {
     // SAFETY: kill has no memory arguments; a wrong pid or signal only fails.
     if unsafe { libc::kill(pid as libc::pid_t, sig) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// True for the signals that stop a background process for using its terminal (`SIGTTIN`,
+/// `SIGTTOU`).
+pub fn for_the_terminal(sig: i32) -> bool {
+    sig == libc::SIGTTIN || sig == libc::SIGTTOU
+}
+
+/// Continues the stopped processes of group `pgid` (`SIGCONT`).
+pub fn continue_group(pgid: u32) -> std::io::Result<()> {
+    signal_group(pgid, libc::SIGCONT)
 }

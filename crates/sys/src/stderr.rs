@@ -1,7 +1,7 @@
 //! tickscope's own messages: the standard error kept at load (or `record`'s messages file),
 //! never the program's descriptor 2 once it closed it.
 
-use super::*;
+use crate::fd::file_above_stdio;
 
 /// [`KEPT_STDERR`]: no copy kept; messages go to descriptor 2.
 const STDERR_UNKEPT: i32 = -1;
@@ -41,10 +41,10 @@ fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
 /// file instead, appended, one `write` each; the file must exist (it is never created), so
 /// the variable cannot make a file appear. `record` collects them there, so that nothing of
 /// tickscope's lands in the stderr of the program it runs. If it cannot be opened, stderr.
-pub(crate) fn keep_stderr() {
+pub fn keep_stderr() {
     use std::sync::atomic::Ordering::SeqCst;
     if let Some(path) =
-        crate::config::env_var(crate::protocol::env::MESSAGES).filter(|p| !p.is_empty())
+        crate::env::env_var(tickscope_fmt::protocol::env::MESSAGES).filter(|p| !p.is_empty())
     {
         use std::os::unix::fs::OpenOptionsExt;
         use std::os::unix::io::IntoRawFd;
@@ -95,7 +95,7 @@ fn keep(fd: libc::c_int) -> bool {
 /// Writes one message of tickscope's own to the process's standard error: the one kept by
 /// [`keep_stderr`] if it was called (nothing if descriptor 2 was closed then, or if the kept
 /// copy no longer holds the same file), else descriptor 2. Never fails.
-pub(crate) fn write_stderr(text: &str) {
+pub fn write_stderr(text: &str) {
     use std::io::Write;
     use std::sync::atomic::Ordering::SeqCst;
     match KEPT_STDERR.load(SeqCst) {
@@ -130,13 +130,12 @@ static KEPT_IS_MESSAGES: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 
 /// Whether tickscope's messages go to `TICKSCOPE_MESSAGES`'s file (`record` reads them), not
 /// to stderr.
-#[cfg(feature = "sampler")]
-pub(crate) fn messages_to_record() -> bool {
+pub fn messages_to_record() -> bool {
     KEPT_IS_MESSAGES.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// [`write_stderr`] for signal context, to the messages file only.
-pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
+pub fn write_messages_file_in_signal(line: &[u8]) {
     use std::sync::atomic::Ordering::SeqCst;
     let fd = KEPT_STDERR.load(SeqCst);
     if fd < 0 || !KEPT_IS_MESSAGES.load(SeqCst) {
@@ -148,4 +147,26 @@ pub(crate) fn write_messages_file_in_signal(line: &[u8]) {
     // One write: the file is opened for appending, and a short line goes in whole.
     // SAFETY: writes from a live slice to the descriptor kept above.
     unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+}
+
+/// Prints one warning line to stderr.
+pub fn warn(msg: &str) {
+    say(&format!("tickscope: warning: {msg}"));
+}
+
+/// Prints one line of tickscope's own (a warning, a "profile written") to the process's
+/// standard error: the one it had when the preload library was loaded, if that kept it (see
+/// [`write_stderr`]).
+pub fn say(line: &str) {
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    write_stderr(&text);
+}
+
+/// Warns that `var` holds `value`, which is not one of `expected`.
+pub fn warn_malformed(var: &str, value: &str, expected: &str) {
+    warn(&format!(
+        "{var}={value:?} is not valid (expected {expected}); using the default"
+    ));
 }
