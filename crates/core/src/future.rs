@@ -56,7 +56,7 @@ pin_project_lite::pin_project! {
 
 #[cold]
 fn cancelled(site: &'static AsyncSite, first: Ticks, async_id: u64) {
-    site.end(first, async_id, crate::now(), true);
+    crate::life::end(site, first, async_id, crate::now(), true);
 }
 
 /// Measures `fut` as the future call site `site` (what `#[profile]` on an `async fn`
@@ -93,13 +93,14 @@ impl<F: Future> Future for Profiled<F> {
                 .as_ref()
                 .map_or_else(crate::now, crate::imp::raw_t0)
                 .max(1);
-            *this.async_id = site.begin(*this.first);
+            *this.async_id = crate::life::begin(site, *this.first);
         }
         let r = this.inner.poll(cx);
         let t1 = open.as_ref().and_then(crate::imp::exit_raw);
         if r.is_ready() {
             *this.done = true;
-            site.end(
+            crate::life::end(
+                site,
                 *this.first,
                 *this.async_id,
                 t1.unwrap_or_else(crate::now),

@@ -95,6 +95,7 @@ pub mod capture;
 pub mod clock;
 mod config;
 pub mod future;
+mod life;
 #[cfg(feature = "sampler")]
 mod pprof;
 mod runtime;

@@ -147,8 +147,6 @@ static SITES: Mutex<Option<HashMap<usize, &'static Site>>> = Mutex::new(None);
 
 /// Exits of a span that was not the innermost one entered on its thread.
 static OUT_OF_ORDER: AtomicU64 = AtomicU64::new(0);
-/// Exits on a thread where that span was not entered.
-static FOREIGN: AtomicU64 = AtomicU64::new(0);
 
 /// Exits of a span that was not the innermost span entered on its thread: the spans entered
 /// after it were closed with it, counted as abandoned in the exit summary.
@@ -158,7 +156,7 @@ pub fn out_of_order_exits() -> u64 {
 
 /// Exits of a span on a thread where it was not entered (recorded nothing).
 pub fn foreign_exits() -> u64 {
-    FOREIGN.load(Relaxed)
+    crate::scope::FOREIGN_SPAN_EXITS.load(Relaxed)
 }
 
 /// Slots of the per-thread cache of sites by metadata address (a power of two).
@@ -256,7 +254,7 @@ where
         }
         if let Some(span) = ctx.span(id) {
             let at = crate::now();
-            let async_id = site.begin(at);
+            let async_id = crate::life::begin(site, at);
             span.extensions_mut().insert(Created { site, at, async_id });
         }
     }
@@ -304,7 +302,7 @@ where
                         e.remove(at);
                     }
                     None => {
-                        FOREIGN.fetch_add(1, Relaxed);
+                        crate::scope::FOREIGN_SPAN_EXITS.fetch_add(1, Relaxed);
                     }
                 },
             }
@@ -315,7 +313,7 @@ where
         let Some(span) = ctx.span(&id) else { return };
         let ext = span.extensions();
         if let Some(c) = ext.get::<Created>() {
-            c.site.end(c.at, c.async_id, crate::now(), false);
+            crate::life::end(c.site, c.at, c.async_id, crate::now(), false);
         }
     }
 

@@ -8,6 +8,7 @@
 //! - [`thread`]: thread ids and names, tickscope's own threads and their signal masks.
 //! - [`futex`]: waiting on a word without a lock.
 //! - [`process`]: hooks at exit and in a fork child.
+//! - [`procfs`]: `/proc`: a process's threads, their names and states.
 //! - [`env`]: the effective user, the setuid-aware `TICKSCOPE_*` environment.
 //! - [`fd`]: descriptors kept off the program's 0, 1 and 2.
 //! - [`stderr`]: tickscope's own messages, to the standard error the process started with
@@ -30,6 +31,7 @@ pub mod job;
 pub mod memory;
 pub mod output;
 pub mod process;
+pub mod procfs;
 pub mod stderr;
 pub mod thread;
 

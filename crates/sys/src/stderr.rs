@@ -37,15 +37,13 @@ fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
 /// are dropped: a file the program later opens as descriptor 2 is the program's. Called by
 /// the preload library when it is loaded.
 ///
-/// With `TICKSCOPE_MESSAGES=PATH` (what `tickscope record` sets), the messages go to that
+/// With `messages` (the `TICKSCOPE_MESSAGES` path `tickscope record` sets), they go to that
 /// file instead, appended, one `write` each; the file must exist (it is never created), so
 /// the variable cannot make a file appear. `record` collects them there, so that nothing of
 /// tickscope's lands in the stderr of the program it runs. If it cannot be opened, stderr.
-pub fn keep_stderr() {
+pub fn keep_stderr(messages: Option<String>) {
     use std::sync::atomic::Ordering::SeqCst;
-    if let Some(path) =
-        crate::env::env_var(tickscope_fmt::protocol::env::MESSAGES).filter(|p| !p.is_empty())
-    {
+    if let Some(path) = messages.filter(|p| !p.is_empty()) {
         use std::os::unix::fs::OpenOptionsExt;
         use std::os::unix::io::IntoRawFd;
         let opened = std::fs::OpenOptions::new()

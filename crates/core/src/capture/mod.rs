@@ -218,7 +218,7 @@ impl Builder {
 
     /// Starts the capture; the handle stops it ([`Capture::stop`], or when dropped).
     pub fn start(self) -> Result<Capture, Error> {
-        crate::runtime::ensure_init();
+        crate::scope::first_use();
         let generation = self.start_inner()?;
         Ok(Capture { generation })
     }

@@ -36,8 +36,9 @@ use super::error::{Error, ErrorKind};
 use super::poller::{drain_ring, kernel_part, Rings, Walk};
 use super::profile::{self, Profile, Target};
 use super::table::{Counts, Key};
-use super::{procfs, timer, Mode, Source, Unwind};
+use super::{timer, Mode, Source, Unwind};
 use crate::symbolize::MapEntry;
+use crate::sys::procfs;
 
 /// How often the process's mappings are read again for the end's symbols, besides the
 /// readings the unwinder makes when a sample is in a mapping it does not know.

@@ -35,7 +35,7 @@ pub fn on_stop_request(f: fn(u32)) {
 /// exec, cut to 15 bytes): `PR_GET_NAME` on the main thread, `/proc/self/comm` elsewhere
 /// (the drain thread, writing the profile on a signal). Empty if neither can be read.
 pub fn process_name() -> String {
-    super::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
+    crate::sys::procfs::thread_name(std::process::id() as i32).unwrap_or_default()
 }
 
 /// Frames in the shared library this code is linked into are named by its symbol table

@@ -76,8 +76,6 @@ mod handler;
 #[doc(hidden)]
 pub mod host;
 mod poller;
-#[allow(unsafe_code)] // fdopendir/readdir, getrlimit, tgkill
-pub(crate) mod procfs;
 mod profile;
 mod table;
 #[allow(unsafe_code)] // timer_create, perf_event_open, fcntl, ioctl

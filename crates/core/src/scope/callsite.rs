@@ -81,7 +81,7 @@ impl Callsite {
     #[cold]
     #[inline(never)]
     fn register(&'static self) -> u32 {
-        crate::runtime::ensure_init();
+        super::first_use();
         let mut table = table();
         // Another thread may have registered this call site while we waited for the lock.
         let id = self.id.load(Relaxed);

@@ -123,6 +123,19 @@ thread_local! {
     static EXIT_HOOK: ExitHook = const { ExitHook };
 }
 
+/// First use of tickscope in the process (a call site registering, a thread's first scope,
+/// a capture starting): applies the settings ([`crate::runtime::ensure_init`]). The one
+/// edge from the layers that record up to the runtime that sits above them
+/// (docs/ARCHITECTURE.md).
+#[inline]
+pub(crate) fn first_use() {
+    crate::runtime::ensure_init()
+}
+
+/// Exits of a `tracing` span on a thread where that span was not entered (they record
+/// nothing): counted by the layer, shown by the summary.
+pub(crate) static FOREIGN_SPAN_EXITS: AtomicU64 = AtomicU64::new(0);
+
 /// Scopes entered on a thread after its exit hook ran (from another thread-local's
 /// destructor): they cannot be recorded, so they are counted.
 pub(crate) static LOST_AFTER_THREAD_EXIT: AtomicU64 = AtomicU64::new(0);

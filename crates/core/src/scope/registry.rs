@@ -34,7 +34,6 @@ pub(crate) struct Registry {
     pub live: Vec<&'static ThreadStats>,
     /// Cleared statistics of exited threads, for the next threads (see `thread.rs`).
     free: Vec<&'static ThreadStats>,
-    free_deep: Vec<&'static DeepStack>,
     next_serial: u64,
     /// Rows of exited threads, by call-site id, with histograms.
     pub retired: BTreeMap<u32, Row>,
@@ -83,7 +82,7 @@ fn try_lock_within(wait: Option<Duration>) -> Option<RegistryGuard> {
 
 /// Registers the calling thread and returns its statistics.
 pub(crate) fn register_current() -> &'static ThreadStats {
-    crate::runtime::ensure_init();
+    super::first_use();
     let tid = crate::sys::thread::gettid();
     let name = std::thread::current().name().map(str::to_owned);
     let mut reg = lock();
@@ -95,11 +94,6 @@ pub(crate) fn register_current() -> &'static ThreadStats {
     *stats.name.lock().unwrap_or_else(|p| p.into_inner()) = name;
     reg.live.push(stats);
     stats
-}
-
-/// A deep-stack extension for a thread nesting past the inline depth.
-pub(crate) fn take_deep_stack() -> &'static DeepStack {
-    lock().free_deep.pop().unwrap_or_else(DeepStack::leak)
 }
 
 /// Folds an exiting thread into the retired totals, then clears and pools its statistics.
@@ -155,6 +149,6 @@ pub(crate) fn retire(stats: &'static ThreadStats, open: usize, deep: Option<&'st
     stats.reset();
     reg.free.push(stats);
     if let Some(d) = deep {
-        reg.free_deep.push(d);
+        d.give_back();
     }
 }

@@ -373,11 +373,29 @@ impl Open {
 /// Child time of open scopes past the inline ones; pooled like `ThreadStats`.
 pub(crate) struct DeepStack(pub [[AtomicU64; 2]; MAX_DEPTH - INLINE_DEPTH]);
 
+/// Deep-stack extensions of exited threads, for the next threads that nest that deep.
+static FREE_DEEP: Mutex<Vec<&'static DeepStack>> = Mutex::new(Vec::new());
+
 impl DeepStack {
-    pub(crate) fn leak() -> &'static DeepStack {
+    fn leak() -> &'static DeepStack {
         Box::leak(Box::new(DeepStack(
             [const { [const { AtomicU64::new(0) }; 2] }; MAX_DEPTH - INLINE_DEPTH],
         )))
+    }
+
+    /// A deep-stack extension for a thread nesting past the inline depth: a pooled one, or
+    /// a new one.
+    fn take() -> &'static DeepStack {
+        let pooled = FREE_DEEP.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        pooled.unwrap_or_else(DeepStack::leak)
+    }
+
+    /// Pools the extension of an exited thread, for the next thread that nests that deep.
+    pub(crate) fn give_back(&'static self) {
+        FREE_DEEP
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self);
     }
 }
 
@@ -496,7 +514,7 @@ fn deep_cell(s: &impl StackStore, i: usize, k: usize) -> &'static AtomicU64 {
     let deep = match s.deep() {
         Some(d) => d,
         None => {
-            let d = super::registry::take_deep_stack();
+            let d = DeepStack::take();
             s.set_deep(Some(d));
             d
         }

@@ -65,39 +65,6 @@ impl TimedSite {
             .entry(key)
             .or_insert_with(|| Box::leak(Box::new(make())))
     }
-
-    /// A life begins at `t`; returns its async id on the running capture's timeline (0:
-    /// none runs).
-    #[inline]
-    pub(crate) fn begin(&'static self, t: Ticks) -> u64 {
-        #[cfg(feature = "capture")]
-        if crate::imp::capturing() {
-            let id = crate::capture::next_async_id();
-            let what = crate::capture::format::what::BEGIN;
-            crate::capture::async_event(self.cs.id(), id, what, t);
-            return id;
-        }
-        let _ = t;
-        0
-    }
-
-    /// The life begun at `t0` (async id `async_id`, from [`begin`](Self::begin)) ends at
-    /// `t1`, ready or closed, or `cancelled`: its wall time, and its end on the timeline.
-    #[inline]
-    pub(crate) fn end(&'static self, t0: Ticks, async_id: u64, t1: Ticks, cancelled: bool) {
-        self.wall.record(self.cs.id(), t0, t1, cancelled);
-        #[cfg(feature = "capture")]
-        if async_id != 0 && crate::capture::running() {
-            use crate::capture::format::what;
-            let what = if cancelled {
-                what::CANCELLED
-            } else {
-                what::END
-            };
-            crate::capture::async_event(self.cs.id(), async_id, what, t1);
-        }
-        let _ = async_id;
-    }
 }
 
 /// What a call site's wall time measures.

@@ -192,10 +192,7 @@ fn capture_lost() -> u64 {
 
 /// `tracing` span exits that found their span entered on another thread.
 fn foreign_exits() -> u64 {
-    #[cfg(feature = "tracing")]
-    return crate::tracing::foreign_exits();
-    #[cfg(not(feature = "tracing"))]
-    0
+    crate::scope::FOREIGN_SPAN_EXITS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) fn sort_entries(v: &mut [Entry]) {

@@ -69,7 +69,7 @@ pub(crate) fn read_maps_of(pid: Option<u32>) -> io::Result<Vec<MapEntry>> {
     // Above descriptor 2: the drain thread reads this while the program runs.
     io::Read::read_to_end(
         &mut crate::sys::fd::open_read(
-            format!("{}/maps", crate::sampler::procfs::proc_dir(pid)).as_ref(),
+            format!("{}/maps", crate::sys::procfs::proc_dir(pid)).as_ref(),
         )?,
         &mut bytes,
     )?;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::handler::{self, Shared};
 use super::table::{Counts, Key};
-use super::{procfs, timer, Mode, Source};
+use super::{timer, Mode, Source};
+use crate::sys::procfs;
 
 mod clocks;
 mod rings;

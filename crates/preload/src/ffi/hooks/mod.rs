@@ -25,7 +25,9 @@ extern "C" fn on_load() {
 fn start_from_env() {
     // The library's messages go to the standard error the program starts with, never into
     // a file the program opens later as descriptor 2.
-    tickscope_sys::stderr::keep_stderr();
+    tickscope_sys::stderr::keep_stderr(tickscope_sys::env::env_var(
+        tickscope_fmt::protocol::env::MESSAGES,
+    ));
     let pid = std::process::id();
     let mut warn = |w: String| tickscope_sys::stderr::say(&format!("tickscope: {w}"));
     let Some((settings, extras)) =

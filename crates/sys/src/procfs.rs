@@ -6,7 +6,7 @@ use std::io;
 
 /// The process's soft limit on open files (`RLIMIT_NOFILE`); 1024, the usual default, if it
 /// cannot be read.
-pub(crate) fn open_files_limit() -> usize {
+pub fn open_files_limit() -> usize {
     // SAFETY: rlimit is plain data; all-zero is a valid value to fill in.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: getrlimit writes into `lim`, valid for the call.
@@ -19,12 +19,12 @@ pub(crate) fn open_files_limit() -> usize {
 /// The kernel ids of the process's threads (`/proc/self/task`).
 /// Its descriptor is never 0-2 (the program's, even while they are closed: the drain thread
 /// reads this every poll, while the program may be opening its standard streams).
-pub(crate) fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
+pub fn list_threads(into: &mut Vec<i32>) -> io::Result<()> {
     list_threads_of(None, into)
 }
 
 /// `/proc/self`, or `/proc/PID` for another process (see `sampler::attach`).
-pub(crate) fn proc_dir(pid: Option<u32>) -> String {
+pub fn proc_dir(pid: Option<u32>) -> String {
     match pid {
         Some(pid) => format!("/proc/{pid}"),
         None => "/proc/self".to_string(),
@@ -32,10 +32,10 @@ pub(crate) fn proc_dir(pid: Option<u32>) -> String {
 }
 
 /// [`list_threads`] of process `pid` (`None`: this one).
-pub(crate) fn list_threads_of(pid: Option<u32>, into: &mut Vec<i32>) -> io::Result<()> {
+pub fn list_threads_of(pid: Option<u32>, into: &mut Vec<i32>) -> io::Result<()> {
     use std::os::fd::IntoRawFd;
     into.clear();
-    let fd = crate::sys::fd::open_read(format!("{}/task", proc_dir(pid)).as_ref())?.into_raw_fd();
+    let fd = crate::fd::open_read(format!("{}/task", proc_dir(pid)).as_ref())?.into_raw_fd();
     // SAFETY: `fd` is an open directory descriptor we own; fdopendir takes it over (closed
     // by closedir below), or fails and leaves it to us.
     let dir = unsafe { libc::fdopendir(fd) };
@@ -68,12 +68,12 @@ pub(crate) fn list_threads_of(pid: Option<u32>, into: &mut Vec<i32>) -> io::Resu
 /// Returns true if and only if thread `tid` of this process still exists. A listing of
 /// `/proc/self/task` can skip live threads while others start and exit around it (it is read
 /// in several `getdents` calls, positioned by index); this asks the kernel about one thread.
-pub(crate) fn thread_alive(tid: i32) -> bool {
+pub fn thread_alive(tid: i32) -> bool {
     thread_alive_of(std::process::id(), tid)
 }
 
 /// [`thread_alive`] for a thread of process `pid`.
-pub(crate) fn thread_alive_of(pid: u32, tid: i32) -> bool {
+pub fn thread_alive_of(pid: u32, tid: i32) -> bool {
     let pid = pid as libc::pid_t;
     // SAFETY: tgkill with signal 0 sends nothing; it only checks that the thread exists in
     // this thread group.
@@ -82,10 +82,10 @@ pub(crate) fn thread_alive_of(pid: u32, tid: i32) -> bool {
 }
 
 /// Whether thread `tid` blocks signal `sig` now (`SigBlk` of `/proc/self/task/TID/status`).
-pub(crate) fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
+pub fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
     use std::io::Read;
     let mut s = String::new();
-    let read = crate::sys::fd::open_read(format!("/proc/self/task/{tid}/status").as_ref())
+    let read = crate::fd::open_read(format!("/proc/self/task/{tid}/status").as_ref())
         .and_then(|mut f| f.read_to_string(&mut s));
     if read.is_err() || !(1..=64).contains(&sig) {
         return false;
@@ -98,18 +98,18 @@ pub(crate) fn signal_blocked(tid: i32, sig: libc::c_int) -> bool {
 
 /// Thread `tid`'s user and system CPU time so far, in clock ticks (`/proc/self/task/TID/stat`
 /// fields 14 and 15: the kernel's split of its CPU time, sampled at its ticks).
-pub(crate) fn thread_times(tid: i32) -> Option<(u64, u64)> {
+pub fn thread_times(tid: i32) -> Option<(u64, u64)> {
     thread_times_of(None, tid)
 }
 
 /// [`thread_times`] of a thread of process `pid` (`None`: this one).
-pub(crate) fn thread_times_of(pid: Option<u32>, tid: i32) -> Option<(u64, u64)> {
+pub fn thread_times_of(pid: Option<u32>, tid: i32) -> Option<(u64, u64)> {
     let stat = read_stat(&format!("{}/task/{tid}/stat", proc_dir(pid)))?;
     Some((stat.field(14)?, stat.field(15)?))
 }
 
 /// A `stat` file of `/proc` (a process's or a thread's): its name and the fields after it.
-pub(crate) struct Stat {
+pub struct Stat {
     /// Field 2, without its parentheses.
     pub name: String,
     /// Field 3 on.
@@ -129,14 +129,14 @@ impl Stat {
 }
 
 /// `/proc/PID/stat` of process `pid`.
-pub(crate) fn process_stat(pid: u32) -> Option<Stat> {
+pub fn process_stat(pid: u32) -> Option<Stat> {
     read_stat(&format!("/proc/{pid}/stat"))
 }
 
 fn read_stat(path: &str) -> Option<Stat> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::fd::open_read(path.as_ref())
+    crate::fd::open_read(path.as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;
@@ -153,22 +153,20 @@ fn read_stat(path: &str) -> Option<Stat> {
 }
 
 /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`, read through a descriptor above 2).
-pub(crate) fn thread_name(tid: i32) -> Option<String> {
+pub fn thread_name(tid: i32) -> Option<String> {
     // The calling thread's own: asked of the kernel, no file opened (the start's poll names
     // the thread that starts the sampler this way).
-    if tid as u64 == crate::sys::thread::gettid() {
-        return Some(crate::sys::thread::name_text(
-            &crate::sys::thread::own_name(),
-        ));
+    if tid as u64 == crate::thread::gettid() {
+        return Some(crate::thread::name_text(&crate::thread::own_name()));
     }
     thread_name_of(None, tid)
 }
 
 /// [`thread_name`] of a thread of process `pid` (`None`: this one), from its `comm` file.
-pub(crate) fn thread_name_of(pid: Option<u32>, tid: i32) -> Option<String> {
+pub fn thread_name_of(pid: Option<u32>, tid: i32) -> Option<String> {
     use std::io::Read;
     let mut s = String::new();
-    crate::sys::fd::open_read(format!("{}/task/{tid}/comm", proc_dir(pid)).as_ref())
+    crate::fd::open_read(format!("{}/task/{tid}/comm", proc_dir(pid)).as_ref())
         .ok()?
         .read_to_string(&mut s)
         .ok()?;
