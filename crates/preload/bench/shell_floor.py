@@ -28,7 +28,7 @@ prints each median against the plain run's:
   16 KiB of its stack into a ring at 1000 Hz (user mode only), as libtickscope's perf source
   does, and a thread of its own empties the ring every 10 ms. The records are thrown away:
   no unwinding, so this is the floor of sampling the top program from `record` (the design
-  docs/design-changes.md describes for meeting 1.5 ×), not a measure of it.
+  docs/decisions/0028-record-samples-its-program-from-outside.md describes for meeting 1.5 ×), not a measure of it.
 
 Needs a release build (`cargo build --release -p tickscope-cli -p tickscope-preload`) and
 `cc`. Profiles and messages go to tmpfs (/dev/shm) where there is one.

@@ -51,8 +51,8 @@ OUT = os.path.join(ROOT, "crates", "preload", "start_path.ld")
 HEADER = """\
 /* The code libtickscope.so runs in a program that ends before its first sample, placed
  * together before the rest of its text, with `.plt` beside it: one 64 KiB window of page
- * faults where the linker's default order spread it over 13 (see docs/design-changes.md,
- * "Per-exec cost, ninth pass"). Written by crates/preload/bench/start_path.py from a trace;
+ * faults where the linker's default order spread it over 13 (see
+ * docs/decisions/0025-the-librarys-cost-at-load-and-exit.md). Written by crates/preload/bench/start_path.py from a trace;
  * build.rs passes it to the linker (lld or GNU ld) for the cdylib. A pattern that matches
  * nothing is harmless; the test that the start path lies together says when to write it
  * again. */

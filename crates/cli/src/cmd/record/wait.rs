@@ -143,7 +143,7 @@ pub(super) fn command_for(
     // is sampled from outside, by this command: the library in it only passes the settings
     // on to the programs it execs (which sample themselves). No thread of tickscope's runs
     // in it then; a shell that forks for every command pays for any thread there at each
-    // fork (docs/design-changes.md, "The program record starts, sampled from outside").
+    // fork (docs/decisions/0028-record-samples-its-program-from-outside.md).
     // (Frame pointers asked for, `TICKSCOPE_CPUPROFILE_UNWIND=fp`: the library's own way.)
     let outside = !args.wall
         && std::env::var_os(protocol::env::UNWIND).is_none_or(|v| v != "fp")
