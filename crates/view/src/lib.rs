@@ -27,7 +27,10 @@
 //!   [`browser`]: the page opened with no token in a command line.
 //!
 //! The page (`assets/`) is hand-written HTML, CSS and JavaScript, in the binary: no build
-//! step, no network. It draws on canvases.
+//! step, no network. Its script is ES modules by view (`main.js` wires them; `timeline.js`,
+//! `tracks.js` and `panes.js` the timeline, `flame.js`, `profile.js` and `source.js` the
+//! profiles, `wire.js` the server's answers), served by [`server`] as they are written. It
+//! draws on canvases.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

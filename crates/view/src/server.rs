@@ -6,12 +6,14 @@
 //! `{"pending": …}`: ask again.
 //!
 //! Every request must carry the viewer's token (the `token` query parameter, or the
-//! `X-Tickscope-Token` header): without it the answer is 403, whatever the path. No request
-//! names a file: the files are those given on the command line, by position.
+//! `X-Tickscope-Token` header; the page's scripts, in their path): without it the answer is
+//! 403, whatever the path. No request names a file: the files are those given on the command
+//! line, by position.
 //!
 //! | path | answer |
 //! |---|---|
-//! | `/` | the page (HTML with its script and style inline) |
+//! | `/` | the page (HTML with its style inline, no inline script) |
+//! | `/assets/TOKEN/NAME.js` | the page's script: ES modules by view (`ASSETS`), `main.js` first |
 //! | `/api/info` | JSON: the files, each capture's threads, scopes, markers and state |
 //! | `/api/timeline?c=&from=&until=&px=` | a window, binary ([`crate::wire`]) |
 //! | `/api/summary?c=[&from=&until=]` | `tickscope report --json [--from --until]` |
@@ -40,15 +42,41 @@ use serde_json::{json, Value};
 use crate::index::query::Window;
 use crate::Viewer;
 
-/// The page: HTML, style and script, in the binary.
-const PAGE: &str = concat!(
+/// The page, up to its script: HTML and style, in the binary.
+const PAGE_HEAD: &str = concat!(
     include_str!("../assets/head.html"),
     "<style>",
     include_str!("../assets/app.css"),
-    "</style>\n<script>",
-    include_str!("../assets/app.js"),
-    "</script>\n</body></html>\n"
+    "</style>\n"
 );
+
+/// The page's script, in the binary: ES modules by view, which import one another by relative
+/// URLs (no bundler). `main.js`, which the page loads, wires them. They are served at
+/// `/assets/TOKEN/NAME`: a module's imports are fetched by the browser at URLs resolved
+/// against the module's own, which keep its path but not its query, and without the page's
+/// headers, so the token travels in the path.
+const ASSETS: &[(&str, &str)] = &[
+    ("main.js", include_str!("../assets/main.js")),
+    ("state.js", include_str!("../assets/state.js")),
+    ("wire.js", include_str!("../assets/wire.js")),
+    ("util.js", include_str!("../assets/util.js")),
+    ("tabs.js", include_str!("../assets/tabs.js")),
+    ("timeline.js", include_str!("../assets/timeline.js")),
+    ("tracks.js", include_str!("../assets/tracks.js")),
+    ("panes.js", include_str!("../assets/panes.js")),
+    ("tables.js", include_str!("../assets/tables.js")),
+    ("flame.js", include_str!("../assets/flame.js")),
+    ("profile.js", include_str!("../assets/profile.js")),
+    ("source.js", include_str!("../assets/source.js")),
+];
+
+/// The page, for the viewer of `token` (in hex: nothing to escape): it loads its script from
+/// the token's path.
+fn page(token: &str) -> String {
+    format!(
+        "{PAGE_HEAD}<script type=\"module\" src=\"/assets/{token}/main.js\"></script>\n</body></html>\n"
+    )
+}
 
 /// Serves `viewer` on `listener` until the process ends.
 ///
@@ -281,11 +309,20 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Resp, Infallible> {
     let q = Query(params(req.uri().query().unwrap_or("")));
-    let token = q.get("token").map(|t| t.as_bytes().to_vec()).or_else(|| {
-        req.headers()
-            .get("x-tickscope-token")
-            .map(|h| h.as_bytes().to_vec())
-    });
+    let path = req.uri().path().to_owned();
+    // A script of the page: /assets/TOKEN/NAME, the token in its path (see ASSETS) and nowhere
+    // else.
+    let asset = path
+        .strip_prefix("/assets/")
+        .and_then(|p| p.split_once('/'));
+    let token = match asset {
+        Some((t, _)) => Some(t.as_bytes().to_vec()),
+        None => q.get("token").map(|t| t.as_bytes().to_vec()).or_else(|| {
+            req.headers()
+                .get("x-tickscope-token")
+                .map(|h| h.as_bytes().to_vec())
+        }),
+    };
     if !token.is_some_and(|t| same(&t, viewer.token.as_bytes())) {
         return Ok(error(
             StatusCode::FORBIDDEN,
@@ -296,11 +333,20 @@ async fn handle(
     if req.method() != Method::GET {
         return Ok(error(StatusCode::METHOD_NOT_ALLOWED, "only GET"));
     }
-    let path = req.uri().path().to_owned();
+    if let Some((_, name)) = asset {
+        return Ok(match ASSETS.iter().find(|a| a.0 == name) {
+            Some((_, text)) => respond(StatusCode::OK, "text/javascript; charset=utf-8", *text),
+            None => error(StatusCode::NOT_FOUND, &format!("no such asset: {name}")),
+        });
+    }
     if path == "/" {
         // The browser is here: the file that sent it is not needed any more.
         viewer.page_served();
-        return Ok(respond(StatusCode::OK, "text/html; charset=utf-8", PAGE));
+        return Ok(respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            page(&viewer.token),
+        ));
     }
     let v = viewer.clone();
     let r = tokio::task::spawn_blocking(move || api(&v, &path, &q)).await;

@@ -1,5 +1,5 @@
 //! A window's answer as the page reads it: little-endian binary, read with a `DataView`
-//! (`assets/app.js`, `readAnswer`). Sparse per-pixel lists hold the pixels that have
+//! (`assets/wire.js`, `readAnswer`). Sparse per-pixel lists hold the pixels that have
 //! anything.
 //!
 //! | field | encoding |

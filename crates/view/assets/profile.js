@@ -1,0 +1,84 @@
+// A profile's tab (flame graph, icicle, top, a function's callers and callees, its source
+// lines) and the diff's tab (a differential flame graph and diff's table).
+import { Flame, flameBox } from './flame.js';
+import { functionViews } from './source.js';
+import { S, writeHash } from './state.js';
+import { labels, topTable } from './tables.js';
+import { $, count, el } from './util.js';
+import { api } from './wire.js';
+
+export const PF = {
+  loaded: null,
+  flame: null,
+
+  async open() {
+    const p = S.info.profiles[S.p];
+    if (!p) return;
+    $('pf-name').textContent = `${p.name} · ${p.sample_types.join(', ')}`;
+    $('status').textContent = `${count(p.samples)} samples`;
+    for (const b of document.querySelectorAll('#profile .seg button')) b.classList.toggle('on', b.dataset.pv === S.pv);
+    const flame = S.pv === 'flame' || S.pv === 'icicle';
+    $('pf-flamebox').hidden = !flame;
+    $('pf-top').hidden = S.pv !== 'top';
+    $('pf-sandwich').hidden = S.pv !== 'sandwich';
+    $('pf-source').hidden = S.pv !== 'source';
+    try {
+      if (flame) {
+        if (this.loaded !== S.p) {
+          if (!this.flame) this.flame = new Flame($('pf-canvas'), { icicle: () => S.pv === 'icicle', tip: flameBox($('pf-canvas')), onPick: (n) => this.pick(n) });
+          const t0 = performance.now();
+          this.flame.set(await api('flame', { p: S.p }));
+          this.loaded = S.p;
+          document.body.dataset.flameMs = String(Math.round(performance.now() - t0));
+        } else this.flame.draw();
+        document.body.dataset.flamePainted = '1';
+      } else if (S.pv === 'top') {
+        const t = await api('top', { p: S.p });
+        $('pf-top').replaceChildren(el('p', { class: 'note', text: 'As tickscope top prints it; click a row for its callers and callees.' }), labels(t.labels), topTable(t.rows, t, (r) => this.pick(r.name)));
+      } else if (S.pv === 'sandwich') await this.sandwich();
+      else if (S.pv === 'source') await this.source();
+    } catch (e) {
+      $('status').textContent = `${S.pv}: ${e.message}`;
+      const pane = S.pv === 'source' ? $('pf-source') : S.pv === 'sandwich' ? $('pf-sandwich') : null;
+      if (pane) pane.replaceChildren(el('p', { class: 'note', text: `${S.fn}: ${e.message}` }));
+    }
+    writeHash();
+  },
+
+  pick(name) {
+    S.fn = name;
+    S.pv = 'sandwich';
+    this.open();
+  },
+
+  // The sandwich and source views (source.js).
+  ...functionViews,
+};
+
+// The profile tab's controls: its views, the search, the flame graph's size.
+export function setupProfile() {
+  for (const b of document.querySelectorAll('#profile .seg button')) b.addEventListener('click', () => { S.pv = b.dataset.pv; PF.open(); });
+  $('pf-search').addEventListener('input', (e) => {
+    let re = null;
+    try { re = e.target.value ? new RegExp(e.target.value) : null; } catch (_) { re = null; }
+    if (PF.flame) PF.flame.search(re);
+  });
+  new ResizeObserver(() => { if (S.tab === 'profile' && PF.flame) PF.flame.draw(); }).observe($('pf-flamebox'));
+}
+
+// The diff tab.
+export const DF = {
+  flame: null,
+  async open() {
+    try {
+      const d = await api('diff', {});
+      $('df-name').textContent = `${d.base} → ${d.new}`;
+      if (!this.flame) this.flame = new Flame($('df-canvas'), { diff: true, icicle: () => false, tip: flameBox($('df-canvas')) });
+      this.flame.set(d);
+      const t = d.table;
+      $('df-table').replaceChildren(el('p', { class: 'note', text: 'As tickscope diff prints it (negative: shrank).' }), labels(t.labels), topTable(t.rows, t));
+    } catch (e) {
+      $('status').textContent = `diff: ${e.message}`;
+    }
+  },
+};
