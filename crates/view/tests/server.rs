@@ -10,6 +10,12 @@ use tickscope_view::{start, Config};
 
 /// A GET of `path` (with its query) on the server at `addr`: (status, body).
 pub(crate) fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
+    let (status, _, body) = get_with_head(addr, path);
+    (status, body)
+}
+
+/// A GET of `path` on the server at `addr`: (status, the response's head, body).
+fn get_with_head(addr: &str, path: &str) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(
@@ -33,7 +39,7 @@ pub(crate) fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
     {
         body = dechunk(&body);
     }
-    (status, body)
+    (status, head, body)
 }
 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
@@ -96,6 +102,8 @@ fn requests_without_the_token_are_refused_whatever_the_path() {
         "/api/timeline?c=0&from=0&until=10&px=10",
         "/favicon.ico",
         "/../etc/passwd",
+        "/assets/main.js",
+        "/assets/0123/main.js",
     ] {
         let (status, body) = get(&addr, path);
         assert_eq!(status, 403, "{path}: {}", String::from_utf8_lossy(&body));
@@ -111,6 +119,11 @@ fn requests_without_the_token_are_refused_whatever_the_path() {
     let (status, page) = get(&addr, &format!("/?token={token}"));
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&page).contains("<title>tickscope view</title>"));
+    // The page's scripts carry the token in their path; one in the query does not stand for
+    // it.
+    assert_eq!(get(&addr, &format!("/assets/{token}/main.js")).0, 200);
+    let (status, _) = get(&addr, &format!("/assets/not-{token}/main.js?token={token}"));
+    assert_eq!(status, 403);
     // The address is loopback.
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let _ = std::fs::remove_dir_all(&d);
@@ -147,6 +160,71 @@ fn absurd_windows_and_bad_parameters_are_400s_at_once() {
     assert_eq!(status, 404);
     let (status, _) = get(&addr, &format!("/api/peek?token={t}&p=0&name=x"));
     assert_eq!(status, 400, "no profile 0");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The page has no inline script: it loads `main.js` from the token's path, and the modules it
+/// imports, followed from there, are every script in `assets/`, each served as JavaScript.
+/// Other paths under the token's are 404s.
+#[test]
+fn the_page_loads_its_modules_from_the_tokens_path() {
+    let d = dir("modules");
+    let (addr, t) = serve(vec![capture_file(&d)]);
+    let (status, page) = get(&addr, &format!("/?token={t}"));
+    assert_eq!(status, 200);
+    let page = String::from_utf8(page).unwrap();
+    // Each <script> tag's attributes.
+    let scripts: Vec<&str> = page
+        .split("<script")
+        .skip(1)
+        .map(|s| s.split('>').next().unwrap())
+        .collect();
+    let base = format!("/assets/{t}/");
+    assert_eq!(
+        scripts,
+        [format!(" type=\"module\" src=\"{base}main.js\"")],
+        "{page}"
+    );
+    // Every module the page reaches, by its static imports.
+    let mut todo = vec!["main.js".to_owned()];
+    let mut reached = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !reached.insert(name.clone()) {
+            continue;
+        }
+        let (status, head, body) = get_with_head(&addr, &format!("{base}{name}"));
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(status, 200, "{name}: {body}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: text/javascript"),
+            "{name}: {head}"
+        );
+        for line in body.lines().filter(|l| l.starts_with("import ")) {
+            let from = line
+                .split(" from './")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{name}: {line}"));
+            todo.push(from.trim_end_matches("';").to_owned());
+        }
+    }
+    let mut written = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/assets")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".js") {
+            written.insert(name);
+        }
+    }
+    assert_eq!(reached, written);
+    for path in [
+        format!("{base}nothing.js"),
+        base.clone(),
+        format!("{base}main.js/x"),
+        format!("{base}../api/info"),
+        format!("/assets/main.js?token={t}"),
+    ] {
+        assert_eq!(get(&addr, &path).0, 404, "{path}");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
