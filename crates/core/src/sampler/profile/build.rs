@@ -10,11 +10,62 @@ use super::*;
 use crate::symbolize::Symbolizer;
 
 /// Symbolises and assembles the profile.
-pub(crate) fn build(p: Parts) -> Profile {
+pub(crate) fn build(mut p: Parts) -> Profile {
     let effective_samples = effective_samples(&p);
     let walk = walk_comment(&p);
-    let mut samples: Vec<Sample> = p
-        .stacks
+    let mut samples = stack_samples(std::mem::take(&mut p.stacks));
+    let scaled = scale_to_counted(&mut samples, &p);
+    let lost = synthetic_rows(&mut samples, &p);
+    let excess = unaccounted(&mut samples, p.process_cpu_ns);
+    samples.sort_by(|a, b| (a.tid, &a.locs, &a.scopes).cmp(&(b.tid, &b.locs, &b.scopes)));
+    let (symbols, modules, module_of, exe) = symbolize(&samples, &p);
+    let scope_names = scope_names(&samples);
+    let weight: u64 = samples.iter().map(|s| s.counts.weight).sum();
+    // Samples read from perf rings were taken without a signal; they count as one each.
+    let taken = p.signals + p.ring_sampled;
+    let achieved = if weight > 0 {
+        taken as f64 / (weight as f64 / 1e9)
+    } else {
+        0.0
+    };
+    let mut comments = comments(
+        &p,
+        &samples,
+        walk,
+        lost,
+        achieved,
+        scaled,
+        effective_samples,
+    );
+    let warnings = warnings(&p, &mut comments, taken, achieved, excess, lost);
+    Profile {
+        mode: p.mode,
+        source: Some(p.source),
+        requested_hz: p.requested_hz,
+        period_ns: p.period_ns,
+        duration: p.duration,
+        start_time: p.start_time,
+        samples,
+        names: p.names,
+        scope_names,
+        symbols,
+        modules,
+        module_of,
+        exe,
+        taken,
+        signalled: p.signals,
+        effective_samples,
+        lost,
+        handler_ns: p.handler_ns,
+        comments,
+        warnings,
+    }
+}
+
+/// The sampled stacks, as samples: the leaf's address as it is, each caller's one byte back
+/// (inside its call instruction), `[truncated]` under a stack cut at the depth limit.
+fn stack_samples(stacks: HashMap<Key, Counts>) -> Vec<Sample> {
+    stacks
         .into_iter()
         .map(|(k, counts)| {
             let mut locs: Vec<Loc> = k
@@ -33,14 +84,20 @@ pub(crate) fn build(p: Parts) -> Profile {
                 counts,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Scales each thread's samples to the CPU time it used while armed (`p.counted`); a thread
+/// counted but never signalled gets a row [`NO_SIGNAL`] with its time. Returns the
+/// smallest and largest factor (`(inf, 0)`: none scaled).
+fn scale_to_counted(samples: &mut Vec<Sample>, p: &Parts) -> (f64, f64) {
     // The perf source weights each signal by one period; signals the kernel dropped (the
     // timer fired in kernel mode) or merged are in the event's exact count. The CPU timer's
     // last signal may come well before the thread's end. Scale each thread's samples to the
     // CPU time it used while armed: exact per-thread totals, shares as sampled.
     let mut scaled = (f64::INFINITY, 0.0f64);
     let mut sampled: HashMap<u32, u64> = HashMap::new();
-    for s in &samples {
+    for s in samples.iter() {
         *sampled.entry(s.tid).or_default() += s.counts.weight;
     }
     let mut factors: HashMap<u32, f64> = HashMap::new();
@@ -68,6 +125,12 @@ pub(crate) fn build(p: Parts) -> Profile {
             s.counts.weight = (s.counts.weight as f64 * f).round() as u64;
         }
     }
+    scaled
+}
+
+/// The synthetic rows for what no stack holds: kernel mode, the exit, not sampled, before
+/// the start, lost samples, the handler replaced. Returns the samples lost.
+fn synthetic_rows(samples: &mut Vec<Sample>, p: &Parts) -> u64 {
     for (&tid, &ns) in &p.kernel {
         samples.push(Sample {
             tid,
@@ -140,10 +203,16 @@ pub(crate) fn build(p: Parts) -> Profile {
             },
         });
     }
+    lost
+}
+
+/// The process's CPU time that no sample or row holds, as `[unaccounted]`; returns what the
+/// samples hold and the CPU time, if they hold more than the process used (a bug, said).
+fn unaccounted(samples: &mut Vec<Sample>, process_cpu_ns: Option<u64>) -> Option<(u64, u64)> {
     // Whatever CPU time the process used that no sample or synthetic frame holds: threads
     // that began and ended between two polls, and each thread's last partial period.
     let mut excess = None;
-    if let Some(cpu) = p.process_cpu_ns {
+    if let Some(cpu) = process_cpu_ns {
         let held: u64 = samples.iter().map(|s| s.counts.weight).sum();
         // More than the process used is a bug, never noise: said, not hidden (2% leaves room
         // for the two clocks being read a moment apart).
@@ -162,8 +231,20 @@ pub(crate) fn build(p: Parts) -> Profile {
             });
         }
     }
-    samples.sort_by(|a, b| (a.tid, &a.locs, &a.scopes).cmp(&(b.tid, &b.locs, &b.scopes)));
+    excess
+}
 
+/// Names for the samples' addresses, the modules they fall in, and the executable.
+#[allow(clippy::type_complexity)]
+fn symbolize(
+    samples: &[Sample],
+    p: &Parts,
+) -> (
+    HashMap<u64, Vec<Frame>>,
+    Vec<Module>,
+    HashMap<u64, usize>,
+    Option<std::path::PathBuf>,
+) {
     let addrs: BTreeSet<u64> = samples
         .iter()
         .flat_map(|s| s.locs.iter())
@@ -187,23 +268,32 @@ pub(crate) fn build(p: Parts) -> Profile {
         (None, None) => symbolized(&addrs, crate::symbolize::read_self_maps(), exe.as_deref()),
     };
 
+    (symbols, modules, module_of, exe)
+}
+
+/// The names of the scopes the samples carry.
+fn scope_names(samples: &[Sample]) -> HashMap<u32, String> {
     let scope_ids: BTreeSet<u32> = samples
         .iter()
         .flat_map(|s| s.scopes.iter().copied())
         .collect();
-    let scope_names = scope_ids
+    scope_ids
         .into_iter()
         .filter_map(|id| crate::scope::scope_name(id).map(|n| (id, n)))
-        .collect();
+        .collect()
+}
 
-    let weight: u64 = samples.iter().map(|s| s.counts.weight).sum();
-    // Samples read from perf rings were taken without a signal; they count as one each.
-    let taken = p.signals + p.ring_sampled;
-    let achieved = if weight > 0 {
-        taken as f64 / (weight as f64 / 1e9)
-    } else {
-        0.0
-    };
+/// The profile's comments: what sampled it, at what rate, and each thing that bears on how
+/// far its figures can be trusted.
+fn comments(
+    p: &Parts,
+    samples: &[Sample],
+    walk: String,
+    lost: u64,
+    achieved: f64,
+    scaled: (f64, f64),
+    effective_samples: f64,
+) -> Vec<String> {
     let kind = match p.mode {
         Mode::Cpu => "CPU",
         Mode::Wall => "wall",
@@ -223,7 +313,7 @@ pub(crate) fn build(p: Parts) -> Profile {
                 p.threads_seen, p.maps_reads
             ),
             walk,
-            depth_comment(&samples),
+            depth_comment(samples),
         ]);
     } else {
         comments.extend([
@@ -232,7 +322,7 @@ pub(crate) fn build(p: Parts) -> Profile {
                 p.signals, p.threads_seen, lost, p.leaf_only, p.truncated, p.overflowed, p.stray, p.ranges_dropped
             ),
             walk,
-            depth_comment(&samples),
+            depth_comment(samples),
             match p.signals {
                 0 => format!("table {} KiB", p.table_bytes / 1024),
                 n => format!(
@@ -321,6 +411,19 @@ pub(crate) fn build(p: Parts) -> Profile {
             p.arm_error.as_deref().unwrap_or("unknown error")
         ));
     }
+    comments
+}
+
+/// The profile's warnings (printed here for this process's own profile); a replaced handler
+/// is said in `comments` too.
+fn warnings(
+    p: &Parts,
+    comments: &mut Vec<String>,
+    taken: u64,
+    achieved: f64,
+    excess: Option<(u64, u64)>,
+    lost: u64,
+) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some((signal, ns)) = &p.handler_replaced {
         let what = match ns {
@@ -373,28 +476,7 @@ pub(crate) fn build(p: Parts) -> Profile {
             crate::sys::stderr::warn(w);
         }
     }
-    Profile {
-        mode: p.mode,
-        source: Some(p.source),
-        requested_hz: p.requested_hz,
-        period_ns: p.period_ns,
-        duration: p.duration,
-        start_time: p.start_time,
-        samples,
-        names: p.names,
-        scope_names,
-        symbols,
-        modules,
-        module_of,
-        exe,
-        taken,
-        signalled: p.signals,
-        effective_samples,
-        lost,
-        handler_ns: p.handler_ns,
-        comments,
-        warnings,
-    }
+    warnings
 }
 
 /// Kish's effective sample size of the signals, (Σn)² / Σn² where each stood for n periods:
