@@ -60,6 +60,13 @@ cargo clippy --quiet -p tickscope --no-default-features --features enabled --all
 # The API docs build without a warning (a link to a private or feature-gated item, say).
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --workspace --no-deps
 
+# Every crate packages with its metadata, in an order crates.io accepts (each after what it
+# depends on); nothing is uploaded.
+if ! out=$(cargo publish --workspace --dry-run --no-verify --allow-dirty 2>&1); then
+    echo "$out" >&2
+    exit 1
+fi
+
 # The fuzz targets (a separate workspace) must keep building: `cargo +nightly fuzz run` needs
 # them, and stable checks them.
 cargo check --quiet --manifest-path fuzz/Cargo.toml

@@ -137,6 +137,19 @@ pub use tickscope_macros::profile;
 ///   group is one row, and re-entering a group while it is open counts the call but not the
 ///   time twice — the API-profiler idea: put it in every public function of an API.
 ///
+/// ```
+/// fn parse(input: &str) -> usize {
+///     tickscope::scope!(); // "parse", until the end of the function
+///     let n = {
+///         tickscope::scope!("split"); // a child of "parse": its time is not parse's self time
+///         input.split(',').count()
+///     };
+///     n
+/// }
+/// assert_eq!(parse("a,b"), 2);
+/// // At exit, the table of every scope appears on stderr (or `tickscope::report()` now).
+/// ```
+///
 /// Without the `enabled` feature the macro expands to nothing.
 #[cfg(feature = "enabled")]
 #[macro_export]

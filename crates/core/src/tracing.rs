@@ -43,6 +43,16 @@ use crate::scope::wall::{TimedSite, WallKind};
 
 /// The `tracing_subscriber` layer: `registry().with(tickscope::tracing::Layer::default())`.
 /// See the [module docs](self).
+///
+/// ```
+/// use tracing_subscriber::layer::SubscriberExt;
+/// let subscriber = tracing_subscriber::registry().with(tickscope::tracing::Layer::default());
+/// tracing::subscriber::with_default(subscriber, || {
+///     let span = tracing::info_span!("request", id = 7);
+///     let _entered = span.enter(); // a scope named "request"; the span's life its wall time
+///     tracing::info!("handled"); // a message on a running capture's timeline
+/// });
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layer {
     /// This layer's number among the layers attached to a subscriber (set by `on_layer`;

@@ -3,6 +3,7 @@
 //! Use it through the `tickscope` crate, which re-exports it. It expands to the same code as
 //! `tickscope::scope!` at the top of the function body — one code path for both.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;

@@ -114,6 +114,7 @@
 //! Every exported function catches panics: nothing unwinds into C. Functions that can fail
 //! return `TICKSCOPE_OK` (0) or a negative code, and `tickscope_last_error()` says why.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 // Every FFI function and every `unsafe` block of this crate is in `ffi/`.
 #[allow(unsafe_code)]

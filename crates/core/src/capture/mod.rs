@@ -301,6 +301,18 @@ impl Builder {
 }
 
 /// Starts capturing to `sink` with the default settings ([`Builder`] for others).
+///
+/// ```no_run
+/// use tickscope::capture::{self, Sink};
+/// let capture = capture::start(Sink::File("run.tscap".into()))?; // tickscope view run.tscap
+/// for _ in 0..10 {
+///     tickscope::scope!("step");
+///     tickscope::frame!();
+/// }
+/// let stats = capture.stop().expect("the capture was running");
+/// assert_eq!(stats.dropped, 0);
+/// # Ok::<(), capture::Error>(())
+/// ```
 pub fn start(sink: Sink) -> Result<Capture, Error> {
     Builder::new(sink).start()
 }
