@@ -15,7 +15,8 @@ use std::io::{self, Read, Write};
 
 use super::filter::{Filter, LeftOut};
 use super::format::{grid, json_str, micros};
-use super::replay::{replay, Close, Instant, Sink};
+use super::replay::replay;
+use super::sink::{Close, Instant, Sink};
 use super::{Error, TimeMap};
 use crate::tscap::AsyncWhat;
 use crate::tscap::{Clock, Meta, Reader};

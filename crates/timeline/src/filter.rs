@@ -18,7 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 
-use super::replay::{Close, Instant, Sink};
+use super::sink::{Close, Instant, Sink};
 use crate::tscap::{AsyncWhat, Meta};
 
 /// What an export keeps. The default keeps everything.

@@ -11,7 +11,8 @@ use std::io::{self, Read, Write};
 
 use super::filter::{Filter, LeftOut};
 use super::format::folded_name;
-use super::replay::{replay, Close, Sink};
+use super::replay::replay;
+use super::sink::{Close, Sink};
 use super::{Error, TimeMap};
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
 

@@ -60,6 +60,7 @@ pub mod live;
 pub mod perfetto;
 mod protobuf;
 mod replay;
+mod sink;
 pub mod speedscope;
 mod spill;
 mod summary;

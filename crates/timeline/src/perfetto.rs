@@ -55,7 +55,8 @@ use flate2::Compression;
 
 use super::filter::{Filter, LeftOut};
 use super::protobuf::{varint, Message};
-use super::replay::{replay, Close, Instant, Sink};
+use super::replay::replay;
+use super::sink::{Close, Instant, Sink};
 use super::{Error, TimeMap};
 use crate::tscap::{AsyncWhat, Clock, IdIndex, Meta, Reader};
 

@@ -13,7 +13,8 @@ use std::io::{self, Read, Write};
 
 use super::filter::{Filter, LeftOut};
 use super::format::json_str;
-use super::replay::{replay, Close, Sink};
+use super::replay::replay;
+use super::sink::{Close, Sink};
 use super::spill::Spill;
 use super::{Error, TimeMap};
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
