@@ -13,11 +13,12 @@
 
 use std::io::{self, Read, Write};
 
+use super::error::Error;
 use super::filter::{Filter, LeftOut};
 use super::format::{grid, json_str, micros};
 use super::replay::replay;
 use super::sink::{Close, Instant, Sink};
-use super::{Error, TimeMap};
+use super::time::TimeMap;
 use crate::tscap::AsyncWhat;
 use crate::tscap::{Clock, Meta, Reader};
 

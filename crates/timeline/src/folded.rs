@@ -9,11 +9,12 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
+use super::error::Error;
 use super::filter::{Filter, LeftOut};
 use super::format::folded_name;
 use super::replay::replay;
 use super::sink::{Close, Sink};
-use super::{Error, TimeMap};
+use super::time::TimeMap;
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
 
 const NO_PARENT: u32 = u32::MAX;

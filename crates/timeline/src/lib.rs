@@ -51,6 +51,7 @@
 
 pub mod chrome;
 pub mod collect;
+mod error;
 mod filter;
 pub mod folded;
 mod format;
@@ -65,52 +66,20 @@ pub mod speedscope;
 mod spill;
 mod summary;
 mod text;
+mod time;
 pub mod tscap;
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::str::FromStr;
 
-use tscap::{Clock, Process, Reader};
+use tscap::{Clock, Reader};
 
 pub use collect::{summarize, Collector, Options, Summary};
+pub use error::Error;
 pub use filter::{Filter, LeftOut};
-
-/// An analysis that failed: reading the capture, or writing the output.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// The capture could not be read.
-    Read(tscap::Error),
-    /// The output could not be written.
-    Write(io::Error),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Read(e) => e.fmt(f),
-            Error::Write(e) => write!(f, "cannot write the output: {e}"),
-        }
-    }
-}
-
-/// The inner error's text is part of the one-line message, so it is not also a `source()`;
-/// match the variants to get it.
-impl std::error::Error for Error {}
-
-impl From<tscap::Error> for Error {
-    fn from(e: tscap::Error) -> Error {
-        Error::Read(e)
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Write(e)
-    }
-}
+pub use time::TimeMap;
 
 /// An export format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,47 +117,6 @@ impl fmt::Display for Format {
             Format::Speedscope => "speedscope",
             Format::Folded => "folded",
         })
-    }
-}
-
-/// Converts counter ticks to ns since the start of capture, at one calibration.
-#[derive(Clone, Copy, Debug)]
-pub struct TimeMap {
-    origin: u64,
-    ns_per_tick: f64,
-}
-
-impl TimeMap {
-    /// Ticks from `process`'s start, at `clock`'s rate.
-    pub fn new(process: &Process, clock: Clock) -> TimeMap {
-        TimeMap {
-            origin: process.start_ticks,
-            ns_per_tick: 1e9 / clock.ticks_per_second,
-        }
-    }
-
-    /// The counter reading `ns` after the start of capture (the inverse of [`ns`](Self::ns),
-    /// saturating).
-    pub fn ticks(&self, ns: u64) -> u64 {
-        let d = (ns as f64 / self.ns_per_tick).round();
-        self.origin.saturating_add(if d >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            d as u64
-        })
-    }
-
-    /// ns since the start of capture; readings before it are 0. Non-decreasing in `ticks`
-    /// (within 2^63 ticks of the start), so intervals keep their nesting.
-    #[inline]
-    pub fn ns(&self, ticks: u64) -> u64 {
-        let d = ticks.wrapping_sub(self.origin) as i64;
-        if d <= 0 {
-            0
-        } else {
-            // Rounded half up (the value is positive): as `round()`, without its libm call.
-            (d as f64 * self.ns_per_tick + 0.5) as u64
-        }
     }
 }
 

@@ -7,8 +7,8 @@ use std::io::{Read, Write};
 use std::sync::Mutex;
 
 use super::collect::{Collector, Options};
+use super::error::Error;
 use super::format::{count_si, duration};
-use super::Error;
 use crate::tscap::{ChunkKind, Events, MetaEntry, Reader};
 
 /// What a connection has delivered so far, for the status lines. It keeps the names of the

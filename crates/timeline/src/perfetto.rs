@@ -53,11 +53,12 @@ use std::io::{self, Read, Write};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 
+use super::error::Error;
 use super::filter::{Filter, LeftOut};
 use super::protobuf::{varint, Message};
 use super::replay::replay;
 use super::sink::{Close, Instant, Sink};
-use super::{Error, TimeMap};
+use super::time::TimeMap;
 use crate::tscap::{AsyncWhat, Clock, IdIndex, Meta, Reader};
 
 /// Field numbers (see the module docs).

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::io::Read;
 
+use super::error::Error;
 use super::filter::{Filter, Filtered, LeftOut};
 use super::sink::{Close, Instant, Sink};
-use super::{Error, TimeMap};
+use super::time::TimeMap;
 use crate::tscap::{ChunkKind, EventKind, Events, IdIndex, Reader, MAX_OPEN};
 
 struct Open {

@@ -11,12 +11,13 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
+use super::error::Error;
 use super::filter::{Filter, LeftOut};
 use super::format::json_str;
 use super::replay::replay;
 use super::sink::{Close, Sink};
 use super::spill::Spill;
-use super::{Error, TimeMap};
+use super::time::TimeMap;
 use crate::tscap::{Clock, IdIndex, Meta, Reader};
 
 /// The schema URL speedscope checks for.
