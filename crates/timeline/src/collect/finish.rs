@@ -131,7 +131,7 @@ impl Collector {
         }
         // The lives of futures and spans: on their call site's row (a span never entered has
         // a row of its own).
-        for (&id, l) in &self.lives {
+        for (&id, l) in &self.asyncs.lives {
             let i = match scopes.iter().position(|r| r.id == id) {
                 Some(i) => i,
                 None => {
@@ -274,7 +274,7 @@ impl Collector {
                 .values()
                 .fold(0, |a, n| a.saturating_add(*n)),
             cut_at_losses: self.cut_at_losses,
-            async_unpaired: self.async_unpaired + self.async_waiting.len() as u64,
+            async_unpaired: self.asyncs.unpaired(),
         };
         Summary {
             file: name.to_owned(),

@@ -23,8 +23,9 @@
 //! are not counted, and are reported.
 
 mod finish;
+mod lives;
+mod rows;
 
-use std::collections::HashMap;
 use std::io::Read;
 
 use super::hist::Dist;
@@ -32,26 +33,11 @@ pub use super::summary::{
     CounterRow, FrameRow, Losses, Message, Range, ScopeRow, Summary, ThreadRow, WallRow,
 };
 use crate::tscap::{
-    AsyncWhat, ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process,
-    Reader, ScopeKind, MAX_OPEN,
+    ChunkKind, End, Error, EventKind, Events, EventsInfo, IdIndex, Meta, Process, Reader,
+    ScopeKind, MAX_OPEN,
 };
-
-/// Async lives (futures, spans) whose other half has not been read yet, at most: past it,
-/// halves are counted as unpaired rather than kept (a damaged file naming endless ids).
-const MAX_ASYNC_WAITING: usize = 1 << 20;
-
-/// The lives (wall times) of one scope id's futures or spans: first poll to ready or drop,
-/// creation to close.
-#[derive(Clone, Default)]
-struct Lives {
-    count: u64,
-    cancelled: u64,
-    total: u64,
-    min: u64,
-    max: u64,
-    clock_errors: u64,
-    hist: Dist,
-}
+use lives::Asyncs;
+use rows::{close, Frame, LightRow, Row, ThreadState};
 
 /// What to compute besides the totals.
 #[derive(Clone, Copy, Debug, Default)]
@@ -66,108 +52,6 @@ pub struct Options {
 
 /// Messages kept verbatim; the rest are counted.
 const FIRST_MESSAGES: usize = 5;
-
-#[derive(Clone)]
-struct Row {
-    id: u64,
-    calls: u64,
-    outer: u64,
-    incl: u64,
-    self_ticks: u64,
-    min: u64,
-    max: u64,
-    clock_errors: u64,
-    /// Entries open on the active thread (see [`Collector::switch`]).
-    open: u32,
-    /// Outermost calls' durations: nothing until the first ends, small until many have.
-    hist: Dist,
-}
-
-#[derive(Clone, Default)]
-struct LightRow {
-    id: u64,
-    calls: u64,
-    outer: u64,
-    incl: u64,
-    self_ticks: u64,
-    max: u64,
-}
-
-/// A thread's light row per global row. Flat while the rows it uses are a good part of
-/// those below the highest it uses; a map otherwise, so that many threads each calling a few
-/// of many scopes do not each hold a table of them all.
-#[derive(Default)]
-struct RowMap {
-    /// By row; `u32::MAX`: none (or in `sparse`).
-    dense: Vec<u32>,
-    /// Rows that were past `dense` when inserted.
-    sparse: HashMap<u32, u32>,
-    len: usize,
-}
-
-impl RowMap {
-    #[inline]
-    fn get(&self, row: u32) -> Option<u32> {
-        match self.dense.get(row as usize) {
-            Some(&r) if r != u32::MAX => Some(r),
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&row).copied(),
-        }
-    }
-
-    fn insert(&mut self, row: u32, r: u32) {
-        self.len += 1;
-        let i = row as usize;
-        if i >= self.dense.len() && i < 4 * self.len + 64 {
-            self.dense.resize(i + 1, u32::MAX);
-        }
-        match self.dense.get_mut(i) {
-            Some(slot) => *slot = r,
-            None => {
-                self.sparse.insert(row, r);
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Frame {
-    id: u64,
-    begin: u64,
-    /// Time of child scopes that ended inside this one.
-    child: u64,
-    row: u32,
-    trow: u32,
-    nested: bool,
-    /// Begun before the range (with [`Options::range`]): not counted when it ends.
-    outside: bool,
-}
-
-struct ThreadState {
-    index: u64,
-    /// With [`Options::range`]: an event past the range's end was seen; the thread's later
-    /// chunks are passed over (their open lists would replace the stack the range ended with).
-    past: bool,
-    stack: Vec<Frame>,
-    /// Begins past [`MAX_OPEN`] deep, not on the stack; the next ends are theirs.
-    overflow: u64,
-    events: u64,
-    lost: u64,
-    last: u64,
-    seen: bool,
-    /// Its own rows (with `per_thread`) and frame marks, once it has any: boxed, so that a
-    /// capture of many threads costs a pointer each without them.
-    rows: Option<Box<ThreadRows>>,
-}
-
-#[derive(Default)]
-struct ThreadRows {
-    /// Per global row: this thread's light row.
-    trows: RowMap,
-    light: Vec<LightRow>,
-    /// Per frame marker (its marker row): the last mark's ticks.
-    frame_last: Vec<(u32, u64)>,
-}
 
 #[derive(Clone)]
 struct MarkerStat {
@@ -211,15 +95,8 @@ pub struct Collector {
     /// Scopes open across a loss that breaks pairs (see [`Event::lost_breaks_pairs`]).
     cut_at_losses: u64,
     too_deep: u64,
-    /// Async halves read whose other half is still to come, by async id: (scope id, ticks,
-    /// what). A begin and its end are on different threads when a future moved, so either
-    /// may come first in the file.
-    async_waiting: HashMap<u64, (u64, u64, AsyncWhat)>,
-    /// Lives by scope id.
-    lives: HashMap<u64, Lives>,
-    /// Async halves never paired (the other half lost, outside the range, or still alive at
-    /// the end).
-    async_unpaired: u64,
+    /// Futures' and spans' lives, their halves paired by async id.
+    asyncs: Asyncs,
 }
 
 impl Collector {
@@ -247,9 +124,7 @@ impl Collector {
             cut: 0,
             cut_at_losses: 0,
             too_deep: 0,
-            async_waiting: HashMap::new(),
-            lives: HashMap::new(),
-            async_unpaired: 0,
+            asyncs: Asyncs::default(),
         }
     }
 
@@ -617,104 +492,9 @@ impl Collector {
                 }
             }
             EventKind::Sample => self.samples += 1,
-            EventKind::Async => self.async_half(e),
+            EventKind::Async => self.asyncs.half(e),
             EventKind::Begin | EventKind::End => {}
         }
-    }
-}
-
-impl Collector {
-    /// One half of a future's or span's life: paired with the other by async id.
-    fn async_half(&mut self, e: &crate::tscap::Event) {
-        let Some((aid, what)) = e.async_event() else {
-            return;
-        };
-        let other = match self.async_waiting.remove(&aid) {
-            Some(o) => o,
-            None => {
-                if self.async_waiting.len() < MAX_ASYNC_WAITING {
-                    self.async_waiting.insert(aid, (e.id, e.ticks, what));
-                } else {
-                    self.async_unpaired += 1;
-                }
-                return;
-            }
-        };
-        let (begin, end, how) = match (other.2, what) {
-            (AsyncWhat::Begin, w) if w != AsyncWhat::Begin => (other.1, e.ticks, w),
-            (w, AsyncWhat::Begin) if w != AsyncWhat::Begin => (e.ticks, other.1, w),
-            // Two begins or two ends under one id: a damaged file; neither is a life.
-            _ => {
-                self.async_unpaired += 2;
-                return;
-            }
-        };
-        if other.0 != e.id {
-            self.async_unpaired += 2;
-            return;
-        }
-        let l = self.lives.entry(e.id).or_insert_with(|| Lives {
-            min: u64::MAX,
-            ..Lives::default()
-        });
-        let d = end.wrapping_sub(begin) as i64;
-        let dt = if d < 0 {
-            l.clock_errors += 1;
-            0
-        } else {
-            d as u64
-        };
-        l.count += 1;
-        l.cancelled += u64::from(how == AsyncWhat::Cancelled);
-        l.total = l.total.saturating_add(dt);
-        l.min = l.min.min(dt);
-        l.max = l.max.max(dt);
-        l.hist.record(dt);
-    }
-}
-
-/// Closes frame `f` (popped from `th`'s stack) at `end`.
-#[inline(always)]
-fn close(rows: &mut [Row], th: &mut ThreadState, f: Frame, end: u64, per_thread: bool) {
-    let d = end.wrapping_sub(f.begin) as i64;
-    let (dt, error) = if d < 0 { (0, true) } else { (d as u64, false) };
-    let r = &mut rows[f.row as usize];
-    r.open -= 1;
-    if f.outside {
-        // Begun before the range: not a call of it (its time is still its parent's child
-        // time, so that a parent outside too stays consistent).
-        if let Some(parent) = th.stack.last_mut() {
-            parent.child = parent.child.wrapping_add(dt);
-        }
-        return;
-    }
-    r.calls += 1;
-    r.self_ticks = r.self_ticks.wrapping_add(dt.saturating_sub(f.child));
-    r.clock_errors += error as u64;
-    if !f.nested {
-        r.outer += 1;
-        r.incl = r.incl.wrapping_add(dt);
-        r.min = r.min.min(dt);
-        r.max = r.max.max(dt);
-        r.hist.record(dt);
-    }
-    if per_thread {
-        if let Some(l) = th
-            .rows
-            .as_mut()
-            .and_then(|r| r.light.get_mut(f.trow as usize))
-        {
-            l.calls += 1;
-            l.self_ticks = l.self_ticks.wrapping_add(dt.saturating_sub(f.child));
-            if !f.nested {
-                l.outer += 1;
-                l.incl = l.incl.wrapping_add(dt);
-                l.max = l.max.max(dt);
-            }
-        }
-    }
-    if let Some(parent) = th.stack.last_mut() {
-        parent.child = parent.child.wrapping_add(dt);
     }
 }
 
