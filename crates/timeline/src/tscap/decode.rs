@@ -8,9 +8,11 @@
 
 use std::ops::Range;
 
+// The metadata entry tags are `tag` here: `meta` is the definitions' module.
+use tickscope_fmt::tscap::{event, meta as tag, what, MAX_OPEN, MAX_STRING};
+
 use super::error::Problem;
 use super::meta::{Clock, Marker, MarkerKind, MetaEntry, Scope, ScopeKind, Thread};
-use super::{tag, MAX_OPEN, MAX_STRING};
 
 /// A payload problem and the payload byte where it is.
 pub(crate) type PResult<T> = Result<T, (usize, Problem)>;
@@ -458,8 +460,8 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
         let delta_at = dp;
         varint_at(deltas, &mut dp).map_err(|e| stream_err(delta_at, e, "delta stream"))?;
         match (t & 7) as u8 {
-            0..=2 => {}
-            3 => {
+            event::BEGIN | event::END | event::FRAME => {}
+            event::COUNTER => {
                 if payload.len() - pp < 8 {
                     return Err((
                         pp,
@@ -470,7 +472,7 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
                 }
                 pp += 8;
             }
-            4 => {
+            event::MESSAGE => {
                 let mut c = Cur {
                     b: payload,
                     pos: pp,
@@ -478,17 +480,17 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
                 c.string("message")?;
                 pp = c.pos;
             }
-            6 if l.v2 => {
+            event::SAMPLE if l.v2 => {
                 for field in ["sample tid", "sample stack"] {
                     let at = pp;
                     varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, field))?;
                 }
             }
-            7 if l.v3 => {
+            event::ASYNC if l.v3 => {
                 let at = pp;
                 varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "async id"))?;
                 match payload.get(pp) {
-                    Some(&w) if w <= 2 => pp += 1,
+                    Some(&w) if w <= what::CANCELLED => pp += 1,
                     Some(&w) => return Err((pp, Problem::BadAsyncWhat { what: w, index })),
                     None => {
                         return Err((
@@ -500,7 +502,7 @@ fn validate(p: &[u8], l: &Layout, n: u64) -> PResult<()> {
                     }
                 }
             }
-            5 => {
+            event::LOST => {
                 let at = pp;
                 varint_at(payload, &mut pp).map_err(|e| stream_err(at, e, "lost count"))?;
                 if l.v2 {
@@ -653,7 +655,7 @@ fn event_payload(
         EventKind::Async => {
             // The async id (saturated: ids count futures and spans, far below 2^62) and what.
             let id = fast_varint(payload, pp).min((1 << 62) - 1);
-            let what = payload.get(*pp).copied().unwrap_or(0).min(2) as u64;
+            let what = payload.get(*pp).copied().unwrap_or(0).min(what::CANCELLED) as u64;
             *pp += 1;
             id << 2 | what
         }
@@ -677,21 +679,21 @@ const BREAKS_PAIRS: u64 = 1 << 63;
 #[repr(u8)]
 pub enum EventKind {
     /// A scope begins; the id is a scope id.
-    Begin = 0,
+    Begin = event::BEGIN,
     /// The innermost open scope with this id ends.
-    End = 1,
+    End = event::END,
     /// A frame mark; the id is a marker id.
-    Frame = 2,
+    Frame = event::FRAME,
     /// A counter value; the id is a marker id.
-    Counter = 3,
+    Counter = event::COUNTER,
     /// A message.
-    Message = 4,
+    Message = event::MESSAGE,
     /// Events the thread dropped just before this point (the memory budget was spent).
-    Lost = 5,
+    Lost = event::LOST,
     /// A CPU sample of a thread, recorded by the sampler's thread (version 2).
-    Sample = 6,
+    Sample = event::SAMPLE,
     /// A future's or span's life begins or ends (version 3); the id is its scope id.
-    Async = 7,
+    Async = event::ASYNC,
 }
 
 impl EventKind {
@@ -753,9 +755,9 @@ impl Event {
     /// threads) and what happened.
     pub fn async_event(&self) -> Option<(u64, AsyncWhat)> {
         (self.kind == EventKind::Async).then(|| {
-            let what = match self.data & 3 {
-                0 => AsyncWhat::Begin,
-                1 => AsyncWhat::End,
+            let what = match (self.data & 3) as u8 {
+                what::BEGIN => AsyncWhat::Begin,
+                what::END => AsyncWhat::End,
                 _ => AsyncWhat::Cancelled,
             };
             (self.data >> 2, what)

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::{CHUNK_HEADER_LEN, HEADER_LEN, MAX_CHUNK, MAX_OPEN, MAX_STRING, MIN_VERSION, VERSION};
+use tickscope_fmt::tscap::{
+    CHUNK_HEADER_LEN, HEADER_LEN, MAX_CHUNK, MAX_OPEN, MAX_STRING, MIN_VERSION, VERSION,
+};
 
 /// A capture that cannot be read (or, under salvage, the place where reading stopped).
 ///

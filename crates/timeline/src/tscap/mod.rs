@@ -1,7 +1,9 @@
 //! Reading `.tscap` timeline captures, format versions 1 to 3.
 //!
 //! The bytes are specified in `tickscope`'s `capture::format` module docs (the writer's side);
-//! this crate does not depend on `tickscope`, so the few constants it needs are copied here.
+//! this crate does not depend on `tickscope`: the format's numbers (magic, versions, limits,
+//! chunk kinds, entry tags, event kinds) are shared with the writer through `tickscope-fmt`'s
+//! `tscap` module, and the limits and versions are re-exported here.
 //!
 //! A [`Reader`] streams a capture chunk by chunk: [`Reader::next_chunk`] reads one chunk,
 //! checks its framing (lengths against [`MAX_CHUNK`], CRC), decompresses it and checks its
@@ -45,43 +47,6 @@ pub use meta::{
 pub use read::{last_clock, last_clock_and_end, ChunkKind, Reader};
 
 pub(crate) use meta::IdIndex;
-
-/// The first 8 bytes of every capture: `"TSCAP\r\n\x1a"` (the line ending and the DOS EOF
-/// byte catch text-mode transfers, as PNG's signature does).
-pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
-/// The newest format version this reader understands.
-pub const VERSION: u16 = 3;
-/// The oldest one.
-pub const MIN_VERSION: u16 = 1;
-/// Bytes in the file header: magic, version, reserved.
-pub const HEADER_LEN: usize = 12;
-/// Bytes in a chunk header: kind, flags, reserved, stored length, raw length, CRC.
-pub const CHUNK_HEADER_LEN: usize = 16;
-/// The largest stored or raw chunk payload; larger length fields are refused before any
-/// allocation.
-pub const MAX_CHUNK: usize = 16 << 20;
-/// The longest string.
-pub const MAX_STRING: usize = 65_535;
-/// The deepest open-scope list at the start of an events chunk.
-pub const MAX_OPEN: usize = 4096;
-
-/// Chunk kinds and flags, as in the spec.
-pub(crate) mod chunk {
-    pub const PROCESS: u8 = 1;
-    pub const META: u8 = 2;
-    pub const EVENTS: u8 = 3;
-    pub const END: u8 = 4;
-    pub const FLAG_LZ4: u8 = 1;
-}
-
-/// Metadata entry tags, as in the spec.
-pub(crate) mod tag {
-    pub const SCOPE: u8 = 1;
-    pub const MARKER: u8 = 2;
-    pub const THREAD: u8 = 3;
-    pub const CLOCK: u8 = 4;
-    pub const SINK_LOSS: u8 = 5;
-    pub const DROPPED_SCOPES: u8 = 6;
-    pub const IN_FLIGHT: u8 = 7;
-    pub const STACK: u8 = 8;
-}
+pub use tickscope_fmt::tscap::{
+    CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, MAX_OPEN, MAX_STRING, MIN_VERSION, VERSION,
+};

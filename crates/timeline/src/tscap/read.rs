@@ -5,10 +5,13 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
+use tickscope_fmt::tscap::{
+    chunk, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, MIN_VERSION, VERSION,
+};
+
 use super::decode::{self, Cursor, End, Events, EventsInfo, PResult, Process};
-use super::error::{Error, ErrorKind};
-use super::meta::{Meta, MetaEntry};
-use super::{chunk, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, MIN_VERSION, VERSION};
+use super::error::{Error, ErrorKind, Problem};
+use super::meta::{Clock, Meta, MetaEntry};
 
 /// What [`Reader::next_chunk`] read. (The process record, always first, is read by
 /// [`Reader::new`].)
@@ -70,13 +73,13 @@ impl Reader<BufReader<File>> {
 /// quick pass that reads metadata chunks only and skips events chunks unread; `None` if the
 /// file cannot be opened or has no process record. Damage ends the pass quietly: the full
 /// read reports it.
-pub fn last_clock(path: impl AsRef<Path>) -> Option<super::Clock> {
+pub fn last_clock(path: impl AsRef<Path>) -> Option<Clock> {
     last_clock_and_end(path).map(|(c, _, _)| c)
 }
 
 /// [`last_clock`], the end record if the capture has one, and the counter when the capture
 /// began (the process record's).
-pub fn last_clock_and_end(path: impl AsRef<Path>) -> Option<(super::Clock, Option<End>, u64)> {
+pub fn last_clock_and_end(path: impl AsRef<Path>) -> Option<(Clock, Option<End>, u64)> {
     let mut r = Reader::open(path).ok()?.salvage(true);
     r.skip_events = true;
     while let Ok(Some(_)) = r.next_chunk() {}
@@ -361,7 +364,7 @@ impl<R: Read> Reader<R> {
         }
     }
 
-    fn malformed(&self, chunk: &'static str, (at, problem): (usize, super::Problem)) -> Error {
+    fn malformed(&self, chunk: &'static str, (at, problem): (usize, Problem)) -> Error {
         if self.compressed {
             self.error(
                 self.chunk_start,
