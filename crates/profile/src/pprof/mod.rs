@@ -13,7 +13,6 @@
 //! hostile file costs time and memory in proportion to its size only.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 
 // profile.proto's field numbers, named once for this reader and the sampler's writer.
 use tickscope_fmt::pprof_fields::{
@@ -29,16 +28,6 @@ use super::{
 };
 use wire::*;
 pub(super) use wire::{read_error, Open};
-
-type Result<T> = std::result::Result<T, ErrorKind>;
-
-fn malformed(offset: usize, what: impl Into<String>) -> ErrorKind {
-    ErrorKind::Malformed {
-        format: "pprof",
-        offset: offset as u64,
-        what: what.into(),
-    }
-}
 
 #[derive(Default)]
 struct RawValueType {
@@ -129,167 +118,247 @@ pub(super) fn decode_stream(open: &Open<'_>, gz: bool, limit: u64) -> Result<Pro
         format: Format::Pprof,
         ..Profile::default()
     };
-    let mut s = Stream::open(open, gz, limit)?;
+    let source = Source { open, gz, limit };
     let mut buf = Vec::new();
-    let mut str_map: Vec<StrId> = Vec::new();
-    let mut sample_types = Vec::new();
-    let mut raw_mappings = Vec::new();
-    let mut raw_functions = Vec::new();
-    let mut raw_lines: Vec<(u64, i64)> = Vec::new();
-    let mut loc_mappings: Vec<u64> = Vec::new();
-    let mut comments = Vec::new();
-    let mut counts = Counts::default();
-    let mut period_type = RawValueType::default();
-    let (mut drop_frames, mut keep_frames, mut default_sample_type) = (0u64, 0u64, 0u64);
-    loop {
-        let at = s.pos as usize;
-        let Some((number, v)) = s.field(&mut buf, |_| true)? else {
-            break;
-        };
-        match number {
-            profile::SAMPLE_TYPE => sample_types.push(value_type(bytes_of(v, number, at)?)?),
-            // Samples are only counted here and decoded in the second pass, once the
-            // locations they point at are known (Go writes samples before locations).
-            profile::SAMPLE => count_sample(bytes_of(v, number, at)?, &mut counts)?,
-            profile::MAPPING => raw_mappings.push(mapping(bytes_of(v, number, at)?)?),
-            profile::LOCATION => {
-                let (id, mapping, address, lines, is_folded) =
-                    location(bytes_of(v, number, at)?, &mut raw_lines)?;
-                p.locations.push(Location {
-                    id,
-                    mapping: None,
-                    address,
-                    lines,
-                    is_folded,
-                });
-                loc_mappings.push(mapping);
-            }
-            profile::FUNCTION => raw_functions.push(function(bytes_of(v, number, at)?)?),
-            profile::STRING_TABLE => {
-                let (b, off) = bytes_of(v, number, at)?;
-                if str_map.is_empty() && !b.is_empty() {
-                    return Err(ErrorKind::Invalid {
-                        what: format!(
-                            "string_table[0] must be \"\" but is {:?} (offset {off})",
-                            String::from_utf8_lossy(&b[..b.len().min(40)])
-                        ),
-                    });
-                }
-                str_map.push(p.strings.intern(&String::from_utf8_lossy(b)));
-            }
-            profile::DROP_FRAMES => drop_frames = varint_of(v, number, at)?,
-            profile::KEEP_FRAMES => keep_frames = varint_of(v, number, at)?,
-            profile::TIME_NANOS => p.time_nanos = varint_of(v, number, at)? as i64,
-            profile::DURATION_NANOS => p.duration_nanos = varint_of(v, number, at)? as i64,
-            profile::PERIOD_TYPE => period_type = value_type(bytes_of(v, number, at)?)?,
-            profile::PERIOD => p.period = varint_of(v, number, at)? as i64,
-            profile::COMMENT => push_repeated(v, number, at, &mut comments)?,
-            profile::DEFAULT_SAMPLE_TYPE => default_sample_type = varint_of(v, number, at)?,
-            _ => {} // unknown fields are skipped, as protobuf requires
-        }
-    }
-    if s.pos == 0 {
-        return Err(ErrorKind::Empty);
-    }
-    let s_end = s.pos;
-    drop(s);
-    if str_map.is_empty() {
-        return Err(ErrorKind::Invalid {
-            what: "no string table (not a pprof profile?)".into(),
-        });
-    }
+    let mut first = FirstPass::default();
+    first.read(&mut p, source.stream()?, &mut buf)?;
+    let str_map = std::mem::take(&mut first.str_map);
     let table = StrMap(&str_map);
-    let text = |p: &Profile, i: u64, what: &str| -> Result<String> {
-        Ok(p.str(table.id(i, what)?).to_string())
-    };
-    for t in &sample_types {
-        let vt = ValueType {
-            ty: text(&p, t.ty, "a sample type")?,
-            unit: text(&p, t.unit, "a sample unit")?,
-        };
-        p.sample_types.push(vt);
-    }
-    p.period_type = ValueType {
-        ty: text(&p, period_type.ty, "the period type")?,
-        unit: text(&p, period_type.unit, "the period unit")?,
-    };
-    p.drop_frames = text(&p, drop_frames, "drop_frames")?;
-    p.keep_frames = text(&p, keep_frames, "keep_frames")?;
-    p.default_sample_type = text(&p, default_sample_type, "default_sample_type")?;
-    for &c in &comments {
-        let c = text(&p, c, "a comment")?;
-        p.comments.push(c);
-    }
-
-    let mapping_ids = index_ids(raw_mappings.iter().map(|m| m.m.id), "mapping")?;
-    for m in raw_mappings {
-        let mut mapping = m.m;
-        mapping.file = text(&p, m.file, "a mapping's file")?;
-        mapping.build_id = text(&p, m.build_id, "a mapping's build id")?;
-        p.mappings.push(mapping);
-    }
-    let function_ids = index_ids(raw_functions.iter().map(|f| f.id), "function")?;
-    p.functions.reserve_exact(raw_functions.len());
-    for f in raw_functions {
-        p.functions.push(Function {
-            id: f.id,
-            name: table.id(f.name, "a function name")?,
-            system_name: table.id(f.system_name, "a function's system name")?,
-            filename: table.id(f.filename, "a function's file name")?,
-            start_line: f.start_line,
-        });
-    }
-    let location_ids = index_ids(p.locations.iter().map(|l| l.id), "location")?;
-    p.lines.reserve_exact(raw_lines.len());
-    for (loc, &m) in p.locations.iter_mut().zip(&loc_mappings) {
-        // pprof tolerates a mapping id with no mapping: the location has none.
-        loc.mapping = if m == 0 { None } else { mapping_ids.get(m) };
-        // Locations were read in order, so each one's lines land where its span says.
-        for &(fid, line) in &raw_lines[loc.lines.range()] {
-            let Some(function) = function_ids.get(fid) else {
-                return Err(invalid(format!(
-                    "location {} has a line in function {fid}, which is not in the profile",
-                    loc.id
-                )));
-            };
-            p.lines.push(Line { function, line });
-        }
-    }
-    drop((raw_lines, loc_mappings, function_ids, mapping_ids));
+    first.resolve_header(&mut p, &table)?;
+    let (counts, end) = (std::mem::take(&mut first.counts), first.end);
+    let location_ids = first.resolve_tables(&mut p, &table)?;
     p.strings.seal();
     p.locations.shrink_to_fit();
-
     if counts.samples > 0 {
-        p.samples.reserve_exact(counts.samples);
-        p.stacks = Stacks::with_capacity(counts.stack, p.locations.len());
-        p.values.reserve_exact(counts.values);
-        p.labels.reserve_exact(counts.labels);
-        let end = s_end;
-        let mut s = Stream::open(open, gz, limit)?;
-        let (mut ids, mut locs) = (Vec::new(), Vec::new());
-        loop {
-            let at = s.pos as usize;
-            let Some((number, v)) = s.field(&mut buf, |n| n == 2)? else {
-                break;
-            };
-            if number == 2 {
-                let i = p.samples.len();
-                let bytes = bytes_of(v, number, at)?;
-                sample(&mut p, bytes, i, &location_ids, &table, &mut ids, &mut locs)?;
-            }
-        }
-        if s.pos != end || p.samples.len() != counts.samples {
-            return Err(invalid(format!(
-                "the data changed while it was read: {} bytes and {} samples, then {} bytes \
-                 and {} samples",
-                end,
-                counts.samples,
-                s.pos,
-                p.samples.len()
-            )));
-        }
+        read_samples(
+            &mut p,
+            &source,
+            &mut buf,
+            &counts,
+            end,
+            &location_ids,
+            &table,
+        )?;
     }
     Ok(p)
+}
+
+/// The message's bytes, opened once for each pass.
+struct Source<'s, 'a> {
+    open: &'s Open<'a>,
+    gz: bool,
+    limit: u64,
+}
+
+impl<'a> Source<'_, 'a> {
+    fn stream(&self) -> Result<Stream<'a>> {
+        Stream::open(self.open, self.gz, self.limit)
+    }
+}
+
+/// What the first pass reads: everything but the samples, which it only counts. References
+/// are still the file's: string table indices, mapping and function ids.
+#[derive(Default)]
+struct FirstPass {
+    /// The string table: indices in the file -> interned strings.
+    str_map: Vec<StrId>,
+    sample_types: Vec<RawValueType>,
+    mappings: Vec<RawMapping>,
+    functions: Vec<RawFunction>,
+    /// Every location's lines, (function id, line), in the order of the locations.
+    lines: Vec<(u64, i64)>,
+    /// Every location's mapping id, likewise.
+    loc_mappings: Vec<u64>,
+    comments: Vec<u64>,
+    counts: Counts,
+    period_type: RawValueType,
+    drop_frames: u64,
+    keep_frames: u64,
+    default_sample_type: u64,
+    /// Where the message ends: the second pass must end there too.
+    end: u64,
+}
+
+impl FirstPass {
+    /// Reads the message from `s`: locations into `p` (their mappings and lines still ids),
+    /// strings interned into `p`, the rest kept here.
+    fn read(&mut self, p: &mut Profile, mut s: Stream<'_>, buf: &mut Vec<u8>) -> Result<()> {
+        loop {
+            let at = s.pos as usize;
+            let Some((number, v)) = s.field(buf, |_| true)? else {
+                break;
+            };
+            match number {
+                profile::SAMPLE_TYPE => self
+                    .sample_types
+                    .push(value_type(bytes_of(v, number, at)?)?),
+                // Samples are only counted here and decoded in the second pass, once the
+                // locations they point at are known (Go writes samples before locations).
+                profile::SAMPLE => count_sample(bytes_of(v, number, at)?, &mut self.counts)?,
+                profile::MAPPING => self.mappings.push(mapping(bytes_of(v, number, at)?)?),
+                profile::LOCATION => {
+                    let (id, mapping, address, lines, is_folded) =
+                        location(bytes_of(v, number, at)?, &mut self.lines)?;
+                    p.locations.push(Location {
+                        id,
+                        mapping: None,
+                        address,
+                        lines,
+                        is_folded,
+                    });
+                    self.loc_mappings.push(mapping);
+                }
+                profile::FUNCTION => self.functions.push(function(bytes_of(v, number, at)?)?),
+                profile::STRING_TABLE => {
+                    let (b, off) = bytes_of(v, number, at)?;
+                    if self.str_map.is_empty() && !b.is_empty() {
+                        return Err(ErrorKind::Invalid {
+                            what: format!(
+                                "string_table[0] must be \"\" but is {:?} (offset {off})",
+                                String::from_utf8_lossy(&b[..b.len().min(40)])
+                            ),
+                        });
+                    }
+                    self.str_map
+                        .push(p.strings.intern(&String::from_utf8_lossy(b)));
+                }
+                profile::DROP_FRAMES => self.drop_frames = varint_of(v, number, at)?,
+                profile::KEEP_FRAMES => self.keep_frames = varint_of(v, number, at)?,
+                profile::TIME_NANOS => p.time_nanos = varint_of(v, number, at)? as i64,
+                profile::DURATION_NANOS => p.duration_nanos = varint_of(v, number, at)? as i64,
+                profile::PERIOD_TYPE => self.period_type = value_type(bytes_of(v, number, at)?)?,
+                profile::PERIOD => p.period = varint_of(v, number, at)? as i64,
+                profile::COMMENT => push_repeated(v, number, at, &mut self.comments)?,
+                profile::DEFAULT_SAMPLE_TYPE => {
+                    self.default_sample_type = varint_of(v, number, at)?
+                }
+                _ => {} // unknown fields are skipped, as protobuf requires
+            }
+        }
+        if s.pos == 0 {
+            return Err(ErrorKind::Empty);
+        }
+        self.end = s.pos;
+        drop(s);
+        if self.str_map.is_empty() {
+            return Err(ErrorKind::Invalid {
+                what: "no string table (not a pprof profile?)".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The profile's own strings: sample and period types, frame filters, the default
+    /// sample type and the comments.
+    fn resolve_header(&self, p: &mut Profile, table: &StrMap<'_>) -> Result<()> {
+        let text = |p: &Profile, i: u64, what: &str| -> Result<String> {
+            Ok(p.str(table.id(i, what)?).to_string())
+        };
+        for t in &self.sample_types {
+            let vt = ValueType {
+                ty: text(p, t.ty, "a sample type")?,
+                unit: text(p, t.unit, "a sample unit")?,
+            };
+            p.sample_types.push(vt);
+        }
+        p.period_type = ValueType {
+            ty: text(p, self.period_type.ty, "the period type")?,
+            unit: text(p, self.period_type.unit, "the period unit")?,
+        };
+        p.drop_frames = text(p, self.drop_frames, "drop_frames")?;
+        p.keep_frames = text(p, self.keep_frames, "keep_frames")?;
+        p.default_sample_type = text(p, self.default_sample_type, "default_sample_type")?;
+        for &c in &self.comments {
+            let c = text(p, c, "a comment")?;
+            p.comments.push(c);
+        }
+        Ok(())
+    }
+
+    /// The mappings and functions into `p`, and the locations' mapping and line references
+    /// resolved; returns the location ids' map, for the samples.
+    fn resolve_tables(self, p: &mut Profile, table: &StrMap<'_>) -> Result<IdMap> {
+        let text = |p: &Profile, i: u64, what: &str| -> Result<String> {
+            Ok(p.str(table.id(i, what)?).to_string())
+        };
+        let mapping_ids = index_ids(self.mappings.iter().map(|m| m.m.id), "mapping")?;
+        for m in self.mappings {
+            let mut mapping = m.m;
+            mapping.file = text(p, m.file, "a mapping's file")?;
+            mapping.build_id = text(p, m.build_id, "a mapping's build id")?;
+            p.mappings.push(mapping);
+        }
+        let function_ids = index_ids(self.functions.iter().map(|f| f.id), "function")?;
+        p.functions.reserve_exact(self.functions.len());
+        for f in self.functions {
+            p.functions.push(Function {
+                id: f.id,
+                name: table.id(f.name, "a function name")?,
+                system_name: table.id(f.system_name, "a function's system name")?,
+                filename: table.id(f.filename, "a function's file name")?,
+                start_line: f.start_line,
+            });
+        }
+        let location_ids = index_ids(p.locations.iter().map(|l| l.id), "location")?;
+        p.lines.reserve_exact(self.lines.len());
+        for (loc, &m) in p.locations.iter_mut().zip(&self.loc_mappings) {
+            // pprof tolerates a mapping id with no mapping: the location has none.
+            loc.mapping = if m == 0 { None } else { mapping_ids.get(m) };
+            // Locations were read in order, so each one's lines land where its span says.
+            for &(fid, line) in &self.lines[loc.lines.range()] {
+                let Some(function) = function_ids.get(fid) else {
+                    return Err(invalid(format!(
+                        "location {} has a line in function {fid}, which is not in the profile",
+                        loc.id
+                    )));
+                };
+                p.lines.push(Line { function, line });
+            }
+        }
+        Ok(location_ids)
+    }
+}
+
+/// The second pass: the samples, straight into their pools (allocated once, at the sizes the
+/// first pass counted), their location ids and label strings resolved. The message must be
+/// what the first pass read.
+fn read_samples(
+    p: &mut Profile,
+    source: &Source<'_, '_>,
+    buf: &mut Vec<u8>,
+    counts: &Counts,
+    end: u64,
+    location_ids: &IdMap,
+    table: &StrMap<'_>,
+) -> Result<()> {
+    p.samples.reserve_exact(counts.samples);
+    p.stacks = Stacks::with_capacity(counts.stack, p.locations.len());
+    p.values.reserve_exact(counts.values);
+    p.labels.reserve_exact(counts.labels);
+    let mut s = source.stream()?;
+    let (mut ids, mut locs) = (Vec::new(), Vec::new());
+    loop {
+        let at = s.pos as usize;
+        let Some((number, v)) = s.field(buf, |n| n == 2)? else {
+            break;
+        };
+        if number == 2 {
+            let i = p.samples.len();
+            let bytes = bytes_of(v, number, at)?;
+            sample(p, bytes, i, location_ids, table, &mut ids, &mut locs)?;
+        }
+    }
+    if s.pos != end || p.samples.len() != counts.samples {
+        return Err(invalid(format!(
+            "the data changed while it was read: {} bytes and {} samples, then {} bytes \
+             and {} samples",
+            end,
+            counts.samples,
+            s.pos,
+            p.samples.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Counts a sample's stack entries, values and labels (validated in the second pass).
@@ -585,6 +654,8 @@ fn function((b, off): (&[u8], usize)) -> Result<RawFunction> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read;
+
     use super::*;
 
     fn varint(mut v: u64, out: &mut Vec<u8>) {

@@ -1,7 +1,20 @@
 //! profile.proto's wire format: a bounds-checked cursor over a message's fields, and the
 //! top level of a message read from a stream one field at a time.
 
-use super::*;
+use std::io::{BufRead, BufReader, Read};
+
+use crate::error::ErrorKind;
+
+pub(super) type Result<T> = std::result::Result<T, ErrorKind>;
+
+/// A wire-format problem at byte `offset` of the message.
+pub(super) fn malformed(offset: usize, what: impl Into<String>) -> ErrorKind {
+    ErrorKind::Malformed {
+        format: "pprof",
+        offset: offset as u64,
+        what: what.into(),
+    }
+}
 
 /// A protobuf cursor over a message's bytes; `base` is the message's offset in the file, for
 /// error messages.
