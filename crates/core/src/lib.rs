@@ -96,16 +96,20 @@ pub mod clock;
 mod config;
 pub mod future;
 mod life;
-#[cfg(feature = "sampler")]
-mod pprof;
 mod runtime;
+// The sampler is its own crate (`tickscope-sampler`), below this one; this crate gives it
+// the clock, the open scopes and the running capture (`sampler_library`).
 #[cfg(feature = "sampler")]
-pub mod sampler;
+pub use tickscope_sampler as sampler;
+#[cfg(feature = "sampler")]
+#[allow(unsafe_code)] // the .init_array entry that gives the sampler its library before main
+mod sampler_library;
 mod scope;
 mod state;
 mod summary;
-#[cfg(feature = "sampler")]
-mod symbolize;
+// The capture names its CPU samples' stacks with the sampler's symboliser.
+#[cfg(all(feature = "sampler", feature = "capture"))]
+use tickscope_sampler::symbolize;
 // The platform layer: every libc call of the library's own, wrapped once (crate
 // `tickscope-sys`).
 use tickscope_sys as sys;

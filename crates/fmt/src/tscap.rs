@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn the_file_header_is_the_magic_a_version_and_two_reserved_bytes() {
         assert_eq!(HEADER_LEN, MAGIC.len() + 2 + 2);
-        assert!(MIN_VERSION <= VERSION);
+        const { assert!(MIN_VERSION <= VERSION) };
     }
 
     #[test]

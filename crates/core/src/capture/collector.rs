@@ -658,8 +658,8 @@ impl Names {
             .map_or(true, |t| t.elapsed() >= Duration::from_secs(1));
         if !covered && stale {
             self.read_at = Some(Instant::now());
-            if let Ok(maps) = crate::symbolize::read_self_maps() {
-                self.symbolizer = Some(crate::symbolize::Symbolizer::new(&maps));
+            if let Some(s) = crate::symbolize::Symbolizer::of_this_process() {
+                self.symbolizer = Some(s);
             }
         }
         let name = self

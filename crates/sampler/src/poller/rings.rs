@@ -44,9 +44,9 @@ impl Poller {
                 // newer than the handler's snapshot (a `dlopen` since).
                 Walk::Tables { cut } => (&ips[..], cut),
             };
-            let n = ips.len().min(crate::sampler::unwind::MAX_FRAMES);
+            let n = ips.len().min(crate::unwind::MAX_FRAMES);
             self.out.ring_sampled += 1;
-            shared.store.record(&crate::sampler::table::Raw {
+            shared.store.record(&crate::table::Raw {
                 tid,
                 truncated: cut || ips.len() > n,
                 frames: &ips[..n],
@@ -199,25 +199,25 @@ impl Poller {
 
 /// What reading the rings keeps between reads.
 #[derive(Default)]
-pub(in crate::sampler) struct Rings {
+pub(crate) struct Rings {
     /// Samples read, not yet in the table.
     pub samples: Vec<RingStack>,
     /// The walker of stack samples, made at the first one (a process that takes none, a
     /// short program exec'd under `record`, never builds its rule cache), and scratch space
     /// for a record.
-    pub cfi: Option<Box<crate::sampler::cfi::Cfi>>,
+    pub cfi: Option<Box<crate::cfi::Cfi>>,
     record: Vec<u8>,
 }
 
 /// A sample read from a ring: its thread, its stack (the pc, then return addresses), and
 /// how that was walked.
-pub(in crate::sampler) struct RingStack {
+pub(crate) struct RingStack {
     pub tid: u32,
     pub ips: Vec<u64>,
     pub walk: Walk,
 }
 
-pub(in crate::sampler) enum Walk {
+pub(crate) enum Walk {
     /// By the kernel, by frame pointers.
     Chain,
     /// By the unwind tables; `cut` where it ran past the copied stack or the frame limit.
@@ -226,7 +226,7 @@ pub(in crate::sampler) enum Walk {
 
 /// Moves a ring's samples into `rings.samples`, walking the stack
 /// samples by the unwind tables, and counts what the ring lost.
-pub(in crate::sampler) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
+pub(crate) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: &mut u64) {
     let Rings {
         samples,
         cfi,
@@ -241,7 +241,7 @@ pub(in crate::sampler) fn drain_ring(a: &timer::Armed, rings: &mut Rings, lost: 
         timer::RingSample::Stack(regs, stack) => {
             let mut ips = Vec::new();
             let cfi = cfi.get_or_insert_with(Default::default);
-            let cut = cfi.unwind(regs, stack, crate::sampler::unwind::MAX_FRAMES, &mut ips);
+            let cut = cfi.unwind(regs, stack, crate::unwind::MAX_FRAMES, &mut ips);
             if !ips.is_empty() {
                 samples.push(RingStack {
                     tid,

@@ -202,7 +202,7 @@ const DEBUG_ROOT: &str = "/usr/lib/debug";
 ///
 /// Built from one snapshot of the process's mappings: libraries loaded after it are
 /// unknown to it. Each file's DWARF is loaded on the first lookup that needs it.
-pub(crate) struct Symbolizer {
+pub struct Symbolizer {
     /// Sorted by `start`; mappings never overlap, so binary search finds an address.
     modules: Vec<Module>,
     /// `files[module_files[i]]` is the file that `modules[i]` maps: a file mapped twice is
@@ -396,6 +396,12 @@ impl Symbolizer {
     /// by start. No file is read here: lookups read what they need, and
     /// [`read_module_info`](Self::read_module_info) the build ids. Never fails: a file that
     /// cannot be read gives an empty build id and no frames.
+    /// A symboliser of this process's mappings as they are now; `None` if they cannot be
+    /// read.
+    pub fn of_this_process() -> Option<Symbolizer> {
+        read_self_maps().ok().map(|maps| Symbolizer::new(&maps))
+    }
+
     pub(crate) fn new(maps: &[MapEntry]) -> Symbolizer {
         let mut entries: Vec<&MapEntry> = maps
             .iter()
@@ -469,7 +475,7 @@ impl Symbolizer {
     }
 
     /// Index into [`modules()`](Self::modules) of the module containing `addr`.
-    pub(crate) fn module_of(&self, addr: u64) -> Option<usize> {
+    pub fn module_of(&self, addr: u64) -> Option<usize> {
         let index = self
             .modules
             .partition_point(|module| module.start <= addr)
@@ -492,7 +498,7 @@ impl Symbolizer {
     /// frames, so cheap enough for the capture's collector to name the sampler's stacks as
     /// they appear (the pprof profile, built once at the end, has the full detail).
     #[cfg(feature = "capture")]
-    pub(crate) fn function(&mut self, addr: u64) -> Option<String> {
+    pub fn function(&mut self, addr: u64) -> Option<String> {
         let (file, svma) = self.file_and_svma(addr)?;
         file.symbol(svma)
     }
@@ -686,7 +692,10 @@ this is not a mapping
         let mut symbolizer = self_symbolizer();
         let frames = symbolizer.lookup(marker_function as *const () as usize as u64);
         let frame = frames.last().expect("no frames for marker_function");
-        assert_eq!(frame.name, "tickscope::symbolize::tests::marker_function");
+        assert_eq!(
+            frame.name,
+            "tickscope_sampler::symbolize::tests::marker_function"
+        );
         // The mangled name keeps the hash that `name` drops.
         assert!(
             frame.system_name.starts_with("_ZN") || frame.system_name.starts_with("_R"),
@@ -735,11 +744,14 @@ this is not a mapping
         let (pc, first, last, call_line) = calls_inlined_pc();
         let frames = self_symbolizer().lookup(pc);
         assert_eq!(frames.len(), 2, "{frames:#?}");
-        assert_eq!(frames[0].name, "tickscope::symbolize::tests::inlined_pc");
+        assert_eq!(
+            frames[0].name,
+            "tickscope_sampler::symbolize::tests::inlined_pc"
+        );
         assert!((first..=last).contains(&frames[0].line), "{frames:#?}");
         assert_eq!(
             frames[1].name,
-            "tickscope::symbolize::tests::calls_inlined_pc"
+            "tickscope_sampler::symbolize::tests::calls_inlined_pc"
         );
         assert_eq!(frames[1].line, call_line, "{frames:#?}");
         assert!(frames.iter().all(|f| f.file.ends_with("symbolize/mod.rs")));

@@ -42,7 +42,7 @@ pub(super) fn start(b: Builder) -> Result<Sampler, Error> {
     // unwind tables no thread is signalled unless its ring cannot be had; the poller chooses
     // it then (a short program exec'd under `record` is spared the CPU counter's checks).
     if !(b.unwind == Unwind::Tables && source == Source::PerfTaskClock) {
-        crate::clock::now();
+        (crate::library::get().now)();
     }
     let shared = shared_state(&b, source, period_ns);
     FORK_CHILD_HANDLER.call_once(|| {
@@ -302,7 +302,7 @@ pub(super) fn parts(
         // No signal, no handler time (and the clock may never have been chosen).
         handler_ns: match shared.signals.load(Relaxed) {
             0 => 0,
-            _ => crate::clock::rate_without_waiting().map_or(0, |r| {
+            _ => (crate::library::get().rate_without_waiting)().map_or(0, |r| {
                 (shared.handler_ticks.load(Relaxed) as f64 * 1e9 / r) as u64
             }),
         },

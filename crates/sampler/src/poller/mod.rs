@@ -358,7 +358,7 @@ impl Poller {
     /// signal context).
     fn prepare_signal_path(&mut self, shared: &Shared) {
         self.signal_path_used = true;
-        crate::clock::now();
+        (crate::library::get().now)();
         if self.ranges_stale {
             self.refresh_maps(shared);
         }

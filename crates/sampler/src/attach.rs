@@ -47,8 +47,8 @@ const MAPS_EVERY: Duration = Duration::from_secs(1);
 /// A process being sampled from outside. See the module docs.
 ///
 /// ```no_run
-/// # fn main() -> Result<(), tickscope::sampler::Error> {
-/// use tickscope::sampler::Attached;
+/// # fn main() -> Result<(), tickscope_sampler::Error> {
+/// use tickscope_sampler::Attached;
 /// let mut a = Attached::new(1234, 1000)?;
 /// while a.poll() {
 ///     std::thread::sleep(std::time::Duration::from_millis(10));

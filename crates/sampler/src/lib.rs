@@ -1,8 +1,10 @@
 //! A CPU (or wall-clock) sampling profiler in the spirit of pprof, with exact CPU time at any
-//! requested rate.
+//! requested rate. `tickscope` re-exports it as `tickscope::sampler` (feature `sampler`, on
+//! by default), where its samples carry the open scopes as labels and go on a running
+//! capture's timeline too ([`library`]).
 //!
 //! ```no_run
-//! use tickscope::sampler::{Mode, Sampler};
+//! use tickscope_sampler::{Mode, Sampler};
 //!
 //! let sampler = Sampler::builder().frequency(1000).mode(Mode::Cpu).start()?;
 //! // ... the work to profile, on any number of threads ...
@@ -67,6 +69,12 @@
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
 
+// `unsafe` lives only where a module allows it below (the signal handler, the timers, the
+// stack reads, the vDSO's image, the sample table and the ELF reader); everywhere else it is
+// an error.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
 mod attach;
 #[allow(unsafe_code)] // the vDSO's image, read in place
 mod cfi;
@@ -77,9 +85,16 @@ mod finish;
 mod handler;
 #[doc(hidden)]
 pub mod host;
+pub mod library;
 mod poller;
+#[doc(hidden)] // the profile.proto encoder; not a stable API
+pub mod pprof;
 mod profile;
 mod start;
+// Names for addresses in this process; `tickscope`'s capture names its samples' stacks with
+// it. Not a stable API.
+#[doc(hidden)]
+pub mod symbolize;
 mod table;
 #[allow(unsafe_code)] // timer_create, perf_event_open, fcntl, ioctl
 mod timer;
@@ -87,10 +102,13 @@ mod timer;
 mod unwind;
 
 use std::fmt;
+
+// The platform layer (clocks, threads, /proc, futexes, files).
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+use tickscope_sys as sys;
 
 pub use attach::Attached;
 use drain::*;
@@ -256,7 +274,7 @@ impl Builder {
 /// stops sampling and discards the profile.
 ///
 /// ```no_run
-/// let sampler = tickscope::sampler::Sampler::builder().frequency(999).start()?;
+/// let sampler = tickscope_sampler::Sampler::builder().frequency(999).start()?;
 /// let mut x = 0u64;
 /// for i in 0..50_000_000u64 {
 ///     x = x.wrapping_mul(31).wrapping_add(i); // the work to profile

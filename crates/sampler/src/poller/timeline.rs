@@ -12,8 +12,8 @@ pub(crate) struct Timeline {
     scanned: usize,
     /// Samples waiting for their stack to be drained (taken between the table's drain and
     /// the log's).
-    waiting: Vec<crate::sampler::table::TimedSample>,
-    taken: Vec<crate::sampler::table::TimedSample>,
+    waiting: Vec<crate::table::TimedSample>,
+    taken: Vec<crate::table::TimedSample>,
 }
 
 /// Moves the samples taken while a capture ran into it, in time order, after defining
@@ -37,16 +37,16 @@ pub(crate) fn to_timeline(
     if stacks.len() != t.scanned && t.taken.iter().any(|x| !t.defined.contains(&x.stack)) {
         t.scanned = stacks.len();
         for k in stacks.keys() {
-            let h = crate::sampler::table::key_hash(k);
+            let h = crate::table::key_hash(k);
             if t.defined.insert(h) {
-                crate::capture::define_stack(h, &k.frames);
+                (crate::library::get().define_stack)(h, &k.frames);
             }
         }
     }
     t.taken.sort_by_key(|x| x.ticks);
     for x in t.taken.drain(..) {
         if t.defined.contains(&x.stack) {
-            crate::capture::sample(x.ticks, x.tid, x.stack);
+            (crate::library::get().sample)(x.ticks, x.tid, x.stack);
         } else if last {
             shared.timeline.lost.fetch_add(1, Relaxed);
         } else {

@@ -279,7 +279,7 @@ fn scope_names(samples: &[Sample]) -> HashMap<u32, String> {
         .collect();
     scope_ids
         .into_iter()
-        .filter_map(|id| crate::scope::scope_name(id).map(|n| (id, n)))
+        .filter_map(|id| (crate::library::get().scope_name)(id).map(|n| (id, n)))
         .collect()
 }
 

@@ -518,7 +518,7 @@ impl Profile {
     /// Pyroscope, speedscope read it).
     ///
     /// The file is written as every output of tickscope's is
-    /// (`tickscope::__private::output`): through a temporary file renamed over the name once
+    /// (`tickscope_sys::output`): through a temporary file renamed over the name once
     /// complete, never through a symbolic link at the name, into a device or FIFO directly.
     pub fn write_pprof(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();

@@ -1,0 +1,32 @@
+//! What the sampler (crate `tickscope-sampler`, below this one) asks of the library it is
+//! part of, given to it as the library loads: the calibrated clock (its samples' times on a
+//! capture's timeline are the scopes' ticks), the scopes open on the interrupted thread (the
+//! samples' `scope` labels), and the running capture (its samples on the timeline).
+
+use tickscope_sampler::library::{install, Library};
+
+static LIBRARY: Library = Library {
+    now: crate::clock::now,
+    now_in_signal: crate::clock::now_in_signal,
+    rate_without_waiting: crate::clock::rate_without_waiting,
+    active_scopes: crate::scope::active_scopes,
+    capturing: crate::state::capturing,
+    #[cfg(feature = "capture")]
+    define_stack: crate::capture::define_stack,
+    #[cfg(not(feature = "capture"))]
+    define_stack: |_, _| {},
+    #[cfg(feature = "capture")]
+    sample: crate::capture::sample,
+    #[cfg(not(feature = "capture"))]
+    sample: |_, _, _| {},
+    scope_name: crate::scope::scope_name,
+};
+
+/// Runs before `main` (and as `libtickscope.so` loads), so that no sampler starts without it.
+extern "C" fn give_the_sampler_its_library() {
+    install(&LIBRARY);
+}
+
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static GIVE: extern "C" fn() = give_the_sampler_its_library;
