@@ -103,7 +103,8 @@ mod runtime;
 pub use tickscope_sampler as sampler;
 #[cfg(feature = "sampler")]
 #[allow(unsafe_code)] // the .init_array entry that gives the sampler its library before main
-mod sampler_library;
+#[doc(hidden)]
+pub mod sampler_library;
 mod scope;
 mod state;
 mod summary;

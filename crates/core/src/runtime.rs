@@ -23,6 +23,8 @@ static INIT_PID: OnceLock<u32> = OnceLock::new();
 pub(crate) fn ensure_init() {
     INIT.call_once(|| {
         crate::sys::clock::first_use_ns();
+        #[cfg(feature = "sampler")]
+        crate::sampler_library::install();
         let _ = INIT_PID.set(std::process::id());
         let mut s = Settings::default();
         let env = config::env();

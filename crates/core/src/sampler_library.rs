@@ -3,7 +3,7 @@
 //! capture's timeline are the scopes' ticks), the scopes open on the interrupted thread (the
 //! samples' `scope` labels), and the running capture (its samples on the timeline).
 
-use tickscope_sampler::library::{install, Library};
+use tickscope_sampler::library::Library;
 
 static LIBRARY: Library = Library {
     now: crate::clock::now,
@@ -22,9 +22,16 @@ static LIBRARY: Library = Library {
     scope_name: crate::scope::scope_name,
 };
 
-/// Runs before `main` (and as `libtickscope.so` loads), so that no sampler starts without it.
+/// Gives the sampler this library's side (the first call does; later ones do nothing). Runs
+/// before `main` and as `libtickscope.so` loads (below), at first use, and where the C API
+/// starts a sampler: a C program linking `libtickscope.a` statically takes from the archive
+/// only the objects it names, which need not hold the `.init_array` entry. Not a stable API.
+pub fn install() {
+    tickscope_sampler::library::install(&LIBRARY);
+}
+
 extern "C" fn give_the_sampler_its_library() {
-    install(&LIBRARY);
+    install();
 }
 
 #[used]

@@ -111,6 +111,8 @@ pub(crate) fn start(s: &Settings) -> Result<(), Failure> {
     if let Some(old) = active.take() {
         std::mem::forget(old);
     }
+    // The sampler's clock, scopes and capture, in a static link too (see the function).
+    ts::sampler_library::install();
     let mut b = Sampler::builder()
         .frequency(s.hz)
         .mode(s.mode)
