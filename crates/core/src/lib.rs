@@ -56,7 +56,7 @@
 //! |---|---|---|
 //! | `enabled` | yes | Scopes record. Without it (`default-features = false`) the macros expand to nothing: zero cost. |
 //! | `log` | no | `Output::Log` sends report lines to the `log` crate. |
-//! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (`addr2line`, `object`, `flate2`). |
+//! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (crate `tickscope-sampler`: `addr2line`, `object`, `framehop`, `flate2`). |
 //! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
 //! | `tracing` | no | `tracing::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |

@@ -1,5 +1,5 @@
 //! The protocol between `tickscope record` and the library in the programs it runs, in one
-//! place: the environment `record` sets ([`env`]), which the library reads, and the marks of
+//! place: the environment `record` sets ([`env`](mod@env)), which the library reads, and the marks of
 //! the lines the library writes back to `record`'s messages file ([`marks`]), which `record`
 //! parses. Both sides name these constants, never the strings.
 

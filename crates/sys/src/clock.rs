@@ -61,7 +61,7 @@ pub fn process_start_boottime_ns() -> Option<u64> {
     Some(start_ticks.saturating_mul(1_000_000_000) / hz)
 }
 
-/// The program's wall time so far: since its `exec` (see [`LOAD_NS`]); else (in a fork
+/// The program's wall time so far: since its `exec` (see `LOAD_NS`); else (in a fork
 /// child, whose process began at the fork, or where nothing recorded the load) since the
 /// process started per `/proc/self/stat` (10 ms resolution); else since tickscope's first use.
 pub fn process_wall_ns() -> u64 {

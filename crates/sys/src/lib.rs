@@ -9,7 +9,7 @@
 //! - [`futex`]: waiting on a word without a lock.
 //! - [`process`]: hooks at exit and in a fork child.
 //! - [`procfs`]: `/proc`: a process's threads, their names and states.
-//! - [`env`]: the effective user, the setuid-aware `TICKSCOPE_*` environment.
+//! - [`env`](mod@env): the effective user, the setuid-aware `TICKSCOPE_*` environment.
 //! - [`fd`]: descriptors kept off the program's 0, 1 and 2.
 //! - [`stderr`]: tickscope's own messages, to the standard error the process started with
 //!   (or `record`'s messages file).
