@@ -66,3 +66,14 @@ pub(super) fn task_clock_to_cpu(count: u64, seen: Option<(u64, u64)>, all: (u64,
     };
     (cpu.round() as u64).min(count)
 }
+
+/// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so
+/// far (user, system ticks); 0 without one.
+pub(crate) fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
+    match times {
+        Some((user, system)) if user + system > 0 => {
+            (cpu as u128 * system as u128 / (user + system) as u128) as u64
+        }
+        _ => 0,
+    }
+}

@@ -17,6 +17,7 @@ mod rings;
 #[cfg(feature = "capture")]
 mod timeline;
 
+pub(super) use clocks::kernel_part;
 use clocks::READ_TASK_CLOCK_EVERY;
 pub(super) use rings::{drain_ring, Rings, Walk};
 #[cfg(feature = "capture")]
@@ -621,17 +622,6 @@ impl Drop for Poller {
                 timer::disarm(a);
             }
         }
-    }
-}
-
-/// The part of `cpu` (ns) a thread spent in the kernel, by the kernel's split of its time so
-/// far (user, system ticks); 0 without one.
-pub(super) fn kernel_part(cpu: u64, times: Option<(u64, u64)>) -> u64 {
-    match times {
-        Some((user, system)) if user + system > 0 => {
-            (cpu as u128 * system as u128 / (user + system) as u128) as u64
-        }
-        _ => 0,
     }
 }
 
