@@ -1,0 +1,87 @@
+//! A slot's figures read into a row (the summary's and the registry's side: never on a
+//! scope's path), and rows merged.
+
+use super::*;
+
+/// A snapshot of one slot (or of many merged).
+#[derive(Clone)]
+pub(crate) struct Row {
+    pub calls: u64,
+    pub outer: u64,
+    pub incl: u64,
+    pub self_ticks: u64,
+    pub min: u64,
+    pub max: u64,
+    pub clock_errors: u64,
+    /// Entries open right now (not yet in the other figures).
+    pub open: u64,
+    pub hist: Counts,
+    /// Whether `hist` is kept (per-thread breakdowns keep none).
+    with_hist: bool,
+}
+
+impl Row {
+    pub(crate) fn empty() -> Row {
+        Row {
+            calls: 0,
+            outer: 0,
+            incl: 0,
+            self_ticks: 0,
+            min: u64::MAX,
+            max: 0,
+            clock_errors: 0,
+            open: 0,
+            hist: Counts::new(),
+            with_hist: true,
+        }
+    }
+
+    /// An empty row without a histogram (per-thread breakdowns do not keep one).
+    pub(crate) fn light() -> Row {
+        Row {
+            with_hist: false,
+            ..Row::empty()
+        }
+    }
+
+    /// Reads a live slot (relaxed: may trail the owner by its current exit).
+    pub(crate) fn read(slot: &Slot, with_hist: bool) -> Row {
+        let mut row = Row {
+            calls: slot.calls.load(Relaxed),
+            outer: slot.outer.load(Relaxed),
+            incl: slot.incl.load(Relaxed),
+            self_ticks: slot.self_ticks.load(Relaxed),
+            min: slot.min.load(Relaxed),
+            max: slot.max.load(Relaxed),
+            clock_errors: slot.clock_errors.load(Relaxed),
+            open: slot.depth.load(Relaxed) as u64,
+            hist: Counts::new(),
+            with_hist,
+        };
+        if with_hist {
+            slot.hist.add_to(&mut row.hist);
+            // The latest call, not in the histogram yet (a read racing the owner's next exit
+            // may count it twice or not at all: like every relaxed read here, it trails the
+            // owner by at most that exit).
+            let p = slot.pending.load(Relaxed);
+            if p != NONE {
+                row.hist.add(tickscope_fmt::hist::bucket(p), 1);
+            }
+        }
+        row
+    }
+
+    pub(crate) fn merge(&mut self, o: &Row) {
+        self.calls += o.calls;
+        self.outer += o.outer;
+        self.incl += o.incl;
+        self.self_ticks += o.self_ticks;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.clock_errors += o.clock_errors;
+        self.open += o.open;
+        if self.with_hist {
+            self.hist.merge(&o.hist);
+        }
+    }
+}
