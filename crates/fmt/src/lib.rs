@@ -2,9 +2,9 @@
 //! `tickscope report` computes from a capture (crate `tickscope-timeline`) must print alike:
 //! numbers, locations, the table layout, and the histogram buckets percentiles come from; and
 //! pprof's units ([`units`]), which the profile views, the profile filters and the sampler's
-//! own text print alike. And what two crates must encode alike: profile.proto's field numbers
-//! ([`pprof_fields`]: the sampler writes, `tickscope-profile` reads) and the timeline
-//! capture format's numbers ([`tscap`]: `tickscope` writes, `tickscope-timeline` reads).
+//! own text print alike. And what two crates must encode alike: the timeline capture format's
+//! numbers ([`tscap`]: `tickscope` writes, `tickscope-timeline` reads). profile.proto's field
+//! numbers are `tickscope-pprof`'s, with the one writer of pprof files.
 //!
 //! One definition, so the two cannot drift apart. `tickscope-timeline` does not depend on
 //! `tickscope` (it reads files; DESIGN.md), so this small crate, with no dependencies of its
@@ -13,8 +13,6 @@
 #![forbid(unsafe_code)]
 
 pub mod hist;
-#[allow(missing_docs)]
-pub mod pprof_fields;
 pub mod protocol;
 pub mod symbols;
 pub mod tscap;

@@ -87,9 +87,6 @@ mod handler;
 pub mod host;
 pub mod library;
 mod poller;
-#[doc(hidden)] // the profile.proto encoder; not a stable API
-#[allow(rustdoc::private_intra_doc_links)] // its docs are for this crate's readers
-pub mod pprof;
 mod profile;
 mod start;
 // Names for addresses in this process; `tickscope`'s capture names its samples' stacks with

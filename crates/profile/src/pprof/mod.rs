@@ -14,8 +14,8 @@
 
 use std::collections::HashMap;
 
-// profile.proto's field numbers, named once for this reader and the sampler's writer.
-use tickscope_fmt::pprof_fields::{
+// profile.proto's field numbers, named once for this reader and the writer.
+use tickscope_pprof::fields::{
     function, label, line, location, mapping, profile, sample, value_type,
 };
 

@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use super::table::{Counts, Key};
 use super::{Error, ErrorKind, Mode, Source};
-use crate::pprof;
 use crate::symbolize::{Frame, Module};
+use tickscope_pprof as pprof;
 
 mod build;
 pub(crate) use build::build;
@@ -532,6 +532,8 @@ impl Profile {
         w.flush()
     }
 
+    /// The profile as `tickscope_pprof`'s write model: the mappings, locations and functions
+    /// the samples use, numbered from 1 in a stable order.
     fn to_pprof(&self) -> pprof::Profile {
         let kind = match self.mode {
             Mode::Cpu => "cpu",
@@ -639,6 +641,7 @@ impl Profile {
                                 .collect()
                         })
                         .unwrap_or_default(),
+                    ..pprof::Location::default()
                 },
                 Loc::Synthetic(name) => pprof::Location {
                     id,
@@ -654,21 +657,12 @@ impl Profile {
         for s in &self.samples {
             let mut labels = Vec::new();
             if s.tid != 0 {
-                labels.push(pprof::Label {
-                    key: "thread".into(),
-                    value: pprof::LabelValue::Str(self.thread_label(s.tid)),
-                });
-                labels.push(pprof::Label {
-                    key: "tid".into(),
-                    value: pprof::LabelValue::Num(s.tid as i64, String::new()),
-                });
+                labels.push(pprof::Label::str("thread", self.thread_label(s.tid)));
+                labels.push(pprof::Label::num("tid", s.tid as i64, ""));
             }
             for id in &s.scopes {
                 if let Some(name) = self.scope_names.get(id) {
-                    labels.push(pprof::Label {
-                        key: "scope".into(),
-                        value: pprof::LabelValue::Str(name.clone()),
-                    });
+                    labels.push(pprof::Label::str("scope", name.as_str()));
                 }
             }
             out.samples.push(pprof::Sample {

@@ -1,6 +1,6 @@
 //! profile.proto's field numbers (github.com/google/pprof, `proto/profile.proto`), named once:
-//! the sampler (crate `tickscope`) writes profiles with them and `tickscope-profile` reads
-//! them. One message per module.
+//! this crate's [`encode`](crate::encode) writes with them and `tickscope-profile`'s reader
+//! reads with them. One message per module; each constant is its field's name in capitals.
 
 /// `Profile`.
 pub mod profile {

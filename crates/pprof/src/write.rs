@@ -1,9 +1,10 @@
-//! A hand-written pprof encoder: `profile.proto` (github.com/google/pprof, proto/profile.proto)
-//! as protobuf bytes, gzip-compressed as `go tool pprof` expects.
+//! The writer: a [`Profile`] as profile.proto's protobuf bytes ([`encode`]), gzipped as
+//! `go tool pprof` expects ([`write_gz`]).
 //!
-//! Hand-written, like Go's `runtime/pprof/protobuf.go`, so the core carries no protobuf
-//! dependency. Only the wire types pprof uses appear: varints (type 0) and length-delimited
-//! fields (type 2); repeated scalars are written packed.
+//! Hand-written, like Go's `runtime/pprof/protobuf.go`, so that neither the library nor the
+//! tools carry a protobuf dependency. Only the wire types pprof uses appear: varints (type 0)
+//! and length-delimited fields (type 2); repeated scalars are written packed, zero fields are
+//! left out (proto3's default), and each message's fields come in field-number order.
 //!
 //! Output is deterministic: the string table holds `""` first, then every string in the order
 //! of first use by a fixed walk of the profile, so the same profile gives the same bytes.
@@ -11,108 +12,8 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-// profile.proto's field numbers, named once for the writer here and the reader in
-// tickscope-profile.
-use tickscope_fmt::pprof_fields::{
-    function, label, line, location, mapping, profile, sample, value_type,
-};
-
-/// A sample or period type: `("cpu", "nanoseconds")`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ValueType {
-    pub ty: String,
-    pub unit: String,
-}
-
-impl ValueType {
-    pub(crate) fn new(ty: &str, unit: &str) -> ValueType {
-        ValueType {
-            ty: ty.to_string(),
-            unit: unit.to_string(),
-        }
-    }
-}
-
-/// A label's value: a string, or a number with its unit (`""` for none).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LabelValue {
-    Str(String),
-    Num(i64, String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Label {
-    pub key: String,
-    pub value: LabelValue,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Sample {
-    /// Leaf first, as profile.proto orders them.
-    pub location_ids: Vec<u64>,
-    /// One per sample type.
-    pub values: Vec<i64>,
-    pub labels: Vec<Label>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Mapping {
-    /// Non-zero, unique.
-    pub id: u64,
-    pub start: u64,
-    pub limit: u64,
-    pub offset: u64,
-    pub file: String,
-    pub build_id: String,
-    pub has_functions: bool,
-    pub has_filenames: bool,
-    pub has_line_numbers: bool,
-    pub has_inline_frames: bool,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Line {
-    pub function_id: u64,
-    pub line: i64,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Location {
-    /// Non-zero, unique.
-    pub id: u64,
-    /// 0 when the address is in no known mapping.
-    pub mapping_id: u64,
-    pub address: u64,
-    /// Innermost (most deeply inlined) first; the last is the function the address is in.
-    pub lines: Vec<Line>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Function {
-    /// Non-zero, unique.
-    pub id: u64,
-    pub name: String,
-    pub system_name: String,
-    pub filename: String,
-    pub start_line: i64,
-}
-
-/// A whole profile, ready to encode.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Profile {
-    pub sample_types: Vec<ValueType>,
-    pub samples: Vec<Sample>,
-    pub mappings: Vec<Mapping>,
-    pub locations: Vec<Location>,
-    pub functions: Vec<Function>,
-    pub time_nanos: i64,
-    pub duration_nanos: i64,
-    pub period_type: Option<ValueType>,
-    pub period: i64,
-    pub comments: Vec<String>,
-    /// The `type` of the sample type views show by default; `""` for the last one.
-    pub default_sample_type: String,
-}
+use crate::fields::{function, label, line, location, mapping, profile, sample, value_type};
+use crate::{LabelValue, Profile, ValueType};
 
 /// Protobuf writer with the string table being built.
 struct Enc {
@@ -206,8 +107,8 @@ impl Enc {
     }
 }
 
-/// Encodes `p` as uncompressed protobuf bytes.
-pub(crate) fn encode(p: &Profile) -> Vec<u8> {
+/// `p` as profile.proto's protobuf bytes, not compressed.
+pub fn encode(p: &Profile) -> Vec<u8> {
     let mut e = Enc {
         buf: Vec::new(),
         strings: Vec::new(),
@@ -260,6 +161,7 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
                     e.i64(line::LINE, line.line);
                 });
             }
+            e.bool(location::IS_FOLDED, l.is_folded);
         });
     }
     for f in &p.functions {
@@ -271,11 +173,13 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
             e.i64(function::START_LINE, f.start_line);
         });
     }
+    e.str(profile::DROP_FRAMES, &p.drop_frames);
+    e.str(profile::KEEP_FRAMES, &p.keep_frames);
+    e.i64(profile::TIME_NANOS, p.time_nanos);
+    e.i64(profile::DURATION_NANOS, p.duration_nanos);
     if let Some(pt) = &p.period_type {
         e.value_type(profile::PERIOD_TYPE, pt);
     }
-    e.i64(profile::TIME_NANOS, p.time_nanos);
-    e.i64(profile::DURATION_NANOS, p.duration_nanos);
     e.i64(profile::PERIOD, p.period);
     let comments: Vec<i64> = p.comments.iter().map(|c| e.string(c)).collect();
     e.packed(profile::COMMENT, comments.into_iter().map(|i| i as u64));
@@ -290,8 +194,9 @@ pub(crate) fn encode(p: &Profile) -> Vec<u8> {
     e.buf
 }
 
-/// Writes `p` gzip-compressed to `w`, the form `go tool pprof` and Pyroscope read.
-pub(crate) fn write_gz(p: &Profile, mut w: impl Write) -> io::Result<()> {
+/// Writes `p` gzip-compressed to `w`, the form `go tool pprof` and Pyroscope read: in stored
+/// blocks up to 32 KiB encoded, deflated above.
+pub fn write_gz(p: &Profile, mut w: impl Write) -> io::Result<()> {
     let raw = encode(p);
     if raw.len() <= STORED_UP_TO {
         w.write_all(&gzip_stored(&raw))?;
@@ -362,6 +267,7 @@ fn crc32(data: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Function, Label, Line, Location, Mapping, Sample};
 
     /// Small profiles are stored, large ones compressed: both read back by a gzip reader.
     #[test]
@@ -465,6 +371,7 @@ mod tests {
                             line: 3,
                         },
                     ],
+                    is_folded: false,
                 },
                 Location {
                     id: 2,
@@ -474,6 +381,7 @@ mod tests {
                         function_id: 1,
                         line: 9,
                     }],
+                    is_folded: false,
                 },
             ],
             functions: vec![
@@ -492,6 +400,8 @@ mod tests {
                     start_line: 5,
                 },
             ],
+            drop_frames: String::new(),
+            keep_frames: String::new(),
             time_nanos: 1_700_000_000_000_000_000,
             duration_nanos: 1_000_000_000,
             period_type: Some(ValueType::new("cpu", "nanoseconds")),
