@@ -33,8 +33,8 @@ pub enum ErrorKind {
         /// The limit in bytes.
         limit: u64,
     },
-    /// The gzip data decompresses to more than [`MAX_RATIO`](super::MAX_RATIO) times its
-    /// size: a gzip bomb, not a profile ([`Limits`](super::Limits) raises the limit).
+    /// The gzip data decompresses to more than [`MAX_RATIO`](crate::MAX_RATIO) times its
+    /// size: a gzip bomb, not a profile ([`Limits`](crate::Limits) raises the limit).
     TooCompressed {
         /// The compressed size in bytes.
         compressed: u64,
@@ -125,7 +125,7 @@ impl fmt::Display for ErrorKind {
                 "{} of gzip decompresses to more than {} MiB, over {} times its size: no profiler writes such data (a gzip bomb?); tickscope's --max-decompressed SIZE reads it anyway",
                 tickscope_fmt::count(*compressed, "byte"),
                 limit >> 20,
-                super::MAX_RATIO
+                crate::limits::MAX_RATIO
             ),
             ErrorKind::Unrecognized { head } => {
                 write!(

@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 
-use super::{ErrorKind, Format, Line, Profile, ValueType};
+use crate::error::ErrorKind;
+use crate::model::{Format, Line, Profile, ValueType};
 
 /// Parses folded stacks; `None` when the first line is not one.
 pub(super) fn parse(data: &[u8]) -> Option<Result<Profile, ErrorKind>> {

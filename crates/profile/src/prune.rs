@@ -5,7 +5,7 @@
 
 use super::filter::{regex_error, Pattern};
 use super::store::Strings;
-use super::{Function, Profile};
+use crate::model::{Function, Profile};
 
 /// pprof's `simplifyFunc`: drops one leading `.` (PPC ELF v1) and everything from the first
 /// `(` that does not begin `(anonymous namespace)` or end `operator()`.

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use tickscope_fmt::symbols::{alias_rank, AliasRank};
 
-use super::{Line, Mapping, Profile, StrId};
+use crate::model::{Line, Mapping, Profile};
+use crate::store::StrId;
 
 /// Names the unsymbolised locations of `p` from the binaries its mappings name, marking
 /// those mappings `has_functions`. Returns one warning per binary that is needed but cannot

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Label, Line, Profile, ValueType};
+use crate::model::{Label, Line, Profile, ValueType};
 
 /// A profile from stacks written root first, `main;parse;tokenize`, each with a value and
 /// labels. A frame `a|b` is one location with inlined lines, `a` calling `b`. Every

@@ -8,7 +8,7 @@ use std::io::Write;
 // The write model, named apart from this crate's model of the same names.
 use tickscope_pprof as pb;
 
-use crate::{Label, Profile, ValueType};
+use crate::model::{Label, Profile, ValueType};
 
 /// The profile as a gzipped profile.proto, written to `w` (stored gzip blocks up to 32 KiB
 /// encoded, deflated above: [`tickscope_pprof::write_gz`]).

@@ -26,7 +26,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::store::{retain_span, Strings};
-use super::{Function, Label, Line, Location, Mapping, Profile, Stack};
+use crate::model::{Function, Label, Line, Location, Mapping, Profile};
+use crate::store::Stack;
 
 pub use super::prune::{prune_from, remove_uninteresting};
 

@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 
 use super::{cleanup_duplicate_locations, finish_with_maps, java, Builder, Lines, Outcome};
-use crate::{ErrorKind, Format, Profile, ValueType};
+use crate::error::ErrorKind;
+use crate::model::{Format, Profile, ValueType};
 
 const FORMAT: &str = "gperftools CPU";
 

@@ -17,7 +17,8 @@ use super::{
     parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
     Outcome, Scan,
 };
-use crate::{ErrorKind, Format, Label, Line, Profile, ValueType};
+use crate::error::ErrorKind;
+use crate::model::{Format, Label, Line, Profile, ValueType};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{go_parse_uint, group, is_go_space, regex, Lines, Scan};
-use crate::{Mapping, Profile};
+use crate::model::{Mapping, Profile};
 
 /// Go's `\s`, spelled out (Rust's `\s` is wider).
 macro_rules! ws {

@@ -30,7 +30,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{ErrorKind, Location, Profile};
+use crate::error::ErrorKind;
+use crate::model::{Location, Profile};
 
 /// What one reader made of the data.
 #[allow(clippy::large_enum_variant)] // one per reader and file: moving it costs nothing

@@ -15,7 +15,8 @@ use super::{
     go_parse_uint, group, is_address_list_byte, is_memory_map_sentinel, is_space_or_comment,
     parse_hex_addresses, regex, scale_heap_sample, Builder, Lines, Outcome, Scan,
 };
-use crate::{ErrorKind, Format, Label, Profile, ValueType};
+use crate::error::ErrorKind;
+use crate::model::{Format, Label, Profile, ValueType};
 
 fn bad_line(format: &'static str, line: usize, what: impl Into<String>) -> ErrorKind {
     ErrorKind::BadLine {

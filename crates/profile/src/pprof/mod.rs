@@ -19,13 +19,12 @@ use tickscope_pprof::fields::{
     function, label, line, location, mapping, profile, sample, value_type,
 };
 
-use super::store::Stacks;
-
 mod wire;
-use super::{
-    ErrorKind, Format, Function, Label, Line, Location, Mapping, Profile, Sample, Span, StrId,
-    ValueType, MAX_STACK_DEPTH,
+use crate::error::ErrorKind;
+use crate::model::{
+    Format, Function, Label, Line, Location, Mapping, Profile, Sample, ValueType, MAX_STACK_DEPTH,
 };
+use crate::store::{Span, Stacks, StrId};
 use wire::*;
 pub(super) use wire::{read_error, Open};
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::top::{top_json, top_text};
 use super::{Options, Report, View};
-use crate::{Label, Line, Profile, ValueType};
+use crate::model::{Label, Line, Profile, ValueType};
 
 /// The label marking samples of the base profile, as pprof names it.
 pub const BASE_LABEL: &str = "pprof::base";

@@ -18,7 +18,7 @@ mod top;
 mod tree;
 
 use crate::filter::{self, FilterSpec};
-use crate::{Profile, ValueType};
+use crate::model::{Profile, ValueType};
 
 pub use diff::{
     check_compatible, diff_json, diff_report, diff_report_for, diff_text, merge, merge_for_diff,

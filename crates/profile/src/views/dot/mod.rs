@@ -21,7 +21,7 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use crate::filter::num_label_units;
-use crate::Label;
+use crate::model::Label;
 
 use super::diff::BASE_LABEL;
 use super::graph::{base_name, Edge, Graph, NodeInfo};

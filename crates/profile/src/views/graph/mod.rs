@@ -10,7 +10,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::Profile;
+use crate::model::Profile;
 
 mod node;
 pub use node::{base_name, clean_path, NodeInfo};

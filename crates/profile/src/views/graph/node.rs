@@ -6,7 +6,8 @@ use std::hash::BuildHasher;
 
 use rustc_hash::FxHashMap;
 
-use crate::{Line, Location, Profile, Span, StrId};
+use crate::model::{Line, Location, Profile};
+use crate::store::{Span, StrId};
 
 use super::super::Granularity;
 
@@ -151,7 +152,7 @@ pub(crate) struct NodeTable {
     /// Printable names (see [`LOCAL`]).
     names: Vec<u32>,
     /// Cleaned file names, binaries and composed printable names.
-    local: crate::Strings,
+    local: crate::store::Strings,
     /// Per location, the span in `nodes` of its lines' nodes, innermost first (one node for
     /// a location without lines).
     loc_spans: Vec<Span>,
