@@ -39,7 +39,6 @@ mod limits;
 mod load;
 mod model;
 mod pprof;
-mod prune;
 mod store;
 pub mod symbolize;
 #[cfg(test)]

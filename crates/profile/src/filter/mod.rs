@@ -23,20 +23,19 @@
 //! Matching is linear in the profile: each expression runs at most once per function and once
 //! per mapping, whatever the number of samples.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use super::store::{retain_span, Strings};
-use crate::model::{Function, Label, Line, Location, Mapping, Profile};
-use crate::store::Stack;
+use crate::model::Profile;
 
-pub use super::prune::{prune_from, remove_uninteresting};
+pub use prune::{prune_from, remove_uninteresting};
 
 mod name;
 mod pattern;
+mod prune;
 mod tag;
 
 use name::*;
-pub(crate) use pattern::*;
+use pattern::*;
 use tag::*;
 pub use tag::{num_label_units, NumLabelUnits};
 
@@ -182,6 +181,7 @@ fn legend_active_filters(active: &[String]) -> Vec<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::model::{Label, Mapping};
     use crate::testutil::{build, build_labeled, stacks};
 
     fn owned(v: &[(&str, i64)]) -> Vec<(String, i64)> {

@@ -1,6 +1,8 @@
 //! Filters by name: focus, ignore, hide, show, and show_from.
 
-use super::*;
+use super::pattern::{Matcher, Names, Pattern};
+use crate::model::Profile;
+use crate::store::{retain_span, Stack};
 
 /// Which of focus, ignore, hide and show matched something (pprof's `fm, im, hm, hnm`).
 pub(super) struct NameMatches {

@@ -1,6 +1,7 @@
 //! Regular expressions, matched as Go's `regexp.MatchString`, cached per function and mapping.
 
-use super::*;
+use crate::model::{Function, Line, Location, Mapping};
+use crate::store::Strings;
 
 /// A compiled expression, matched as Go's `regexp.MatchString` does (anywhere in the text).
 #[derive(Debug, Clone)]

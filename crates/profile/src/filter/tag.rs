@@ -1,8 +1,11 @@
 //! Filters by tag: `-tagfocus` and `-tagignore`, string and numeric, in pprof's units.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tickscope_fmt::units::scale;
+
+use super::pattern::{regex_error, Pattern};
+use crate::model::{Label, Profile};
 
 /// A compiled `-tagfocus` / `-tagignore` (pprof's `compileTagFilter`).
 #[derive(Debug)]

@@ -3,9 +3,9 @@
 //! `--prune_from` ([`prune_from`]). Both match a function's name after pprof's
 //! simplification (a leading `.` and the argument list removed), never its file or mapping.
 
-use super::filter::{regex_error, Pattern};
-use super::store::Strings;
+use super::pattern::{regex_error, Pattern};
 use crate::model::{Function, Profile};
+use crate::store::Strings;
 
 /// pprof's `simplifyFunc`: drops one leading `.` (PPC ELF v1) and everything from the first
 /// `(` that does not begin `(anonymous namespace)` or end `operator()`.
@@ -156,7 +156,7 @@ fn prune(p: &mut Profile, drop: &Pattern, keep: Option<&Pattern>) {
 
 /// pprof's `PruneFrom` (`-prune_from`): removes every frame beneath (called by) the innermost
 /// frame whose simplified function name matches `pattern`, keeping that frame; `pprof` runs
-/// it after [`super::filter::apply`]'s filters. The error, for a bad expression, is a
+/// it after [`apply`](super::apply)'s filters. The error, for a bad expression, is a
 /// sentence naming it.
 pub fn prune_from(p: &mut Profile, pattern: &str) -> Result<(), String> {
     let rx = Pattern::new(pattern).map_err(|why| regex_error("prune_from", pattern, &why))?;
