@@ -10,8 +10,9 @@
 
 use serde_json::Value;
 
+use super::options::{Options, View};
+use super::report::Report;
 use super::top::{top_json, top_text};
-use super::{Options, Report, View};
 use crate::model::{Label, Line, Profile, ValueType};
 
 /// The label marking samples of the base profile, as pprof names it.

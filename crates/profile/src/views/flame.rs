@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::Report;
+use super::report::Report;
 
 /// How to draw.
 #[derive(Debug, Clone, Default)]

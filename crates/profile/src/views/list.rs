@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 
 use super::graph::{Graph, NodeInfo};
 use super::measure::percentage;
+use super::report::Report;
 use super::top::pct;
-use super::Report;
 
 /// Lines shown before the first and after the last sampled line.
 const MARGIN: i64 = 5;

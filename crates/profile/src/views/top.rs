@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::measure::percentage;
-use super::{Report, Trimmed};
+use super::report::{Report, Trimmed};
 
 /// One row of `top`.
 #[derive(Debug, Clone, PartialEq)]

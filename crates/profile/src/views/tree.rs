@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::graph::NodeNames;
 use super::measure::percentage;
+use super::report::Report;
 use super::top::pct;
-use super::Report;
 
 const SEPARATOR: &str = "----------------------------------------------------------+-------------";
 const LEGEND: &str = "      flat  flat%   sum%        cum   cum%   calls calls% + context \t \t ";

@@ -14,29 +14,21 @@
 //! their `bytes` sizes (collapsed into at most 4 ranges), and count against the node limit,
 //! as in pprof.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::{json, Value};
 
-use crate::filter::num_label_units;
-use crate::model::Label;
-
-use super::diff::BASE_LABEL;
 use super::graph::{base_name, Edge, Graph, NodeInfo};
-use super::measure::{label, percentage, scale, scaled_label};
+use super::measure::percentage;
+use super::report::{Report, Trimmed};
 use super::top::pct;
-use super::{Report, Trimmed};
 
 mod tags;
 use tags::*;
 
 /// The line pprof adds to the legend.
 const HELP: &str = "\nSee https://git.io/JfYMW for how to read the graph";
-
-/// The most nodelets drawn per node and per label (pprof's `maxNodelets`).
-const MAX_NODELETS: usize = 4;
 
 /// Prunes the report's graph as pprof prunes it for DOT, picks its output unit, and returns
 /// the graph, the legend lines (as pprof's `GetDOT`) and each node's tags.
@@ -417,7 +409,7 @@ mod tests {
     use super::*;
     use crate::testutil::build;
     use crate::views::{Options, View};
-    use crate::ValueType;
+    use crate::{Label, ValueType};
 
     fn report(stacks: &[(&str, i64)]) -> Report {
         let mut p = build(stacks);

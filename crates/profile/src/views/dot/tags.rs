@@ -1,7 +1,17 @@
 //! The nodelets pprof draws under a node: its samples' labels and `bytes` sizes, grouped as
 //! pprof's `internal/graph` groups them.
 
-use super::*;
+use std::collections::HashMap;
+
+use crate::filter::num_label_units;
+use crate::model::Label;
+use crate::views::diff::BASE_LABEL;
+use crate::views::graph::Graph;
+use crate::views::measure::{label, scale, scaled_label};
+use crate::views::report::Report;
+
+/// The most nodelets drawn per node and per label (pprof's `maxNodelets`).
+pub(super) const MAX_NODELETS: usize = 4;
 
 /// A node's tag (pprof's `graph.Tag`): a sample's string labels, or one value of its
 /// `bytes` numeric label.

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use crate::model::{Line, Location, Profile};
 use crate::store::{Span, StrId};
 
-use super::super::Granularity;
+use crate::views::options::Granularity;
 
 /// What identifies a node; its printable name is [`NodeInfo::printable_name`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
