@@ -13,7 +13,10 @@
 
 use std::collections::HashMap;
 
-use super::{cleanup_duplicate_locations, finish_with_maps, java, Builder, Lines, Outcome};
+use super::build::{cleanup_duplicate_locations, Builder, Outcome};
+use super::java;
+use super::maps::finish_with_maps;
+use super::scan::Lines;
 use crate::error::ErrorKind;
 use crate::model::{Format, Profile, ValueType};
 

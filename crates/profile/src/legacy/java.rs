@@ -12,10 +12,11 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{
-    excerpt, go_parse_int, go_parse_uint, group, is_address_list_byte, is_go_space, maps,
-    parse_hex_addresses, regex, remap_functions, remap_locations, scale_heap_sample, Builder,
-    Outcome, Scan,
+use super::build::{remap_functions, remap_locations, scale_heap_sample, Builder, Outcome};
+use super::maps;
+use super::scan::{
+    excerpt, go_parse_int, go_parse_uint, group, is_address_list_byte, is_go_space,
+    parse_hex_addresses, regex, Scan,
 };
 use crate::error::ErrorKind;
 use crate::model::{Format, Label, Line, Profile, ValueType};

@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{go_parse_uint, group, is_go_space, regex, Lines, Scan};
+use super::build::{index_u32, remap_functions, remap_locations};
+use super::scan::{go_parse_uint, group, is_go_space, regex, Lines, Scan};
 use crate::model::{Mapping, Profile};
 
 /// Go's `\s`, spelled out (Rust's `\s` is wider).
@@ -395,7 +396,7 @@ pub(super) fn attach(p: &mut Profile) {
     let mut containing = MinTree::new(segments);
     let mut below = ListTree::new(segments);
     for (i, m) in maps.iter().enumerate() {
-        let i = super::index_u32(i);
+        let i = index_u32(i);
         if m.start < m.limit {
             containing.update(at(m.start), at(m.limit), i);
         }
@@ -441,7 +442,7 @@ pub(super) fn attach(p: &mut Profile) {
                 limit: u64::MAX,
                 ..Mapping::default()
             });
-            super::index_u32(maps.len() - 1)
+            index_u32(maps.len() - 1)
         });
         l.mapping = Some(index);
     }
@@ -554,4 +555,15 @@ impl ListTree {
         }
         best
     }
+}
+
+/// pprof's ParseMemoryMapFromScanner: reads the mappings from the rest of `lines`, then
+/// renumbers locations and functions by first use and attaches locations to mappings.
+pub(super) fn finish_with_maps(p: &mut Profile, lines: &mut Lines) {
+    let mut mappings = parse(lines);
+    massage(&mut mappings);
+    p.mappings = mappings;
+    remap_locations(p);
+    remap_functions(p);
+    attach(p);
 }

@@ -708,20 +708,23 @@ fn crlf_lines_and_go_number_syntax() {
         .unwrap()
         .unwrap();
     assert_eq!(p.values(&p.samples[0]), [8]);
-    assert_eq!(super::go_parse_int("1_000", 0), Some(1000));
-    assert_eq!(super::go_parse_int("1__0", 0), None);
-    assert_eq!(super::go_parse_int("0x_1f", 0), Some(31));
-    assert_eq!(super::go_parse_int("09", 0), None);
+    assert_eq!(super::scan::go_parse_int("1_000", 0), Some(1000));
+    assert_eq!(super::scan::go_parse_int("1__0", 0), None);
+    assert_eq!(super::scan::go_parse_int("0x_1f", 0), Some(31));
+    assert_eq!(super::scan::go_parse_int("09", 0), None);
     assert_eq!(
-        super::go_parse_int("-9223372036854775808", 10),
+        super::scan::go_parse_int("-9223372036854775808", 10),
         Some(i64::MIN)
     );
-    assert_eq!(super::go_parse_int("9223372036854775808", 10), None);
-    assert_eq!(super::go_parse_uint("ffffffffffffffff", 16), Some(u64::MAX));
-    assert_eq!(super::go_parse_uint("10000000000000000", 16), None);
-    assert_eq!(super::go_f64_to_i64(f64::NAN), i64::MIN);
-    assert_eq!(super::go_f64_to_i64(1e19), i64::MIN);
-    assert_eq!(super::go_f64_to_i64(-2.9), -2);
+    assert_eq!(super::scan::go_parse_int("9223372036854775808", 10), None);
+    assert_eq!(
+        super::scan::go_parse_uint("ffffffffffffffff", 16),
+        Some(u64::MAX)
+    );
+    assert_eq!(super::scan::go_parse_uint("10000000000000000", 16), None);
+    assert_eq!(super::scan::go_f64_to_i64(f64::NAN), i64::MIN);
+    assert_eq!(super::scan::go_f64_to_i64(1e19), i64::MIN);
+    assert_eq!(super::scan::go_f64_to_i64(-2.9), -2);
 }
 
 /// Every prefix of a test profile parses or fails cleanly (no panic: debug builds check

@@ -10,10 +10,11 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
-use super::{
-    cleanup_duplicate_locations, excerpt, finish_with_maps, go_f64_to_i64, go_parse_int,
-    go_parse_uint, group, is_address_list_byte, is_memory_map_sentinel, is_space_or_comment,
-    parse_hex_addresses, regex, scale_heap_sample, Builder, Lines, Outcome, Scan,
+use super::build::{cleanup_duplicate_locations, scale_heap_sample, Builder, Outcome};
+use super::maps::finish_with_maps;
+use super::scan::{
+    excerpt, go_f64_to_i64, go_parse_int, go_parse_uint, group, is_address_list_byte,
+    is_memory_map_sentinel, is_space_or_comment, parse_hex_addresses, regex, Lines, Scan,
 };
 use crate::error::ErrorKind;
 use crate::model::{Format, Label, Profile, ValueType};
