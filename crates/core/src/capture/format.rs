@@ -124,84 +124,12 @@
 //! A reader refuses a version it does not know. One fixture per version is kept in
 //! `crates/timeline/tests/data/` and read by the tests forever.
 
-/// The first 8 bytes of every capture.
-pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
-/// The format version this module writes.
-pub const VERSION: u16 = 3;
-/// Bytes in the file header.
-pub const HEADER_LEN: usize = 12;
-/// Bytes in a chunk header.
-pub const CHUNK_HEADER_LEN: usize = 16;
-/// The largest stored or raw chunk payload: readers refuse larger lengths before allocating.
-pub const MAX_CHUNK: usize = 16 << 20;
-/// The longest string.
-pub const MAX_STRING: usize = 65_535;
-/// The deepest open-scope list at the start of an events chunk.
-pub const MAX_OPEN: usize = 4096;
-
-/// Chunk kinds.
-pub mod chunk {
-    /// The process chunk.
-    pub const PROCESS: u8 = 1;
-    /// A metadata chunk.
-    pub const META: u8 = 2;
-    /// An events chunk.
-    pub const EVENTS: u8 = 3;
-    /// The end chunk.
-    pub const END: u8 = 4;
-    /// Flag: the payload is LZ4-compressed.
-    pub const FLAG_LZ4: u8 = 1;
-}
-
-/// Metadata entry tags.
-pub mod meta {
-    /// A scope call site (or group).
-    pub const SCOPE: u8 = 1;
-    /// A frame or counter marker.
-    pub const MARKER: u8 = 2;
-    /// A thread.
-    pub const THREAD: u8 = 3;
-    /// A later clock calibration.
-    pub const CLOCK: u8 = 4;
-    /// Chunks the sink could not take.
-    pub const SINK_LOSS: u8 = 5;
-    /// Scopes a thread dropped whole (version 2).
-    pub const DROPPED_SCOPES: u8 = 6;
-    /// Scopes open when the capture started (version 2).
-    pub const IN_FLIGHT: u8 = 7;
-    /// A CPU sampler's stack: its frames' function names (version 2).
-    pub const STACK: u8 = 8;
-}
-
-/// Event kinds, the low 3 bits of a tag.
-pub mod event {
-    /// Scope begin.
-    pub const BEGIN: u8 = 0;
-    /// Scope end.
-    pub const END: u8 = 1;
-    /// Frame mark.
-    pub const FRAME: u8 = 2;
-    /// Counter value (f64 payload).
-    pub const COUNTER: u8 = 3;
-    /// Message (string payload).
-    pub const MESSAGE: u8 = 4;
-    /// Events dropped just before this point (varint payload).
-    pub const LOST: u8 = 5;
-    /// A CPU sample of a thread (version 2): varint tid and varint stack id payload.
-    pub const SAMPLE: u8 = 6;
-    /// A future's or span's life begins or ends (version 3): varint async id, u8 what.
-    pub const ASYNC: u8 = 7;
-}
-
-/// An async event's `what`.
-pub mod what {
-    /// Begins: a future's first poll, a span's creation.
-    pub const BEGIN: u8 = 0;
-    /// Ends: a future ready, a span closed.
-    pub const END: u8 = 1;
-    /// Ends cancelled: a future dropped before it was ready.
-    pub const CANCELLED: u8 = 2;
-}
+// The format's numbers are defined once in `tickscope-fmt`, which the reader
+// (`tickscope-timeline`) shares.
+pub use tickscope_fmt::tscap::{
+    chunk, event, meta, what, CHUNK_HEADER_LEN, HEADER_LEN, MAGIC, MAX_CHUNK, MAX_OPEN, MAX_STRING,
+    VERSION,
+};
 
 /// Appends `v` as a varint.
 #[inline]
