@@ -105,6 +105,33 @@ fn the_sample_gives_exact_calls_total_and_self() {
     assert_eq!(r.clock_source, "tsc");
 }
 
+/// The threads' loss events are counted as dropped when no end record says so (a capture cut
+/// short), and when the end record says less: found missing before, when the losses were
+/// summed after the thread rows had let each thread's state go.
+#[test]
+fn loss_events_count_as_dropped_without_an_end_record_or_above_it() {
+    use crate::support::{sample_end, sample_main, sample_worker};
+    let build = |end: Option<u64>| {
+        let mut c = Capture::new();
+        c.meta(&sample_meta());
+        c.events(1, &[], &sample_main());
+        c.events(2, &[], &sample_worker());
+        if let Some(dropped) = end {
+            c.end(&crate::support::writer::EndRec {
+                dropped,
+                ..sample_end()
+            });
+        }
+        summarise(&c.bytes, false)
+    };
+    // sample_main holds one loss event of 7.
+    let cut = build(None);
+    assert!(!cut.complete);
+    assert_eq!(cut.losses.dropped, 7, "{:?}", cut.losses);
+    assert_eq!(build(Some(3)).losses.dropped, 7);
+    assert_eq!(build(Some(9)).losses.dropped, 9);
+}
+
 #[test]
 fn frames_counters_messages_and_threads_are_summarised() {
     let r = summarise(&sample(true).bytes, false);

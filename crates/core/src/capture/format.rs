@@ -1,4 +1,4 @@
-//! The `.tscap` format, version 2: what the collector writes to a file, a TCP connection or a
+//! The `.tscap` format, version 3 (`VERSION`; what each version added is marked below): what the collector writes to a file, a TCP connection or a
 //! flight-recorder dump. The bytes are the same on every sink. `tickscope-timeline` reads them.
 //!
 //! # Layout

@@ -85,9 +85,11 @@ impl Collector {
         };
         let (wall_ns, range) = self.wall(&c, process, end);
         let scopes = self.scope_rows(&c, wall_ns);
+        // Before the thread rows, which let each thread's state go as its row is made.
+        let lost_events = self.lost();
         let threads = self.thread_rows(&c, end);
         let (frames, counters) = self.marker_rows(&c);
-        let losses = self.losses(meta, end, &threads);
+        let losses = self.losses(meta, end, &threads, lost_events);
         Summary {
             file: name.to_owned(),
             program: process.program.clone(),
@@ -335,10 +337,15 @@ impl Collector {
         (frames, counters)
     }
 
-    /// Every loss, from the collector's counts, the metadata's, the end record's and the
-    /// threads' rows.
-    fn losses(&self, meta: &Meta, end: Option<&End>, threads: &[ThreadRow]) -> Losses {
-        let lost_events = self.lost();
+    /// Every loss, from the collector's counts (`lost_events`: the threads' loss events), the
+    /// metadata's, the end record's and the threads' rows.
+    fn losses(
+        &self,
+        meta: &Meta,
+        end: Option<&End>,
+        threads: &[ThreadRow],
+        lost_events: u64,
+    ) -> Losses {
         let (sink_events, sink_chunks) = meta.sink_loss();
         Losses {
             dropped: end.map_or(lost_events, |e| e.dropped.max(lost_events)),
