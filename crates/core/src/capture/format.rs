@@ -1,5 +1,6 @@
-//! The `.tscap` format, version 3 (`VERSION`; what each version added is marked below): what the collector writes to a file, a TCP connection or a
-//! flight-recorder dump. The bytes are the same on every sink. `tickscope-timeline` reads them.
+//! The `.tscap` format, version 3 (`VERSION`; what each version added is marked below): what
+//! the collector writes to a file, a TCP connection or a flight-recorder dump. The bytes are
+//! the same on every sink. `tickscope-timeline` reads them.
 //!
 //! # Layout
 //! A capture is a 12-byte file header followed by chunks, up to the end of the file (or of the
