@@ -140,8 +140,26 @@ try {
     out.dom_text = await page.evaluate(() => document.body.innerText);
     out.whole = await state();
 
-    // Zoom in with W, then pan with D, as in Perfetto and Tracy.
-    await page.click('#tl-canvas', { position: { x: 700, y: 10 } });
+    // Zoom in with W, then pan with D, as in Perfetto and Tracy: around the middle of the
+    // widest slice of the whole view (a busy machine can stretch a capture well past the
+    // demo's work, and the canvas's middle may then hold nothing to click).
+    const anchor = await page.evaluate(() => {
+      const { TL } = window.tickscope;
+      let best = null;
+      for (const tr of TL.layout) {
+        if (tr.kind !== 'thread') continue;
+        const ta = TL.answer.byIndex.get(tr.t.index);
+        if (!ta) continue;
+        for (const row of ta.rows) {
+          for (const s of row.slices) {
+            const x0 = Math.max(TL.x(s.b), 181), x1 = Math.min(TL.x(s.e), 1390);
+            if (x1 > x0 && (!best || x1 - x0 > best.w)) best = { w: x1 - x0, x: (x0 + x1) / 2 };
+          }
+        }
+      }
+      return best ? Math.round(best.x) : 700;
+    });
+    await page.click('#tl-canvas', { position: { x: anchor, y: 10 } });
     // Deep enough that the server decodes the window's chunks again (narrower than a bin per
     // pixel): how many presses that takes depends on the capture's length and bin width.
     for (let i = 0; i < 20; i++) await page.keyboard.press('w');
