@@ -119,7 +119,7 @@ pub fn source() -> ClockSource {
 #[cold]
 #[inline(never)]
 fn choose_source_and_read() -> Ticks {
-    let src = match crate::sys::env::env_var("TICKSCOPE_CLOCK").as_deref() {
+    let src = match crate::sys::env::env_var(crate::config::var::CLOCK).as_deref() {
         None | Some("") | Some("auto") => auto_source(),
         Some("monotonic") => SRC_MONOTONIC,
         Some(s @ ("tsc" | "counter" | "cntvct")) => {
@@ -127,13 +127,18 @@ fn choose_source_and_read() -> Ticks {
                 SRC_COUNTER
             } else {
                 crate::sys::stderr::warn(&format!(
-                    "TICKSCOPE_CLOCK={s}: the CPU counter is not usable here; using monotonic"
+                    "{}={s}: the CPU counter is not usable here; using monotonic",
+                    crate::config::var::CLOCK
                 ));
                 SRC_MONOTONIC
             }
         }
         Some(other) => {
-            crate::sys::stderr::warn_malformed("TICKSCOPE_CLOCK", other, "auto, tsc or monotonic");
+            crate::sys::stderr::warn_malformed(
+                crate::config::var::CLOCK,
+                other,
+                "auto, tsc or monotonic",
+            );
             auto_source()
         }
     };

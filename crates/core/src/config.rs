@@ -29,6 +29,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::sys::env::env_var;
 use crate::sys::stderr::warn_malformed;
+
+/// The names of the settings in the table above, as the library reads them.
+pub(crate) mod var {
+    pub const INTERVAL: &str = "TICKSCOPE_INTERVAL";
+    pub const SUMMARY: &str = "TICKSCOPE_SUMMARY";
+    pub const PER_THREAD: &str = "TICKSCOPE_PER_THREAD";
+    pub const ENABLED: &str = "TICKSCOPE_ENABLED";
+    pub const CLOCK: &str = "TICKSCOPE_CLOCK";
+    pub const CAPTURE: &str = "TICKSCOPE_CAPTURE";
+    pub const CAPTURE_FULL: &str = "TICKSCOPE_CAPTURE_FULL";
+    pub const CAPTURE_MEMORY: &str = "TICKSCOPE_CAPTURE_MEMORY";
+}
 use std::time::Duration;
 
 /// Where report text goes.
@@ -143,18 +155,18 @@ impl Env {
         Env {
             interval: value(
                 &get,
-                "TICKSCOPE_INTERVAL",
+                var::INTERVAL,
                 parse_interval,
                 "a duration such as 1s, 500ms, 1.5s or 2m, or off",
             ),
             summary: value(
                 &get,
-                "TICKSCOPE_SUMMARY",
+                var::SUMMARY,
                 parse_summary,
                 "off, text or json, optionally :PATH",
             ),
-            per_thread: value(&get, "TICKSCOPE_PER_THREAD", parse_bool, "0 or 1"),
-            enabled: value(&get, "TICKSCOPE_ENABLED", parse_bool, "0 or 1"),
+            per_thread: value(&get, var::PER_THREAD, parse_bool, "0 or 1"),
+            enabled: value(&get, var::ENABLED, parse_bool, "0 or 1"),
         }
     }
 

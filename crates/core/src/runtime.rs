@@ -57,13 +57,13 @@ fn start_capture_from_env() {
     let get = crate::sys::env::env_var;
     let sink = config::value(
         &get,
-        "TICKSCOPE_CAPTURE",
+        config::var::CAPTURE,
         crate::capture::Sink::parse,
         "a file path, tcp://HOST:PORT or flight:DURATION[:PATH]",
     );
     let full = config::value(
         &get,
-        "TICKSCOPE_CAPTURE_FULL",
+        config::var::CAPTURE_FULL,
         |v| match v {
             "drop" => Some(crate::capture::Full::Drop),
             "block" => Some(crate::capture::Full::Block),
@@ -73,7 +73,7 @@ fn start_capture_from_env() {
     );
     let memory = config::value(
         &get,
-        "TICKSCOPE_CAPTURE_MEMORY",
+        config::var::CAPTURE_MEMORY,
         config::parse_size,
         "a size: bytes, or with a K, M or G suffix (powers of 1024)",
     );

@@ -421,7 +421,8 @@ pub(crate) fn settings_from_env(
             Ok(hz) if (1..=100_000).contains(&hz) => hz,
             _ => {
                 warn(format!(
-                    "TICKSCOPE_CPUPROFILE_FREQUENCY={v:?} is not a rate from 1 to 100000 Hz; using 100"
+                    "{}={v:?} is not a rate from 1 to 100000 Hz; using 100",
+                    tickscope_fmt::protocol::env::FREQUENCY
                 ));
                 100
             }
@@ -440,7 +441,8 @@ pub(crate) fn settings_from_env(
             Some(s) => Some(s),
             None => {
                 warn(format!(
-                    "TICKSCOPE_CPUPROFILE_SIGNAL={v:?} is not PROF, RTMIN+N or a signal number; using RTMIN+{}",
+                    "{}={v:?} is not PROF, RTMIN+N or a signal number; using RTMIN+{}",
+                    tickscope_fmt::protocol::env::SIGNAL,
                     DEFAULT_RT_OFFSET
                 ));
                 Some(default_signal())

@@ -618,7 +618,11 @@ pub(crate) fn start_from_env(sink: Sink, full: Option<Full>, memory: Option<u64>
         b = b.memory(m);
     }
     if let Err(e) = b.start_inner() {
-        crate::sys::stderr::warn(&format!("TICKSCOPE_CAPTURE={}: {e}", sink.describe()));
+        crate::sys::stderr::warn(&format!(
+            "{}={}: {e}",
+            crate::config::var::CAPTURE,
+            sink.describe()
+        ));
     }
 }
 

@@ -87,7 +87,7 @@ fn find_lib() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(protocol::env::LIB) {
         let p = PathBuf::from(p);
         if !p.is_file() {
-            bail!("TICKSCOPE_LIB={}: no such file", p.display());
+            bail!("{}={}: no such file", protocol::env::LIB, p.display());
         }
         return Ok(p);
     }

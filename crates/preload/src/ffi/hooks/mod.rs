@@ -115,7 +115,8 @@ pub(super) fn start_with(mut settings: Settings) -> bool {
     }
     if let Err(f) = started {
         tickscope_sys::stderr::say(&format!(
-            "tickscope: TICKSCOPE_CPUPROFILE={}: not profiling: {}",
+            "tickscope: {}={}: not profiling: {}",
+            tickscope_fmt::protocol::env::PROFILE,
             settings.path.display(),
             f.message
         ));
