@@ -77,28 +77,8 @@ pub(super) fn print_messages(path: &Path) -> Said {
         // Its parent reaped it: the CPU time the kernel gave for it, its end included
         // (its own line came before).
         if let Some(rest) = line.strip_prefix(protocol::marks::REAPED) {
-            match protocol::Reaped::parse(rest)
-                .and_then(|r| Some((awaiting.remove(&r.pid)?, r.cpu_ns)))
-            {
-                // Ended unprofiled: held as reaped, less what its children used, where
-                // larger than its own line's figure.
-                Some((
-                    Awaiting::Unprofiled {
-                        fork,
-                        index,
-                        children,
-                    },
-                    reaped,
-                )) => {
-                    let list = if fork { &mut forks } else { &mut unsampled };
-                    list[index].2 = list[index].2.max(reaped.saturating_sub(children));
-                }
-                // Wrote a profile: what its end took after its line.
-                Some((Awaiting::Written { cpu, children }, reaped)) => {
-                    ends = ends.saturating_add(reaped.saturating_sub(children + cpu));
-                }
-                None => {}
-            }
+            let lists = (&mut forks, &mut unsampled);
+            ends = ends.saturating_add(reaped(rest, &mut awaiting, lists));
             continue;
         }
         let shape: String = line
@@ -127,6 +107,37 @@ pub(super) fn print_messages(path: &Path) -> Said {
             .collect(),
         unsampled,
         write_failed,
+    }
+}
+
+/// A process that ended unprofiled: its pid, name and CPU time (ns).
+type Unprofiled = (u32, String, u64);
+
+/// A line saying a parent reaped a process (`rest`, after its mark): one that ended
+/// unprofiled is held in its list (`lists`: the fork children, the unsampled programs) as
+/// reaped, less what its children used, where larger than its own line's figure; returns, for
+/// one that wrote a profile, what its end took after its line.
+fn reaped(
+    rest: &str,
+    awaiting: &mut HashMap<u32, Awaiting>,
+    lists: (&mut Vec<Unprofiled>, &mut Vec<Unprofiled>),
+) -> u64 {
+    let Some((a, reaped)) =
+        protocol::Reaped::parse(rest).and_then(|r| Some((awaiting.remove(&r.pid)?, r.cpu_ns)))
+    else {
+        return 0;
+    };
+    match a {
+        Awaiting::Unprofiled {
+            fork,
+            index,
+            children,
+        } => {
+            let list = if fork { lists.0 } else { lists.1 };
+            list[index].2 = list[index].2.max(reaped.saturating_sub(children));
+            0
+        }
+        Awaiting::Written { cpu, children } => reaped.saturating_sub(children + cpu),
     }
 }
 

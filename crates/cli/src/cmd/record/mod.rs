@@ -219,14 +219,7 @@ pub fn run(args: Args) -> Result<u8> {
     for (pid, e) in damaged {
         say!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
     }
-    // Named as the user named the output (not by the absolute path the run used).
-    let others: Vec<PathBuf> = others
-        .iter()
-        .map(|p| {
-            args.output
-                .with_file_name(p.file_name().unwrap_or_default())
-        })
-        .collect();
+    let others = named_as_user(&args.output, &others);
     if let (true, Some(profile)) = (args.top > 0, merged) {
         say_top(profile, &args, several.then_some(processes))?;
     }
@@ -240,13 +233,7 @@ pub fn run(args: Args) -> Result<u8> {
         say!("tickscope: {}", forks_line(&forks));
     }
     if let (false, Some(tree), Some(held)) = (args.wall, tree_cpu, held_cpu) {
-        // The end of the program this command ran (it reaps it: the tree's CPU time is that
-        // program's, its children's included) after the line that said its profile written.
-        let ends = ends.saturating_add(
-            unreaped_written
-                .get(&run)
-                .map_or(0, |&(cpu, children)| tree.saturating_sub(cpu + children)),
-        );
+        let ends = ends.saturating_add(run_end_after_written(tree, unreaped_written.get(&run)));
         say!("{}", cpu_line(held, tree, ends, exit_cpu, &forks));
     }
     if args.merge && several {
@@ -260,6 +247,22 @@ pub fn run(args: Args) -> Result<u8> {
         say_children(&others, &args.output);
     }
     Ok(code)
+}
+
+/// `paths` named as the user named the output (beside it, not by the absolute path the run
+/// used).
+fn named_as_user(output: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .map(|p| output.with_file_name(p.file_name().unwrap_or_default()))
+        .collect()
+}
+
+/// The CPU time the program this command ran used after the line that said its profile
+/// written (`written`: that line's CPU time and its children's), up to its end (record reaps
+/// it: the tree's CPU time `tree` is that program's, its children's included).
+fn run_end_after_written(tree: u64, written: Option<&(u64, u64)>) -> u64 {
+    written.map_or(0, |&(cpu, children)| tree.saturating_sub(cpu + children))
 }
 
 /// Before the program starts: the file it runs, the output checked (never one of the files the
