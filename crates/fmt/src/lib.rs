@@ -14,7 +14,6 @@
 
 pub mod hist;
 pub mod protocol;
-pub mod symbols;
 pub mod tscap;
 pub mod units;
 

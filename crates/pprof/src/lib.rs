@@ -11,10 +11,15 @@
 //!   profile in stored blocks, without setting deflate up (decision 25: the cost at a
 //!   program's exit).
 //! - [`fields`]: profile.proto's field numbers, which `tickscope-profile`'s reader uses too.
+//! - [`elf`]: what both symbolisers read from ELF files to name a profile's addresses: build
+//!   ids, load segments, the separate debug file, and the function symbols that cover the
+//!   addresses wanted, read a piece at a time.
 //!
 //! The sampler (`tickscope-sampler`) builds this model from its samples; the profile crate
-//! (`tickscope-profile`) from the pooled model it reads and computes views in. Reading is the
-//! profile crate's: this crate only writes.
+//! (`tickscope-profile`) from the pooled model it reads and computes views in. Reading
+//! profiles is the profile crate's: this crate only writes them. Both name addresses through
+//! [`elf`]: the sampler adds DWARF (addr2line) to it, the profile crate walks a loaded
+//! profile's locations with it.
 //!
 //! ```
 //! use tickscope_pprof::{Function, Line, Location, Profile, Sample, ValueType};
@@ -39,6 +44,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod elf;
 #[allow(missing_docs)] // each constant is named as its profile.proto field
 pub mod fields;
 mod write;

@@ -240,6 +240,13 @@ fn gzip_stored(data: &[u8]) -> Vec<u8> {
 /// ten `cpuid` instructions at 3.5 µs each in a virtual machine, at the exit of every
 /// profiled process; a profile stored this way is at most 32 KiB, a few µs here.
 fn crc32(data: &[u8]) -> u32 {
+    crc32_update(0, data)
+}
+
+/// [`crc32`] of the bytes whose CRC is `crc`, then `data`: a file's, a piece at a time
+/// (`elf`'s debug-file check, which needs no more speed than a table a byte at a time gives
+/// it: it reads the rare debug file of a binary without a build id).
+pub(crate) fn crc32_update(crc: u32, data: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut t = [0u32; 256];
         let mut i = 0;
@@ -259,7 +266,7 @@ fn crc32(data: &[u8]) -> u32 {
         }
         t
     };
-    !data.iter().fold(!0u32, |c, &b| {
+    !data.iter().fold(!crc, |c, &b| {
         TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
     })
 }

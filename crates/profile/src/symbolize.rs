@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 
 use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
-use tickscope_fmt::symbols::{alias_rank, AliasRank};
+use tickscope_pprof::elf::{alias_rank, AliasRank};
 
 use crate::model::{Line, Mapping, Profile};
 use crate::store::StrId;
@@ -154,7 +154,7 @@ struct Binary {
 }
 
 /// A function symbol of an ELF file: address, size, name, and its rank among the aliases
-/// of its address (`tickscope_fmt::symbols::alias_rank`).
+/// of its address (`tickscope_pprof::elf::alias_rank`).
 type FunctionSymbol = (u64, u64, String, AliasRank);
 
 /// The function symbols of an ELF file, static and dynamic.

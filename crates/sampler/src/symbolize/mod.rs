@@ -16,7 +16,11 @@
 //! file's DWARF and symbol tables speak.
 //!
 //! The build id, the load segments and whether DWARF line info exists are read from the ELF
-//! headers with `object` (the copy addr2line builds), a few KiB per file, without mapping it.
+//! headers, a few KiB per file, without mapping it, and the symbol tables for only the
+//! addresses looked up, by `tickscope_pprof::elf`, which the CLI's symboliser reads them with
+//! too: the separate debug file is found, and aliases named, alike in both. What is the
+//! sampler's alone stays here: DWARF through addr2line, this process's maps, its own mapping
+//! from `AT_PHDR` and the unwind tables (`elf`).
 
 use std::collections::HashMap;
 use std::io;
@@ -28,8 +32,14 @@ mod elf;
 pub(crate) use elf::{read_unwind_sections, read_unwind_sections_in, UnwindSections};
 
 #[cfg(test)]
-use elf::read_symbols;
-use elf::{read_elf_file, read_symbols_covering, ElfInfo, SymbolTable};
+use tickscope_pprof::elf::read_symbols;
+use tickscope_pprof::elf::{self as shared, read_symbols_covering, ElfInfo, SymbolTable};
+
+/// The headers of the ELF file at `path`; `None` if it cannot be read or is not ELF (then
+/// its addresses are not named, and its module has no build id).
+fn read_elf_file(path: &str) -> Option<ElfInfo> {
+    shared::read_elf_file(path).ok()
+}
 
 /// One line of `/proc/<pid>/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -196,7 +206,7 @@ pub(crate) struct Frame {
 }
 
 /// Where distributions install separate debug files (`libc6-dbg`, `*-dbgsym`).
-const DEBUG_ROOT: &str = "/usr/lib/debug";
+const DEBUG_ROOT: &str = shared::DEBUG_ROOT;
 
 /// Maps addresses of this process to modules and source frames.
 ///
@@ -216,7 +226,7 @@ pub struct Symbolizer {
 struct ObjectFile {
     path: String,
     /// Where its DWARF and symbols are read: the file itself, or its separate debug file
-    /// when it has no debug info of its own ([`elf::debug_file`]); looked for on the first
+    /// when it has no debug info of its own ([`shared::debug_file`]); looked for on the first
     /// lookup (a short program's exit reads only the files its samples are in).
     debug_path: Option<String>,
     /// Its ELF headers and notes, read at the first need: a short program's exit reads the
@@ -264,7 +274,7 @@ impl ObjectFile {
             if info.has_debug_info {
                 path.clone()
             } else {
-                elf::debug_file(path, info, DEBUG_ROOT).unwrap_or_else(|| path.clone())
+                shared::debug_file(path, info, DEBUG_ROOT).unwrap_or_else(|| path.clone())
             }
         })
     }
@@ -339,8 +349,9 @@ impl ObjectFile {
         self.symbols_partial |= wanted.is_some();
         self.symbols.get_or_insert_with(|| {
             read_symbols_covering(path, wanted)
-                .filter(|t| t.has_symbols)
-                .or_else(|| read_symbols_covering(fallback, wanted))
+                .ok()
+                .filter(SymbolTable::has_symbols)
+                .or_else(|| read_symbols_covering(fallback, wanted).ok())
                 .unwrap_or_default()
         })
     }
@@ -790,11 +801,11 @@ this is not a mapping
                 .expect("the whole table read");
             assert!(told.files[file].symbols_partial);
             assert!(
-                partial.symbols.len() <= addrs.len() * 2
-                    && partial.symbols.len() < all.symbols.len(),
+                partial.symbols().len() <= addrs.len() * 2
+                    && partial.symbols().len() < all.symbols().len(),
                 "{} kept of {}",
-                partial.symbols.len(),
-                all.symbols.len()
+                partial.symbols().len(),
+                all.symbols().len()
             );
         }
         let frames = told.lookup(getpid);
@@ -843,8 +854,8 @@ this is not a mapping
         } else {
             assert_eq!(frames.len(), 1, "{frames:#?}");
             assert_eq!(frames[0].line, 0);
-            // Of a function's aliases, the name perf gives (`tickscope_fmt::symbols`), not
-            // `__pthread_mutex_lock@GLIBC_2.2.5` or `___pthread_mutex_lock`: the debug
+            // Of a function's aliases, the name perf gives (`tickscope_pprof`'s `alias_rank`),
+            // not `__pthread_mutex_lock@GLIBC_2.2.5` or `___pthread_mutex_lock`: the debug
             // file's symbol table keeps the version in the name, `.dynsym` does not.
             let lock = libc::pthread_mutex_lock as *const () as usize as u64;
             let named = symbolizer.lookup(lock);
@@ -867,11 +878,12 @@ this is not a mapping
         let debug_path = symbolizer.files[file].debug_path().to_string();
         let (module, info) = (&symbolizer.modules[index], symbolizer.files[file].info());
         let table = read_symbols(&debug_path)
-            .filter(|t| !t.symbols.is_empty())
-            .or_else(|| read_symbols(&module.path))
+            .ok()
+            .filter(|t| !t.symbols().is_empty())
+            .or_else(|| read_symbols(&module.path).ok())
             .expect("libc unreadable");
         let covered = |svma: u64| {
-            let symbols = &table.symbols;
+            let symbols = table.symbols();
             symbols.iter().any(|s| svma.wrapping_sub(s.start) < s.size)
         };
         // The runtime address of `svma` when it is in this executable mapping.
@@ -885,7 +897,7 @@ this is not a mapping
         };
         // The first byte after a function, where no symbol is: the old nearest-preceding
         // lookup named it after that function.
-        let gap = (table.symbols.iter())
+        let gap = (table.symbols().iter())
             .map(|symbol| symbol.start + symbol.size)
             .filter(|&end| !covered(end))
             .find_map(|end| Some((end, runtime(end)?)));

@@ -1,5 +1,6 @@
-//! Which of several symbols at one address names it. The in-process symboliser (crate
-//! `tickscope`) and the CLI's (crate `tickscope-profile`) choose alike, and as `perf` does
+//! Which of several symbols at one address names it. The sampler's symboliser (crate
+//! `tickscope-sampler`) and the CLI's (crate `tickscope-profile`) choose alike, through
+//! [`read_symbols_covering`](super::read_symbols_covering), and as `perf` does
 //! (`choose_best_symbol` in its `util/symbol.c`), so that a function has the same name in
 //! tickscope's reports and in perf's: glibc's mutex lock is `pthread_mutex_lock@@GLIBC_2.2.5`
 //! in both, not `__pthread_mutex_lock@GLIBC_2.2.5` in one of them.
