@@ -3,7 +3,7 @@
 //! addresses otherwise".
 //!
 //! For each mapping whose file can be read and is an ELF object, every location in it that
-//! has no lines yet gets the function whose symbol (static `.symtab` or dynamic `.dynsym`)
+//! has no lines yet gets the function whose symbol (static `.symtab`, else dynamic `.dynsym`)
 //! covers the address. A runtime address becomes an ELF virtual address through the
 //! mapping's start and file offset and the file's `PT_LOAD` segments, which works for
 //! position-independent executables and shared objects wherever they were loaded; a
@@ -13,15 +13,21 @@
 //! (Debian's `-dbgsym` packages, `objcopy --only-keep-debug`), found as gdb, perf and
 //! `go tool pprof` find it: by build id under `/usr/lib/debug/.build-id/`, or by the
 //! `.gnu_debuglink` name beside the binary, in its `.debug/` directory, or under
-//! `/usr/lib/debug` at the binary's directory.
+//! `/usr/lib/debug` at the binary's directory (a linked file of another build is refused: by
+//! its build id, or by the link's CRC where there is none).
+//!
+//! The ELF reading is `tickscope_pprof::elf`'s, the sampler's too: the same debug files
+//! found, the same symbols named (a symbol names the addresses from its start to its end, so
+//! one without a size names none; nested symbols, the innermost), aliases named as perf names
+//! them; and the same costs: headers, and the symbol and string tables a piece at a time for
+//! only the addresses wanted, never a whole binary.
 //!
 //! Only function names: no file names, line numbers or inline frames (those need DWARF), and
 //! names are not demangled.
 
 use std::collections::HashMap;
 
-use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
-use tickscope_pprof::elf::{alias_rank, AliasRank};
+use tickscope_pprof::elf::{self, ElfInfo, SymbolTable};
 
 use crate::model::{Line, Mapping, Profile};
 use crate::store::StrId;
@@ -30,21 +36,19 @@ use crate::store::StrId;
 /// those mappings `has_functions`. Returns one warning per binary that is needed but cannot
 /// be read or is not ELF.
 pub fn symbolize(p: &mut Profile) -> Vec<String> {
-    symbolize_with_debug_root(p, DEBUG_ROOT)
+    symbolize_with_debug_root(p, elf::DEBUG_ROOT)
 }
 
-/// Where separate debug files are installed.
-const DEBUG_ROOT: &str = "/usr/lib/debug";
-
-/// [`symbolize`], looking for separate debug files under `root` instead of [`DEBUG_ROOT`].
+/// [`symbolize`], looking for separate debug files under `root` instead of
+/// [`elf::DEBUG_ROOT`].
 fn symbolize_with_debug_root(p: &mut Profile, root: &str) -> Vec<String> {
     let mut warnings = Vec::new();
-    // The mappings with locations still to name.
-    let mut wanted = vec![false; p.mappings.len()];
-    for l in &p.locations {
+    // The locations still to name, by mapping.
+    let mut unnamed = vec![Vec::new(); p.mappings.len()];
+    for (li, l) in p.locations.iter().enumerate() {
         if l.lines.is_empty() && l.address != 0 {
-            if let Some(w) = l.mapping.and_then(|m| wanted.get_mut(m as usize)) {
-                *w = true;
+            if let Some(u) = l.mapping.and_then(|m| unnamed.get_mut(m as usize)) {
+                u.push(li);
             }
         }
     }
@@ -57,70 +61,35 @@ fn symbolize_with_debug_root(p: &mut Profile, root: &str) -> Vec<String> {
                 .or_insert(i as u32);
         }
     }
-    for (index, wanted) in wanted.into_iter().enumerate() {
-        let Some(mapping) = p.mappings.get(index).filter(|_| wanted) else {
-            continue;
-        };
+    for (index, locations) in unnamed.into_iter().enumerate() {
+        let mapping = &p.mappings[index];
         // Catch-all mappings and the kernel's pseudo-files ([vdso], [stack]) name nothing.
-        if mapping.file.is_empty() || mapping.file.starts_with('[') {
+        if locations.is_empty() || mapping.file.is_empty() || mapping.file.starts_with('[') {
             continue;
         }
-        let mapping = mapping.clone();
-        let data = match std::fs::read(&mapping.file) {
-            Ok(d) => d,
-            Err(e) => {
-                warnings.push(format!("cannot read binary {}: {e}", mapping.file));
-                continue;
-            }
+        let addresses: Vec<u64> = locations
+            .iter()
+            .map(|&li| p.locations[li].address)
+            .collect();
+        let Some(names) = names_in(mapping, &addresses, root, &mut warnings) else {
+            continue;
         };
-        let mut binary = match Binary::parse(&data) {
-            Ok(b) => b,
-            Err(e) => {
-                warnings.push(format!(
-                    "cannot read binary {}: not an ELF file we can read ({e})",
-                    mapping.file
-                ));
-                continue;
-            }
-        };
-        // A stripped binary's local functions are in its debug file, if one is installed.
-        let debug = match binary.has_symtab {
-            true => None,
-            false => binary.debug_file(&mapping.file, root),
-        };
-        if let Some((debug, cache)) = debug {
-            if let Err(e) = binary.add_symbols_of(&cache) {
-                warnings.push(format!(
-                    "cannot read the debug file {debug} of {}: {e}",
-                    mapping.file
-                ));
-            }
-        }
-        for li in 0..p.locations.len() {
-            let l = p.locations[li];
-            if l.mapping != Some(index as u32) || !l.lines.is_empty() || l.address == 0 {
-                continue;
-            }
-            let Some(name) = binary
-                .virtual_address(l.address, &mapping)
-                .and_then(|a| binary.function_at(a))
-            else {
+        for (li, name) in locations.into_iter().zip(names) {
+            let Some(name) = name else {
                 continue;
             };
-            let function = match functions.get(name) {
+            let function = match functions.get(&name) {
                 Some(&f) => f,
                 None => {
                     let id = p.functions.len() as u64 + 1;
-                    let f = p.push_function(id, name, name, "", 0);
-                    functions.insert(name.to_string(), f);
+                    let f = p.push_function(id, &name, &name, "", 0);
+                    functions.insert(name, f);
                     f
                 }
             };
             p.set_lines(li, &[Line { function, line: 0 }]);
         }
-        if let Some(m) = p.mappings.get_mut(index) {
-            m.has_functions = true;
-        }
+        p.mappings[index].has_functions = true;
     }
     // Ids must stay unique when the profile already had functions with other ids.
     let mut next = p.functions.iter().map(|f| f.id).max().unwrap_or(0);
@@ -136,205 +105,81 @@ fn symbolize_with_debug_root(p: &mut Profile, root: &str) -> Vec<String> {
     warnings
 }
 
-/// What symbolisation needs of an ELF file.
-struct Binary {
-    /// A fixed-address executable (`ET_EXEC`): runtime addresses are virtual addresses.
-    fixed: bool,
-    /// `PT_LOAD` segments: (virtual address, memory size, file offset, file size).
-    segments: Vec<(u64, u64, u64, u64)>,
-    /// Function symbols by address, one per address.
-    symbols: Vec<FunctionSymbol>,
-    /// Sections loaded in memory: (address, size), by address.
-    sections: Vec<(u64, u64)>,
-    /// Its build id (GNU note), and the file name and CRC in its `.gnu_debuglink`.
-    build_id: Vec<u8>,
-    debug_link: Option<(String, u32)>,
-    /// It has a static symbol table (not stripped): its local functions are named.
-    has_symtab: bool,
+/// The raw names of the functions at the runtime `addresses` of `mapping`, one per address
+/// (`None` where no symbol covers it), from the symbols of its binary or, where the binary
+/// is stripped, of its debug file under `root`. `None`, with a warning, when the binary
+/// cannot be read or is not ELF.
+fn names_in(
+    mapping: &Mapping,
+    addresses: &[u64],
+    root: &str,
+    warnings: &mut Vec<String>,
+) -> Option<Vec<Option<String>>> {
+    let file = &mapping.file;
+    let info = match elf::read_elf_file(file) {
+        Ok(info) => info,
+        Err(e) => {
+            warnings.push(format!("cannot read binary {file}: {e}"));
+            return None;
+        }
+    };
+    let svmas: Vec<Option<u64>> = addresses
+        .iter()
+        .map(|&a| file_address(&info, a, mapping))
+        .collect();
+    let mut wanted: Vec<u64> = svmas.iter().flatten().copied().collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let table = symbols_of(file, &info, &wanted, root, warnings)?;
+    let name = |svma: Option<u64>| Some(table.find(svma?)?.into_owned());
+    Some(svmas.into_iter().map(name).collect())
 }
 
-/// A function symbol of an ELF file: address, size, name, and its rank among the aliases
-/// of its address (`tickscope_pprof::elf::alias_rank`).
-type FunctionSymbol = (u64, u64, String, AliasRank);
-
-/// The function symbols of an ELF file, static and dynamic.
-fn function_symbols<'data, R: object::ReadRef<'data>>(
-    file: &object::File<'data, R>,
-) -> Vec<FunctionSymbol> {
-    file.symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
-        .filter_map(|s| {
-            let name = s.name().ok()?;
-            // `is_global` is true of weak symbols too; the rank looks at weakness first.
-            let rank = alias_rank(name, s.is_weak(), s.is_global() && !s.is_weak());
-            (!name.is_empty()).then(|| (s.address(), s.size(), name.to_string(), rank))
-        })
-        .collect()
-}
-
-/// Per address, one symbol: one with a size first, then the alias perf would name it by,
-/// then the first name alphabetically.
-fn sort_symbols(symbols: &mut Vec<FunctionSymbol>) {
-    symbols.sort_by(|a, b| (a.0, a.1 == 0, &a.3, &a.2).cmp(&(b.0, b.1 == 0, &b.3, &b.2)));
-    symbols.dedup_by_key(|s| s.0);
-}
-
-/// The CRC-32 of the file at `path` (`.gnu_debuglink`'s, the same as gzip's), read in
-/// pieces.
-fn file_crc32(path: &str) -> Option<u32> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut crc = flate2::Crc::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => return Some(crc.sum()),
-            Ok(n) => crc.update(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
+/// The symbols of the binary `file` (`info` its headers) that cover one of `wanted` (file
+/// addresses, sorted): its debug file's where it has no `.symtab` (stripped: its local
+/// functions are named there only) and one is installed under `root`, else its own. `None`,
+/// with a warning, when the binary's cannot be read; a debug file that cannot be read is
+/// warned of and left for the binary's own.
+fn symbols_of(
+    file: &str,
+    info: &ElfInfo,
+    wanted: &[u64],
+    root: &str,
+    warnings: &mut Vec<String>,
+) -> Option<SymbolTable> {
+    let debug = match info.has_symtab {
+        true => None,
+        false => elf::debug_file(file, info, root),
+    };
+    if let Some(debug) = debug {
+        match elf::read_symbols_covering(&debug, Some(wanted)) {
+            Ok(table) if table.has_symbols() => return Some(table),
+            Ok(_) => {}
+            Err(e) => warnings.push(format!("cannot read the debug file {debug} of {file}: {e}")),
+        }
+    }
+    match elf::read_symbols_covering(file, Some(wanted)) {
+        Ok(table) => Some(table),
+        Err(e) => {
+            warnings.push(format!("cannot read binary {file}: {e}"));
+            None
         }
     }
 }
 
-impl Binary {
-    fn parse(data: &[u8]) -> Result<Binary, object::Error> {
-        let file = object::File::parse(data)?;
-        let segments = file
-            .segments()
-            .map(|s| {
-                let (offset, size) = s.file_range();
-                (s.address(), s.size(), offset, size)
-            })
-            .collect();
-        let mut symbols = function_symbols(&file);
-        sort_symbols(&mut symbols);
-        let build_id = file.build_id().ok().flatten().unwrap_or_default().to_vec();
-        let debug_link = file
-            .gnu_debuglink()
-            .ok()
-            .flatten()
-            .and_then(|(name, crc)| Some((std::str::from_utf8(name).ok()?, crc)))
-            .filter(|(name, _)| !name.is_empty() && !name.contains('/'))
-            .map(|(name, crc)| (name.to_string(), crc));
-        let has_symtab = file.symbol_table().is_some();
-        let mut sections: Vec<(u64, u64)> = file
-            .sections()
-            .map(|s| (s.address(), s.size()))
-            .filter(|&(a, n)| a != 0 && n != 0)
-            .collect();
-        sections.sort_unstable();
-        Ok(Binary {
-            fixed: file.kind() == ObjectKind::Executable,
-            segments,
-            symbols,
-            sections,
-            build_id,
-            debug_link,
-            has_symtab,
-        })
+/// The ELF file address of `address`, a runtime address in `mapping`, whose binary's headers
+/// are `info`: the file offset it was loaded from (by the mapping's start and offset), then
+/// the segment holding it; a fixed-address executable's own addresses as they are, for
+/// mappings without a usable offset.
+fn file_address(info: &ElfInfo, address: u64, mapping: &Mapping) -> Option<u64> {
+    let in_memory = |s: &elf::LoadSegment| address >= s.vaddr && address - s.vaddr < s.mem_size;
+    if info.fixed && info.loads.iter().any(in_memory) {
+        return Some(address);
     }
-
-    /// The separate debug file of this binary, read from `path`: by build id,
-    /// `ROOT/.build-id/ab/cdef….debug`; by `.gnu_debuglink`, the name beside the binary, in
-    /// its `.debug/` directory, or under `ROOT` at the binary's directory (`ROOT` is
-    /// `/usr/lib/debug`). Only a file that exists and has the same build id, or, where
-    /// either has none, the CRC its link gives (a debug file of another build would name
-    /// the wrong functions). Its path, and the file opened for reading the parts asked for
-    /// (a debug file may be hundreds of megabytes of DWARF this does not need).
-    fn debug_file(
-        &self,
-        path: &str,
-        root: &str,
-    ) -> Option<(String, object::ReadCache<std::fs::File>)> {
-        let id: String = self.build_id.iter().map(|b| format!("{b:02x}")).collect();
-        let mut candidates = Vec::new();
-        if id.len() > 2 {
-            candidates.push(format!("{root}/.build-id/{}/{}.debug", &id[..2], &id[2..]));
-        }
-        let dir = std::path::Path::new(path)
-            .parent()
-            .and_then(|d| d.to_str())
-            .filter(|d| d.starts_with('/'));
-        if let (Some((link, _)), Some(dir)) = (&self.debug_link, dir) {
-            candidates.push(format!("{dir}/{link}"));
-            candidates.push(format!("{dir}/.debug/{link}"));
-            candidates.push(format!("{root}{dir}/{link}"));
-        }
-        candidates.into_iter().filter(|c| c != path).find_map(|c| {
-            let cache = object::ReadCache::new(std::fs::File::open(&c).ok()?);
-            let theirs = object::File::parse(&cache)
-                .ok()?
-                .build_id()
-                .ok()
-                .flatten()
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default();
-            let same = match (
-                theirs.is_empty() || self.build_id.is_empty(),
-                &self.debug_link,
-            ) {
-                (false, _) => theirs == self.build_id,
-                (true, Some((_, crc))) => file_crc32(&c) == Some(*crc),
-                (true, None) => false,
-            };
-            same.then_some((c, cache))
-        })
-    }
-
-    /// Adds the function symbols of `debug`, this binary's separate debug file (its
-    /// addresses are the binary's).
-    fn add_symbols_of(
-        &mut self,
-        debug: &object::ReadCache<std::fs::File>,
-    ) -> Result<(), object::Error> {
-        let file = object::File::parse(debug)?;
-        self.symbols.extend(function_symbols(&file));
-        sort_symbols(&mut self.symbols);
-        Ok(())
-    }
-
-    /// The ELF virtual address of a runtime address in `mapping`.
-    fn virtual_address(&self, address: u64, mapping: &Mapping) -> Option<u64> {
-        if self.fixed
-            && self
-                .segments
-                .iter()
-                .any(|&(vaddr, memsz, _, _)| address >= vaddr && address - vaddr < memsz)
-        {
-            return Some(address);
-        }
-        // The file offset the address was loaded from, then the segment holding it.
-        let offset = address
-            .checked_sub(mapping.start)?
-            .checked_add(mapping.offset)?;
-        self.segments
-            .iter()
-            .find(|&&(_, _, off, filesz)| offset >= off && offset - off < filesz)
-            .and_then(|&(vaddr, _, off, _)| vaddr.checked_add(offset - off))
-    }
-
-    /// The function whose symbol covers `address`: the nearest symbol at or below it, if
-    /// its size reaches the address (a symbol without a size covers up to the next one in
-    /// its own section: `_init` does not cover the PLT stubs after it, which are unnamed, as
-    /// pprof leaves them).
-    fn function_at(&self, address: u64) -> Option<&str> {
-        let i = self.symbols.partition_point(|s| s.0 <= address);
-        let (start, size, name, _) = self.symbols.get(i.checked_sub(1)?)?;
-        let covers = if *size == 0 {
-            self.section_of(*start) == self.section_of(address)
-        } else {
-            address - start < *size
-        };
-        covers.then_some(name.as_str())
-    }
-
-    /// The section holding `address`, by its start.
-    fn section_of(&self, address: u64) -> Option<u64> {
-        let i = self.sections.partition_point(|s| s.0 <= address);
-        let &(start, size) = self.sections.get(i.checked_sub(1)?)?;
-        (address - start < size).then_some(start)
-    }
+    let offset = address
+        .checked_sub(mapping.start)?
+        .checked_add(mapping.offset)?;
+    elf::svma_in(&info.loads, offset)
 }
 
 #[cfg(test)]
@@ -442,7 +287,7 @@ int main(void) {
 
     /// The share of samples (by count) whose leaf is the hot function, after symbolize().
     fn hot_share(p: &mut Profile, binary: &Path) -> f64 {
-        hot_share_with(p, binary, DEBUG_ROOT)
+        hot_share_with(p, binary, elf::DEBUG_ROOT)
     }
 
     /// [`hot_share`], with separate debug files looked for under `root`.
@@ -549,6 +394,7 @@ int main(void) {
         let mut id_file = None;
         let mut by_id = profile_prepared(&dir, "by-id", &["-g", "-fPIE", "-pie"], |b| {
             strip(b, &debug_of(b));
+            use object::Object;
             let data = std::fs::read(b).unwrap();
             let id = object::File::parse(&*data)
                 .unwrap()
@@ -612,6 +458,15 @@ int main(void) {
             .to_owned()
     }
 
+    /// The file addresses of the dynamic symbols named `name` of `file`, as `object` reads
+    /// them (the test's own reading, not the symboliser's).
+    fn dynamic_symbol(file: &object::File<'_>, name: &str) -> Option<(u64, u64)> {
+        use object::{Object, ObjectSymbol};
+        file.dynamic_symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| (s.address(), s.size()))
+    }
+
     /// Of the aliases of an address, the name perf gives: libc's `.dynsym` has both
     /// `pthread_mutex_lock` and `__pthread_mutex_lock` there (the first alphabetically was
     /// chosen before).
@@ -619,44 +474,80 @@ int main(void) {
     fn aliases_are_named_as_perf_names_them() {
         let libc = libc_path();
         let data = std::fs::read(&libc).unwrap();
-        let bin = Binary::parse(&data).unwrap();
-        let at = |name: &str| bin.symbols.iter().find(|s| s.2 == name).map(|s| s.0);
-        let lock = at("pthread_mutex_lock").expect("libc exports pthread_mutex_lock");
-        assert_eq!(at("__pthread_mutex_lock"), None, "one name per address");
-        assert_eq!(bin.function_at(lock + 1), Some("pthread_mutex_lock"));
+        let file = object::File::parse(&*data).unwrap();
+        let (lock, _) =
+            dynamic_symbol(&file, "pthread_mutex_lock").expect("libc exports pthread_mutex_lock");
+        let alias = dynamic_symbol(&file, "__pthread_mutex_lock").map(|s| s.0);
+        assert_eq!(alias, Some(lock), "{libc}: the alias at the same address");
+        let table = elf::read_symbols_covering(&libc, Some(&[lock + 1])).unwrap();
+        assert_eq!(table.find(lock + 1).as_deref(), Some("pthread_mutex_lock"));
     }
 
     /// PLT stubs belong to no function: pprof leaves them as `[library]`; the nearest symbol
-    /// below them (`_init`, sized 0) must not take them.
+    /// below them (`_init`, sized 0, which names nothing) must not take them. Functions are
+    /// still named, inside them.
     #[test]
     fn plt_stubs_are_left_unnamed_and_functions_still_named() {
+        use object::{Object, ObjectSection, ObjectSymbol};
         let libc = libc_path();
         let data = std::fs::read(&libc).unwrap();
-        let bin = Binary::parse(&data).unwrap();
         let file = object::File::parse(&*data).unwrap();
         let plt = file.section_by_name(".plt").expect("libc has a PLT");
-        for stub in (plt.address()..plt.address() + plt.size()).step_by(16) {
-            assert_eq!(bin.function_at(stub + 4), None, "{libc}: PLT at {stub:#x}");
+        let stubs: Vec<u64> = (plt.address()..plt.address() + plt.size())
+            .step_by(16)
+            .map(|stub| stub + 4)
+            .collect();
+        let table = elf::read_symbols_covering(&libc, Some(&stubs)).unwrap();
+        for stub in stubs {
+            assert_eq!(table.find(stub), None, "{libc}: PLT at {stub:#x}");
         }
-        // A sized function is still found, inside it.
-        let &(start, size, ref name, _) = bin.symbols.iter().find(|s| s.1 > 16).unwrap();
-        assert_eq!(bin.function_at(start + size / 2), Some(name.as_str()));
-        // A zero-sized symbol covers up to the next one in its section, as before.
-        let zero = Binary {
-            fixed: false,
-            segments: vec![],
-            symbols: vec![
-                (0x100, 0, "_init".into(), alias_rank("_init", false, true)),
-                (0x200, 0x10, "f".into(), alias_rank("f", false, true)),
-            ],
-            sections: vec![(0x100, 0x20), (0x120, 0x40), (0x200, 0x100)],
-            build_id: vec![],
-            debug_link: None,
-            has_symtab: true,
+        // A sized function is named inside it, by one of the names of its address.
+        let function = file
+            .dynamic_symbols()
+            .find(|s| s.kind() == object::SymbolKind::Text && s.size() > 16)
+            .unwrap();
+        let inside = function.address() + function.size() / 2;
+        let table = elf::read_symbols_covering(&libc, Some(&[inside])).unwrap();
+        let name = table.find(inside).expect("a function named");
+        let (address, size) = dynamic_symbol(&file, &name).expect("a name of libc's");
+        assert!(address <= inside && inside - address < size, "{name}");
+    }
+
+    /// A fixed-address executable's addresses are its file addresses, even in a mapping
+    /// whose offset does not place them (the fallback for mappings without a usable
+    /// offset); otherwise an address is placed through the mapping's offset and the
+    /// segments, and one outside every segment's file bytes is nowhere.
+    #[test]
+    fn fixed_executables_are_named_at_their_own_addresses() {
+        let segment = elf::LoadSegment {
+            file_offset: 0x1000,
+            file_size: 0x800,
+            vaddr: 0x401000,
+            mem_size: 0x2000,
+            executable: true,
         };
-        assert_eq!(zero.function_at(0x110), Some("_init"));
-        assert_eq!(zero.function_at(0x130), None, "the PLT after .init");
-        assert_eq!(zero.function_at(0x205), Some("f"));
+        let mut info = ElfInfo {
+            fixed: true,
+            loads: vec![segment],
+            ..ElfInfo::default()
+        };
+        let mapping = Mapping {
+            start: 0x400000,
+            limit: 0x500000,
+            offset: 0x7000,
+            ..Mapping::default()
+        };
+        assert_eq!(file_address(&info, 0x401234, &mapping), Some(0x401234));
+        // In memory (`.bss`) but not in the file: still its own address.
+        assert_eq!(file_address(&info, 0x402800, &mapping), Some(0x402800));
+        assert_eq!(file_address(&info, 0x403000, &mapping), None);
+        info.fixed = false;
+        assert_eq!(file_address(&info, 0x401234, &mapping), None);
+        let placed = Mapping {
+            offset: 0,
+            ..mapping
+        };
+        assert_eq!(file_address(&info, 0x401234, &placed), Some(0x401234));
     }
 
     #[test]
@@ -705,31 +596,42 @@ int main(void) {
             skip_unless_ci("libprofiler.so not found");
             return;
         };
+        let path = lib.to_str().unwrap();
+        let info = elf::read_elf_file(path).unwrap();
+        assert!(!info.fixed);
         let data = std::fs::read(&lib).unwrap();
-        let binary = Binary::parse(&data).unwrap();
-        assert!(!binary.fixed);
-        let (address, _, name, _) = binary
-            .symbols
-            .iter()
-            .find(|s| s.2 == "ProfilerStart")
-            .expect("libprofiler exports ProfilerStart")
-            .clone();
+        let file = object::File::parse(&*data).unwrap();
+        let (address, _) =
+            dynamic_symbol(&file, "ProfilerStart").expect("libprofiler exports ProfilerStart");
         // Loaded at 0x7f0000000000 with the executable segment mapped from its file offset.
-        let &(vaddr, _, offset, _) = binary
-            .segments
+        let segment = info
+            .loads
             .iter()
-            .find(|&&(v, m, _, _)| address >= v && address - v < m)
+            .find(|s| address >= s.vaddr && address - s.vaddr < s.mem_size)
             .unwrap();
         let base = 0x7f00_0000_0000;
-        let mapping = Mapping {
+        let offset = segment.file_offset;
+        let mut p = Profile::default();
+        p.mappings.push(Mapping {
+            id: 1,
             start: base + offset,
             limit: base + offset + 0x10_0000,
             offset,
+            file: path.to_string(),
             ..Mapping::default()
-        };
-        let runtime = address - vaddr + offset + base;
-        let found = binary.virtual_address(runtime + 1, &mapping);
-        assert_eq!(found, Some(address + 1));
-        assert_eq!(binary.function_at(address + 1), Some(name.as_str()));
+        });
+        let runtime = address - segment.vaddr + offset + base;
+        p.locations.push(crate::Location {
+            id: 1,
+            mapping: Some(0),
+            address: runtime + 1,
+            ..Default::default()
+        });
+        let warnings = symbolize(&mut p);
+        assert_eq!(warnings, Vec::<String>::new());
+        assert!(p.mappings[0].has_functions);
+        let lines = p.lines(&p.locations[0]);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(p.function_name(&lines[0]), "ProfilerStart");
     }
 }
