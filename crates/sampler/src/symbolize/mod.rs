@@ -33,7 +33,9 @@ pub(crate) use elf::{read_unwind_sections, read_unwind_sections_in, UnwindSectio
 
 #[cfg(test)]
 use tickscope_pprof::elf::read_symbols;
-use tickscope_pprof::elf::{self as shared, read_symbols_covering, ElfInfo, SymbolTable};
+use tickscope_pprof::elf::{
+    self as shared, read_symbols_covering, ElfInfo, SymbolTable, DEBUG_ROOT,
+};
 
 /// The headers of the ELF file at `path`; `None` if it cannot be read or is not ELF (then
 /// its addresses are not named, and its module has no build id).
@@ -204,9 +206,6 @@ pub(crate) struct Frame {
     /// The source line; 0 if unknown.
     pub line: u32,
 }
-
-/// Where distributions install separate debug files (`libc6-dbg`, `*-dbgsym`).
-const DEBUG_ROOT: &str = shared::DEBUG_ROOT;
 
 /// Maps addresses of this process to modules and source frames.
 ///
