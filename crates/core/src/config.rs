@@ -37,8 +37,11 @@ pub(crate) mod var {
     pub const PER_THREAD: &str = "TICKSCOPE_PER_THREAD";
     pub const ENABLED: &str = "TICKSCOPE_ENABLED";
     pub const CLOCK: &str = "TICKSCOPE_CLOCK";
+    #[cfg(feature = "capture")]
     pub const CAPTURE: &str = "TICKSCOPE_CAPTURE";
+    #[cfg(feature = "capture")]
     pub const CAPTURE_FULL: &str = "TICKSCOPE_CAPTURE_FULL";
+    #[cfg(feature = "capture")]
     pub const CAPTURE_MEMORY: &str = "TICKSCOPE_CAPTURE_MEMORY";
 }
 use std::time::Duration;
