@@ -179,7 +179,9 @@ pub(crate) extern "C" fn on_signal(
 ///
 /// Signal context: see the module docs.
 unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    let t0 = (crate::library::get().now_in_signal)();
+    // The library's side (the clock, the open scopes, a running capture): one atomic load.
+    let lib = crate::library::get();
+    let t0 = (lib.now_in_signal)();
     // SAFETY: `info` is the kernel's siginfo for this signal (caller's contract).
     let info = unsafe { &*info };
     let (tid, count, weight) = match info.si_code {
@@ -244,7 +246,7 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
         s.truncated.fetch_add(1, Relaxed);
     }
     let mut scopes = [0u32; MAX_SCOPES];
-    let nscopes = (crate::library::get().active_scopes)(&mut scopes);
+    let nscopes = (lib.active_scopes)(&mut scopes);
     let stack = s.store.record(&Raw {
         tid,
         truncated,
@@ -255,16 +257,14 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     });
     // A capture running: the sample goes on the timeline too (an atomic load, a queue push).
     #[cfg(feature = "capture")]
-    if (crate::library::get().capturing)() {
+    if (lib.capturing)() {
         s.timeline.push(t0, tid, stack);
     }
     #[cfg(not(feature = "capture"))]
     let _ = stack;
     s.signals.fetch_add(1, Relaxed);
-    s.handler_ticks.fetch_add(
-        (crate::library::get().now_in_signal)().wrapping_sub(t0),
-        Relaxed,
-    );
+    s.handler_ticks
+        .fetch_add((lib.now_in_signal)().wrapping_sub(t0), Relaxed);
 }
 
 /// The installed disposition of `signal` before ours, if any.

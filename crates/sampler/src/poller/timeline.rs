@@ -26,6 +26,7 @@ pub(crate) fn to_timeline(
     t: &mut Timeline,
     last: bool,
 ) {
+    let lib = crate::library::get();
     t.taken.clear();
     t.taken.append(&mut t.waiting);
     shared.timeline.take(&mut t.taken);
@@ -39,14 +40,14 @@ pub(crate) fn to_timeline(
         for k in stacks.keys() {
             let h = crate::table::key_hash(k);
             if t.defined.insert(h) {
-                (crate::library::get().define_stack)(h, &k.frames);
+                (lib.define_stack)(h, &k.frames);
             }
         }
     }
     t.taken.sort_by_key(|x| x.ticks);
     for x in t.taken.drain(..) {
         if t.defined.contains(&x.stack) {
-            (crate::library::get().sample)(x.ticks, x.tid, x.stack);
+            (lib.sample)(x.ticks, x.tid, x.stack);
         } else if last {
             shared.timeline.lost.fetch_add(1, Relaxed);
         } else {

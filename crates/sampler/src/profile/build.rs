@@ -273,13 +273,14 @@ fn symbolize(
 
 /// The names of the scopes the samples carry.
 fn scope_names(samples: &[Sample]) -> HashMap<u32, String> {
+    let library = crate::library::get();
     let scope_ids: BTreeSet<u32> = samples
         .iter()
         .flat_map(|s| s.scopes.iter().copied())
         .collect();
     scope_ids
         .into_iter()
-        .filter_map(|id| (crate::library::get().scope_name)(id).map(|n| (id, n)))
+        .filter_map(|id| (library.scope_name)(id).map(|n| (id, n)))
         .collect()
 }
 
