@@ -219,7 +219,10 @@ pub fn run(args: Args) -> Result<u8> {
     for (pid, e) in damaged {
         say!("tickscope: warning: process {pid} wrote a damaged profile, left out: {e}");
     }
-    let others = named_as_user(&args.output, &others);
+    let others: Vec<PathBuf> = others
+        .iter()
+        .map(|p| named_as_user(&args.output, p))
+        .collect();
     if let (true, Some(profile)) = (args.top > 0, merged) {
         say_top(profile, &args, several.then_some(processes))?;
     }
@@ -249,13 +252,10 @@ pub fn run(args: Args) -> Result<u8> {
     Ok(code)
 }
 
-/// `paths` named as the user named the output (beside it, not by the absolute path the run
-/// used).
-fn named_as_user(output: &Path, paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths
-        .iter()
-        .map(|p| output.with_file_name(p.file_name().unwrap_or_default()))
-        .collect()
+/// `path` (a file the run wrote beside the output) named as the user named the output, not
+/// by the absolute path the run used.
+pub(super) fn named_as_user(output: &Path, path: &Path) -> PathBuf {
+    output.with_file_name(path.file_name().unwrap_or_default())
 }
 
 /// The CPU time the program this command ran used after the line that said its profile

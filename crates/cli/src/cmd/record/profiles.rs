@@ -167,9 +167,7 @@ pub(super) fn write_output(
     // Another run wrote the output while this one went on: both profiles are kept.
     let written_to = if seen.changed(output) || pending.changed() {
         let apart = files::keep_apart(pending, output, run)?;
-        let apart = args
-            .output
-            .with_file_name(apart.file_name().unwrap_or_default());
+        let apart = named_as_user(&args.output, &apart);
         say!(
             "tickscope: warning: another process wrote {} while this run went on: it is kept, and this run's profile is {}",
             args.output.display(),

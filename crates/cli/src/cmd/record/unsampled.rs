@@ -76,14 +76,7 @@ pub(super) fn say_unsampled(
         return;
     }
     let file = kept
-        .map(|f| {
-            format!(
-                " (their profile: {})",
-                output
-                    .with_file_name(f.file_name().unwrap_or_default())
-                    .display()
-            )
-        })
+        .map(|f| format!(" (their profile: {})", named_as_user(output, f).display()))
         .unwrap_or_default();
     say!("tickscope: {}{file}", unsampled_line(unsampled, in_table));
 }
