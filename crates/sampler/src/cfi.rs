@@ -291,26 +291,12 @@ fn covered(added: &[(u64, u64)], addr: u64) -> bool {
 /// there, and it is no file). Another process's vDSO is the same image (one per kernel and
 /// ABI), mapped elsewhere: this process's is read for it when it is as long.
 fn vdso_sections(entry: &MapEntry, other: bool) -> Option<UnwindSections> {
-    // SAFETY: getauxval has no preconditions.
-    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
-    if base == 0 || entry.end <= entry.start {
+    let image = crate::sys::image::vdso()?;
+    let same_length = image.len() as u64 == entry.end.saturating_sub(entry.start);
+    let same_place = image.as_ptr() as u64 == entry.start;
+    if !same_length || !(other || same_place) {
         return None;
     }
-    if other {
-        let own = symbolize::read_self_maps().ok()?;
-        let mine = own.iter().find(|m| m.start == base && m.path == "[vdso]")?;
-        if mine.end - mine.start != entry.end - entry.start {
-            return None;
-        }
-    } else if base != entry.start {
-        return None;
-    }
-    // SAFETY: the kernel maps the vDSO image, readable, at AT_SYSINFO_EHDR for the life of
-    // the process, and this process's mapping there (read from /proc/self/maps) is
-    // `entry`'s length: `entry` itself, or checked above for another process's.
-    let image = unsafe {
-        std::slice::from_raw_parts(base as *const u8, (entry.end - entry.start) as usize)
-    };
     symbolize::read_unwind_sections_in(image)
 }
 
@@ -323,6 +309,7 @@ mod tests {
     /// pointer up to the end of the stack's mapping (at most `max` bytes): what a perf stack
     /// sample holds.
     #[inline(never)]
+    #[allow(unsafe_code)] // reads registers and this thread's own stack, for the test
     fn capture(stack: &mut Vec<u8>, max: u64) -> UserRegs {
         let (pc, sp, fp): (u64, u64, u64);
         // SAFETY: reads three registers into locals; no memory is touched.

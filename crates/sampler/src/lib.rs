@@ -76,7 +76,6 @@
 #![warn(missing_docs)]
 
 mod attach;
-#[allow(unsafe_code)] // the vDSO's image, read in place
 mod cfi;
 mod drain;
 mod error;
@@ -95,7 +94,6 @@ mod start;
 #[allow(rustdoc::private_intra_doc_links)] // its docs are for this crate's readers
 pub mod symbolize;
 mod table;
-#[allow(unsafe_code)] // timer_create, perf_event_open, fcntl, ioctl
 mod timer;
 #[allow(unsafe_code)] // reads of the interrupted stack, each checked first
 mod unwind;

@@ -9,6 +9,9 @@
 //! - [`futex`]: waiting on a word without a lock.
 //! - [`process`]: hooks at exit and in a fork child.
 //! - [`procfs`]: `/proc`: a process's threads, their names and states.
+//! - [`image`]: code images read in place (the program's headers, the vDSO) or mapped.
+//! - [`perf`]: perf events on a thread: signalled, or sampling into a ring.
+//! - [`timer`]: POSIX timers that signal one thread, and the process's profiling timer.
 //! - [`env`](mod@env): the effective user, the setuid-aware `TICKSCOPE_*` environment.
 //! - [`fd`]: descriptors kept off the program's 0, 1 and 2.
 //! - [`stderr`]: tickscope's own messages, to the standard error the process started with
@@ -26,14 +29,17 @@ pub mod clock;
 pub mod env;
 pub mod fd;
 pub mod futex;
+pub mod image;
 #[cfg(feature = "job")]
 pub mod job;
 pub mod memory;
 pub mod output;
+pub mod perf;
 pub mod process;
 pub mod procfs;
 pub mod stderr;
 pub mod thread;
+pub mod timer;
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,6 @@
 //! program's own code mapping from its program headers in memory (`AT_PHDR`). Both need
 //! `unsafe` (a mapped file, memory the kernel describes), which `tickscope-pprof` forbids.
 
-use std::fs::File;
-
 use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader};
 use object::{Endianness, FileKind};
@@ -55,48 +53,23 @@ impl UnwindSections {
 /// as (start, limit, file offset, build id): what a profile without samples names, with
 /// neither `/proc/self/maps` nor the file read (a short program exec'd under `record`).
 /// `None` where the headers do not say (no `PT_PHDR` to place them, no executable segment).
-#[allow(unsafe_code)]
 pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
-    use object::elf::{ProgramHeader64, PF_X, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR};
-    let aux = |key| {
-        // SAFETY: getauxval only reads the auxiliary vector; 0 where an entry is missing.
-        unsafe { libc::getauxval(key) }
-    };
-    let (at, count, page, interpreter) = (
-        aux(libc::AT_PHDR),
-        aux(libc::AT_PHNUM),
-        aux(libc::AT_PAGESZ),
-        aux(libc::AT_BASE),
-    );
-    if at == 0 || count == 0 || count > 0xffff || at % 8 != 0 || !page.is_power_of_two() {
+    use crate::sys::image;
+    use object::elf::{ProgramHeader64, PF_X, PT_INTERP, PT_LOAD, PT_NOTE};
+    let (page, interpreter) = (image::aux(libc::AT_PAGESZ), image::aux(libc::AT_BASE));
+    if !page.is_power_of_two() {
         return None;
     }
-    // SAFETY: the kernel's `AT_PHDR` is the address of the program's `AT_PHNUM` program
-    // headers, mapped readable for the life of the process (the dynamic loader reads them
-    // there too); 64-bit ELF on this 64-bit target, 8-aligned (checked above).
-    let headers = unsafe {
-        std::slice::from_raw_parts(at as *const ProgramHeader64<Endianness>, count as usize)
-    };
+    let program = image::main_program()?;
+    let headers =
+        object::pod::slice_from_all_bytes::<ProgramHeader64<Endianness>>(program.headers()).ok()?;
+    let bias = program.bias();
     let endian = Endianness::default();
     // A dynamic program run as `ld.so ./prog`: the loader rewrote the headers' entries to
     // the program's, but /proc/self/exe names the loader. Its mappings say which is which.
     if interpreter == 0 && headers.iter().any(|h| h.p_type(endian) == PT_INTERP) {
         return None;
     }
-    let field = |h: &ProgramHeader64<Endianness>| {
-        (
-            h.p_type(endian),
-            h.p_vaddr(endian),
-            h.p_memsz(endian),
-            h.p_filesz(endian),
-        )
-    };
-    // Where the headers say they are loaded, against where they are: the load bias.
-    let bias = headers
-        .iter()
-        .map(field)
-        .find(|h| h.0 == PT_PHDR)
-        .map(|h| at.wrapping_sub(h.1))?;
     let text = headers
         .iter()
         .find(|h| h.p_type(endian) == PT_LOAD && h.p_flags(endian) & PF_X != 0)?;
@@ -105,24 +78,11 @@ pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
     let limit = bias.wrapping_add(end).wrapping_add(page - 1) & !(page - 1);
     let offset = text.p_offset(endian) & !(page - 1);
     // A note is read only where a loaded segment's file bytes cover it.
-    let loaded = |from: u64, len: u64| {
-        headers.iter().map(field).any(|h| {
-            h.0 == PT_LOAD && h.1 <= from && from.saturating_add(len) <= h.1.saturating_add(h.3)
-        })
-    };
     let build_id = headers
         .iter()
         .filter(|h| h.p_type(endian) == PT_NOTE)
-        .filter(|h| loaded(h.p_vaddr(endian), h.p_filesz(endian)))
         .find_map(|h| {
-            // SAFETY: the note segment lies within a loaded segment's file bytes (checked
-            // above), mapped readable at the bias for the life of the process.
-            let notes = unsafe {
-                std::slice::from_raw_parts(
-                    bias.wrapping_add(h.p_vaddr(endian)) as *const u8,
-                    h.p_filesz(endian) as usize,
-                )
-            };
+            let notes = program.loaded(h.p_vaddr(endian), h.p_filesz(endian))?;
             let iter =
                 NoteIterator::<FileHeader64<Endianness>>::new(endian, h.p_align(endian), notes);
             find_build_id(endian, iter.ok()?)
@@ -139,14 +99,8 @@ pub(crate) fn main_program_in_memory() -> Option<(u64, u64, u64, String)> {
 /// open, then opens files that take the same numbers, must never have one of them closed
 /// by us. A descriptor held for the whole parse (milliseconds for libc) lost that race under
 /// load; held for an `mmap`, as long as any other read of `/proc`.
-#[allow(unsafe_code)]
 pub(crate) fn read_unwind_sections(path: &str) -> Option<UnwindSections> {
-    let file = File::open(path).ok()?;
-    // SAFETY: a read-only private mapping of a loaded library or program, which the system
-    // does not truncate while it is mapped and running (as addr2line maps them too); it is
-    // only read through the slice below, and dropped before this returns.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    drop(file);
+    let map = crate::sys::image::map_object(std::path::Path::new(path)).ok()?;
     read_unwind_sections_in(&map[..])
 }
 
