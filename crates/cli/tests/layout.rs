@@ -77,11 +77,12 @@ fn files(src: &Path, dir: &Path, out: &mut BTreeMap<Module, PathBuf>) {
 
 /// The text of a file without its tests and its comments.
 fn code(text: &str) -> String {
-    let cut = ["mod tests", "pub(crate) mod tests", "pub mod tests"]
-        .iter()
-        .filter_map(|m| text.find(&format!("#[cfg(test)]\n{m}")))
-        .min()
-        .unwrap_or(text.len());
+    // `#[cfg(test)]` or `#[cfg(all(test, ...))]`, other attributes, then `mod tests`.
+    let tests = regex::Regex::new(
+        r"(?m)^#\[cfg\((?:all\()?test\b[^\n]*\n(?:#\[[^\n]*\n)*(?:pub(?:\(crate\))? )?mod tests\b",
+    )
+    .unwrap();
+    let cut = tests.find(text).map_or(text.len(), |m| m.start());
     let comment = regex::Regex::new(r"//[^\n]*").unwrap();
     comment.replace_all(&text[..cut], "").into_owned()
 }
@@ -261,11 +262,95 @@ fn no_crate_has_an_import_circle_but_its_one_documented_edge() {
     );
 }
 
+/// Where `unsafe` may be, outside tests, with the reason (docs/decisions/0032): the
+/// platform crate; the sampler's signal handler and what it reads and writes; the preload
+/// library's interposed C functions; and the two lock-free structures of core's hot path,
+/// whose soundness rests on what their owning thread does, not on a platform call.
+const UNSAFE_LIVES: &[(&str, &str)] = &[
+    ("sys", ""),
+    ("sampler", "handler"),
+    ("sampler", "unwind"),
+    ("sampler", "table"),
+    ("preload", "ffi"),
+    ("core", "scope::hist"),
+    ("core", "capture::ring"),
+];
+
+/// The modules of the crate at `src` whose code, outside tests and comments, says `unsafe`.
+fn unsafe_modules(src: &Path) -> Vec<(String, PathBuf)> {
+    let word = regex::Regex::new(r"\bunsafe\b").unwrap();
+    let mut mods = BTreeMap::new();
+    files(src, src, &mut mods);
+    mods.into_iter()
+        .filter(|(m, _)| m.last().is_none_or(|l| l != "tests"))
+        .filter(|(_, f)| word.is_match(&code(&std::fs::read_to_string(f).unwrap())))
+        .map(|(m, f)| (m.join("::"), f))
+        .collect()
+}
+
+#[test]
+fn unsafe_lives_only_where_the_architecture_says() {
+    let mut found = Vec::new();
+    let mut used = BTreeSet::new();
+    for (name, src) in crates() {
+        for (path, file) in unsafe_modules(&src) {
+            let allowed = UNSAFE_LIVES.iter().find(|(c, prefix)| {
+                *c == name
+                    && (prefix.is_empty()
+                        || path == *prefix
+                        || path.starts_with(&format!("{prefix}::")))
+            });
+            match allowed {
+                Some(a) => {
+                    used.insert(*a);
+                }
+                None => found.push(format!("{name}: {path} ({})", file.display())),
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`unsafe` outside the places it may live (see UNSAFE_LIVES):\n{}",
+        found.join("\n")
+    );
+    let stale: Vec<_> = UNSAFE_LIVES.iter().filter(|a| !used.contains(*a)).collect();
+    assert!(
+        stale.is_empty(),
+        "no `unsafe` left in {stale:?}: take it out of UNSAFE_LIVES"
+    );
+}
+
+/// The scan finds `unsafe` in code, and not in a comment or in tests, however their
+/// `cfg` is spelled.
+#[test]
+fn the_unsafe_scan_finds_a_planted_block() {
+    let dir = tempfile_dir("unsafe");
+    let w = |p: &str, s: &str| {
+        let p = dir.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, s).unwrap();
+    };
+    w("lib.rs", "mod a; mod b; mod c; // unsafe in a comment\n");
+    w(
+        "a.rs",
+        "pub fn f() -> u64 { unsafe { core::arch::x86_64::_rdtsc() } }\n",
+    );
+    w(
+        "b.rs",
+        "pub fn g() {}\n#[cfg(all(test, target_arch = \"x86_64\"))]\n#[allow(unsafe_code)]\nmod tests { fn t() { unsafe {} } }\n",
+    );
+    w("c/mod.rs", "mod tests;\n");
+    w("c/tests.rs", "fn t() { unsafe {} }\n");
+    let found: Vec<String> = unsafe_modules(&dir).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(found, vec!["a".to_string()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The check finds a circle where there is one, through a subtree and `super::`, and
 /// ignores a parent using its child.
 #[test]
 fn the_circle_check_finds_a_planted_circle() {
-    let dir = tempfile_dir();
+    let dir = tempfile_dir("circle");
     let w = |p: &str, s: &str| {
         let p = dir.join(p);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -295,8 +380,9 @@ fn the_circle_check_finds_a_planted_circle() {
 }
 
 /// A directory of this test's own, in the build's scratch space (not a shared /tmp).
-fn tempfile_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}", std::process::id()));
+fn tempfile_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("layout-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -465,29 +465,16 @@ mod counter {
 
     pub(super) const SOURCE: ClockSource = ClockSource::Tsc;
 
-    /// Signal context: one instruction (or a vDSO call), no allocation, no lock.
+    /// Signal context: one instruction, no allocation, no lock. Chosen only after
+    /// `usable()` confirmed an invariant TSC.
     #[inline(always)]
     pub(super) fn read() -> Ticks {
-        // SAFETY: rdtsc is available on every x86_64 CPU and only reads the counter; it is
-        // chosen only after `usable()` confirmed an invariant TSC.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        tickscope_sys::clock::counter::read()
     }
 
-    /// True if and only if cpuid reports an invariant TSC (leaf 0x8000_0007, EDX bit 8): it
-    /// ticks at a constant rate in every P-, C- and T-state and is synchronised across cores.
-    // `__cpuid` became a safe fn in newer Rust; the MSRV still needs the `unsafe`.
-    #[allow(unused_unsafe)]
+    /// True if and only if the TSC is invariant and advances.
     pub(super) fn usable() -> bool {
-        use core::arch::x86_64::__cpuid;
-        // SAFETY: cpuid is available on every x86_64 CPU; leaf 0x8000_0000 reports the highest
-        // extended leaf, and leaf 0x8000_0007 is only read when it exists.
-        let max_ext = unsafe { __cpuid(0x8000_0000) }.eax;
-        if max_ext < 0x8000_0007 {
-            return false;
-        }
-        // SAFETY: as above; the leaf exists.
-        let edx = unsafe { __cpuid(0x8000_0007) }.edx;
-        edx & (1 << 8) != 0 && super::advances(read)
+        tickscope_sys::clock::counter::invariant() && super::advances(read)
     }
 }
 
@@ -497,14 +484,10 @@ mod counter {
 
     pub(super) const SOURCE: ClockSource = ClockSource::Cntvct;
 
-    /// Signal context: one instruction (or a vDSO call), no allocation, no lock.
+    /// Signal context: one instruction, no allocation, no lock.
     #[inline(always)]
     pub(super) fn read() -> Ticks {
-        let v: u64;
-        // SAFETY: cntvct_el0 is readable from EL0 on Linux (the kernel enables it for the vDSO);
-        // the read has no side effects and touches no memory.
-        unsafe { core::arch::asm!("mrs {}, cntvct_el0", out(reg) v, options(nomem, nostack)) };
-        v
+        tickscope_sys::clock::counter::read()
     }
 
     pub(super) fn usable() -> bool {

@@ -84,14 +84,14 @@
 //! time; events become capture messages. See `tickscope::tracing` (feature-gated).
 
 #![deny(missing_docs)]
-// `unsafe` lives only where a module allows it below (and in the sampler's items that say
-// so); everywhere else it is an error.
+// `unsafe` lives only in the two lock-free structures that allow it (`scope::hist`,
+// `capture::ring`: docs/decisions/0032); the platform's is `tickscope-sys`'s. Everywhere
+// else it is an error.
 #![deny(unsafe_code)]
 #![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
 
 #[cfg(feature = "capture")]
 pub mod capture;
-#[allow(unsafe_code)] // the CPU counter (rdtsc, cntvct) and cpuid
 pub mod clock;
 mod config;
 pub mod future;
@@ -102,7 +102,6 @@ mod runtime;
 #[cfg(feature = "sampler")]
 pub use tickscope_sampler as sampler;
 #[cfg(feature = "sampler")]
-#[allow(unsafe_code)] // the .init_array entry that gives the sampler its library before main
 #[doc(hidden)]
 pub mod sampler_library;
 mod scope;

@@ -34,6 +34,4 @@ extern "C" fn give_the_sampler_its_library() {
     install();
 }
 
-#[used]
-#[cfg_attr(target_os = "linux", link_section = ".init_array")]
-static GIVE: extern "C" fn() = give_the_sampler_its_library;
+tickscope_sys::at_load!(GIVE = give_the_sampler_its_library);

@@ -69,9 +69,9 @@
 //! In a child created by `fork` while sampling, no timer runs; the child may start its own
 //! sampler, and dropping the inherited [`Sampler`] there does nothing.
 
-// `unsafe` lives only where a module allows it below (the signal handler, the timers, the
-// stack reads, the vDSO's image, the sample table and the ELF reader); everywhere else it is
-// an error.
+// `unsafe` lives only where a module allows it below (the signal handler, its stack reads
+// and its sample table); everywhere else it is an error. The timers, perf events and images
+// read in place are `tickscope-sys`'s.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -135,3 +135,52 @@ pub fn rusage_cpu_ns(r: &libc::rusage) -> u64 {
     };
     ns(r.ru_utime).saturating_add(ns(r.ru_stime))
 }
+
+/// The CPU's own counter, read in one instruction: the TSC on x86_64, `cntvct_el0` on
+/// aarch64. Inlined into the callers' hot paths (a scope's entry and exit).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub mod counter {
+    /// The counter now. Signal context: one instruction, no memory touched.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub fn read() -> u64 {
+        // SAFETY: rdtsc is available on every x86_64 CPU and only reads the counter.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+
+    /// The counter now. Signal context: one instruction, no memory touched.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub fn read() -> u64 {
+        let v: u64;
+        // SAFETY: cntvct_el0 is readable from EL0 on Linux (the kernel enables it for the
+        // vDSO); the read has no side effects and touches no memory.
+        unsafe { core::arch::asm!("mrs {}, cntvct_el0", out(reg) v, options(nomem, nostack)) };
+        v
+    }
+
+    /// True if and only if cpuid reports an invariant TSC (leaf 0x8000_0007, EDX bit 8): it
+    /// ticks at a constant rate in every P-, C- and T-state and is synchronised across cores.
+    #[cfg(target_arch = "x86_64")]
+    // `__cpuid` became a safe fn in newer Rust; the MSRV still needs the `unsafe`.
+    #[allow(unused_unsafe)]
+    pub fn invariant() -> bool {
+        use core::arch::x86_64::__cpuid;
+        // SAFETY: cpuid is available on every x86_64 CPU; leaf 0x8000_0000 reports the
+        // highest extended leaf, and leaf 0x8000_0007 is only read when it exists.
+        let max_ext = unsafe { __cpuid(0x8000_0000) }.eax;
+        if max_ext < 0x8000_0007 {
+            return false;
+        }
+        // SAFETY: as above; the leaf exists.
+        let edx = unsafe { __cpuid(0x8000_0007) }.edx;
+        edx & (1 << 8) != 0
+    }
+
+    /// The generic timer runs at a constant rate, the same on every core (the architecture
+    /// requires it).
+    #[cfg(target_arch = "aarch64")]
+    pub fn invariant() -> bool {
+        true
+    }
+}

@@ -1,7 +1,8 @@
 //! The platform layer of tickscope: every call into the C library and the kernel that the
 //! profiler, the preload library and the `tickscope` command make, wrapped once, each with the
-//! reason it is sound. Apart from the sampler's signal handler and the preload library's
-//! interposed functions, this is the one place `unsafe` lives.
+//! reason it is sound. The one place the platform's `unsafe` lives: beside it only the
+//! sampler's signal handler, the preload library's interposed functions and core's two
+//! lock-free structures (docs/decisions/0032).
 //!
 //! By topic:
 //! - [`clock`]: the kernel's clocks, the process's start and CPU time.

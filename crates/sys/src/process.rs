@@ -17,3 +17,22 @@ pub fn at_fork_child(f: unsafe extern "C" fn()) -> bool {
     // async-signal-safe work (atomic stores).
     unsafe { libc::pthread_atfork(None, None, Some(f)) == 0 }
 }
+
+/// Has `$f`, an `extern "C" fn()`, run as the object that holds this entry loads: before
+/// `main` in a program, as `dlopen` returns in a shared library (an entry of the ELF
+/// `.init_array`, static `$name`). `$f` runs before the Rust runtime has set anything up:
+/// it must not panic, and should only store atomics or call what needs no runtime.
+///
+/// A C program that links a static archive takes from it only the objects it names: an
+/// entry in an object nothing names is left out, so the caller also does the work at first
+/// use.
+#[macro_export]
+macro_rules! at_load {
+    ($name:ident = $f:path) => {
+        #[used]
+        // The entry is a pointer to a function of the right type, which the loader calls
+        // with no arguments, once, in the order of the section.
+        #[cfg_attr(target_os = "linux", link_section = ".init_array")]
+        static $name: extern "C" fn() = $f;
+    };
+}

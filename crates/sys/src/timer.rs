@@ -116,10 +116,8 @@ mod tests {
         sa.sa_sigaction = on as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         // SAFETY: installs the handler above for a real-time signal no other test uses.
-        assert_eq!(
-            unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) },
-            0
-        );
+        let installed = unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) };
+        assert_eq!(installed, 0);
         let tid = crate::thread::gettid() as i32;
         let t = Timer::create(thread_cpu_clock(tid), tid, signal).expect("create");
         t.set(1_000_000, 1_000_000).expect("set");
