@@ -101,8 +101,9 @@ pub(crate) fn register_current() -> &'static ThreadStats {
 pub(crate) fn retire(stats: &'static ThreadStats, open: usize, deep: Option<&'static DeepStack>) {
     let mut reg = lock();
     let mut rows = BTreeMap::new();
+    let reading = stats.pool.reading();
     stats.for_each_slot(|id, slot| {
-        let row = Row::read(slot, true);
+        let row = Row::read(slot, &reading);
         if row.calls == 0 {
             return; // a slot left over from an earlier thread that used this state
         }

@@ -24,7 +24,7 @@ use std::sync::atomic::{
 };
 use std::sync::{Mutex, OnceLock};
 
-use super::hist::{Counts, Hist, Pool};
+use super::hist::{Counts, Hist, Pool, Reading};
 use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
 
 mod row;
@@ -687,9 +687,10 @@ pub(crate) mod tests {
     pub(crate) fn row(r: &Recorder, cs: &'static Callsite) -> Row {
         let mut out = Row::empty();
         let id = cs.id();
+        let reading = r.stats.pool.reading();
         r.stats.for_each_slot(|i, s| {
             if i == id {
-                out = Row::read(s, true);
+                out = Row::read(s, &reading);
             }
         });
         out
@@ -732,7 +733,7 @@ pub(crate) mod tests {
         let slot = r.stats.slot(WAIT.id());
         assert_eq!(slot.pending.load(Relaxed), 100);
         let mut in_hist = super::super::hist::Counts::new();
-        slot.hist.add_to(&mut in_hist);
+        slot.hist.add_to(&r.stats.pool.reading(), &mut in_hist);
         assert_eq!(in_hist.quantile(0.5), None, "not in the histogram yet");
         assert_eq!(row(&r, &WAIT).hist.quantile(0.5), Some(100), "but read");
         // The next exit (of any scope) moves it in; the new one waits.
@@ -741,7 +742,7 @@ pub(crate) mod tests {
         r.exit(i, &c);
         assert_eq!(slot.pending.load(Relaxed), NONE);
         let mut in_hist = super::super::hist::Counts::new();
-        slot.hist.add_to(&mut in_hist);
+        slot.hist.add_to(&r.stats.pool.reading(), &mut in_hist);
         assert_eq!(in_hist.quantile(1.0), Some(100));
         assert_eq!(row(&r, &WAIT).hist.quantile(1.0), Some(100), "counted once");
         assert_eq!(row(&r, &INNER).hist.quantile(0.5), Some(7));

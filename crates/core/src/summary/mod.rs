@@ -100,8 +100,9 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
     let mut unbalanced = reg.retired_unbalanced;
     for t in &reg.live {
         let mut light = BTreeMap::new();
+        let reading = t.pool.reading();
         t.for_each_slot(|id, slot| {
-            let row = Row::read(slot, true);
+            let row = Row::read(slot, &reading);
             open_now += row.open;
             if per_thread {
                 let mut l = Row::light();

@@ -6,8 +6,10 @@
 //! The full histogram has 2,560 buckets (20 KB at 8 bytes each), yet a call site's durations
 //! fill a few dozen of them, plus a handful of outliers (an interrupt, a page fault). So a
 //! slot holds only what was hit:
-//! - a **window** of `u32` counts over consecutive buckets, allocated on the first record
-//!   (16 buckets around it) and doubled toward a value that falls just outside it;
+//! - a **window** of counts over consecutive buckets, allocated on the first record (16
+//!   buckets around it) and doubled toward a value that falls just outside it. Its counts
+//!   are bytes (a call site called a few hundred times, the usual case, costs a byte a
+//!   bucket) until one would pass 255: then the window is widened to `u32` counts, once;
 //! - a sorted **sparse** list of `(bucket, count)` for values far from the window. When it
 //!   holds more than [`SPARSE_MAX`] entries, or one of them grows common, the window is
 //!   refitted: the narrowest window that leaves at most a few rare outliers out (the first
@@ -18,12 +20,13 @@
 //! relaxed load and store of its count; everything else is `#[cold]`. Only the owner thread
 //! writes. Other threads read at any time under a sequence lock ([`Hist::version`]) that the
 //! owner takes only when the window or the list changes (not for a count), so a reader never
-//! pairs a window with another window's counts. Memory comes from the thread's [`Pool`]:
-//! nothing is freed while the thread lives (a reader may still be reading a replaced window),
-//! and replaced windows are reused by the thread's other call sites.
+//! pairs a window with another window's counts. Memory comes from the thread's [`Pool`]: a
+//! window or list the owner replaces is freed at once unless a reader is in (then it is kept
+//! for the thread's other call sites), so a call site holds what its values need now, not
+//! every size it grew through.
 
 use std::sync::atomic::{
-    fence, AtomicPtr, AtomicU32, AtomicU64,
+    fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -47,16 +50,27 @@ const COUNT_BITS: u32 = 20;
 const COUNT_MAX: u32 = (1 << COUNT_BITS) - 1;
 /// Entries this common always go into the window at a refit (they are near `COUNT_MAX`).
 const FORCED: u64 = 1 << (COUNT_BITS - 1);
-const _: () = assert!(BUCKETS <= 1 << (32 - COUNT_BITS) && BUCKETS < 1 << 16);
+const _: () = assert!(BUCKETS <= 1 << (32 - COUNT_BITS) && BUCKETS <= BASE_MASK as usize);
+/// `span`: the window's first bucket in its low 12 bits, [`NARROW`] when its counts are
+/// bytes, its length in the high 16 bits.
+const BASE_MASK: u32 = 0xfff;
+const NARROW: u32 = 1 << 15;
+/// A refit makes a byte window only where no count it takes is above this (room to grow
+/// before the widening).
+const NARROW_REFIT_MAX: u64 = 127;
 
 /// The live histogram in a slot.
 pub(crate) struct Hist {
-    /// The window's first bucket (low 16 bits) and length (high 16 bits); 0: none yet.
+    /// The window's first bucket, [`NARROW`], and length (see [`BASE_MASK`]); 0: none yet.
     span: AtomicU32,
     /// Even when stable; odd while the owner replaces the window or edits a list.
     version: AtomicU32,
-    /// The window: element 0 is its capacity, the counts follow.
+    /// The window of `u32` counts (not [`NARROW`]): element 0 is its capacity, the counts
+    /// follow. Null while the window is narrow.
     win: AtomicPtr<AtomicU32>,
+    /// The window of byte counts ([`NARROW`]): element 0 is its capacity's log2, the counts
+    /// follow. Null while the window is wide.
+    win8: AtomicPtr<AtomicU8>,
     /// The sparse list, sorted by bucket: element 0 is its capacity, `sparse_len` entries
     /// `bucket << COUNT_BITS | count` follow.
     sparse: AtomicPtr<AtomicU32>,
@@ -75,6 +89,7 @@ impl Hist {
             span: AtomicU32::new(0),
             version: AtomicU32::new(0),
             win: AtomicPtr::new(std::ptr::null_mut()),
+            win8: AtomicPtr::new(std::ptr::null_mut()),
             sparse: AtomicPtr::new(std::ptr::null_mut()),
             sparse_len: AtomicU32::new(0),
             sparse_limit: AtomicU32::new(SPARSE_FIRST),
@@ -88,19 +103,32 @@ impl Hist {
     pub(crate) fn record(&self, v: u64, pool: &Pool) {
         let b = bucket(v);
         let span = self.span.load(Relaxed);
-        let i = b.wrapping_sub((span & 0xffff) as usize);
+        let i = b.wrapping_sub((span & BASE_MASK) as usize);
         if i < (span >> 16) as usize {
-            // SAFETY: a non-zero length means `win` points at a window of at least that many
-            // counts after its capacity word (`span` and `win` change together, and only
-            // on this thread): `i + 1` is in bounds of that allocation.
-            let cell = unsafe { self.win.load(Relaxed).add(i + 1) };
-            // SAFETY: in bounds (above), and pool memory is never freed.
-            let c = unsafe { &*cell };
-            let n = c.load(Relaxed).wrapping_add(1);
-            // Every 2^16th value of a bucket takes the cold path: a wrap, or a refit.
-            if n & 0xffff != 0 {
-                c.store(n, Relaxed);
-                return;
+            if span & NARROW != 0 {
+                // SAFETY: a non-zero length with NARROW means `win8` points at a byte window
+                // of at least that many counts after its capacity byte (`span` and the
+                // pointers change together, and only on this thread): `i + 1` is in bounds.
+                let cell = unsafe { self.win8.load(Relaxed).add(i + 1) };
+                // SAFETY: in bounds (above), and pool memory is never freed.
+                let c = unsafe { &*cell };
+                let n = c.load(Relaxed).wrapping_add(1);
+                // The 256th value of a bucket takes the cold path: the window is widened.
+                if n != 0 {
+                    c.store(n, Relaxed);
+                    return;
+                }
+            } else {
+                // SAFETY: as above, for `win`, a window of `u32` counts.
+                let cell = unsafe { self.win.load(Relaxed).add(i + 1) };
+                // SAFETY: in bounds (above), and pool memory is never freed.
+                let c = unsafe { &*cell };
+                let n = c.load(Relaxed).wrapping_add(1);
+                // Every 2^16th value of a bucket takes the cold path: a wrap, or a refit.
+                if n & 0xffff != 0 {
+                    c.store(n, Relaxed);
+                    return;
+                }
             }
         }
         self.record_slow(b, pool);
@@ -115,7 +143,12 @@ impl Hist {
         self.version.store(v.wrapping_add(1), Relaxed);
         fence(Release);
         let (base, len) = self.window();
-        if (base..base + len).contains(&b) {
+        if (base..base + len).contains(&b) && self.narrow() {
+            // A byte count at 255: the window takes `u32` counts from now on.
+            self.widen(&mut p);
+            let c = &self.cells(&self.win)[b - base];
+            c.store(c.load(Relaxed) + 1, Relaxed);
+        } else if (base..base + len).contains(&b) {
             let c = &self.cells(&self.win)[b - base];
             let n = c.load(Relaxed).wrapping_add(1);
             c.store(n, Relaxed);
@@ -127,8 +160,8 @@ impl Hist {
             }
         } else if len == 0 {
             let base = b.saturating_sub(FIRST_LEN / 2).min(BUCKETS - FIRST_LEN);
-            self.set_window(&mut p, base, FIRST_LEN);
-            self.cells(&self.win)[b - base].store(1, Relaxed);
+            self.set_window(&mut p, base, FIRST_LEN, true);
+            self.cells8()[b - base].store(1, Relaxed);
         } else {
             let n = self.sparse_add(&mut p, b, 1);
             if self.sparse_len.load(Relaxed) > self.sparse_limit.load(Relaxed)
@@ -143,7 +176,46 @@ impl Hist {
 
     fn window(&self) -> (usize, usize) {
         let span = self.span.load(Relaxed);
-        ((span & 0xffff) as usize, (span >> 16) as usize)
+        ((span & BASE_MASK) as usize, (span >> 16) as usize)
+    }
+
+    fn narrow(&self) -> bool {
+        self.span.load(Relaxed) & NARROW != 0
+    }
+
+    /// The byte window's counts. Owner only.
+    fn cells8(&self) -> &[AtomicU8] {
+        let p = self.win8.load(Relaxed);
+        if p.is_null() {
+            return &[];
+        }
+        // SAFETY: a non-null byte window came from `take`; its counts follow element 0.
+        let w = unsafe { whole(p) };
+        &w[1..=self.window().1]
+    }
+
+    /// The window's non-zero counts, by bucket. Owner only.
+    fn window_counts(&self) -> Vec<(usize, u64)> {
+        let base = self.window().0;
+        let c8 = self.cells8().iter().map(|c| c.load(Relaxed) as u64);
+        let c32 = self.cells(&self.win).iter().map(|c| c.load(Relaxed) as u64);
+        c8.chain(c32)
+            .enumerate()
+            .filter(|&(_, n)| n > 0)
+            .map(|(i, n)| (base + i, n))
+            .collect()
+    }
+
+    /// Replaces the byte window with a `u32` one over the same buckets and counts (inside a
+    /// write).
+    fn widen(&self, p: &mut PoolInner) {
+        let (base, len) = self.window();
+        let counts = self.window_counts();
+        self.set_window(p, base, len, false);
+        let win = self.cells(&self.win);
+        for (b, n) in counts {
+            win[b - base].store(n as u32, Relaxed);
+        }
     }
 
     /// The used part of the window (`win`, `span`'s length) or of the sparse list (`sparse`,
@@ -211,13 +283,9 @@ impl Hist {
     /// near its count's limit. The first calls of a function are often its slowest: a window
     /// placed around them follows the values that came after.
     fn refit(&self, p: &mut PoolInner) {
-        let (base, _) = self.window();
         let mut seen: Vec<(usize, u64)> = self
-            .cells(&self.win)
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (base + i, c.load(Relaxed) as u64))
-            .filter(|&(_, n)| n > 0)
+            .window_counts()
+            .into_iter()
             .chain(self.cells(&self.sparse).iter().map(|x| {
                 let x = x.load(Relaxed);
                 ((x >> COUNT_BITS) as usize, (x & COUNT_MAX) as u64)
@@ -233,11 +301,15 @@ impl Hist {
         let total = prefix[m];
         let forced = seen.iter().position(|e| e.1 >= FORCED);
         let forced_last = seen.iter().rposition(|e| e.1 >= FORCED);
+        // A window of bytes while no count is near 255, of `u32` counts after; 4 bytes an
+        // entry left in the list.
+        let narrow = seen.iter().all(|e| e.1 <= NARROW_REFIT_MAX);
+        let cell = if narrow { 1 } else { 4 };
         let cost = |l: usize, r: usize| {
-            (seen[r - 1].0 - seen[l].0 + 1)
+            cell * (seen[r - 1].0 - seen[l].0 + 1)
                 .next_power_of_two()
                 .max(FIRST_LEN)
-                + (m - (r - l))
+                + 4 * (m - (r - l))
         };
         let mut best = (0, m);
         for l in 0..=forced.unwrap_or(m - 1) {
@@ -251,13 +323,20 @@ impl Hist {
         let (lo, hi) = (seen[best.0].0, seen[best.1 - 1].0 + 1);
         let len = (hi - lo).next_power_of_two().clamp(FIRST_LEN, BUCKETS);
         let base = lo.saturating_sub((len - (hi - lo)) / 2).min(BUCKETS - len);
-        self.set_window(p, base, len);
+        self.set_window(p, base, len, narrow);
+        // A list as long as what it keeps (often nothing), not as long as it grew.
+        let list = self.sparse.swap(std::ptr::null_mut(), Release);
+        if !list.is_null() {
+            // SAFETY: from `take`.
+            p.give(unsafe { whole(list) });
+        }
         self.sparse_len.store(0, Relaxed);
-        let win = self.cells(&self.win);
         for (b, n) in seen {
-            match b.checked_sub(base).and_then(|i| win.get(i)) {
-                Some(c) => c.store(n as u32, Relaxed),
-                None => {
+            let i = b.wrapping_sub(base);
+            match (narrow, i < len) {
+                (true, true) => self.cells8()[i].store(n as u8, Relaxed),
+                (false, true) => self.cells(&self.win)[i].store(n as u32, Relaxed),
+                _ => {
                     self.sparse_add(p, b, n as u32);
                 }
             }
@@ -267,21 +346,39 @@ impl Hist {
             .store((2 * kept).max(SPARSE_FIRST), Relaxed);
     }
 
-    /// Puts in a zeroed window of `len` counts from bucket `base` (inside a write), giving
-    /// the old one back to the pool.
-    fn set_window(&self, p: &mut PoolInner, base: usize, len: usize) {
-        let new = p.take::<AtomicU32>(len);
-        let old = self.win.swap(new.as_ptr() as *mut AtomicU32, Release);
-        self.span.store((len as u32) << 16 | base as u32, Relaxed);
+    /// Puts in a zeroed window of `len` counts from bucket `base`, of bytes if `narrow`
+    /// (inside a write), giving the old one back to the pool.
+    fn set_window(&self, p: &mut PoolInner, base: usize, len: usize, narrow: bool) {
+        let (old8, old) = if narrow {
+            let new = p.take::<AtomicU8>(len);
+            (
+                self.win8.swap(new.as_ptr() as *mut AtomicU8, Release),
+                self.win.swap(std::ptr::null_mut(), Release),
+            )
+        } else {
+            let new = p.take::<AtomicU32>(len);
+            (
+                self.win8.swap(std::ptr::null_mut(), Release),
+                self.win.swap(new.as_ptr() as *mut AtomicU32, Release),
+            )
+        };
+        let flag = if narrow { NARROW } else { 0 };
+        self.span
+            .store((len as u32) << 16 | flag | base as u32, Relaxed);
+        if !old8.is_null() {
+            // SAFETY: `old8` came from `take`, with its capacity in element 0.
+            p.give(unsafe { whole(old8) });
+        }
         if !old.is_null() {
-            // SAFETY: `old` came from `take`, with its capacity in element 0.
+            // SAFETY: as above.
             p.give(unsafe { whole(old) });
         }
     }
 
-    /// Adds a snapshot of this histogram into `into`. Any thread; retries while the owner
-    /// replaces the window or edits a list.
-    pub(crate) fn add_to(&self, into: &mut Counts) {
+    /// Adds a snapshot of this histogram into `into`. Any thread counted in as a reader of
+    /// the owner's pool (`_reading`); retries while the owner replaces the window or edits a
+    /// list.
+    pub(crate) fn add_to(&self, _reading: &Reading<'_>, into: &mut Counts) {
         let mut seen: Vec<(usize, u64)> = Vec::new();
         loop {
             seen.clear();
@@ -291,10 +388,22 @@ impl Hist {
                 continue;
             }
             let (base, len) = self.window();
+            let w8 = self.win8.load(Acquire);
+            if self.narrow() && !w8.is_null() {
+                // SAFETY: as for the `u32` window below.
+                let win = unsafe { whole(w8) };
+                let n = len.min(win.len() - 1);
+                for (i, c) in win[1..=n].iter().enumerate() {
+                    let n = c.load(Relaxed);
+                    if n != 0 {
+                        seen.push((base + i, n as u64));
+                    }
+                }
+            }
             let w = self.win.load(Acquire);
-            if !w.is_null() {
-                // SAFETY: `w` came from the pool (never freed), published with Release after
-                // its capacity word was written; reading at most that capacity stays in it.
+            if !self.narrow() && !w.is_null() {
+                // SAFETY: `w` came from the pool, published with Release after its capacity
+                // word was written, and is not freed while a reader is in (`_reading`); reading at most that capacity stays in it.
                 // A window replaced meanwhile is caught by the version check below.
                 let win = unsafe { whole(w) };
                 let n = len.min(win.len() - 1);
@@ -335,10 +444,32 @@ impl Hist {
         }
     }
 
+    /// Bytes of the window and lists in use now (owner only; for tests).
+    #[cfg(test)]
+    pub(crate) fn live_bytes(&self) -> usize {
+        fn bytes<T: pool::Word>(p: *mut T) -> usize {
+            if p.is_null() {
+                return 0;
+            }
+            // SAFETY: a non-null pointer came from `take`.
+            let w = unsafe { whole(p) };
+            std::mem::size_of_val(w)
+        }
+        bytes(self.win8.load(Relaxed))
+            + bytes(self.win.load(Relaxed))
+            + bytes(self.sparse.load(Relaxed))
+            + bytes(self.carry.load(Relaxed))
+    }
+
     /// Gives the window and lists back to the pool and empties the histogram. Only while no
     /// other thread reads it (the registry's lock held, the owner gone).
     pub(crate) fn release(&self, pool: &Pool) {
         let mut p = pool.lock();
+        let w8 = self.win8.swap(std::ptr::null_mut(), Relaxed);
+        if !w8.is_null() {
+            // SAFETY: from `take`.
+            p.give(unsafe { whole(w8) });
+        }
         for a in [&self.win, &self.sparse] {
             let w = a.swap(std::ptr::null_mut(), Relaxed);
             if !w.is_null() {
@@ -359,7 +490,7 @@ impl Hist {
 }
 
 mod pool;
-pub(crate) use pool::Pool;
 use pool::{grown, whole, PoolInner};
+pub(crate) use pool::{Pool, Reading};
 #[cfg(test)]
 mod tests;

@@ -44,8 +44,9 @@ impl Row {
         }
     }
 
-    /// Reads a live slot (relaxed: may trail the owner by its current exit).
-    pub(crate) fn read(slot: &Slot, with_hist: bool) -> Row {
+    /// Reads a live slot (relaxed: may trail the owner by its current exit), a reader of its
+    /// thread's pool.
+    pub(crate) fn read(slot: &Slot, reading: &Reading<'_>) -> Row {
         let mut row = Row {
             calls: slot.calls.load(Relaxed),
             outer: slot.outer.load(Relaxed),
@@ -56,17 +57,15 @@ impl Row {
             clock_errors: slot.clock_errors.load(Relaxed),
             open: slot.depth.load(Relaxed) as u64,
             hist: Counts::new(),
-            with_hist,
+            with_hist: true,
         };
-        if with_hist {
-            slot.hist.add_to(&mut row.hist);
-            // The latest call, not in the histogram yet (a read racing the owner's next exit
-            // may count it twice or not at all: like every relaxed read here, it trails the
-            // owner by at most that exit).
-            let p = slot.pending.load(Relaxed);
-            if p != NONE {
-                row.hist.add(tickscope_fmt::hist::bucket(p), 1);
-            }
+        slot.hist.add_to(reading, &mut row.hist);
+        // The latest call, not in the histogram yet (a read racing the owner's next exit
+        // may count it twice or not at all: like every relaxed read here, it trails the
+        // owner by at most that exit).
+        let p = slot.pending.load(Relaxed);
+        if p != NONE {
+            row.hist.add(tickscope_fmt::hist::bucket(p), 1);
         }
         row
     }
