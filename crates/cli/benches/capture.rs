@@ -75,6 +75,7 @@ fn main() {
         dropped += c.stop().unwrap().dropped;
     }
     println!("tickscope capture, best of {ROUNDS} interleaved rounds");
+    println!("  CPU: {}", floor::cpu_model());
     println!(
         "  clock: {} at {:.3} GHz",
         tickscope::clock::source().name(),

@@ -93,6 +93,7 @@ fn main() {
     tickscope::set_enabled(true);
 
     println!("tickscope scope overhead, best of {ROUNDS} rounds of {N} iterations (median/best spread in brackets)");
+    println!("  CPU: {}", floor::cpu_model());
     println!(
         "  clock: {} at {:.3} GHz",
         tickscope::clock::source().name(),

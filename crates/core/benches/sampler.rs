@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use tickscope::sampler::{Mode, Sampler, Source};
 
+#[path = "common/floor.rs"]
+mod floor;
+
 const ROUNDS: usize = 9;
 
 /// About 0.3 s of integer work, the same every call.
@@ -90,6 +93,7 @@ fn main() {
     let (t100, t1000) = (median(&mut timer100), median(&mut timer1000));
     let (off, a100, a1000) = (median(&mut off), median(&mut at100), median(&mut at1000));
     println!("tickscope sampler overhead, median of {ROUNDS} interleaved rounds");
+    println!("  CPU: {}", floor::cpu_model());
     println!("  workload unsampled:          {:8.1} ms", off * 1e3);
     println!(
         "  sampled at 100 Hz:           {:8.1} ms   ratio {:.4}  (target <= 1.01)",

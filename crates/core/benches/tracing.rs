@@ -105,6 +105,7 @@ fn main() {
     drop(chrome_guard);
     let _ = std::fs::remove_file(&trace);
     println!("tracing spans, enter + exit, best of {ROUNDS} rounds of {N}:");
+    println!("  CPU: {}", floor::cpu_model());
     println!("  registry alone          {reg:7.2} ns");
     println!(
         "  registry + our layer    {lay:7.2} ns   (the layer adds {:.2} ns)",

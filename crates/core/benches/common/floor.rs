@@ -73,3 +73,18 @@ pub fn spread(samples: &[f64]) -> f64 {
     s.sort_by(|a, b| a.total_cmp(b));
     s[s.len() / 2] / s[0]
 }
+
+/// The CPU this runs on (`model name` in /proc/cpuinfo), printed with every figure: the
+/// ratios differ between microarchitectures (rdtsc is ordered differently on Intel and AMD).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, m)| m.trim().to_string())
+            })
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
