@@ -433,14 +433,20 @@ pub fn random_u64() -> u64 {
 
 /// Creates a new directory only this user can enter (mode 0700) in `parent`, named
 /// `PREFIX` and an unpredictable suffix; never one that exists (a link planted at the name
-/// included: `mkdir` does not follow it).
+/// included: `mkdir` does not follow it). Its mode is 0700 whatever the umask took away.
 pub fn private_dir(parent: &Path, prefix: &str) -> io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let mut last = None;
     for _ in 0..16 {
         let dir = parent.join(format!("{prefix}{:016x}", random_u64()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => {
+                // The umask can only have taken bits away (a umask of 0277 leaves a
+                // directory its owner cannot write into): put them back.
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|e| in_dir(parent, e))?;
+                return Ok(dir);
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(in_dir(parent, e)),
         }

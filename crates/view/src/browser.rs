@@ -9,9 +9,9 @@
 //! can read it; it is removed once the page has been served with the token, or when the
 //! caller drops it (the command ends, Ctrl-C included), or after [`REDIRECT_LIFETIME`].
 
-use std::fs::{DirBuilder, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,7 +33,7 @@ impl Redirect {
     /// Writes a redirect to `url` into a new private directory under `base` (see the
     /// [module docs](self) for the default).
     pub fn create_in(base: &Path, url: &str) -> io::Result<Redirect> {
-        let dir = private_dir(base)?;
+        let dir = tickscope_sys::output::private_dir(base, "tickscope-view-")?;
         let file = dir.join("open.html");
         let written = (|| {
             // O_CREAT|O_EXCL: never an existing file, and never through a symlink (open(2):
@@ -99,25 +99,6 @@ fn base_dir() -> PathBuf {
         }
     }
     std::env::temp_dir()
-}
-
-/// A new directory under `base`, named `tickscope-view-` and 64 random bits, mode 0700
-/// (`mkdir` fails on any existing name, a symlink included: another name is tried).
-fn private_dir(base: &Path) -> io::Result<PathBuf> {
-    let mut last = None;
-    for _ in 0..8 {
-        let dir = base.join(format!("tickscope-view-{}", crate::random_hex(8)?));
-        match DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {
-                // The umask can only have taken bits away; make sure none was added.
-                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::ErrorKind::AlreadyExists.into()))
 }
 
 /// The redirect page: a meta refresh, and `location.replace` (which keeps the file out of
