@@ -388,6 +388,7 @@ impl Attached {
             lost: Vec::new(),
             signals: 0,
             handler_ns: 0,
+            handler_median_ns: 0,
             leaf_only: 0,
             truncated: 0,
             overrun_signals: 0,

@@ -32,6 +32,9 @@ pub(crate) struct Shared {
     pub signals: AtomicU64,
     /// Ticks spent in the handler, signal delivery excluded.
     pub handler_ticks: AtomicU64,
+    /// The same, per sample, by [`handler_bucket`]: the median a loaded machine's outliers
+    /// do not move (a host that takes the CPU away mid-handler adds milliseconds to a mean).
+    pub handler_times: [AtomicU32; HANDLER_BUCKETS],
     /// Samples recorded with the leaf only: the thread's stack was not known yet.
     pub leaf_only: AtomicU64,
     /// Samples whose stack was deeper than [`MAX_FRAMES`].
@@ -50,6 +53,45 @@ pub(crate) struct Shared {
     /// thread moves them into it).
     #[cfg(feature = "capture")]
     pub timeline: super::table::SampleLog,
+}
+
+/// Buckets of [`Shared::handler_times`]: four per power of two of ticks (19% wide), up to
+/// 2^24 ticks (7 ms at 2.5 GHz); longer lands in the last.
+pub(crate) const HANDLER_BUCKETS: usize = 92;
+
+/// The bucket of a handler time of `ticks`. Signal context: a few instructions.
+#[inline(always)]
+pub(crate) fn handler_bucket(ticks: u64) -> usize {
+    if ticks < 4 {
+        return ticks as usize;
+    }
+    let e = 63 - ticks.leading_zeros() as usize;
+    (4 * (e - 1) + ((ticks >> (e - 2)) & 3) as usize).min(HANDLER_BUCKETS - 1)
+}
+
+/// The lowest time, in ticks, bucket `i` of [`handler_bucket`] holds.
+pub(crate) fn handler_bucket_low(i: usize) -> u64 {
+    if i < 4 {
+        return i as u64;
+    }
+    let (e, sub) = (i / 4 + 1, (i % 4) as u64);
+    (4 + sub) << (e - 2)
+}
+
+/// The median of the handler times counted in `times` (by [`handler_bucket`]), in ticks:
+/// its bucket's midpoint; 0 with none.
+pub(crate) fn handler_median_ticks(times: &[AtomicU32]) -> u64 {
+    let counts: Vec<u64> = times.iter().map(|c| c.load(Relaxed) as u64).collect();
+    let total: u64 = counts.iter().sum();
+    let mut seen = 0;
+    for (i, n) in counts.iter().enumerate() {
+        seen += n;
+        if total > 0 && 2 * seen >= total {
+            let (lo, hi) = (handler_bucket_low(i), handler_bucket_low(i + 1));
+            return (lo + hi) / 2;
+        }
+    }
+    0
 }
 
 /// The running sampler's state; null when none runs.
@@ -263,8 +305,9 @@ unsafe fn sample(s: &Shared, info: *mut libc::siginfo_t, ctx: *mut libc::c_void)
     #[cfg(not(feature = "capture"))]
     let _ = stack;
     s.signals.fetch_add(1, Relaxed);
-    s.handler_ticks
-        .fetch_add((lib.now_in_signal)().wrapping_sub(t0), Relaxed);
+    let ticks = (lib.now_in_signal)().wrapping_sub(t0);
+    s.handler_ticks.fetch_add(ticks, Relaxed);
+    s.handler_times[handler_bucket(ticks)].fetch_add(1, Relaxed);
 }
 
 /// The installed disposition of `signal` before ours, if any.
@@ -319,6 +362,32 @@ pub(crate) fn uninstall(signal: libc::c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every handler time lands in the bucket whose range holds it; the median is the
+    /// middle sample's bucket's midpoint, within 10% of it.
+    #[test]
+    fn handler_times_bucket_and_give_their_median() {
+        for i in 0..HANDLER_BUCKETS {
+            let (lo, hi) = (handler_bucket_low(i), handler_bucket_low(i + 1));
+            assert!(lo < hi, "bucket {i}");
+            assert_eq!(handler_bucket(lo), i);
+            if i + 1 < HANDLER_BUCKETS {
+                assert_eq!(handler_bucket(hi - 1), i);
+            }
+        }
+        assert_eq!(handler_bucket(u64::MAX), HANDLER_BUCKETS - 1);
+        let times: Vec<AtomicU32> = (0..HANDLER_BUCKETS).map(|_| AtomicU32::new(0)).collect();
+        assert_eq!(handler_median_ticks(&times), 0);
+        // 60 samples near 2,000 ticks, 40 stretched to a million: the median stays.
+        for _ in 0..60 {
+            times[handler_bucket(2_000)].fetch_add(1, Relaxed);
+        }
+        for _ in 0..40 {
+            times[handler_bucket(1_000_000)].fetch_add(1, Relaxed);
+        }
+        let m = handler_median_ticks(&times) as f64;
+        assert!((m - 2_000.0).abs() <= 200.0, "{m}");
+    }
 
     #[test]
     fn tid_set_finds_inserted_ids_and_forgets_removed_ones() {

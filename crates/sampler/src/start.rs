@@ -228,6 +228,7 @@ fn shared_state(b: &Builder, source: Source, period_ns: u64) -> Arc<Shared> {
         perf_tid: crate::sys::memory::zeroed_slice(PERF_FDS),
         signals: AtomicU64::new(0),
         handler_ticks: AtomicU64::new(0),
+        handler_times: [const { AtomicU32::new(0) }; handler::HANDLER_BUCKETS],
         leaf_only: AtomicU64::new(0),
         truncated: AtomicU64::new(0),
         overrun_signals: AtomicU64::new(0),
@@ -306,6 +307,9 @@ pub(super) fn parts(
                 (shared.handler_ticks.load(Relaxed) as f64 * 1e9 / r) as u64
             }),
         },
+        handler_median_ns: (crate::library::get().rate_without_waiting)().map_or(0, |r| {
+            (handler::handler_median_ticks(&shared.handler_times) as f64 * 1e9 / r) as u64
+        }),
         leaf_only: shared.leaf_only.load(Relaxed),
         truncated: shared.truncated.load(Relaxed),
         overrun_signals: shared.overrun_signals.load(Relaxed),

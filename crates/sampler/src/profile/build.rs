@@ -57,6 +57,7 @@ pub(crate) fn build(mut p: Parts) -> Profile {
         effective_samples,
         lost,
         handler_ns: p.handler_ns,
+        handler_median_ns: p.handler_median_ns,
         comments,
         warnings,
     }
@@ -327,8 +328,10 @@ fn comments(
             match p.signals {
                 0 => format!("table {} KiB", p.table_bytes / 1024),
                 n => format!(
-                    "handler: {} ns per sample on average, signal delivery excluded; table {} KiB",
+                    "handler: {} ns per sample on average ({} the median), signal delivery \
+                     excluded; table {} KiB",
                     p.handler_ns / n,
+                    p.handler_median_ns,
                     p.table_bytes / 1024
                 ),
             },
