@@ -102,14 +102,12 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
         let mut light = BTreeMap::new();
         let reading = t.pool.reading();
         t.for_each_slot(|id, slot| {
-            let row = Row::read(slot, &reading);
+            let acc = rows.entry(id).or_insert_with(Row::empty);
+            let row = Row::read_into(slot, &reading, acc);
             open_now += row.open;
             if per_thread {
-                let mut l = Row::light();
-                l.merge(&row);
-                light.insert(id, l);
+                light.insert(id, row);
             }
-            rows.entry(id).or_insert_with(Row::empty).merge(&row);
         });
         lost_too_deep += t.lost_too_deep.load(Relaxed);
         unbalanced += t.unbalanced.load(Relaxed);

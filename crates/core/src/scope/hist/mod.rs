@@ -379,7 +379,18 @@ impl Hist {
     /// the owner's pool (`_reading`); retries while the owner replaces the window or edits a
     /// list.
     pub(crate) fn add_to(&self, _reading: &Reading<'_>, into: &mut Counts) {
-        let mut seen: Vec<(usize, u64)> = Vec::new();
+        thread_local! {
+            /// The snapshot being taken, kept between calls (a summary reads tens of
+            /// thousands of histograms).
+            static SEEN: std::cell::RefCell<Vec<(usize, u64)>> = const {
+                std::cell::RefCell::new(Vec::new())
+            };
+        }
+        let mut seen = SEEN
+            .try_with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)).ok())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         loop {
             seen.clear();
             let v = self.version.load(Acquire);
@@ -439,9 +450,21 @@ impl Hist {
                 break;
             }
         }
-        for (b, n) in seen {
+        // Cover the range first, so that the adds below do not grow it one bucket at a time.
+        let lo = seen.iter().map(|e| e.0).min();
+        let hi = seen.iter().map(|e| e.0).max();
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            into.add(lo.min(BUCKETS - 1), 0);
+            into.add(hi.min(BUCKETS - 1), 0);
+        }
+        for &(b, n) in &seen {
             into.add(b.min(BUCKETS - 1), n);
         }
+        let _ = SEEN.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                *s = seen;
+            }
+        });
     }
 
     /// Bytes of the window and lists in use now (owner only; for tests).

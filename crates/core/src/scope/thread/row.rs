@@ -70,6 +70,33 @@ impl Row {
         row
     }
 
+    /// Adds a live slot into `acc` (its histogram straight into `acc`'s, with no copy of
+    /// its own); returns the slot's row without a histogram.
+    pub(crate) fn read_into(slot: &Slot, reading: &Reading<'_>, acc: &mut Row) -> Row {
+        let row = Row {
+            calls: slot.calls.load(Relaxed),
+            outer: slot.outer.load(Relaxed),
+            incl: slot.incl.load(Relaxed),
+            self_ticks: slot.self_ticks.load(Relaxed),
+            min: slot.min.load(Relaxed),
+            max: slot.max.load(Relaxed),
+            clock_errors: slot.clock_errors.load(Relaxed),
+            open: slot.depth.load(Relaxed) as u64,
+            hist: Counts::new(),
+            with_hist: false,
+        };
+        acc.merge(&row);
+        if acc.with_hist {
+            slot.hist.add_to(reading, &mut acc.hist);
+            // As in `read`.
+            let p = slot.pending.load(Relaxed);
+            if p != NONE {
+                acc.hist.add(tickscope_fmt::hist::bucket(p), 1);
+            }
+        }
+        row
+    }
+
     pub(crate) fn merge(&mut self, o: &Row) {
         self.calls += o.calls;
         self.outer += o.outer;
