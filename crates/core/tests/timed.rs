@@ -278,6 +278,38 @@ fn an_unnamed_async_fn_is_named_after_its_function() {
 }
 
 #[cfg(feature = "tracing")]
+/// Call sites entered by id (as futures and spans are) whose ids share the low bits of the
+/// thread's slot cache: each entry counts at its own call site, in any order.
+#[test]
+fn call_sites_entered_by_id_count_at_their_own_row_whatever_their_ids() {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    // 40 sites (more than the cache holds, so ids collide in it), entered interleaved.
+    let names: Vec<&'static str> = (0..40)
+        .map(|i| &*Box::leak(format!("by id {i}").into_boxed_str()))
+        .collect();
+    std::thread::spawn(move || {
+        let waker = std::task::Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        for round in 0..40 {
+            for (i, name) in names.iter().enumerate() {
+                if round <= i {
+                    let mut f = std::pin::pin!(std::future::ready(()).profiled(name));
+                    assert!(f.as_mut().poll(&mut cx).is_ready());
+                }
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    for i in [0usize, 1, 15, 16, 17, 31, 32, 39] {
+        let r = row(&format!("by id {i}"));
+        assert_eq!(r["calls"].as_u64(), Some(i as u64 + 1), "{r}");
+    }
+}
+
 mod spans {
     use super::*;
     use std::sync::Barrier;

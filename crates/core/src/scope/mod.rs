@@ -44,7 +44,14 @@ struct Hot {
     /// Per open scope: its children's time and its start reading (see `thread.rs`), from
     /// the second cache line on.
     levels: [[Cell<Ticks>; 2]; INLINE_DEPTH],
+    /// Slots of call sites entered by id (spans, futures, `__private::enter`), by the id's
+    /// low bits: one load where the directory walk is four dependent ones (see
+    /// [`SlotCache`]). Valid while `stats` is: a thread keeps its statistics for its life.
+    by_id: [Cell<(u32, Option<&'static Slot>)>; BY_ID],
 }
+
+/// Entries of [`Hot::by_id`].
+const BY_ID: usize = 16;
 
 thread_local! {
     static HOT: Hot = const {
@@ -56,6 +63,7 @@ thread_local! {
             depth: Cell::new(0),
             exited: Cell::new(false),
             levels: [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH],
+            by_id: [const { Cell::new((0, None)) }; BY_ID],
         }
     };
 }
@@ -155,7 +163,19 @@ pub(crate) fn enter(id: u32) -> Option<Open> {
         Some(s) => s,
         None => register()?,
     };
-    thread::enter(&TlsStack, stats, id, &SystemCounter)
+    let slot = match HOT.with(|h| h.by_id[id as usize % BY_ID].get()) {
+        (k, Some(slot)) if k == id => slot,
+        _ => fill_by_id(stats, id),
+    };
+    thread::enter_slot(&TlsStack, stats, slot, &SystemCounter)
+}
+
+#[cold]
+#[inline(never)]
+fn fill_by_id(stats: &'static ThreadStats, id: u32) -> &'static Slot {
+    let slot = stats.slot(id);
+    HOT.with(|h| h.by_id[id as usize % BY_ID].set((id, Some(slot))));
+    slot
 }
 
 /// A call site's slot on the calling thread, cached in a thread-local of the call site's own
