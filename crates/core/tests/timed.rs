@@ -277,7 +277,6 @@ fn an_unnamed_async_fn_is_named_after_its_function() {
     }
 }
 
-#[cfg(feature = "tracing")]
 /// Call sites entered by id (as futures and spans are) whose ids share the low bits of the
 /// thread's slot cache: each entry counts at its own call site, in any order.
 #[test]
@@ -310,6 +309,7 @@ fn call_sites_entered_by_id_count_at_their_own_row_whatever_their_ids() {
     }
 }
 
+#[cfg(feature = "tracing")]
 mod spans {
     use super::*;
     use std::sync::Barrier;
