@@ -325,12 +325,18 @@ fn silent_connections_at_the_cap_give_way_to_a_new_capture() {
     drop(held);
     let (code, stderr) = l.wait();
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains("closed connection 1 (silent for"),
-        "{stderr}"
-    );
+    // One of the two held connections gave way: the one the listener heard from last the
+    // longest ago, which depends on the order it read their headers in (a loaded machine
+    // may read the second first).
+    let closed = ["1", "2"]
+        .iter()
+        .filter(|n| stderr.contains(&format!("closed connection {n} (silent for")))
+        .count();
+    assert_eq!(closed, 1, "{stderr}");
     assert_eq!(std::fs::read(d.join("got.3.tscap")).unwrap(), c.bytes);
-    assert_eq!(std::fs::read(&out).unwrap(), header);
+    for f in &files {
+        assert_eq!(std::fs::read(f).unwrap(), header, "{}", f.display());
+    }
 }
 
 #[test]
