@@ -47,26 +47,8 @@ impl Row {
     /// Reads a live slot (relaxed: may trail the owner by its current exit), a reader of its
     /// thread's pool.
     pub(crate) fn read(slot: &Slot, reading: &Reading<'_>) -> Row {
-        let mut row = Row {
-            calls: slot.calls.load(Relaxed),
-            outer: slot.outer.load(Relaxed),
-            incl: slot.incl.load(Relaxed),
-            self_ticks: slot.self_ticks.load(Relaxed),
-            min: slot.min.load(Relaxed),
-            max: slot.max.load(Relaxed),
-            clock_errors: slot.clock_errors.load(Relaxed),
-            open: slot.depth.load(Relaxed) as u64,
-            hist: Counts::new(),
-            with_hist: true,
-        };
-        slot.hist.add_to(reading, &mut row.hist);
-        // The latest call, not in the histogram yet (a read racing the owner's next exit
-        // may count it twice or not at all: like every relaxed read here, it trails the
-        // owner by at most that exit).
-        let p = slot.pending.load(Relaxed);
-        if p != NONE {
-            row.hist.add(tickscope_fmt::hist::bucket(p), 1);
-        }
+        let mut row = Row::empty();
+        Row::read_into(slot, reading, &mut row);
         row
     }
 
@@ -88,7 +70,9 @@ impl Row {
         acc.merge(&row);
         if acc.with_hist {
             slot.hist.add_to(reading, &mut acc.hist);
-            // As in `read`.
+            // The latest call, not in the histogram yet (a read racing the owner's next exit
+            // may count it twice or not at all: like every relaxed read here, it trails the
+            // owner by at most that exit).
             let p = slot.pending.load(Relaxed);
             if p != NONE {
                 acc.hist.add(tickscope_fmt::hist::bucket(p), 1);
