@@ -350,7 +350,21 @@ fn a_capture_past_its_memory_budget_drops_whole_scopes_and_never_corrupts_a_figu
         // smallest of all n = m + d calls. Both summaries take percentiles from the same
         // buckets of the same readings, so the bound holds of their figures too, within
         // half a bucket (1/64) below.
-        percentiles_within_rank_bounds(name, inp, row);
+        if n(inp, "calls") > n(inp, "outer_calls") && n(row, "dropped") > 0 {
+            // A recursive scope whose outer call was dropped while calls inside it were
+            // kept: those calls are outer calls on the timeline (791 against 789 in one
+            // run), so the kept set is no subset of the whole's outer calls and the rank
+            // bound does not apply. Each promoted call lies inside a dropped outer one,
+            // so no figure can pass the whole's longest call.
+            for key in ["p50_ns", "p90_ns", "p99_ns", "max_ns"] {
+                assert!(
+                    n(row, key) <= n(inp, "max_ns") + 1,
+                    "{name}: {key} {inp} {row}"
+                );
+            }
+        } else {
+            percentiles_within_rank_bounds(name, inp, row);
+        }
     }
     assert!(compared >= 4, "{report}");
     let _ = std::fs::remove_dir_all(&d);

@@ -243,18 +243,74 @@ extern "C" fn continued(_: libc::c_int) {
 /// Counts this process's `SIGCONT`s ([`continues`]) with a handler that does not restart
 /// an interrupted system call: a [`wait_job`] on the calling thread returns
 /// [`Waited::Interrupted`], whichever thread the kernel hands the signal to. (The
-/// continuing itself is the kernel's, handler or not.)
+/// continuing itself is the kernel's, handler or not.) Also installs the handler of the
+/// signal [`kick_stale_wait`] sends.
 pub fn count_continues() -> std::io::Result<()> {
     WAITER.store(gettid(), std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = continued as *const () as usize;
-    // SAFETY: installs a handler that adds to an atomic and makes two system calls;
-    // `act` is valid.
-    if unsafe { libc::sigaction(libc::SIGCONT, &act, std::ptr::null_mut()) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    for (sig, handler) in [
+        (libc::SIGCONT, continued as *const () as usize),
+        (kick_signal(), kicked as *const () as usize),
+    ] {
+        // SAFETY: sigaction is plain data; all-zero is a valid value to fill in.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = handler;
+        // SAFETY: installs a handler that adds to an atomic and makes two system calls
+        // (`continued`) or does nothing (`kicked`); `act` is valid.
+        if unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     Ok(())
+}
+
+/// The continue count the waiter saw before the wait it is in, plus one; 0 outside a wait.
+static WAITING_SINCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The signal that interrupts a wait begun just before a continue (`record`'s own process
+/// only: the program it runs gets the default disposition back at its exec).
+fn kick_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 6
+}
+
+extern "C" fn kicked(_: libc::c_int) {}
+
+/// [`wait_job`] on the thread that called [`count_continues`], unless the process was
+/// continued since the count `seen`: then [`Waited::Interrupted`] at once. A continue that
+/// comes between the check and the wait's start (its handler runs before the wait blocks,
+/// so it cannot interrupt it) is made good by [`kick_stale_wait`], which another thread calls
+/// every few milliseconds: without it, the wait would block until the program ended, and a
+/// program stopped for its terminal never ends (`fg` hung so, once, in a test run beside two
+/// busy loops).
+pub fn wait_job_unless_continued(
+    pid: u32,
+    seen: u32,
+    before_reap: Option<&mut dyn FnMut()>,
+) -> std::io::Result<Waited> {
+    use std::sync::atomic::Ordering::SeqCst;
+    WAITING_SINCE.store(seen.wrapping_add(1).max(1), SeqCst);
+    let waited = match continues() == seen {
+        true => wait_job(pid, before_reap),
+        false => Ok(Waited::Interrupted),
+    };
+    WAITING_SINCE.store(0, SeqCst);
+    waited
+}
+
+/// Interrupts the waiter's [`wait_job_unless_continued`] if it began before the last
+/// continue (with a signal whose handler does nothing and does not restart the wait).
+/// Called every few milliseconds by a thread other than the waiter.
+pub fn kick_stale_wait() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let since = WAITING_SINCE.load(SeqCst);
+    let waiter = WAITER.load(SeqCst);
+    if since == 0 || waiter == 0 || continues().wrapping_add(1).max(1) == since {
+        return;
+    }
+    // SAFETY: getpid has no arguments and cannot fail.
+    let own = unsafe { libc::getpid() };
+    // SAFETY: tgkill has no memory arguments; the waiter is a thread of this process that
+    // installed the signal's handler (`count_continues`).
+    unsafe { libc::syscall(libc::SYS_tgkill, own, waiter as libc::c_long, kick_signal()) };
 }
 
 /// How many `SIGCONT`s came since [`count_continues`].

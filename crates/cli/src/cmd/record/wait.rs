@@ -28,6 +28,9 @@ pub(super) fn wait_forwarding(
             }
             _ => {}
         }
+        if job {
+            p::kick_stale_wait();
+        }
         match ended.recv_timeout(std::time::Duration::from_millis(10)) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             _ => return,
@@ -72,8 +75,9 @@ pub(super) fn wait_as_one_job(
     let mut stopped = false;
     let mut seen = p::continues();
     loop {
-        match p::wait_job(
+        match p::wait_job_unless_continued(
             pid,
+            seen,
             before_reap.as_mut().map(|f| &mut **f as &mut dyn FnMut()),
         )? {
             Waited::Ended(raw) => {
