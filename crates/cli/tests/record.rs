@@ -850,30 +850,38 @@ fn programs_that_end_before_their_first_sample_leave_a_line_not_a_file() {
     assert!(tags.contains("true") && tags.contains("workload"), "{tags}");
 }
 
-/// A fork child that does not exec (a bash subshell looping in bash) is not profiled: the
-/// CPU time it used is said beside what the profiles hold, never silently missing; every
-/// run gives the profiles' CPU time against its process tree's.
-/// A `multiprocessing` pool of two forked workers (no exec): each is counted and named with
-/// its CPU time, though the pool ends them by SIGTERM, even one already on its way out by
-/// `_exit` when the signal comes (which once lost its line in 2 runs of 10). With `--forks`
-/// each is sampled into a file of its own (both: the two once shared the pipe their `_exit`
+/// `record`'s settings that keep it from sampling its program from outside (the library's
+/// frame-pointer walk): its fork children are then not followed either.
+const NOT_OUTSIDE: &[(&str, &str)] = &[("TICKSCOPE_CPUPROFILE_UNWIND", "fp")];
+
+/// A `multiprocessing` pool of two forked workers (no exec). By default `record` samples
+/// them from outside as it samples the program, each into a profile of its own: the run's
+/// CPU time is held. Where it cannot sample from outside, each is counted and named with its
+/// CPU time, though the pool ends them by SIGTERM, even one already on its way out by `_exit`
+/// when the signal comes (which once lost its line in 2 runs of 10). With `--forks` each
+/// samples itself into a file of its own (both: the two once shared the pipe their `_exit`
 /// waits on, and the first one written ended the other's wait before its profile was).
 #[test]
-fn a_python_pools_forked_workers_are_counted_and_named_or_sampled_with_forks() {
+fn a_python_pools_forked_workers_are_sampled_from_outside_or_by_themselves_with_forks() {
     let dir = scratch("pool");
     let script = "import multiprocessing\n\
 def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\n\
 if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
     with multiprocessing.Pool(2) as p:\n        print(sum(p.map(f, [300000] * 4)))\n";
     std::fs::write(dir.join("pool.py"), script).unwrap();
-    let (code, _, stderr) = record_in(&dir, ["-o", "p.pb.gz", "--", "python3", "pool.py"]);
+    // Not from outside: the workers are said, with their CPU time.
+    let (code, _, stderr) = record_with(
+        &dir,
+        NOT_OUTSIDE,
+        ["-o", "p.pb.gz", "--", "python3", "pool.py"],
+    );
     assert_eq!(code, Some(0), "python3 (Debian: python3): {stderr}");
     let forks = said(&stderr, "that did not exec ran unprofiled");
     // (A `python3` that is a shell script, pyenv's, adds its shell's subshells.)
     assert!(forks.contains("python3 (2)"), "{forks}");
     assert!(forks.contains("record --forks samples them too"), "{forks}");
     let (without, line) = accounting(&stderr);
-    // The workers' share of the run's CPU time, which --forks puts in the profiles.
+    // The workers' share of the run's CPU time, which following them puts in the profiles.
     let ms = |text: &str| match text.trim().split_once(' ') {
         Some((v, "ms")) => v.parse::<f64>().ok(),
         Some((v, "s")) => v.parse::<f64>().ok().map(|s| s * 1e3),
@@ -886,63 +894,87 @@ if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
         .and_then(|(_, r)| ms(r.split(" of CPU time").next()?))
         .unwrap_or_else(|| panic!("{line}"));
     let share = 100.0 * workers_ms / run_ms;
-    // With --forks, each worker profiles into a file of its own, as a program exec'd: the
-    // run's CPU time is in the profiles, and no worker is said unprofiled.
-    let (code, _, stderr) = record_in(
-        &dir,
-        ["--forks", "-o", "q.pb.gz", "--", "python3", "pool.py"],
-    );
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        !stderr
-            .lines()
-            .any(|l| l.contains("ran unprofiled") && l.contains("python3")),
-        "{stderr}"
-    );
-    // The workers' CPU time is in the profiles now (their first period before the start is
-    // held too, as not sampled; 0.7: room for what the kernel does as each process ends).
-    let (pct, line) = accounting(&stderr);
-    assert!(
-        pct >= without + 0.7 * share,
-        "{without:.0}% held without --forks, the workers {share:.0}%; {line}"
-    );
-    let workers = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with("q.pb.gz.") && !n.ends_with(".unsampled"))
-        .count();
-    assert!(
-        workers >= 2,
-        "{workers} profiles of processes it started: {stderr}"
-    );
+    // By default, and with --forks: the run's CPU time is in the profiles, no worker is
+    // said unprofiled, and each worker has a profile of its own, sampled from outside (no
+    // thread of tickscope's in it) by default, by itself with --forks.
+    for (flags, output, outside) in [
+        (&[][..], "o.pb.gz", true),
+        (&["--forks"][..], "q.pb.gz", false),
+    ] {
+        let mut args: Vec<&str> = flags.to_vec();
+        args.extend(["-o", output, "--", "python3", "pool.py"]);
+        let (code, _, stderr) = record_in(&dir, &args);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            !stderr
+                .lines()
+                .any(|l| l.contains("ran unprofiled") && l.contains("python3")),
+            "{flags:?}: {stderr}"
+        );
+        let (pct, line) = accounting(&stderr);
+        // The issue's target for the default; --forks holds the workers' first moments
+        // before their start as not sampled, as a program exec'd does.
+        assert!(
+            pct >= 98.0 && pct >= without + 0.7 * share,
+            "{flags:?}: {without:.0}% held not from outside, the workers {share:.0}%; {line}"
+        );
+        let workers: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with(&format!("{output}.")) && !name.ends_with(".unsampled")
+            })
+            .filter(|p| comments_of(p).contains("python3"))
+            .collect();
+        let from_outside = workers
+            .iter()
+            .filter(|p| comments_of(p).contains("sampled from outside the process"))
+            .count();
+        assert!(workers.len() >= 2, "{flags:?}: {workers:?}: {stderr}");
+        match outside {
+            true => assert!(from_outside >= 2, "{workers:?}"),
+            false => assert_eq!(from_outside, 0, "{workers:?}"),
+        }
+    }
 }
 
-/// `record ... 2>&1 | head -1`: its report goes to a pipe nobody reads any more. The report
-/// is lost, never the program's status (a panic on the write gave 101) or its profile.
-#[test]
-fn record_forwards_the_status_when_its_stderr_reader_has_gone() {
-    library();
-    let dir = scratch("stderr-gone");
-    let mut child = Command::new(bin())
-        .current_dir(&dir)
-        .env("TICKSCOPE_LIB", library())
-        .args(["record", "-o", "s.pb.gz", "--", "sh", "-c", "exit 3"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The reader goes before record writes a line.
-    drop(child.stderr.take());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(3), "{status:?}");
-    assert!(dir.join("s.pb.gz").exists(), "no profile");
+/// What `go tool pprof -comments` and `-top` say of a profile (its comments and `File:`).
+fn comments_of(profile: &Path) -> String {
+    let run = |what: &str| {
+        let out = Command::new("go")
+            .args(["tool", "pprof", what])
+            .arg(profile)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run("-comments") + &run("-top")
 }
 
+/// A fork child that does not exec (a bash subshell looping in bash): followed from
+/// outside by default, its CPU time in a profile of its own; where `record` cannot sample
+/// from outside, not profiled, and its CPU time said beside what the profiles hold, never
+/// silently missing. Every run gives the profiles' CPU time against its process tree's.
 #[test]
 fn cpu_of_processes_not_profiled_is_said() {
     let dir = scratch("fork");
     let subshell = "( i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done ); true";
-    let (code, _, stderr) = record_in(&dir, ["-o", "f.pb.gz", "--", "bash", "-c", subshell]);
+    let (code, _, stderr) = record_in(&dir, ["-o", "e.pb.gz", "--", "bash", "-c", subshell]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (pct, line) = accounting(&stderr);
+    assert!(pct >= 98.0, "{line}");
+    assert!(!stderr.contains("ran unprofiled"), "{stderr}");
+    assert!(
+        stderr.contains("a process it started: e.pb.gz."),
+        "{stderr}"
+    );
+    let (code, _, stderr) = record_with(
+        &dir,
+        NOT_OUTSIDE,
+        ["-o", "f.pb.gz", "--", "bash", "-c", subshell],
+    );
     assert_eq!(code, Some(0), "{stderr}");
     // Most of the run's CPU time was the subshell's: a fork child that did not exec, which
     // says so, named, with its CPU time.
@@ -972,6 +1004,73 @@ fn cpu_of_processes_not_profiled_is_said() {
     assert_eq!(code, Some(0), "{stderr}");
     let (pct, line) = accounting(&stderr);
     assert!(pct >= 90.0 && !line.contains("not profiled"), "{line}");
+}
+
+/// The issue's trees, by default: `make -j2` whose recipes' shells loop in the shell and in
+/// a subshell (fork children of programs the run exec'd), and a bash loop of subshells,
+/// short ones (most end before `record`, which looks every 10 ms, finds them: their lines
+/// hold them) and commands exec'd. Each run holds at least 98% of its tree's CPU time, and
+/// the subshells that lived long enough have profiles of their own, sampled from outside.
+#[test]
+fn record_holds_the_cpu_of_every_process_of_make_and_shell_loops() {
+    let dir = scratch("trees");
+    let lp = "i=0; while [ $$i -lt 60000 ]; do i=$$((i+1)); done";
+    std::fs::write(
+        dir.join("Makefile"),
+        format!("all: a b\na:\n\t@{lp}\nb:\n\t@( {lp} ); ( {lp} )\n"),
+    )
+    .unwrap();
+    let shell = "for i in 1 2 3; do ( i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done ); \
+                 x=$(echo $i); /bin/true; done";
+    for (output, command) in [
+        ("m.pb.gz", &["make", "-j2", "-s"][..]),
+        ("s.pb.gz", &["bash", "-c", shell][..]),
+    ] {
+        let mut args = vec!["--top", "0", "-o", output, "--"];
+        args.extend(command);
+        let (code, _, stderr) = record_in(&dir, &args);
+        assert_eq!(code, Some(0), "{command:?} (Debian: make): {stderr}");
+        let (pct, line) = accounting(&stderr);
+        assert!(pct >= 98.0, "{command:?}: {line}");
+        assert!(!stderr.contains("ran unprofiled"), "{command:?}: {stderr}");
+        let outside = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with(&format!("{output}.")) && !name.ends_with(".unsampled")
+            })
+            .filter(|p| comments_of(p).contains("sampled from outside the process"))
+            .count();
+        // make's recipe subshells (two), the loop's (three).
+        let want = if output == "m.pb.gz" { 2 } else { 3 };
+        assert!(
+            outside >= want,
+            "{command:?}: {outside} sampled from outside: {stderr}"
+        );
+    }
+}
+
+/// `record ... 2>&1 | head -1`: its report goes to a pipe nobody reads any more. The report
+/// is lost, never the program's status (a panic on the write gave 101) or its profile.
+#[test]
+fn record_forwards_the_status_when_its_stderr_reader_has_gone() {
+    library();
+    let dir = scratch("stderr-gone");
+    let mut child = Command::new(bin())
+        .current_dir(&dir)
+        .env("TICKSCOPE_LIB", library())
+        .args(["record", "-o", "s.pb.gz", "--", "sh", "-c", "exit 3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before record writes a line.
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{status:?}");
+    assert!(dir.join("s.pb.gz").exists(), "no profile");
 }
 
 /// A script of short commands (each ends before its first sample): their CPU time is held

@@ -132,6 +132,29 @@ impl Attached {
         Attached::make(pid, hz, Some(spawned))
     }
 
+    /// [`Attached::from_start`] for a process another process started (a fork child of a
+    /// program `tickscope record` runs): the profile spans it from its start, as its age
+    /// says, its CPU time before the attachment being `[not sampled: before the profiler
+    /// started]`. Fails where it cannot be sampled, or has ended already.
+    pub fn from_fork(pid: u32, hz: u32) -> Result<Attached, Error> {
+        let age = process_age(pid).unwrap_or_default();
+        let spawned = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);
+        let mut a = Attached::make(pid, hz, Some(spawned))?;
+        // The start is known to the kernel's tick (10 ms): a process of one thread cannot
+        // have used more CPU time than it has lived.
+        if let (Some(age), Some(cpu), 1) = (a.age_at_start, a.cpu_at_attach, a.threads.len()) {
+            a.age_at_start = Some(age.max(Duration::from_nanos(cpu)));
+        }
+        match a.ended {
+            Some(_) => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("process {pid}: it has ended"),
+                None,
+            )),
+            None => Ok(a),
+        }
+    }
+
     /// The program's file, for a process that may end before it is read from
     /// `/proc/PID/exe` (the profile's `File:`).
     pub fn program(mut self, path: PathBuf) -> Attached {

@@ -128,6 +128,43 @@ impl Stat {
     }
 }
 
+/// The children of process `pid`, each thread's (`/proc/PID/task/TID/children`: a process
+/// is listed under the thread that forked it), in no order; empty where the process is gone
+/// or the kernel lacks the file (`CONFIG_PROC_CHILDREN`).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    use std::io::Read;
+    let mut tids = Vec::new();
+    let mut out = Vec::new();
+    if list_threads_of(Some(pid), &mut tids).is_err() {
+        return out;
+    }
+    let mut s = String::new();
+    for tid in tids {
+        s.clear();
+        let path = format!("/proc/{pid}/task/{tid}/children");
+        if let Ok(mut f) = crate::fd::open_read(path.as_ref()) {
+            if f.read_to_string(&mut s).is_ok() {
+                out.extend(
+                    s.split_ascii_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// What tells a process that forked and did not exec from one that exec'd: the start of its
+/// code and of its stack (`/proc/PID/stat` fields 26 and 28). A fork child has its parent's
+/// (the same image, the same stack); an exec lays out a new image, its stack placed at
+/// random (ASLR). `None` for a process gone, a zombie (no image), or one whose figures the
+/// kernel hides from this process (another user's: it shows zeros).
+pub fn image_mark(pid: u32) -> Option<(u64, u64)> {
+    let stat = process_stat(pid)?;
+    let mark = (stat.field::<u64>(26)?, stat.field::<u64>(28)?);
+    (!stat.zombie() && mark.0 > 1 && mark.1 > 1).then_some(mark)
+}
+
 /// `/proc/PID/stat` of process `pid`.
 pub fn process_stat(pid: u32) -> Option<Stat> {
     read_stat(&format!("/proc/{pid}/stat"))
@@ -171,4 +208,53 @@ pub fn thread_name_of(pid: Option<u32>, tid: i32) -> Option<String> {
         .read_to_string(&mut s)
         .ok()?;
     Some(s.trim_end_matches('\n').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fork child that has not exec'd has its parent's image mark; one that exec'd has
+    /// another; both are listed among this process's children.
+    #[test]
+    fn a_fork_child_has_its_parents_image_and_an_exec_changes_it() {
+        let own = image_mark(std::process::id()).expect("this process's own image");
+        // SAFETY: the child only calls async-signal-safe functions (pause, _exit) before it
+        // is killed below.
+        let forked = unsafe { libc::fork() };
+        if forked == 0 {
+            loop {
+                // SAFETY: async-signal-safe; the child waits to be killed.
+                unsafe { libc::pause() };
+            }
+        }
+        assert!(forked > 0, "fork: {}", io::Error::last_os_error());
+        let mut exec = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let (forked, execd) = (forked as u32, exec.id());
+        // The exec'd child is past its exec once its mark differs from ours: poll.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while image_mark(execd) == Some(own) && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        let children = children_of(std::process::id());
+        let marks = (image_mark(forked), image_mark(execd));
+        // SAFETY: kill has no memory arguments; `forked` is our child.
+        unsafe { libc::kill(forked as libc::pid_t, libc::SIGKILL) };
+        let mut status = 0;
+        // SAFETY: reaps our own child into a valid local.
+        unsafe { libc::waitpid(forked as libc::pid_t, &mut status, 0) };
+        let _ = exec.kill();
+        let _ = exec.wait();
+        assert!(
+            children.contains(&forked) && children.contains(&execd),
+            "{children:?}"
+        );
+        assert_eq!(marks.0, Some(own));
+        assert!(marks.1.is_some_and(|m| m != own), "{marks:?} {own:?}");
+        // Gone: no mark.
+        assert_eq!(image_mark(forked), None);
+    }
 }

@@ -64,6 +64,11 @@ impl RunDir {
         self.dir.join("profile")
     }
 
+    /// Where process `pid` of the run profiles: `profile.<pid>`, as the library names it.
+    pub(super) fn profile_of(&self, pid: u32) -> PathBuf {
+        self.dir.join(format!("profile.{pid}"))
+    }
+
     /// The messages of the run's processes (`TICKSCOPE_MESSAGES`).
     pub(super) fn messages(&self) -> PathBuf {
         self.dir.join("messages")

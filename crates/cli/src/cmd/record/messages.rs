@@ -101,17 +101,14 @@ pub(super) fn print_messages(path: &Path) -> Said {
                 Awaiting::Unprofiled { .. } => None,
             })
             .collect(),
-        forks: forks
-            .into_iter()
-            .map(|(_, name, cpu)| (name, cpu))
-            .collect(),
+        forks,
         unsampled,
         write_failed,
     }
 }
 
 /// A process that ended unprofiled: its pid, name and CPU time (ns).
-type Unprofiled = (u32, String, u64);
+pub(super) type Unprofiled = (u32, String, u64);
 
 /// A line saying a parent reaped a process (`rest`, after its mark): one that ended
 /// unprofiled is held in its list (`lists`: the fork children, the unsampled programs) as
@@ -166,8 +163,9 @@ pub(super) struct Said {
     /// ran, which it reaps itself; orphans), by pid: their CPU time and their children's at
     /// the line that said the profile written.
     pub(super) unreaped_written: HashMap<u32, (u64, u64)>,
-    /// Fork children that did not exec: (name, CPU time in ns), their time in no profile.
-    pub(super) forks: Vec<(String, u64)>,
+    /// Fork children that did not exec and were not sampled: (pid, name, CPU time in ns),
+    /// their time in no profile (a followed one's is taken out as its profile is written).
+    pub(super) forks: Vec<(u32, String, u64)>,
     /// Programs exec'd that ended before their first sample, and wrote a line instead of a
     /// profile: (pid, name, CPU time in ns).
     pub(super) unsampled: Vec<(u32, String, u64)>,

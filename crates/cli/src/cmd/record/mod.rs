@@ -1,8 +1,8 @@
 //! `tickscope record [-F HZ] [--wall] [-o FILE] [--merge] [--forks] -- PROG ARGS...`: runs
 //! an unmodified program with libtickscope.so preloaded (`TICKSCOPE_CPUPROFILE`), forwards
 //! its exit status, then prints the top functions of every process of the run and where
-//! their profiles were written: the program's to FILE, each program it exec'd (and with
-//! `--forks` each fork child that did not exec) to `FILE.<run>.<pid>` (the run is the
+//! their profiles were written: the program's to FILE, each program it exec'd and each fork
+//! child that did not exec (followed from outside) to `FILE.<run>.<pid>` (the run is the
 //! program's pid, so two runs never mix), or all of them merged into FILE with `--merge`.
 //!
 //! `tickscope record --pid PID [-F HZ] [-o FILE] [--duration SECS]` samples a process that
@@ -23,6 +23,7 @@ use super::out::{self, Output};
 
 mod attached;
 mod files;
+mod forks;
 mod messages;
 mod outside;
 mod profiles;
@@ -32,6 +33,7 @@ mod wait;
 
 use attached::*;
 use files::RunDir;
+use forks::*;
 use messages::*;
 use outside::*;
 use profiles::*;
@@ -63,10 +65,11 @@ pub struct Args {
     /// the profile, labelled `thread=tickscope-...`.
     #[arg(long)]
     own_threads: bool,
-    /// Sample fork children that do not exec too (a `multiprocessing` pool's workers, a
-    /// shell's subshells), each into a file of its own as a program exec'd. Each fork then
-    /// starts a thread in its child (~0.15 ms), which a shell that forks for every command
-    /// it runs pays for each one.
+    /// Fork children that do not exec (a `multiprocessing` pool's workers, a shell's
+    /// subshells) sample themselves, each into a file of its own as a program exec'd, instead
+    /// of being followed from outside (the default in CPU mode where perf events are
+    /// permitted). Each fork then starts a thread in its child (~0.15 ms), which a shell that
+    /// forks for every command it runs pays for each one.
     #[arg(long)]
     forks: bool,
     /// Sample this running process (of the same user) from outside it, instead of running a
@@ -120,9 +123,14 @@ struct TopOnly {
 /// programs exec'd as the processes the run started.
 static FORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Fork children that do not exec are followed from outside (see `forks`).
+static FOLLOWING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// "program it exec'd", or with `--forks` "process it started", for `n` of them.
 fn started(n: usize) -> &'static str {
-    match (FORKS.load(std::sync::atomic::Ordering::Relaxed), n == 1) {
+    let forks = FORKS.load(std::sync::atomic::Ordering::Relaxed)
+        || FOLLOWING.load(std::sync::atomic::Ordering::Relaxed);
+    match (forks, n == 1) {
         (false, true) => "program it exec'd",
         (false, false) => "programs it exec'd",
         (true, true) => "process it started",
@@ -146,12 +154,16 @@ pub fn run(args: Args) -> Result<u8> {
         .expect("clap requires the program");
     let (program, seen, run_dir) = prepare(&args, &lib, &output)?;
     let (command, outside, own_group) = command_for(&args, prog, rest, &lib, &run_dir);
+    // Sampled from outside, the fork children that do not exec are followed the same way,
+    // unless `--forks` has them sample themselves.
+    let follow = outside && !args.forks;
+    FOLLOWING.store(follow, std::sync::atomic::Ordering::Relaxed);
     let (run, status, sampling) = match spawn_and_wait(
         command,
         prog,
         program.as_deref(),
         args.hz,
-        outside,
+        (outside, follow),
         own_group,
     ) {
         Ok(r) => r,
@@ -160,15 +172,29 @@ pub fn run(args: Args) -> Result<u8> {
     let code = exit_code(status);
     // A profile that could not be written (a full disk): said where it failed, and the run
     // ends with status 2 where the program's was 0.
-    let write_failed = sampling.is_some_and(|o| !write_sampled(o, &run_dir, prog, &args.output));
+    let (written, followed) = match sampling {
+        Some(o) => write_sampled(o, &run_dir, prog, &args.output),
+        None => (true, None),
+    };
+    let write_failed = !written;
     let Said {
         exit_cpu,
         ends,
         unreaped_written,
-        forks,
+        mut forks,
         unsampled,
         write_failed: failed_writers,
     } = print_messages(&run_dir.messages());
+    // Followed from outside, the fork children have profiles of their own; those that ended
+    // before they were found said their CPU time, held as a row of the unsampled profile.
+    let short_forks = match followed {
+        Some(followed) => {
+            say_not_followed(&followed);
+            write_followed(followed.into_followed(), &mut forks, &unsampled, &run_dir);
+            std::mem::take(&mut forks)
+        }
+        None => Vec::new(),
+    };
     // The program itself (its pid, whatever it exec'd in its place) could not write it.
     let write_failed = write_failed || failed_writers.contains(&run);
     let code = match (write_failed, code) {
@@ -182,7 +208,8 @@ pub fn run(args: Args) -> Result<u8> {
     let keep_the_others = |children: &[(u32, PathBuf)], unsampled: &[(u32, String, u64)]| {
         let others = files::keep_children(children, &output, run);
         say_children(&others, &args.output);
-        keep_and_say_unsampled(unsampled, args.hz, &run_dir, &output, run, &args.output);
+        let lines = (unsampled, &short_forks[..]);
+        keep_and_say_unsampled(lines, args.hz, &run_dir, &output, run, &args.output);
     };
     // A profile cut short (the program killed while writing it) does not replace the old one.
     let Some(main) = program_profile(&run_dir, prog, &args.output, write_failed) else {
@@ -194,7 +221,7 @@ pub fn run(args: Args) -> Result<u8> {
         unsampled_profile,
         damaged,
         processes,
-    } = merged(main, &children, &unsampled, &args, run);
+    } = merged(main, &children, (&unsampled, &short_forks), &args, run);
     let several = processes > 1;
     // The CPU the profiles hold against what the whole tree used: a process that was not
     // profiled (a fork child that did not exec, a static program) is said, not hidden.
@@ -232,6 +259,12 @@ pub fn run(args: Args) -> Result<u8> {
         &args.output,
         args.top > 0,
     );
+    if !short_forks.is_empty() {
+        say!(
+            "tickscope: {}",
+            short_forks_line(&short_forks, args.top > 0)
+        );
+    }
     if !forks.is_empty() {
         say!("tickscope: {}", forks_line(&forks));
     }

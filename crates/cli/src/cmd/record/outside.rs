@@ -6,7 +6,7 @@ use super::*;
 /// `record`'s own until it ends; or why it could not be.
 pub(super) enum Outside {
     Sampling {
-        thread: std::thread::JoinHandle<tickscope::sampler::Profile>,
+        thread: std::thread::JoinHandle<(tickscope::sampler::Profile, Option<Forks>)>,
         ask: std::sync::mpsc::Sender<Ask>,
         /// The thread's answer to [`Ask::Ended`] (taken by [`Outside::before_reap`]).
         answer: Option<std::sync::mpsc::Receiver<()>>,
@@ -23,12 +23,14 @@ pub(super) enum Ask {
 }
 
 impl Outside {
-    /// Attaches to the program `pid`, started at `spawned` (before it is waited for).
+    /// Attaches to the program `pid`, started at `spawned` (before it is waited for), and
+    /// with `follow`, to the fork children of its tree that do not exec ([`Forks`]).
     pub(super) fn start(
         pid: u32,
         hz: u32,
         spawned: std::time::Instant,
         program: Option<PathBuf>,
+        follow: bool,
     ) -> Outside {
         use std::sync::mpsc::{channel, RecvTimeoutError};
         let mut attached = match tickscope::sampler::Attached::from_start(pid, hz, spawned) {
@@ -44,6 +46,7 @@ impl Outside {
             .name("sampler".into())
             .spawn(move || {
                 let mut final_cpu = None;
+                let mut forks = follow.then(|| Forks::new(pid, hz));
                 loop {
                     match asked.recv_timeout(std::time::Duration::from_millis(10)) {
                         Err(RecvTimeoutError::Timeout) => {
@@ -56,11 +59,15 @@ impl Outside {
                         }
                         Ok(Ask::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                     }
+                    if let Some(forks) = &mut forks {
+                        forks.poll();
+                    }
                 }
-                match final_cpu {
+                let profile = match final_cpu {
                     Some(ns) => attached.finish_ended(ns),
                     None => attached.finish(),
-                }
+                };
+                (profile, forks)
             });
         match thread {
             Ok(thread) => Outside::Sampling {
@@ -88,8 +95,8 @@ impl Outside {
         }
     }
 
-    /// Once the program has ended: its profile.
-    pub(super) fn finish(self) -> Result<tickscope::sampler::Profile, String> {
+    /// Once the program has ended: its profile, and the fork children followed.
+    pub(super) fn finish(self) -> Result<(tickscope::sampler::Profile, Option<Forks>), String> {
         match self {
             Outside::Sampling { thread, ask, .. } => {
                 let _ = ask.send(Ask::Stop);
@@ -103,15 +110,16 @@ impl Outside {
 }
 
 /// Writes the profile of the program sampled from outside to the run's directory; false,
-/// said, if it could not be written.
+/// said, if it could not be written. The fork children followed are handed back, their
+/// profiles to be written once the run's lines are read ([`write_followed`]).
 pub(super) fn write_sampled(
     sampling: Outside,
     run_dir: &RunDir,
     prog: &OsString,
     output: &Path,
-) -> bool {
+) -> (bool, Option<Forks>) {
     match sampling.finish() {
-        Ok(profile) => {
+        Ok((profile, forks)) => {
             for w in profile.warnings() {
                 say!("tickscope: warning: {w}");
             }
@@ -122,13 +130,16 @@ pub(super) fn write_sampled(
                     output.display(),
                     std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string())
                 );
-                return false;
+                return (false, forks);
             }
+            (true, forks)
         }
-        Err(e) => say!(
-            "tickscope: error: cannot sample {} from outside: {e}",
-            Path::new(prog).display()
-        ),
+        Err(e) => {
+            say!(
+                "tickscope: error: cannot sample {} from outside: {e}",
+                Path::new(prog).display()
+            );
+            (true, None)
+        }
     }
-    true
 }

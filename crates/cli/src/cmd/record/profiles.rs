@@ -20,7 +20,7 @@ pub(super) struct Merged {
 pub(super) fn merged(
     main: tickscope_profile::Profile,
     children: &[(u32, PathBuf)],
-    unsampled: &[(u32, String, u64)],
+    (unsampled, forks): (&[Unprofiled], &[Unprofiled]),
     args: &Args,
     run: u32,
 ) -> Merged {
@@ -41,13 +41,13 @@ pub(super) fn merged(
         }
     }
     // The programs that ended before their first sample: one profile of them all.
-    let unsampled_profile = match unsampled.is_empty() {
+    let unsampled_profile = match unsampled.is_empty() && forks.is_empty() {
         true => None,
-        false => unsampled_profile(Some(&profiles[0]), args.hz, unsampled),
+        false => unsampled_profile(Some(&profiles[0]), args.hz, unsampled, forks),
     };
     // Every process of the run: the program, those it exec'd (damaged profiles included),
     // and those that ended before their first sample.
-    let processes = 1 + children.len() + unsampled.len();
+    let processes = 1 + children.len() + unsampled.len() + forks.len();
     let several = processes > 1;
     if several {
         for (p, pid) in profiles.iter_mut().zip(&pids) {

@@ -184,7 +184,7 @@ pub(super) fn cpu_line(
     tree: u64,
     ends: u64,
     exit_cpu: u64,
-    forks: &[(String, u64)],
+    forks: &[(u32, String, u64)],
 ) -> String {
     // Writing the profiles is tickscope's, after their accounting ended: not a process
     // left out.
@@ -205,7 +205,7 @@ pub(super) fn cpu_line(
     }
     line.push_str(&format!("); writing them took {} more", seconds(exit_cpu)));
     // What the fork children said they used is explained above, and the ends here.
-    let explained = held + ends + forks.iter().map(|f| f.1).sum::<u64>();
+    let explained = held + ends + forks.iter().map(|f| f.2).sum::<u64>();
     if (explained as f64) < 0.9 * tree as f64 && tree.saturating_sub(explained) > 20_000_000 {
         line.push_str(": the rest ran in processes that were not profiled (fork children that did not exec, statically linked programs, programs killed or ended by _exit), or in the ends of processes whose reaping no profiled parent saw");
     }

@@ -179,14 +179,15 @@ pub(super) fn command_for(
 }
 
 /// Starts the program, attaches to it from outside where asked (before any wait: it cannot be
-/// reaped before), and waits for it, passing signals on. Its pid, how it ended and the
+/// reaped before), following its fork children with `follow`, and waits for it, passing
+/// signals on. Its pid, how it ended and the
 /// sampling; or, where it could not run, the status a shell gives (127, 126), said.
 pub(super) fn spawn_and_wait(
     mut command: Command,
     prog: &OsString,
     program: Option<&Path>,
     hz: u32,
-    outside: bool,
+    (outside, follow): (bool, bool),
     own_group: bool,
 ) -> std::result::Result<(u32, std::process::ExitStatus, Option<Outside>), u8> {
     let mut run = 0;
@@ -196,7 +197,7 @@ pub(super) fn spawn_and_wait(
         run = c.id();
         // Before any wait: the program cannot be reaped before it is attached to.
         let file = program.and_then(|p| std::fs::canonicalize(p).ok());
-        sampling = outside.then(|| Outside::start(run, hz, spawned, file));
+        sampling = outside.then(|| Outside::start(run, hz, spawned, file, follow));
         let mut before_reap = sampling.as_mut().map(Outside::before_reap);
         wait_forwarding(
             c,
