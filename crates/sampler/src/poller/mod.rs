@@ -149,6 +149,10 @@ pub(super) struct Poller {
     rings: Rings,
     /// Threads on a signalled perf event that ran since the task clocks' last reading.
     ran: Vec<i32>,
+    /// Threads on a perf event that ran since the last full reading of the task clocks.
+    ran_since_full: std::collections::HashSet<i32>,
+    /// Threads on a perf event that ran between their last two readings: read every poll.
+    running: std::collections::HashSet<i32>,
     /// Threads on a call-chain ring because they blocked the signal, and the poll that put
     /// them there (see [`Poller::move_unblocking_threads_to_signals`]).
     blocked_rings: HashMap<i32, u64>,
@@ -206,6 +210,8 @@ impl Poller {
             tables: tables && source == Source::PerfTaskClock,
             rings: Rings::default(),
             ran: Vec::new(),
+            ran_since_full: Default::default(),
+            running: Default::default(),
             perf_seen_sum: (0, 0),
             polls: 0,
             maps_read_at: Instant::now(),
@@ -299,8 +305,9 @@ impl Poller {
             self.tombstones += 1;
         }
         self.polls += 1;
-        if self.polls % READ_TASK_CLOCK_EVERY == 0 {
-            self.read_task_clocks();
+        let full = self.polls % READ_TASK_CLOCK_EVERY == 0;
+        self.read_task_clocks(full);
+        if full {
             self.move_blocking_threads_to_rings(shared);
         }
         self.move_unblocking_threads_to_signals(shared);
@@ -558,6 +565,7 @@ impl Poller {
         self.armed_at.remove(&tid);
         self.perf_seen.remove(&tid);
         self.times_seen.remove(&tid);
+        self.running.remove(&tid);
         if let Some(ns) = counted {
             *self.out.counted.entry(tid as u32).or_default() += ns;
         }
