@@ -123,13 +123,14 @@ struct TopOnly {
 /// programs exec'd as the processes the run started.
 static FORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Fork children that do not exec are followed from outside (see `forks`).
-static FOLLOWING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Fork children that did not exec were followed from outside (see `forks`), and at least
+/// one has a profile: the run's other processes are not all programs it exec'd.
+static FOLLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// "program it exec'd", or with `--forks` "process it started", for `n` of them.
 fn started(n: usize) -> &'static str {
     let forks = FORKS.load(std::sync::atomic::Ordering::Relaxed)
-        || FOLLOWING.load(std::sync::atomic::Ordering::Relaxed);
+        || FOLLOWED.load(std::sync::atomic::Ordering::Relaxed);
     match (forks, n == 1) {
         (false, true) => "program it exec'd",
         (false, false) => "programs it exec'd",
@@ -157,7 +158,6 @@ pub fn run(args: Args) -> Result<u8> {
     // Sampled from outside, the fork children that do not exec are followed the same way,
     // unless `--forks` has them sample themselves.
     let follow = outside && !args.forks;
-    FOLLOWING.store(follow, std::sync::atomic::Ordering::Relaxed);
     let (run, status, sampling) = match spawn_and_wait(
         command,
         prog,
@@ -190,7 +190,9 @@ pub fn run(args: Args) -> Result<u8> {
     let short_forks = match followed {
         Some(followed) => {
             say_not_followed(&followed);
-            write_followed(followed.into_followed(), &mut forks, &unsampled, &run_dir);
+            let written =
+                write_followed(followed.into_followed(), &mut forks, &unsampled, &run_dir);
+            FOLLOWED.store(written > 0, std::sync::atomic::Ordering::Relaxed);
             std::mem::take(&mut forks)
         }
         None => Vec::new(),

@@ -153,13 +153,9 @@ pub(super) fn forks_line(forks: &[(u32, String, u64)]) -> String {
         } else {
             "children"
         },
-        match (
-            FORKS.load(std::sync::atomic::Ordering::Relaxed),
-            FOLLOWING.load(std::sync::atomic::Ordering::Relaxed),
-        ) {
-            (false, false) => "record --forks samples them too",
-            (false, true) => "record could not sample them from outside",
-            (true, _) => "made by vfork or clone, or forked while another thread held a lock of the sampler's",
+        match FORKS.load(std::sync::atomic::Ordering::Relaxed) {
+            false => "record --forks samples them too",
+            true => "made by vfork or clone, or forked while another thread held a lock of the sampler's",
         },
         seconds(total),
     )
