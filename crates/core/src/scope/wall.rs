@@ -92,7 +92,8 @@ impl WallKind {
 pub struct Wall {
     kind: WallKind,
     listed: AtomicBool,
-    done: AtomicU64,
+    /// Lives cancelled; those done are the histogram's count less these (one locked add
+    /// fewer on every life's end: each costs 5-8 ns).
     cancelled: AtomicU64,
     total: AtomicU64,
     min: AtomicU64,
@@ -108,7 +109,6 @@ impl Wall {
         Wall {
             kind,
             listed: AtomicBool::new(false),
-            done: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
             total: AtomicU64::new(0),
             min: AtomicU64::new(u64::MAX),
@@ -135,8 +135,6 @@ impl Wall {
         };
         if cancelled {
             self.cancelled.fetch_add(1, Relaxed);
-        } else {
-            self.done.fetch_add(1, Relaxed);
         }
         self.total.fetch_add(dt, Relaxed);
         // A compare first: most records move neither bound, and a plain load costs no
@@ -170,10 +168,13 @@ impl Wall {
                 *dst = src.load(Relaxed);
             }
         }
+        // Every life's end adds to the histogram, a cancelled one to `cancelled` first.
+        let cancelled = self.cancelled.load(Relaxed);
+        let lives: u64 = hist.0.iter().sum();
         WallRow {
             kind: self.kind,
-            done: self.done.load(Relaxed),
-            cancelled: self.cancelled.load(Relaxed),
+            done: lives.saturating_sub(cancelled),
+            cancelled,
             total: self.total.load(Relaxed),
             min: self.min.load(Relaxed),
             max: self.max.load(Relaxed),
