@@ -26,6 +26,13 @@ macro_rules! say_part {
 
 mod cmd;
 
+/// The tool's own allocations are sampled into a heap profile
+/// (`TICKSCOPE_HEAPPROFILE=heap.pb.gz tickscope demo`): the heap profiler's demo, at the cost
+/// of a thread-local subtraction per allocation.
+#[global_allocator]
+static ALLOCATOR: tickscope::alloc::Profiled<std::alloc::System> =
+    tickscope::alloc::Profiled::new(std::alloc::System);
+
 /// tickscope: exact, in-process profiling for Rust, C and C++.
 #[derive(Parser)]
 #[command(name = "tickscope", version, about)]

@@ -525,6 +525,47 @@ fn top_matches_go_tool_pprof_on_a_go_cpu_profile() {
     }
 }
 
+/// A heap profile of our own (`TICKSCOPE_HEAPPROFILE`, the `tickscope` binary's allocations
+/// during a demo): `go tool pprof` reads it, as Go's heap profiles, with every sample type
+/// (and `inuse_space` by default), and `top` prints the same rows for each.
+#[test]
+fn a_heap_profile_of_ours_reads_the_same_in_go_tool_pprof_and_top() {
+    let dir = std::env::temp_dir().join(format!("tickscope-heap-top-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let heap = dir.join("heap.pb.gz");
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["demo", "--seconds", "0.3", "--threads", "2"])
+        .env("TICKSCOPE_HEAPPROFILE", &heap)
+        .env("TICKSCOPE_HEAP_RATE", "4096")
+        .env_remove("TICKSCOPE_SUMMARY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("heap profile written to"), "{stderr}");
+    let default = go_pprof(&["-top"], &heap);
+    assert!(default.contains("Type: inuse_space"), "{default}");
+    for index in [
+        "alloc_objects",
+        "alloc_space",
+        "inuse_objects",
+        "inuse_space",
+    ] {
+        let want = go_pprof(&["-top", &format!("-sample_index={index}")], &heap);
+        let got = ours(&["top", "--sample-index", index], &heap);
+        assert!(want.contains(&format!("Type: {index}")), "{want}");
+        assert!(!rows_of(&want).is_empty(), "{want}");
+        assert_eq!(
+            rows_of(&got),
+            rows_of(&want),
+            "{index}\n-- go:\n{want}\n-- ours:\n{got}"
+        );
+    }
+    // The allocator's own frames are dropped by both.
+    assert!(!default.contains("tickscope_sampler::heap"), "{default}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `peek`: the same callers, callees and weights as `go tool pprof -peek`.
 #[test]
 fn peek_matches_go_tool_pprof_on_a_go_cpu_profile() {

@@ -36,6 +36,7 @@
 //! - [`Timer`], [`now`], [`ticks_per_second`], [`system_time_ms`]: the clock.
 //! - [`sampler::Sampler`]: the sampling CPU profiler; its samples carry the open scopes as
 //!   pprof labels.
+//! - [`alloc::Profiled`]: a global allocator that samples allocations into heap profiles.
 //! - [`capture::Capture`]: the timeline (every scope begin and end, frame marks, counters,
 //!   messages) to a file, a TCP listener or a flight recorder; also `TICKSCOPE_CAPTURE=FILE`.
 //!   The same shape as the sampler: a builder whose `start()` returns a handle, whose
@@ -101,6 +102,20 @@ mod runtime;
 // the clock, the open scopes and the running capture (`sampler_library`).
 #[cfg(feature = "sampler")]
 pub use tickscope_sampler as sampler;
+/// Sampled heap profiles: [`alloc::Profiled`], a global allocator over any other that samples
+/// where the program allocates and what it still holds, written as Go's heap profiles
+/// (`TICKSCOPE_HEAPPROFILE=heap.pb.gz` at exit, [`alloc::profile`] on demand). See
+/// `docs/guide/memory.md`.
+///
+/// ```
+/// #[global_allocator]
+/// static A: tickscope::alloc::Profiled<std::alloc::System> =
+///     tickscope::alloc::Profiled::new(std::alloc::System);
+/// ```
+#[cfg(feature = "sampler")]
+pub mod alloc {
+    pub use tickscope_sampler::heap::{profile, HeapProfile, Profiled, DEFAULT_RATE};
+}
 #[cfg(feature = "sampler")]
 #[doc(hidden)]
 pub mod sampler_library;

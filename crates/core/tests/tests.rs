@@ -31,6 +31,9 @@ mod timed;
 // The sampler: exact CPU time, threads, fork, signals, and `go tool pprof` on its output.
 #[cfg(feature = "sampler")]
 mod sampler;
+// The heap profiler: estimates within the sampling error, frees found, `go tool pprof`.
+#[cfg(feature = "sampler")]
+mod heap;
 
 /// Counts allocations made inside the sampler's signal handler (there must be none); every
 /// allocation is passed on to the system allocator.
@@ -72,9 +75,12 @@ unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
     }
 }
 
+/// Every test of this binary runs under the heap profiler too, at its default rate (the
+/// `heap` tests, in processes of their own, at the rates they set).
 #[cfg(feature = "sampler")]
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: tickscope::alloc::Profiled<CountingAllocator> =
+    tickscope::alloc::Profiled::new(CountingAllocator);
 
 /// The licence files at the repository root are the licences Cargo.toml declares.
 #[test]

@@ -82,6 +82,7 @@ mod error;
 mod finish;
 #[allow(unsafe_code)] // the signal handler: signal context, raw pointers
 mod handler;
+pub mod heap;
 #[doc(hidden)]
 pub mod host;
 pub mod library;

@@ -60,9 +60,8 @@ pub(crate) unsafe fn regs(ctx: *const libc::c_void) -> (u64, u64, u64) {
     }
 }
 
-/// The frame pointer and stack pointer of the caller of this function, for tests that walk
-/// their own stack.
-#[cfg(test)]
+/// The frame pointer and stack pointer of the caller of this function (the heap profiler's
+/// walk of its own stack; tests).
 #[inline(always)]
 pub(crate) fn here() -> (u64, u64) {
     let fp: u64;
@@ -282,6 +281,46 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
                 Some(r) if ret != 0 => code = r,
                 _ => return (n, false),
             }
+        }
+        if n == out.len() {
+            return (n, true);
+        }
+        out[n] = ret;
+        n += 1;
+        // Strictly upward: a loop in the chain cannot keep the walk going.
+        low = fp + 16;
+        fp = next;
+    }
+}
+
+/// Walks the calling thread's own frame-pointer chain into `out` (return addresses, innermost
+/// first), inside `stack` (the thread's `[low, high)`, [`crate::sys::thread::own_stack`]):
+/// the heap profiler's stack of a sampled allocation. No mapping list is needed: every read
+/// is inside the calling thread's own stack, which stays mapped while it runs. Returns how
+/// many were written and whether `out` was full first. A return address of 0, or a frame
+/// pointer out of line (a frame built without one), ends the walk.
+#[inline(never)]
+pub(crate) fn walk_own(stack: (u64, u64), out: &mut [u64]) -> (usize, bool) {
+    let (mut fp, sp) = here();
+    let mut low = sp;
+    let mut n = 0;
+    loop {
+        let valid = fp % 8 == 0
+            && fp >= low
+            && fp >= stack.0
+            && fp - low <= MAX_FRAME_BYTES
+            && fp.checked_add(16).is_some_and(|top| top <= stack.1);
+        if !valid {
+            return (n, false);
+        }
+        // SAFETY: `fp` is 8-aligned and `[fp, fp + 16)` lies inside this thread's own stack
+        // (checked just above), which stays mapped while this thread runs this function:
+        // the saved frame pointer at `fp` ...
+        let next = unsafe { std::ptr::read_volatile(fp as *const u64) };
+        // SAFETY: ... and the return address at `fp + 8`.
+        let ret = unsafe { std::ptr::read_volatile((fp + 8) as *const u64) };
+        if ret == 0 {
+            return (n, false);
         }
         if n == out.len() {
             return (n, true);

@@ -497,7 +497,7 @@ fn effective_samples(p: &Parts) -> f64 {
 }
 
 /// Frames of each address, the mappings, and each address's mapping.
-type Symbolized = (
+pub(super) type Symbolized = (
     HashMap<u64, Vec<crate::symbolize::Frame>>,
     Vec<crate::symbolize::Module>,
     HashMap<u64, usize>,
@@ -506,7 +506,7 @@ type Symbolized = (
 /// Frames and mapping index of each address, and the mappings (executable files, by
 /// `/proc/<pid>/maps`), with build ids for the program's (`exe`) and those the addresses
 /// are in (what `Profile::to_pprof` lists). Nothing if the mappings could not be read.
-fn symbolized(
+pub(super) fn symbolized(
     addrs: &BTreeSet<u64>,
     maps: std::io::Result<Vec<crate::symbolize::MapEntry>>,
     exe: Option<&std::path::Path>,

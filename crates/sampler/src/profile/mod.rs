@@ -14,9 +14,11 @@ use super::{Error, ErrorKind, Mode, Source};
 use crate::symbolize::{Frame, Module};
 
 mod build;
+mod heap;
 mod pprof_out;
 pub(crate) use build::build;
-use pprof_out::write_output;
+pub(crate) use heap::{heap_pprof, HeapRaw, HeapSums};
+pub(crate) use pprof_out::write_output;
 
 /// Profiles with fewer samples than this print a warning: their shares are mostly noise.
 const FEW_SAMPLES: u64 = super::host::FEW_SAMPLES;

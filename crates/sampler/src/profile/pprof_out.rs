@@ -40,13 +40,39 @@ impl Profile {
             Mode::Cpu => "cpu",
             Mode::Wall => "wall",
         };
+        let (mut out, location_id) = self.pprof_tables();
+        out.sample_types = vec![
+            pprof::ValueType::new("samples", "count"),
+            pprof::ValueType::new(kind, "nanoseconds"),
+        ];
+        out.period_type = Some(pprof::ValueType::new(kind, "nanoseconds"));
+        out.period = self.period_ns as i64;
+        out.default_sample_type = kind.into();
+        for s in &self.samples {
+            let mut labels = Vec::new();
+            if s.tid != 0 {
+                labels.push(pprof::Label::str("thread", self.thread_label(s.tid)));
+                labels.push(pprof::Label::num("tid", s.tid as i64, ""));
+            }
+            for id in &s.scopes {
+                if let Some(name) = self.scope_names.get(id) {
+                    labels.push(pprof::Label::str("scope", name.as_str()));
+                }
+            }
+            out.samples.push(pprof::Sample {
+                location_ids: s.locs.iter().map(|l| location_id[l]).collect(),
+                values: vec![s.counts.count as i64, s.counts.weight as i64],
+                labels,
+            });
+        }
+        out
+    }
+
+    /// The write model's times, comments, mappings, locations and functions (those the
+    /// samples use, numbered from 1 in a stable order), and each location's id; no sample
+    /// types and no samples (the caller's: CPU time here, the heap profile's four).
+    pub(super) fn pprof_tables(&self) -> (pprof::Profile, HashMap<&Loc, u64>) {
         let mut out = pprof::Profile {
-            sample_types: vec![
-                pprof::ValueType::new("samples", "count"),
-                pprof::ValueType::new(kind, "nanoseconds"),
-            ],
-            period_type: Some(pprof::ValueType::new(kind, "nanoseconds")),
-            period: self.period_ns as i64,
             duration_nanos: self.duration.as_nanos() as i64,
             time_nanos: self
                 .start_time
@@ -54,7 +80,6 @@ impl Profile {
                 .map(|d| d.as_nanos() as i64)
                 .unwrap_or(0),
             comments: self.comments.clone(),
-            default_sample_type: kind.into(),
             ..pprof::Profile::default()
         };
         // Mappings: the program's own first (pprof's `File:` is the first mapping's), then
@@ -155,24 +180,7 @@ impl Profile {
             };
             out.locations.push(location);
         }
-        for s in &self.samples {
-            let mut labels = Vec::new();
-            if s.tid != 0 {
-                labels.push(pprof::Label::str("thread", self.thread_label(s.tid)));
-                labels.push(pprof::Label::num("tid", s.tid as i64, ""));
-            }
-            for id in &s.scopes {
-                if let Some(name) = self.scope_names.get(id) {
-                    labels.push(pprof::Label::str("scope", name.as_str()));
-                }
-            }
-            out.samples.push(pprof::Sample {
-                location_ids: s.locs.iter().map(|l| location_id[l]).collect(),
-                values: vec![s.counts.count as i64, s.counts.weight as i64],
-                labels,
-            });
-        }
-        out
+        (out, location_id)
     }
 }
 
@@ -185,7 +193,7 @@ fn write_error(path: &Path, e: io::Error) -> Error {
 }
 
 /// Writes an output at `path` with `write` ([`crate::sys::output`]): replaced only once whole.
-pub(super) fn write_output(
+pub(crate) fn write_output(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), Error> {

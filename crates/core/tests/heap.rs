@@ -1,0 +1,175 @@
+//! The heap profiler (`tickscope::alloc::Profiled`, this binary's global allocator): a
+//! workload of known allocations, run in a process of its own at a rate it sets, its profile
+//! written at exit (`TICKSCOPE_HEAPPROFILE`) and read by `go tool pprof`.
+
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The sampling interval of the workload's process, bytes.
+const RATE: f64 = 65536.0;
+
+/// (function, blocks, bytes each, freed): what the workload allocates.
+const KEEP: (&str, usize, usize) = ("heap_keep", 1000, 64 << 10);
+const CHURN: (&str, usize, usize) = ("heap_churn", 200_000, 64);
+const LEAK: (&str, usize, usize) = ("heap_leak", 1000, 10 << 10);
+
+/// Blocks the workload holds to its end.
+static HELD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+#[inline(never)]
+fn heap_keep() {
+    let mut held = HELD.lock().unwrap();
+    for _ in 0..KEEP.1 {
+        held.push(std::hint::black_box(vec![1u8; KEEP.2]));
+    }
+}
+
+#[inline(never)]
+fn heap_churn() {
+    for i in 0..CHURN.1 {
+        let v = std::hint::black_box(vec![i as u8; CHURN.2]);
+        drop(v);
+    }
+}
+
+#[inline(never)]
+fn heap_leak() {
+    for _ in 0..LEAK.1 {
+        std::mem::forget(std::hint::black_box(vec![2u8; LEAK.2]));
+    }
+}
+
+/// Run by the test below, in a process of its own (it sets the rate, read at the process's
+/// first allocation, and writes the profile at exit).
+#[test]
+#[ignore = "run by a_known_workloads_heap_is_estimated_within_its_sampling_error"]
+fn heap_workload_in_a_process_of_its_own() {
+    if std::env::var_os("TICKSCOPE_TEST_OWN_PROCESS").is_none() {
+        return;
+    }
+    heap_keep();
+    heap_churn();
+    heap_leak();
+    // On demand, beside the one written at exit: the blocks kept are in use.
+    let (_, _, blocks, bytes) = tickscope::alloc::profile().totals();
+    assert!(
+        blocks > 0 && bytes >= (KEEP.1 * KEEP.2) as i64 / 2,
+        "{blocks} {bytes}"
+    );
+}
+
+/// The standard error of an estimate of `n` blocks of `size` bytes, relative to their total:
+/// each is sampled with chance `p = 1 - exp(-size / rate)` and counted `1 / p` times.
+fn relative_error(n: usize, size: usize) -> f64 {
+    let p = -(-(size as f64) / RATE).exp_m1();
+    ((1.0 - p) / (n as f64 * p)).sqrt()
+}
+
+#[test]
+fn a_known_workloads_heap_is_estimated_within_its_sampling_error() {
+    let dir = std::env::temp_dir().join(format!("tickscope-heap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("heap.pb.gz");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env("TICKSCOPE_TEST_OWN_PROCESS", "1")
+        .env("TICKSCOPE_HEAP_RATE", format!("{RATE}"))
+        .env("TICKSCOPE_HEAPPROFILE", &path)
+        .args([
+            "--exact",
+            "heap::heap_workload_in_a_process_of_its_own",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    assert!(text.contains("heap profile written to"), "{text}");
+    // go tool pprof's own reading, by sample type: each function's cumulative bytes.
+    let by = |index: &str| {
+        let out = Command::new("go")
+            .args([
+                "tool",
+                "pprof",
+                "-traces",
+                &format!("-sample_index={index}"),
+            ])
+            .arg(&path)
+            .output()
+            .expect("go tool pprof (Debian: golang-go)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains(&format!("Type: {index}")), "{text}");
+        traces(&text)
+    };
+    let inuse = by("inuse_space");
+    let alloc = by("alloc_space");
+    let check = |what: &str, got: f64, (name, n, size): (&str, usize, usize)| {
+        let want = (n * size) as f64;
+        let tolerance = 4.0 * relative_error(n, size);
+        assert!(
+            (got / want - 1.0).abs() <= tolerance,
+            "{name} {what}: {got:.0} bytes estimated of {want:.0} (tolerance {:.1}%, 4 standard errors)",
+            tolerance * 100.0
+        );
+    };
+    let of = |t: &[(f64, Vec<String>)], f: &str| -> f64 {
+        t.iter()
+            .filter(|(_, stack)| stack.iter().any(|s| s.ends_with(f)))
+            .map(|(v, _)| v)
+            .sum()
+    };
+    check("in use", of(&inuse, KEEP.0), KEEP);
+    check("in use", of(&inuse, LEAK.0), LEAK);
+    check("allocated", of(&alloc, KEEP.0), KEEP);
+    check("allocated", of(&alloc, CHURN.0), CHURN);
+    check("allocated", of(&alloc, LEAK.0), LEAK);
+    // Every sampled block the churn freed was found freed.
+    assert_eq!(of(&inuse, CHURN.0), 0.0, "{inuse:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `go tool pprof -traces`: each trace's value (bytes) and its functions, leaf first.
+fn traces(text: &str) -> Vec<(f64, Vec<String>)> {
+    let mut out: Vec<(f64, Vec<String>)> = Vec::new();
+    // The first block is the header (`File:`, `Type:`, ...).
+    let sep = "-----------+-------------------------------------------------------";
+    for block in text.split(sep).skip(1) {
+        // Past the header, each trace's labels (`bytes:  64kB`), then its value and stack.
+        let mut lines = block
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.contains(":  "));
+        let Some(first) = lines.next() else { continue };
+        let mut words = first.split_whitespace();
+        let (Some(value), Some(func)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let mut stack = vec![func.to_string()];
+        stack.extend(lines.map(|l| l.trim().to_string()));
+        out.push((bytes(value), stack));
+    }
+    out
+}
+
+/// "64MB", "1.50kB", "512B" as bytes (pprof's units are powers of 1024).
+fn bytes(v: &str) -> f64 {
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(split);
+    let n: f64 = n.parse().unwrap_or_else(|_| panic!("{v}"));
+    let k = match unit {
+        "B" | "" => 1.0,
+        "kB" | "KB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        "TB" => 1024f64.powi(4),
+        u => panic!("unit {u} in {v}"),
+    };
+    n * k
+}

@@ -1,0 +1,190 @@
+//! Sampled heap profiles: where a program allocates, and what it still holds
+//! ([`Profiled`], a global allocator over any other).
+//!
+//! ```ignore
+//! #[global_allocator]
+//! static A: tickscope::alloc::Profiled<std::alloc::System> =
+//!     tickscope::alloc::Profiled::new(std::alloc::System);
+//! ```
+//!
+//! **Sampling.** Each thread counts down the bytes it allocates; when the count crosses zero
+//! the allocation that crossed it is sampled (its stack, by frame pointers, and its size) and
+//! a new count is drawn from an exponential distribution of mean `TICKSCOPE_HEAP_RATE` bytes
+//! (512 KiB by default, as Go and tcmalloc). An allocation of `s` bytes is so sampled with
+//! probability `1 - exp(-s / rate)`, whatever came before it, and the profile divides each
+//! sample by that probability (Go's formula): its figures estimate every allocation.
+//!
+//! **Cost.** The unsampled allocation is a thread-local subtraction and a compare; the
+//! unsampled free a byte loaded from a 16 KiB counting filter of the sampled blocks' addresses
+//! (a block whose byte is 0 was never sampled). The profiler's own allocations (its tables, the
+//! symbols at the end) are not profiled: a thread-local flag is set while it works.
+//!
+//! **Safety.** Nothing here waits on a lock for long: the table is taken with a bounded
+//! number of tries, and a sample or a free that cannot take it is counted, not waited for (a
+//! fork child whose parent held it, an allocation from a signal handler that interrupted the
+//! profiler on its own thread). Memory is bounded: at most [`table::MAX_LIVE`] sampled blocks
+//! live (a hash table of about 50 MiB at the worst), [`table::MAX_STACKS`] distinct stacks of
+//! at most [`table::MAX_FRAMES`] frames (32 MiB) and [`table::MAX_SUMS`] figures by stack and
+//! size (17 MiB): about 100 MiB in all at the worst; what does not fit is counted as dropped.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[allow(unsafe_code)] // `GlobalAlloc` is an unsafe trait: its methods pass their contract on
+mod global;
+pub(crate) mod table;
+
+pub use global::Profiled;
+pub use table::HeapProfile;
+
+/// The mean sampling interval in bytes without `TICKSCOPE_HEAP_RATE` (Go's and tcmalloc's).
+pub const DEFAULT_RATE: u64 = 512 * 1024;
+
+/// The sampling interval: 0 until read; [`OFF`] when sampling is off.
+static RATE: AtomicU64 = AtomicU64::new(0);
+const OFF: u64 = u64::MAX;
+
+thread_local! {
+    /// Bytes this thread allocates before its next sample; at or below 0, a sample.
+    static LEFT: Cell<i64> = const { Cell::new(0) };
+    /// This thread is inside the profiler: its allocations and frees are not profiled.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// This thread's random state (0: its first allocation is yet to come).
+    static RNG: Cell<u64> = const { Cell::new(0) };
+    /// This thread's stack, `[low, high)` (0, 0: not read yet, or unknown).
+    static STACK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// An allocation of `size` bytes at `at`: counted down, sampled where the count crosses 0.
+#[inline(always)]
+pub(crate) fn allocated(at: usize, size: usize) {
+    let left = LEFT.get().saturating_sub(size as i64);
+    if left > 0 {
+        LEFT.set(left);
+    } else {
+        sample(at, size, left);
+    }
+}
+
+/// A free of the block at `at`: looked for among the sampled blocks only where the filter
+/// says it may be one.
+#[inline(always)]
+pub(crate) fn freed(at: usize) {
+    if table::maybe_sampled(at) {
+        freed_slow(at);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn freed_slow(at: usize) {
+    if BUSY.replace(true) {
+        return;
+    }
+    table::forget(at);
+    BUSY.set(false);
+}
+
+/// The allocation that crossed the count (`left`: what remained after it): sampled, and a
+/// new count drawn. A thread's first allocation draws its first count instead.
+#[cold]
+#[inline(never)]
+fn sample(at: usize, size: usize, left: i64) {
+    if BUSY.replace(true) {
+        // The profiler's own allocation: the count is left as it was.
+        return;
+    }
+    let rate = rate();
+    if rate == OFF {
+        LEFT.set(i64::MAX);
+        BUSY.set(false);
+        return;
+    }
+    let mut left = left;
+    if RNG.get() == 0 {
+        // The thread's first allocation: its first count starts here.
+        let seed = (at as u64) ^ (std::ptr::addr_of!(left) as u64).rotate_left(32) ^ now_ns();
+        RNG.set(seed | 1);
+        left = draw(rate).saturating_sub(size as i64);
+    }
+    if left <= 0 {
+        let stack = match STACK.get() {
+            (0, 0) => {
+                let s = crate::sys::thread::own_stack().unwrap_or((1, 1));
+                STACK.set(s);
+                s
+            }
+            s => s,
+        };
+        let mut frames = [0u64; table::MAX_FRAMES];
+        let (n, _) = crate::unwind::walk_own(stack, &mut frames);
+        table::record(at, size as u64, &frames[..n], rate);
+        // Memoryless: the next count starts afresh after this allocation.
+        left = draw(rate);
+    }
+    LEFT.set(left);
+    BUSY.set(false);
+}
+
+/// The sampling interval: `TICKSCOPE_HEAP_RATE` bytes (0: off), read once.
+fn rate() -> u64 {
+    match RATE.load(Relaxed) {
+        0 => {
+            let r = match crate::sys::env::env_var("TICKSCOPE_HEAP_RATE") {
+                None => DEFAULT_RATE,
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(0) => OFF,
+                    Ok(n) => n,
+                    Err(_) => {
+                        crate::sys::stderr::warn(&format!(
+                            "TICKSCOPE_HEAP_RATE={v:?} is not a number of bytes; using {DEFAULT_RATE}"
+                        ));
+                        DEFAULT_RATE
+                    }
+                },
+            };
+            RATE.store(r, Relaxed);
+            table::at_first_sample();
+            r
+        }
+        r => r,
+    }
+}
+
+/// A count drawn from the exponential distribution of mean `rate` bytes (at least 1).
+fn draw(rate: u64) -> i64 {
+    // xorshift64*: the thread's own stream.
+    let mut x = RNG.get();
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    RNG.set(x);
+    let bits = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11;
+    // Uniform in (0, 1]: never 0, whose logarithm is infinite.
+    let u = (bits as f64 + 1.0) / (1u64 << 53) as f64;
+    ((-u.ln() * rate as f64) as i64).clamp(1, i64::MAX / 2)
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The heap profile so far: what the sampled allocations estimate of every allocation since
+/// the start, and of the blocks still in use. Empty where nothing was sampled (the wrapper
+/// not installed, or sampling off).
+pub fn profile() -> HeapProfile {
+    let busy = BUSY.replace(true);
+    let p = table::profile();
+    BUSY.set(busy);
+    p
+}
+
+/// Runs `f` with this thread's allocations not profiled (the profiler's own work).
+pub(crate) fn unprofiled<T>(f: impl FnOnce() -> T) -> T {
+    let busy = BUSY.replace(true);
+    let r = f();
+    BUSY.set(busy);
+    r
+}
