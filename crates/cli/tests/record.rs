@@ -918,14 +918,8 @@ if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
             pct >= 98.0 && pct >= without + 0.7 * share,
             "{flags:?}: {without:.0}% held not from outside, the workers {share:.0}%; {line}"
         );
-        let workers: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                name.starts_with(&format!("{output}.")) && !name.ends_with(".unsampled")
-            })
+        let workers: Vec<PathBuf> = others_of(&dir, output)
+            .into_iter()
             .filter(|p| comments_of(p).contains("python3"))
             .collect();
         let from_outside = workers
@@ -938,6 +932,19 @@ if __name__ == '__main__':\n    multiprocessing.set_start_method('fork')\n\
             false => assert_eq!(from_outside, 0, "{workers:?}"),
         }
     }
+}
+
+/// The profiles of a run's other processes beside `output` in `dir` (`OUTPUT.<run>.<pid>`).
+fn others_of(dir: &Path, output: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&format!("{output}.")) && !name.ends_with(".unsampled")
+        })
+        .collect()
 }
 
 /// What `go tool pprof -comments` and `-top` say of a profile (its comments and `File:`).
@@ -1033,14 +1040,8 @@ fn record_holds_the_cpu_of_every_process_of_make_and_shell_loops() {
         let (pct, line) = accounting(&stderr);
         assert!(pct >= 98.0, "{command:?}: {line}");
         assert!(!stderr.contains("ran unprofiled"), "{command:?}: {stderr}");
-        let outside = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                name.starts_with(&format!("{output}.")) && !name.ends_with(".unsampled")
-            })
+        let outside = others_of(&dir, output)
+            .iter()
             .filter(|p| comments_of(p).contains("sampled from outside the process"))
             .count();
         // make's recipe subshells (two), the loop's (three).

@@ -262,11 +262,7 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
     // before searching.
     let mut code = (0u64, 0u64);
     loop {
-        let valid = fp % 8 == 0
-            && fp >= low
-            && fp - low <= MAX_FRAME_BYTES
-            && fp.checked_add(16).is_some_and(|top| top <= stack_end);
-        if !valid {
+        if !frame_in_line(fp, low, stack_end) {
             return (n, false);
         }
         // `fp` is 8-aligned and `[fp, fp + 16)` lies inside the readable-writable mapping that
@@ -293,6 +289,17 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
     }
 }
 
+/// Whether a frame record at `fp` (saved frame pointer, return address) may be read: 8-aligned,
+/// at or above `low` (the previous frame's end, or the stack pointer) and at most
+/// [`MAX_FRAME_BYTES`] above it, its 16 bytes below `stack_end`. Signal context.
+#[inline(always)]
+fn frame_in_line(fp: u64, low: u64, stack_end: u64) -> bool {
+    fp % 8 == 0
+        && fp >= low
+        && fp - low <= MAX_FRAME_BYTES
+        && fp.checked_add(16).is_some_and(|top| top <= stack_end)
+}
+
 /// Walks the calling thread's own frame-pointer chain into `out` (return addresses, innermost
 /// first), inside `stack` (the thread's `[low, high)`, [`crate::sys::thread::own_stack`]):
 /// the heap profiler's stack of a sampled allocation. No mapping list is needed: every read
@@ -305,12 +312,7 @@ pub(crate) fn walk_own(stack: (u64, u64), out: &mut [u64]) -> (usize, bool) {
     let mut low = sp;
     let mut n = 0;
     loop {
-        let valid = fp % 8 == 0
-            && fp >= low
-            && fp >= stack.0
-            && fp - low <= MAX_FRAME_BYTES
-            && fp.checked_add(16).is_some_and(|top| top <= stack.1);
-        if !valid {
+        if !frame_in_line(fp, low.max(stack.0), stack.1) {
             return (n, false);
         }
         // SAFETY: `fp` is 8-aligned and `[fp, fp + 16)` lies inside this thread's own stack
