@@ -234,9 +234,11 @@ mod tests {
             .spawn()
             .unwrap();
         let (forked, execd) = (forked as u32, exec.id());
-        // The exec'd child is past its exec once its mark differs from ours: poll.
+        // The exec'd child is past its exec once its mark differs from ours: poll. (`spawn`
+        // returns at the exec's point of no return, before the kernel has laid out the new
+        // image: its code's start reads 0 for a moment, no mark.)
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while image_mark(execd) == Some(own) && std::time::Instant::now() < deadline {
+        while image_mark(execd).is_none_or(|m| m == own) && std::time::Instant::now() < deadline {
             std::thread::yield_now();
         }
         let children = children_of(std::process::id());
