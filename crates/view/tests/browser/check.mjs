@@ -200,8 +200,10 @@ try {
     });
     let target = await findTarget();
     // The zoomed, panned window may fall where no slice is wide enough to click (between a
-    // worker's scopes, say): zoom out with S until one is.
-    for (let n = 0; !target && n < 24; n++) {
+    // worker's scopes, say, or in a loaded run's long tail after the workers ended, which
+    // once took more than the 24 presses this loop allowed): zoom out with S until one is,
+    // as far as the whole capture.
+    for (let n = 0; !target && n < 120; n++) {
       await page.keyboard.press('s');
       await painted();
       target = await findTarget();
