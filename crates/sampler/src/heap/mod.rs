@@ -22,10 +22,10 @@
 //! **Safety.** Nothing here waits on a lock for long: the table is taken with a bounded
 //! number of tries, and a sample or a free that cannot take it is counted, not waited for (a
 //! fork child whose parent held it, an allocation from a signal handler that interrupted the
-//! profiler on its own thread). Memory is bounded: at most [`table::MAX_LIVE`] sampled blocks
-//! live (a hash table of about 50 MiB at the worst), [`table::MAX_STACKS`] distinct stacks of
-//! at most [`table::MAX_FRAMES`] frames (32 MiB) and [`table::MAX_SUMS`] figures by stack and
-//! size (17 MiB): about 100 MiB in all at the worst; what does not fit is counted as dropped.
+//! profiler on its own thread). Memory is bounded: at most 2^20 sampled blocks live (a hash
+//! table of about 50 MiB at the worst), 65,536 distinct stacks of at most 64 frames (32 MiB)
+//! and 2^18 figures by stack and size (17 MiB): about 100 MiB in all at the worst; what does
+//! not fit is counted as dropped (the limits are `table`'s constants).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
