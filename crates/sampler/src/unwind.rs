@@ -255,28 +255,47 @@ pub(crate) fn walk(view: &View<'_>, pc: u64, fp: u64, sp: u64, out: &mut [u64]) 
     let Some((_, stack_end)) = view.stack_of(sp) else {
         return (1, false);
     };
-    let mut n = 1;
-    let mut fp = fp;
-    let mut low = sp;
     // Most return addresses fall in the same module as the previous one: check its range
     // before searching.
     let mut code = (0u64, 0u64);
+    let (n, full) = walk_chain(fp, sp, stack_end, &mut out[1..], |ret| {
+        if !(code.0 <= ret && ret < code.1) {
+            match view.code_range(ret) {
+                Some(r) if ret != 0 => code = r,
+                _ => return false,
+            }
+        }
+        true
+    });
+    (n + 1, full)
+}
+
+/// Follows the frame-pointer chain from `fp` (reads at or above `low`, below `stack_end`),
+/// writing each return address that `accept` takes into `out`, innermost first; stops at the
+/// first frame out of line or return address refused. Returns how many were written and
+/// whether `out` was full first. Signal context: no allocation, no lock.
+#[inline(always)]
+fn walk_chain(
+    mut fp: u64,
+    mut low: u64,
+    stack_end: u64,
+    out: &mut [u64],
+    mut accept: impl FnMut(u64) -> bool,
+) -> (usize, bool) {
+    let mut n = 0;
     loop {
         if !frame_in_line(fp, low, stack_end) {
             return (n, false);
         }
         // `fp` is 8-aligned and `[fp, fp + 16)` lies inside the readable-writable mapping that
-        // holds this thread's stack pointer (checked just above); the thread is running this
-        // handler, so its stack stays mapped.
+        // holds the running thread's stack (checked just above, against the bounds the caller
+        // gave), which stays mapped while the thread runs this function.
         // SAFETY: as just said, for the saved frame pointer at `fp` ...
         let next = unsafe { std::ptr::read_volatile(fp as *const u64) };
         // SAFETY: ... and for the return address at `fp + 8`.
         let ret = unsafe { std::ptr::read_volatile((fp + 8) as *const u64) };
-        if !(code.0 <= ret && ret < code.1) {
-            match view.code_range(ret) {
-                Some(r) if ret != 0 => code = r,
-                _ => return (n, false),
-            }
+        if !accept(ret) {
+            return (n, false);
         }
         if n == out.len() {
             return (n, true);
@@ -308,31 +327,8 @@ fn frame_in_line(fp: u64, low: u64, stack_end: u64) -> bool {
 /// pointer out of line (a frame built without one), ends the walk.
 #[inline(never)]
 pub(crate) fn walk_own(stack: (u64, u64), out: &mut [u64]) -> (usize, bool) {
-    let (mut fp, sp) = here();
-    let mut low = sp;
-    let mut n = 0;
-    loop {
-        if !frame_in_line(fp, low.max(stack.0), stack.1) {
-            return (n, false);
-        }
-        // SAFETY: `fp` is 8-aligned and `[fp, fp + 16)` lies inside this thread's own stack
-        // (checked just above), which stays mapped while this thread runs this function:
-        // the saved frame pointer at `fp` ...
-        let next = unsafe { std::ptr::read_volatile(fp as *const u64) };
-        // SAFETY: ... and the return address at `fp + 8`.
-        let ret = unsafe { std::ptr::read_volatile((fp + 8) as *const u64) };
-        if ret == 0 {
-            return (n, false);
-        }
-        if n == out.len() {
-            return (n, true);
-        }
-        out[n] = ret;
-        n += 1;
-        // Strictly upward: a loop in the chain cannot keep the walk going.
-        low = fp + 16;
-        fp = next;
-    }
+    let (fp, sp) = here();
+    walk_chain(fp, sp.max(stack.0), stack.1, out, |ret| ret != 0)
 }
 
 #[cfg(test)]
