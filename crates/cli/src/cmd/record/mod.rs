@@ -149,59 +149,25 @@ pub fn run(args: Args) -> Result<u8> {
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let output = cwd.join(&args.output);
-    let (prog, rest) = args
-        .command
-        .split_first()
-        .expect("clap requires the program");
+    let prog = &args.command[0];
     let (program, seen, run_dir) = prepare(&args, &lib, &output)?;
-    let (command, outside, own_group) = command_for(&args, prog, rest, &lib, &run_dir);
-    // Sampled from outside, the fork children that do not exec are followed the same way,
-    // unless `--forks` has them sample themselves.
-    let follow = outside && !args.forks;
-    let (run, status, sampling) = match spawn_and_wait(
-        command,
-        prog,
-        program.as_deref(),
-        args.hz,
-        (outside, follow),
-        own_group,
-    ) {
-        Ok(r) => r,
+    let Ran {
+        run,
+        code,
+        write_failed,
+        said:
+            Said {
+                exit_cpu,
+                ends,
+                unreaped_written,
+                forks,
+                unsampled,
+                ..
+            },
+        short_forks,
+    } = match run_and_hear(&args, &lib, program.as_deref(), &run_dir) {
+        Ok(ran) => ran,
         Err(code) => return Ok(code),
-    };
-    let code = exit_code(status);
-    // A profile that could not be written (a full disk): said where it failed, and the run
-    // ends with status 2 where the program's was 0.
-    let (written, followed) = match sampling {
-        Some(o) => write_sampled(o, &run_dir, prog, &args.output),
-        None => (true, None),
-    };
-    let write_failed = !written;
-    let Said {
-        exit_cpu,
-        ends,
-        unreaped_written,
-        mut forks,
-        unsampled,
-        write_failed: failed_writers,
-    } = print_messages(&run_dir.messages());
-    // Followed from outside, the fork children have profiles of their own; those that ended
-    // before they were found said their CPU time, held as a row of the unsampled profile.
-    let short_forks = match followed {
-        Some(followed) => {
-            say_not_followed(&followed);
-            let written =
-                write_followed(followed.into_followed(), &mut forks, &unsampled, &run_dir);
-            FOLLOWED.store(written > 0, std::sync::atomic::Ordering::Relaxed);
-            std::mem::take(&mut forks)
-        }
-        None => Vec::new(),
-    };
-    // The program itself (its pid, whatever it exec'd in its place) could not write it.
-    let write_failed = write_failed || failed_writers.contains(&run);
-    let code = match (write_failed, code) {
-        (true, 0) => 2,
-        _ => code,
     };
     // Programs it exec'd profiled into files of their own, `profile.<pid>`.
     let children = run_dir.children();
@@ -285,6 +251,77 @@ pub fn run(args: Args) -> Result<u8> {
         say_children(&others, &args.output);
     }
     Ok(code)
+}
+
+/// What the run left to account for: the program's pid, the exit status to forward (2 where
+/// a profile of the program's could not be written), what its processes said, and the fork
+/// children that ended before they were followed.
+struct Ran {
+    run: u32,
+    code: u8,
+    write_failed: bool,
+    said: Said,
+    short_forks: Vec<(u32, String, u64)>,
+}
+
+/// Runs the program and waits for it (`Err`: the status to end with, where it was not
+/// waited for to its end), writes what was sampled from outside and reads the lines its
+/// processes wrote back.
+fn run_and_hear(
+    args: &Args,
+    lib: &Path,
+    program: Option<&Path>,
+    run_dir: &RunDir,
+) -> std::result::Result<Ran, u8> {
+    let (prog, rest) = args
+        .command
+        .split_first()
+        .expect("clap requires the program");
+    let (command, outside, own_group) = command_for(args, prog, rest, lib, run_dir);
+    // Sampled from outside, the fork children that do not exec are followed the same way,
+    // unless `--forks` has them sample themselves.
+    let follow = outside && !args.forks;
+    let (run, status, sampling) = spawn_and_wait(
+        command,
+        prog,
+        program,
+        args.hz,
+        (outside, follow),
+        own_group,
+    )?;
+    let code = exit_code(status);
+    // A profile that could not be written (a full disk): said where it failed, and the run
+    // ends with status 2 where the program's was 0.
+    let (written, followed) = match sampling {
+        Some(o) => write_sampled(o, run_dir, prog, &args.output),
+        None => (true, None),
+    };
+    let mut said = print_messages(&run_dir.messages());
+    // Followed from outside, the fork children have profiles of their own; those that ended
+    // before they were found said their CPU time, held as a row of the unsampled profile.
+    let short_forks = match followed {
+        Some(followed) => {
+            say_not_followed(&followed);
+            let forks = &mut said.forks;
+            let written = write_followed(followed.into_followed(), forks, &said.unsampled, run_dir);
+            FOLLOWED.store(written > 0, std::sync::atomic::Ordering::Relaxed);
+            std::mem::take(forks)
+        }
+        None => Vec::new(),
+    };
+    // The program itself (its pid, whatever it exec'd in its place) could not write it.
+    let write_failed = !written || said.write_failed.contains(&run);
+    let code = match (write_failed, code) {
+        (true, 0) => 2,
+        _ => code,
+    };
+    Ok(Ran {
+        run,
+        code,
+        write_failed,
+        said,
+        short_forks,
+    })
 }
 
 /// `path` (a file the run wrote beside the output) named as the user named the output, not
