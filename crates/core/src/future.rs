@@ -120,7 +120,8 @@ pub trait FutureExt: Future + Sized {
     #[track_caller]
     fn profiled(self, name: &'static str) -> Profiled<Self> {
         let at = std::panic::Location::caller();
-        profiled_at(site_for(name, at), self)
+        // Finding (or making) the site is the library's work: no allocation of it counts.
+        profiled_at(crate::own::own(|| site_for(name, at)), self)
     }
 }
 

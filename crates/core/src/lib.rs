@@ -97,6 +97,7 @@ pub mod clock;
 mod config;
 pub mod future;
 mod life;
+mod own;
 mod runtime;
 // The sampler is its own crate (`tickscope-sampler`), below this one; this crate gives it
 // the clock, the open scopes and the running capture (`sampler_library`).

@@ -39,6 +39,15 @@ pub(crate) fn ensure_init() {
             );
         }
         crate::summary::interval::configure(s.interval, s.line_output);
+        // `tickscope::alloc::Profiled` is the global allocator when an allocation went
+        // through it (this one, at least): scopes count theirs from now on.
+        #[cfg(feature = "sampler")]
+        {
+            std::hint::black_box(Box::new(0u8));
+            if tickscope_sampler::heap::installed() {
+                crate::state::set_allocs();
+            }
+        }
         #[cfg(feature = "capture")]
         start_capture_from_env();
     });

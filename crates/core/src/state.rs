@@ -1,6 +1,8 @@
-//! The run-time switches every scope reads: recording on, and a capture running. Both in one
-//! byte, so a scope reads them with one load. A leaf: the scopes' implementation reads them,
-//! the runtime applies `TICKSCOPE_ENABLED`, the capture sets its bit.
+//! The run-time switches every scope reads: recording on, a capture running, and allocations
+//! counted. All in one byte, so a scope reads them with one load. A leaf: the scopes'
+//! implementation reads them, the runtime applies `TICKSCOPE_ENABLED` and turns allocation
+//! counting on where `tickscope::alloc::Profiled` is the global allocator, the capture sets
+//! its bit.
 
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -9,7 +11,11 @@ pub(crate) const ON: u8 = 1;
 /// Bit: a capture is running; scopes also record their begin and end into it.
 pub(crate) const CAPTURE: u8 = 2;
 
-/// Both switches.
+/// Bit: `tickscope::alloc::Profiled` is the global allocator; scopes count the allocations
+/// made inside them (`scope::heap`).
+pub(crate) const ALLOCS: u8 = 4;
+
+/// The switches.
 pub(crate) static STATE: AtomicU8 = AtomicU8::new(ON);
 
 /// Turns recording on or off.
@@ -36,8 +42,19 @@ pub(crate) fn set_capture(on: bool) {
     }
 }
 
+/// Turns allocation counting on (once the global allocator is known to be ours).
+#[cfg(feature = "sampler")]
+pub(crate) fn set_allocs() {
+    STATE.fetch_or(ALLOCS, Relaxed);
+}
+
+/// True if and only if scopes count allocations (and are on).
+pub(crate) fn counting_allocs() -> bool {
+    crate::COMPILED_IN && STATE.load(Relaxed) & (ON | ALLOCS) == ON | ALLOCS
+}
+
 /// True if and only if scopes are compiled in, a capture is running and scopes are on.
 #[inline(always)]
 pub(crate) fn capturing() -> bool {
-    crate::COMPILED_IN && STATE.load(Relaxed) == ON | CAPTURE
+    crate::COMPILED_IN && STATE.load(Relaxed) & (ON | CAPTURE) == ON | CAPTURE
 }

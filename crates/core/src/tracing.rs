@@ -219,6 +219,10 @@ fn site_of(meta: &'static Metadata<'static>) -> &'static Site {
 #[cold]
 #[inline(never)]
 fn site_slow(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
+    crate::own::own(|| site_made(meta, key))
+}
+
+fn site_made(meta: &'static Metadata<'static>, key: usize) -> &'static Site {
     TimedSite::interned(&SITES, key, || {
         TimedSite::of(
             WallKind::Span,
@@ -265,7 +269,7 @@ where
         if let Some(span) = ctx.span(id) {
             let at = crate::now();
             let async_id = crate::life::begin(site, at);
-            span.extensions_mut().insert(Created { site, at, async_id });
+            crate::own::own(|| span.extensions_mut().insert(Created { site, at, async_id }));
         }
     }
 
@@ -285,6 +289,10 @@ where
                 },
             };
             // Pushed even when nothing records (turned off): its exit finds it.
+            if l.entered.len() == l.entered.capacity() {
+                // Room before the span's scope opens, and not the program's allocation.
+                crate::own::own(|| l.entered.reserve(8));
+            }
             let open = crate::imp::enter_raw_id(cs);
             l.entered.push((id.into_u64(), open));
         });

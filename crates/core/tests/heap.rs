@@ -173,3 +173,110 @@ fn bytes(v: &str) -> f64 {
     };
     n * k
 }
+
+/// The row of scope `name` in the summary's JSON: its `allocs` figures and its calls.
+fn allocs_of(name: &str) -> (serde_json::Value, u64) {
+    let json = tickscope::report_string(tickscope::SummaryFormat::Json);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let row = v["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no row {name} in {json}"))
+        .clone();
+    let calls = row["calls"].as_u64().unwrap();
+    (row["allocs"].clone(), calls)
+}
+
+fn figures(a: &serde_json::Value) -> [u64; 4] {
+    ["count", "bytes", "self_count", "self_bytes"]
+        .map(|k| a[k].as_u64().unwrap_or_else(|| panic!("no {k} in {a}")))
+}
+
+#[inline(never)]
+fn alloc_recursive(n: u32) {
+    tickscope::scope!("alloc_rec");
+    std::hint::black_box(vec![0u8; 10]);
+    if n > 0 {
+        alloc_recursive(n - 1);
+    }
+}
+
+/// Allocates 64 bytes at each poll; ready at the second.
+struct TwoPolls(bool);
+
+impl std::future::Future for TwoPolls {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        std::hint::black_box(vec![0u8; 64]);
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        std::task::Poll::Pending
+    }
+}
+
+struct Noop;
+
+impl std::task::Wake for Noop {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+fn poll_once<F: std::future::Future + ?Sized>(f: std::pin::Pin<&mut F>) -> bool {
+    let waker = std::task::Waker::from(std::sync::Arc::new(Noop));
+    let mut cx = std::task::Context::from_waker(&waker);
+    f.poll(&mut cx).is_ready()
+}
+
+/// Known allocations in known scopes, counted exactly: nested scopes (total and self), a
+/// recursive one (its total once), and a future polled on two threads (each poll's on the
+/// thread that ran it, both in its row).
+#[test]
+fn allocations_are_counted_by_scope_exactly() {
+    {
+        tickscope::scope!("alloc_outer");
+        for _ in 0..3 {
+            std::hint::black_box(vec![0u8; 100]);
+        }
+        for _ in 0..2 {
+            tickscope::scope!("alloc_inner");
+            for _ in 0..2 {
+                std::hint::black_box(Vec::<u8>::with_capacity(1000));
+            }
+        }
+    }
+    alloc_recursive(3);
+    use tickscope::future::FutureExt;
+    let mut fut = Box::pin(TwoPolls(false).profiled("alloc_future"));
+    assert!(!poll_once(fut.as_mut()));
+    let ready = std::thread::spawn(move || poll_once(fut.as_mut()))
+        .join()
+        .unwrap();
+    assert!(ready);
+
+    let (outer, calls) = allocs_of("alloc_outer");
+    assert_eq!(calls, 1);
+    assert_eq!(figures(&outer), [7, 4300, 3, 300], "{outer}");
+    let (inner, calls) = allocs_of("alloc_inner");
+    assert_eq!(calls, 2);
+    assert_eq!(figures(&inner), [4, 4000, 4, 4000], "{inner}");
+    let (rec, calls) = allocs_of("alloc_rec");
+    assert_eq!(calls, 4);
+    assert_eq!(figures(&rec), [4, 40, 4, 40], "{rec}");
+    let (fut, calls) = allocs_of("alloc_future");
+    assert_eq!(calls, 2);
+    assert_eq!(figures(&fut), [2, 128, 2, 128], "{fut}");
+    let text = tickscope::report_string(tickscope::SummaryFormat::Text);
+    assert!(
+        text.contains("allocations by scope")
+            && text
+                .lines()
+                .any(|l| l.starts_with("alloc_outer") && l.contains("4.20kB")),
+        "{text}"
+    );
+}

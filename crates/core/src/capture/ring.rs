@@ -336,6 +336,11 @@ impl Ring {
     #[cold]
     #[inline(never)]
     fn push_slow(&self, recs: &[(u64, u64)], reserve: u64) -> bool {
+        crate::own::own(|| self.push_slow_unowned(recs, reserve))
+    }
+
+    #[inline(never)]
+    fn push_slow_unowned(&self, recs: &[(u64, u64)], reserve: u64) -> bool {
         let n = recs.len() as u64;
         let kind = (recs[0].1 & 0xff) as u8;
         // An end (the only lone record pushed with no reserve that must never be lost once
@@ -616,6 +621,11 @@ pub(crate) fn push_group(recs: &[(u64, u64)], open: u32) {
 #[cold]
 #[inline(never)]
 fn register() -> Option<&'static Ring> {
+    crate::own::own(register_unowned)
+}
+
+#[inline(never)]
+fn register_unowned() -> Option<&'static Ring> {
     if EXITED.get() || EXIT_HOOK.try_with(|_| ()).is_err() {
         EXITED.set(true);
         LOST_AFTER_EXIT.fetch_add(1, Relaxed);

@@ -4,7 +4,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::scope::callsite::Callsite;
-use crate::state::{CAPTURE, ON, STATE};
+use crate::scope::thread::HEAP_MARK;
+use crate::state::{ALLOCS, CAPTURE, ON, STATE};
 
 /// True when scopes are compiled in (the `enabled` feature).
 pub const COMPILED_IN: bool = true;
@@ -64,7 +65,7 @@ impl Drop for Scope {
 fn close(open: &crate::scope::thread::Open) {
     let t1 = crate::scope::exit(open);
     if open.captured != 0 {
-        capture_end(open.captured, t1);
+        extras_end(open, t1);
     }
 }
 
@@ -90,8 +91,8 @@ pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
         return None;
     }
     let mut open = crate::scope::enter(id);
-    if state & CAPTURE != 0 {
-        capture_begin(id, &mut open);
+    if state & (CAPTURE | ALLOCS) != 0 {
+        extras_begin(state, id, &mut open);
     }
     open
 }
@@ -101,7 +102,7 @@ pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
 pub(crate) fn exit_raw(open: &RawOpen) -> Option<crate::Ticks> {
     let t1 = crate::scope::exit(open);
     if open.captured != 0 {
-        capture_end(open.captured, t1);
+        extras_end(open, t1);
     }
     t1
 }
@@ -119,6 +120,36 @@ fn capture_end(id: u32, t1: Option<crate::Ticks>) {
     crate::capture::end(id, t1.unwrap_or_else(crate::now));
     #[cfg(not(feature = "capture"))]
     let _ = (id, t1);
+}
+
+/// What a scope's begin does beyond its statistics, as `state` says: its begin into the
+/// running capture, its allocations' mark. One test of the state on the scope's path for both.
+#[inline(always)]
+fn extras_begin(state: u8, id: u32, open: &mut Option<crate::scope::thread::Open>) {
+    if state & CAPTURE != 0 {
+        capture_begin(id, open);
+    }
+    if state & ALLOCS != 0 {
+        if let Some(o) = open {
+            if crate::scope::heap::begin(o.t0(), o.index()) {
+                o.captured |= HEAP_MARK;
+            }
+        }
+    }
+}
+
+/// What a scope's exit does beyond its statistics (`open.captured` is not 0): its
+/// allocations, then its end into the capture (whose block, if it takes one, is not the
+/// program's allocation).
+#[inline]
+fn extras_end(open: &crate::scope::thread::Open, t1: Option<crate::Ticks>) {
+    if open.captured & HEAP_MARK != 0 && t1.is_some() {
+        crate::scope::heap::end(open);
+    }
+    let id = open.captured & !HEAP_MARK;
+    if id != 0 {
+        capture_end(id, t1);
+    }
 }
 
 /// Records a scope's begin into the running capture and marks its guard to record the end.
@@ -151,8 +182,9 @@ fn enter_first(
         Some(cache) => crate::scope::enter_cached(cs, cache),
         None => crate::scope::enter(cs.id()),
     };
-    if STATE.load(Relaxed) == ON | CAPTURE {
-        capture_begin(cs.id(), &mut open);
+    let state = STATE.load(Relaxed);
+    if state & ON != 0 {
+        extras_begin(state, cs.id(), &mut open);
     }
     Scope {
         open,
@@ -172,8 +204,8 @@ pub fn enter(cs: &'static Callsite) -> Scope {
     }
     let id = cs.id();
     let mut open = crate::scope::enter(id);
-    if state & CAPTURE != 0 {
-        capture_begin(id, &mut open);
+    if state & (CAPTURE | ALLOCS) != 0 {
+        extras_begin(state, id, &mut open);
     }
     Scope {
         open,
@@ -195,8 +227,8 @@ pub fn enter_cached(
         return enter_first(cs, Some(cache));
     }
     let mut open = crate::scope::enter_cached(cs, cache);
-    if state & CAPTURE != 0 {
-        capture_begin(cs.id(), &mut open);
+    if state & (CAPTURE | ALLOCS) != 0 {
+        extras_begin(state, cs.id(), &mut open);
     }
     Scope {
         open,

@@ -81,6 +81,11 @@ impl Callsite {
     #[cold]
     #[inline(never)]
     fn register(&'static self) -> u32 {
+        crate::own::own(|| self.register_unowned())
+    }
+
+    #[inline(never)]
+    fn register_unowned(&'static self) -> u32 {
         super::first_use();
         let mut table = table();
         // Another thread may have registered this call site while we waited for the lock.

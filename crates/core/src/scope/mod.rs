@@ -22,6 +22,7 @@ use std::thread::LocalKey;
 
 use crate::clock::{SystemCounter, Ticks};
 use callsite::Callsite;
+pub(crate) use thread::heap;
 use thread::{DeepStack, Open, Slot, StackStore, ThreadStats, INLINE_DEPTH};
 
 // The calling thread's hot-path state, in one thread-local without a destructor:
@@ -173,7 +174,8 @@ pub(crate) fn enter(id: u32) -> Option<Open> {
 #[cold]
 #[inline(never)]
 fn fill_by_id(stats: &'static ThreadStats, id: u32) -> &'static Slot {
-    let slot = stats.slot(id);
+    // A new slot (or page) is the library's allocation, not the program's.
+    let slot = crate::own::own(|| stats.slot(id));
     HOT.with(|h| h.by_id[id as usize % BY_ID].set((id, Some(slot))));
     slot
 }
@@ -219,7 +221,7 @@ fn fill_cache(
     cache: &'static LocalKey<SlotCache>,
     stats: &'static ThreadStats,
 ) -> &'static Slot {
-    let slot = stats.slot(cs.id());
+    let slot = crate::own::own(|| stats.slot(cs.id()));
     cache.with(|c| c.0.set(Some(slot)));
     slot
 }
@@ -227,6 +229,11 @@ fn fill_cache(
 #[cold]
 #[inline(never)]
 fn register() -> Option<&'static ThreadStats> {
+    crate::own::own(register_unowned)
+}
+
+#[inline(never)]
+fn register_unowned() -> Option<&'static ThreadStats> {
     if HOT.with(|h| h.exited.get()) || EXIT_HOOK.try_with(|_| ()).is_err() {
         HOT.with(|h| h.exited.set(true));
         LOST_AFTER_THREAD_EXIT.fetch_add(1, Relaxed);

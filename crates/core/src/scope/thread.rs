@@ -27,6 +27,7 @@ use std::sync::{Mutex, OnceLock};
 use super::hist::{Counts, Hist, Pool, Reading};
 use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
 
+pub(crate) mod heap;
 mod row;
 pub(crate) use row::Row;
 
@@ -59,6 +60,9 @@ fn add(a: &AtomicU64, v: u64) {
 pub(crate) struct Slot {
     /// How many entries of this call site are open on the thread's stack now.
     pub depth: AtomicU32,
+    /// Where this call site's allocation counts are kept (`heap`: 0 until its first counted
+    /// exit). In the padding after `depth`: the slot stays two cache lines.
+    pub heap: AtomicU32,
     /// Every entry, re-entries included.
     pub calls: AtomicU64,
     /// Outermost entries: the calls whose time is in `incl`, `min`, `max` and the histogram.
@@ -92,6 +96,7 @@ impl Slot {
             pending: AtomicU64::new(NONE),
             depth: AtomicU32::new(0),
             hist: Hist::new(),
+            heap: AtomicU32::new(0),
         }
     }
 
@@ -110,6 +115,7 @@ impl Slot {
         self.min.store(u64::MAX, Relaxed);
         self.pending.store(NONE, Relaxed);
         self.depth.store(0, Relaxed);
+        heap::reset(self);
         self.hist.release(pool);
     }
 }
@@ -270,10 +276,15 @@ pub(crate) struct Open {
     /// The call site was already open below this scope (recursion, or a group's API calling
     /// its own public function): count the call, but its time is inside the outer entry's.
     nested: bool,
-    /// The call site's id when a capture recorded this scope's begin (its end is recorded
-    /// too); 0 otherwise. Fits in the struct's padding.
+    /// What the exit does beyond the statistics, one word its exit tests once: the call
+    /// site's id when a capture recorded this scope's begin (its end is recorded too), and
+    /// [`HEAP_MARK`] when its allocations are counted (`heap::begin` set its mark); 0 for
+    /// neither. Fits in the struct's padding.
     pub(crate) captured: u32,
 }
+
+/// [`Open::captured`]'s bit: the scope's allocations are counted. Call-site ids stay below it.
+pub(crate) const HEAP_MARK: u32 = 1 << 31;
 
 impl Open {
     /// The scope's start reading.
@@ -286,6 +297,12 @@ impl Open {
     #[cfg(feature = "capture")]
     #[inline(always)]
     pub(crate) fn depth(&self) -> u32 {
+        self.index
+    }
+
+    /// Its depth on the thread's stack (0: outermost), in every build.
+    #[inline(always)]
+    pub(crate) fn index(&self) -> u32 {
         self.index
     }
 }
@@ -307,7 +324,7 @@ impl DeepStack {
     /// a new one.
     fn take() -> &'static DeepStack {
         let pooled = FREE_DEEP.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        pooled.unwrap_or_else(DeepStack::leak)
+        pooled.unwrap_or_else(|| crate::own::own(DeepStack::leak))
     }
 
     /// Pools the extension of an exited thread, for the next thread that nests that deep.
@@ -506,9 +523,11 @@ fn refresh_anchor(
     let epoch = epoch.wrapping_add(1).max(1);
     let mut log = stats.anchors.lock().unwrap_or_else(|p| p.into_inner());
     let log = log.get_or_insert_with(|| {
-        Box::new(AnchorLog {
-            levels: [[(0, Bracket::default()); 64]; 3],
-            first: (0, Bracket::default()),
+        crate::own::own(|| {
+            Box::new(AnchorLog {
+                levels: [[(0, Bracket::default()); 64]; 3],
+                first: (0, Bracket::default()),
+            })
         })
     });
     log.record(epoch, b);

@@ -147,7 +147,7 @@ impl Wall {
         }
         let hist = self
             .hist
-            .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
+            .get_or_init(|| crate::own::own(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect()));
         hist[bucket(dt)].fetch_add(1, Relaxed);
     }
 
@@ -156,7 +156,7 @@ impl Wall {
     fn list(&'static self, id: u32) {
         let mut l = LISTED.lock().unwrap_or_else(|p| p.into_inner());
         if !self.listed.swap(true, Relaxed) {
-            l.push((id, self));
+            crate::own::own(|| l.push((id, self)));
         }
     }
 

@@ -8,11 +8,14 @@
 //!  "scopes":[{"name":"parse","kind":"scope","file":"src/demo.rs","line":40,"module":"demo",
 //!    "sites":1,"calls":1200,"outer_calls":1200,"total_ns":812000000,"self_ns":640000000,
 //!    "mean_ns":676666,"min_ns":…,"p50_ns":…,"p90_ns":…,"p99_ns":…,"max_ns":…,
-//!    "wall_percent":26.9,"clock_errors":0}],
+//!    "wall_percent":26.9,"allocs":{"count":2400,"bytes":9830400,"self_count":1200,
+//!    "self_bytes":4915200},"clock_errors":0}],
 //!  "per_thread":[{"tid":4660,"name":"main","running":true,"threads":1,"scopes":[…]}]}
 //! ```
 //! Times are integers in nanoseconds; `per_thread` is present only when asked for, and its
-//! scopes carry no percentiles.
+//! scopes carry no percentiles; `allocs` only where `tickscope::alloc::Profiled` is the
+//! global allocator (allocations inside the scope's outermost calls, and not in its child
+//! scopes: `self_*`).
 
 use std::fmt::Write;
 
@@ -54,7 +57,7 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
         if i > 0 {
             o.push(',');
         }
-        entry(&mut o, e, meta, true);
+        entry(&mut o, e, meta, (true, snap.allocs_counted));
     }
     o.push(']');
     if per_thread {
@@ -73,7 +76,7 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
                 if j > 0 {
                     o.push(',');
                 }
-                entry(&mut o, e, meta, false);
+                entry(&mut o, e, meta, (false, snap.allocs_counted));
             }
             o.push_str("]}");
         }
@@ -83,7 +86,8 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
     o
 }
 
-fn entry(o: &mut String, e: &Entry, meta: &Context, full: bool) {
+/// One scope's row; `full`: with percentiles and `%wall`; `allocs`: with its allocations.
+fn entry(o: &mut String, e: &Entry, meta: &Context, (full, allocs): (bool, bool)) {
     let r = &e.row;
     let ns = |t: u64| meta.ns(t).round() as u64;
     let kind = match e.info.kind {
@@ -152,6 +156,13 @@ fn entry(o: &mut String, e: &Entry, meta: &Context, full: bool) {
             }
         }
         let _ = write!(o, "\"clock_errors\":{}}},", w.clock_errors);
+    }
+    if allocs {
+        let [count, bytes, self_count, self_bytes] = r.heap;
+        let _ = write!(
+            o,
+            "\"allocs\":{{\"count\":{count},\"bytes\":{bytes},\"self_count\":{self_count},\"self_bytes\":{self_bytes}}},"
+        );
     }
     let _ = write!(o, "\"clock_errors\":{}}}", r.clock_errors);
 }

@@ -53,6 +53,11 @@ pub(crate) struct Snapshot {
     pub capture_lost: u64,
     /// `tracing` span exits on a thread where the span was not entered (nothing recorded).
     pub foreign_exits: u64,
+    /// Scopes count their allocations (`tickscope::alloc::Profiled` is the global allocator):
+    /// the rows' `heap` figures mean something.
+    pub allocs_counted: bool,
+    /// Allocations inside scopes that found no room for their counts.
+    pub allocs_uncounted: u64,
 }
 
 /// The context a snapshot is rendered in.
@@ -175,6 +180,8 @@ pub(crate) fn collect(per_thread: bool, wait: Option<Duration>) -> Option<Snapsh
         lost_after_thread_exit: crate::scope::LOST_AFTER_THREAD_EXIT.load(Relaxed),
         capture_lost: capture_lost(),
         foreign_exits: foreign_exits(),
+        allocs_counted: crate::state::counting_allocs(),
+        allocs_uncounted: crate::scope::heap::uncounted(),
     })
 }
 

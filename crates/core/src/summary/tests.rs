@@ -119,6 +119,8 @@ fn snapshot(recs: &[&Recorder]) -> Snapshot {
         lost_after_thread_exit: 0,
         capture_lost: 0,
         foreign_exits: 0,
+        allocs_counted: false,
+        allocs_uncounted: 0,
     }
 }
 

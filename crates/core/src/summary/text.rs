@@ -33,6 +33,9 @@ pub(crate) fn render(snap: &Snapshot, meta: &Context, per_thread: bool) -> Strin
     } else {
         out.push_str(&table(&snap.entries, meta, true));
         timed(&mut out, &snap.entries, meta);
+        if snap.allocs_counted {
+            out.push_str(&allocs(&snap.entries));
+        }
     }
     footer(&mut out, snap, meta);
     if per_thread {
@@ -103,6 +106,12 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Context) {
         notes.push(format!(
             "{} on a thread where the span was not entered, nothing recorded",
             count(snap.foreign_exits, "tracing span exit")
+        ));
+    }
+    if snap.allocs_uncounted > 0 {
+        notes.push(format!(
+            "{} inside scopes not counted by scope (more call sites × threads than the counts' table holds)",
+            count(snap.allocs_uncounted, "allocation")
         ));
     }
     if snap.open_now > 0 {
@@ -231,4 +240,25 @@ fn timed(out: &mut String, entries: &[Entry], meta: &Context) {
         })
         .collect();
     out.push_str(&tickscope_fmt::lives_table(&rows));
+}
+
+/// Allocations by scope (`tickscope_fmt::allocs_table`), where they are counted.
+fn allocs(entries: &[Entry]) -> String {
+    let rows: Vec<tickscope_fmt::AllocsRow> = entries
+        .iter()
+        .map(|e| {
+            let [allocs, bytes, self_allocs, self_bytes] = e.row.heap;
+            tickscope_fmt::AllocsRow {
+                name: match e.info.kind {
+                    Kind::Group => format!("{} [group]", e.info.name),
+                    Kind::Scope => e.info.name.to_owned(),
+                },
+                allocs,
+                bytes,
+                self_allocs,
+                self_bytes,
+            }
+        })
+        .collect();
+    tickscope_fmt::allocs_table(&rows)
 }

@@ -28,7 +28,7 @@
 //! not fit is counted as dropped (the limits are `table`'s constants).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 #[allow(unsafe_code)] // `GlobalAlloc` is an unsafe trait: its methods pass their contract on
 mod global;
@@ -53,11 +53,35 @@ thread_local! {
     static RNG: Cell<u64> = const { Cell::new(0) };
     /// This thread's stack, `[low, high)` (0, 0: not read yet, or unknown).
     static STACK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// Allocations this thread made, and their bytes, every one counted (the profiler's own
+    /// left out): what scopes read at their entry and exit for their exact counts.
+    static COUNTS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// Set by the first allocation through [`Profiled`]: the wrapper is the global allocator.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`Profiled`] is the program's global allocator (it has allocated at least once).
+/// Not a stable API: the library reads it to count allocations by scope.
+#[doc(hidden)]
+pub fn installed() -> bool {
+    INSTALLED.load(Relaxed)
+}
+
+/// How many allocations the calling thread made through [`Profiled`] so far, and their bytes
+/// (a reallocation counts as one allocation of its new size; the profiler's own are left
+/// out). Not a stable API: scopes read it at their entry and exit.
+#[doc(hidden)]
+#[inline(always)]
+pub fn thread_counts() -> (u64, u64) {
+    COUNTS.get()
 }
 
 /// An allocation of `size` bytes at `at`: counted down, sampled where the count crosses 0.
 #[inline(always)]
 pub(crate) fn allocated(at: usize, size: usize) {
+    let (n, bytes) = COUNTS.get();
+    COUNTS.set((n.wrapping_add(1), bytes.wrapping_add(size as u64)));
     let left = LEFT.get().saturating_sub(size as i64);
     if left > 0 {
         LEFT.set(left);
@@ -81,7 +105,9 @@ fn freed_slow(at: usize) {
     if BUSY.replace(true) {
         return;
     }
+    let counts = COUNTS.get();
     table::forget(at);
+    COUNTS.set(counts);
     BUSY.set(false);
 }
 
@@ -91,12 +117,19 @@ fn freed_slow(at: usize) {
 #[inline(never)]
 fn sample(at: usize, size: usize, left: i64) {
     if BUSY.replace(true) {
-        // The profiler's own allocation: the count is left as it was.
+        // The profiler's own allocation: the count is left as it was (and whoever set
+        // `BUSY` puts the thread's counts back as they were when it is done).
         return;
     }
+    if !INSTALLED.load(Relaxed) {
+        INSTALLED.store(true, Relaxed);
+    }
+    // What the profiler allocates below is not the thread's.
+    let counts = COUNTS.get();
     let rate = rate();
     if rate == OFF {
         LEFT.set(i64::MAX);
+        COUNTS.set(counts);
         BUSY.set(false);
         return;
     }
@@ -123,6 +156,7 @@ fn sample(at: usize, size: usize, left: i64) {
         left = draw(rate);
     }
     LEFT.set(left);
+    COUNTS.set(counts);
     BUSY.set(false);
 }
 
@@ -175,16 +209,17 @@ fn now_ns() -> u64 {
 /// the start, and of the blocks still in use. Empty where nothing was sampled (the wrapper
 /// not installed, or sampling off).
 pub fn profile() -> HeapProfile {
-    let busy = BUSY.replace(true);
-    let p = table::profile();
-    BUSY.set(busy);
-    p
+    unprofiled(table::profile)
 }
 
-/// Runs `f` with this thread's allocations not profiled (the profiler's own work).
-pub(crate) fn unprofiled<T>(f: impl FnOnce() -> T) -> T {
+/// Runs `f` with this thread's allocations neither profiled nor counted (the profiler's own
+/// work, and the library's: the scopes' allocation marks). Not a stable API.
+#[doc(hidden)]
+pub fn unprofiled<T>(f: impl FnOnce() -> T) -> T {
     let busy = BUSY.replace(true);
+    let counts = COUNTS.get();
     let r = f();
+    COUNTS.set(counts);
     BUSY.set(busy);
     r
 }

@@ -138,6 +138,11 @@ impl Hist {
     #[cold]
     #[inline(never)]
     fn record_slow(&self, b: usize, pool: &Pool) {
+        crate::own::own(|| self.record_slow_unowned(b, pool))
+    }
+
+    #[inline(never)]
+    fn record_slow_unowned(&self, b: usize, pool: &Pool) {
         let mut p = pool.lock();
         let v = self.version.load(Relaxed);
         self.version.store(v.wrapping_add(1), Relaxed);

@@ -91,6 +91,15 @@ impl Word for AtomicU64 {
 /// The entries of the list at `at` (after its capacity word), with room for `need` of them:
 /// the list itself, or a copy twice as large (the old one back to the pool). Inside a write.
 pub(super) fn grown<T: Word>(p: &mut PoolInner, at: &AtomicPtr<T>, need: usize) -> &'static [T] {
+    crate::own::own(|| grown_unowned(p, at, need))
+}
+
+#[inline(never)]
+pub(super) fn grown_unowned<T: Word>(
+    p: &mut PoolInner,
+    at: &AtomicPtr<T>,
+    need: usize,
+) -> &'static [T] {
     let old = at.load(Relaxed);
     // SAFETY: a non-null list came from `take`.
     let old = (!old.is_null()).then(|| unsafe { whole(old) });

@@ -16,6 +16,8 @@ pub(crate) struct Row {
     /// Entries open right now (not yet in the other figures).
     pub open: u64,
     pub hist: Counts,
+    /// Allocations inside it, where they are counted (see [`super::heap`]).
+    pub heap: super::heap::HeapRow,
     /// Whether `hist` is kept (per-thread breakdowns keep none).
     with_hist: bool,
 }
@@ -32,6 +34,7 @@ impl Row {
             clock_errors: 0,
             open: 0,
             hist: Counts::new(),
+            heap: [0; 4],
             with_hist: true,
         }
     }
@@ -65,6 +68,7 @@ impl Row {
             clock_errors: slot.clock_errors.load(Relaxed),
             open: slot.depth.load(Relaxed) as u64,
             hist: Counts::new(),
+            heap: super::heap::read(slot),
             with_hist: false,
         };
         acc.merge(&row);
@@ -90,6 +94,9 @@ impl Row {
         self.max = self.max.max(o.max);
         self.clock_errors += o.clock_errors;
         self.open += o.open;
+        for (a, b) in self.heap.iter_mut().zip(o.heap) {
+            *a += b;
+        }
         if self.with_hist {
             self.hist.merge(&o.hist);
         }
