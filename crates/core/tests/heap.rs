@@ -280,3 +280,28 @@ fn allocations_are_counted_by_scope_exactly() {
         "{text}"
     );
 }
+
+/// A `tracing` span entered on two threads: each entry's allocations in its row, counted on
+/// the thread that entered it.
+#[cfg(feature = "tracing")]
+#[test]
+fn a_spans_allocations_are_counted_on_each_thread_that_enters_it() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let d = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(tickscope::tracing::Layer::default()),
+    );
+    let span = tracing::dispatcher::with_default(&d, || tracing::info_span!("alloc_span"));
+    let enter = |d: &tracing::Dispatch, span: &tracing::Span| {
+        tracing::dispatcher::with_default(d, || {
+            span.in_scope(|| std::hint::black_box(vec![0u8; 32]));
+        })
+    };
+    enter(&d, &span);
+    let (d2, span2) = (d.clone(), span.clone());
+    std::thread::spawn(move || enter(&d2, &span2))
+        .join()
+        .unwrap();
+    let (allocs, calls) = allocs_of("alloc_span");
+    assert_eq!(calls, 2);
+    assert_eq!(figures(&allocs), [2, 64, 2, 64], "{allocs}");
+}
