@@ -92,9 +92,23 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
             "{name}: {row}"
         );
     }
+    // The binary's global allocator counts allocations by scope: the capture holds each
+    // call site's over its life, the same figures as the exit summary's (the capture runs
+    // from before the first scope to the exit).
+    let mut with_allocs = 0;
+    for row in summary["scopes"].as_array().unwrap() {
+        let name = row["name"].as_str().unwrap();
+        if let Some(a) = row.get("allocs").filter(|a| a["count"].as_u64() > Some(0)) {
+            assert_eq!(&scope_row(&report, name)["allocs"], a, "{name}");
+            with_allocs += 1;
+        }
+    }
+    assert!(with_allocs >= 4, "{summary}");
     let text = ok(&tickscope().arg("report").arg(&cap).output().unwrap());
     assert!(
-        text.contains("parse_record") && text.contains("batch"),
+        text.contains("parse_record")
+            && text.contains("batch")
+            && text.contains("allocations by scope"),
         "{text}"
     );
     // Two halves of the capture: each counts the calls inside it, and with those crossing
@@ -103,6 +117,17 @@ fn demo_capture_reads_back_with_the_same_calls_as_the_exit_summary() {
     let half = |range: [&str; 2]| report_json(&cap, &range);
     let first = half(["--until", &mid]);
     let second = half(["--from", &mid]);
+    // A range's report shows no allocations: they are the whole capture's.
+    for v in [&first, &second] {
+        assert!(
+            v["scopes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r.get("allocs").is_none()),
+            "{v}"
+        );
+    }
     let crossing = |v: &serde_json::Value| v["range"]["crossing"].as_u64().unwrap();
     let mut across_the_middle = 0;
     for name in ["parse_record", "tokenize", "process_batch"] {
@@ -509,12 +534,24 @@ fn a_program_killed_mid_capture_leaves_a_readable_file() {
 fn exports_import_in_speedscope_and_decode_with_perfettos_protos() {
     let d = dir("exports");
     let cap = d.join("run.tscap");
+    // Scopes shorter than 0.3 µs are looked for below: without the allocation counts, which
+    // a debug build's scope takes longer than that to keep.
     ok(&demo("0.005", "2")
         .arg("--capture")
         .arg(&cap)
         .env("TICKSCOPE_SUMMARY", "off")
+        .env("TICKSCOPE_SCOPE_ALLOCS", "0")
         .output()
         .unwrap());
+    let report = report_json(&cap, &[]);
+    assert!(
+        report["scopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.get("allocs").is_none()),
+        "TICKSCOPE_SCOPE_ALLOCS=0 counts nothing: {report}"
+    );
     let mut files = Vec::new();
     for (to, name) in [
         ("chrome", "run.json"),

@@ -37,6 +37,7 @@ pub(crate) mod var {
     pub const PER_THREAD: &str = "TICKSCOPE_PER_THREAD";
     pub const ENABLED: &str = "TICKSCOPE_ENABLED";
     pub const CLOCK: &str = "TICKSCOPE_CLOCK";
+    pub const SCOPE_ALLOCS: &str = "TICKSCOPE_SCOPE_ALLOCS";
     #[cfg(feature = "capture")]
     pub const CAPTURE: &str = "TICKSCOPE_CAPTURE";
     #[cfg(feature = "capture")]
@@ -130,6 +131,9 @@ pub(crate) struct Env {
     summary: Option<(SummaryFormat, Option<PathBuf>)>,
     per_thread: Option<bool>,
     pub enabled: Option<bool>,
+    /// `TICKSCOPE_SCOPE_ALLOCS`: scopes count allocations where `alloc::Profiled` is the
+    /// global allocator (on unless `0`).
+    pub scope_allocs: Option<bool>,
 }
 
 /// The process's environment overrides.
@@ -170,6 +174,7 @@ impl Env {
             ),
             per_thread: value(&get, var::PER_THREAD, parse_bool, "0 or 1"),
             enabled: value(&get, var::ENABLED, parse_bool, "0 or 1"),
+            scope_allocs: value(&get, var::SCOPE_ALLOCS, parse_bool, "0 or 1"),
         }
     }
 

@@ -40,11 +40,12 @@ pub(crate) fn ensure_init() {
         }
         crate::summary::interval::configure(s.interval, s.line_output);
         // `tickscope::alloc::Profiled` is the global allocator when an allocation went
-        // through it (this one, at least): scopes count theirs from now on.
+        // through it (this one, at least): scopes count theirs from now on, unless
+        // `TICKSCOPE_SCOPE_ALLOCS=0`.
         #[cfg(feature = "sampler")]
         {
             std::hint::black_box(Box::new(0u8));
-            if tickscope_sampler::heap::installed() {
+            if tickscope_sampler::heap::installed() && env.scope_allocs != Some(false) {
                 crate::state::set_allocs();
             }
         }

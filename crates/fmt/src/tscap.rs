@@ -13,8 +13,8 @@
 pub const MAGIC: [u8; 8] = *b"TSCAP\r\n\x1a";
 /// The newest format version: the one the writer writes, and the newest a reader reads.
 /// Version 2 added whole-scope drops, the in-flight and stack entries and CPU samples;
-/// version 3 async events.
-pub const VERSION: u16 = 3;
+/// version 3 async events; version 4 the allocations-by-scope entry.
+pub const VERSION: u16 = 4;
 /// The oldest format version a reader reads. Every version from it to [`VERSION`] keeps a
 /// fixture in `crates/timeline/tests/data/`, read by the tests forever.
 pub const MIN_VERSION: u16 = 1;
@@ -64,6 +64,9 @@ pub mod meta {
     pub const IN_FLIGHT: u8 = 7;
     /// A CPU sampler's stack: its frames' function names (version 2).
     pub const STACK: u8 = 8;
+    /// A call site's allocations over the capture, where the program counted them by scope
+    /// (version 4).
+    pub const ALLOCS: u8 = 9;
 }
 
 /// Event kinds, the low 3 bits of a tag.

@@ -74,6 +74,12 @@ fn scope(r: &ScopeRow, full: bool) -> Value {
             );
         }
     }
+    if let Some([count, bytes, self_count, self_bytes]) = r.allocs {
+        o.insert(
+            "allocs".into(),
+            json!({"count": count, "bytes": bytes, "self_count": self_count, "self_bytes": self_bytes}),
+        );
+    }
     Value::Object(o)
 }
 

@@ -117,6 +117,10 @@ pub struct ScopeRow {
     /// begin and end the capture holds, each its wall time (first poll to ready or drop;
     /// creation to close), beside the row's busy time (its polls or entries).
     pub wall: Option<WallRow>,
+    /// Where the program counted allocations by scope (format version 4), its allocations
+    /// over the whole capture: allocations and bytes inside its outermost calls, then those
+    /// not in its child scopes (self). `None` without them, and for a range.
+    pub allocs: Option<[u64; 4]>,
 }
 
 /// The wall times of a call site's futures or spans (see [`ScopeRow::wall`]).

@@ -114,6 +114,7 @@ impl Summary {
         } else {
             table(o, &self.scopes, true)?;
             lives(o, &self.scopes)?;
+            allocs(o, &self.scopes)?;
         }
         let out = &mut o.buf;
         let _ = writeln!(
@@ -339,6 +340,29 @@ fn lives(out: &mut Out<'_>, rows: &[ScopeRow]) -> io::Result<()> {
         })
         .collect();
     out.buf.push_str(&tickscope_fmt::lives_table(&rows));
+    out.flush_some()
+}
+
+/// Allocations by scope over the capture, where the program counted them, as the exit
+/// summary prints them (`tickscope_fmt::allocs_table`).
+fn allocs(out: &mut Out<'_>, rows: &[ScopeRow]) -> io::Result<()> {
+    let rows: Vec<tickscope_fmt::AllocsRow> = rows
+        .iter()
+        .filter_map(|r| {
+            let [allocs, bytes, self_allocs, self_bytes] = r.allocs?;
+            Some(tickscope_fmt::AllocsRow {
+                name: match r.kind {
+                    ScopeKind::Group => format!("{} [group]", r.name),
+                    ScopeKind::Scope => r.name.clone(),
+                },
+                allocs,
+                bytes,
+                self_allocs,
+                self_bytes,
+            })
+        })
+        .collect();
+    out.buf.push_str(&tickscope_fmt::allocs_table(&rows));
     out.flush_some()
 }
 

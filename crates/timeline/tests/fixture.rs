@@ -126,3 +126,33 @@ fn the_version_3_fixture_from_the_writer_reads_as_it_always_has() {
     assert_eq!(got.losses.async_unpaired, 0, "{:?}", got.losses);
     assert_golden(&got, "v3-writer.report.json");
 }
+
+/// The version-4 fixture from the real writer (`TICKSCOPE_CAPTURE=v4-writer.tscap tickscope
+/// demo --seconds 0.005 --threads 2`, the binary whose global allocator is
+/// `tickscope::alloc::Profiled`): each call site's allocations over the capture, counted by
+/// scope. Its report is kept as `v4-writer.report.json`.
+#[test]
+fn the_version_4_fixture_from_the_writer_reads_as_it_always_has() {
+    let got = read_fixture("v4-writer.tscap");
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let allocs = |name: &str| {
+        got.scopes
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.allocs)
+            .unwrap_or_else(|| panic!("{name} has no allocations"))
+    };
+    // `process_batch` allocates only inside `parse_record`, which allocates only inside
+    // `tokenize` and the `alloc` group: totals equal, selves add up.
+    let (batch, record) = (allocs("process_batch"), allocs("parse_record"));
+    assert_eq!(
+        (batch[0], batch[1]),
+        (record[0], record[1]),
+        "{batch:?} {record:?}"
+    );
+    assert_eq!((batch[2], record[2]), (0, 0), "{batch:?} {record:?}");
+    let (tokenize, alloc) = (allocs("tokenize"), allocs("alloc"));
+    assert_eq!(record[0], tokenize[0] + alloc[0]);
+    assert_eq!(record[1], tokenize[1] + alloc[1]);
+    assert_golden(&got, "v4-writer.report.json");
+}

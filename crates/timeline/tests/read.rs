@@ -301,7 +301,7 @@ fn cases() -> Vec<Case> {
         "unknown version",
         Capture::with_version(7).bytes,
         8,
-        "unsupported format version 7 (this tickscope reads 1 to 3)",
+        "unsupported format version 7 (this tickscope reads 1 to 4)",
     );
     add(
         "truncated file header",
@@ -513,12 +513,19 @@ fn cases() -> Vec<Case> {
         at + 16 + 3,
         "metadata chunk: string is not valid UTF-8",
     );
-    let (b, at) = with_chunk(META, &[9], false);
+    let (b, at) = with_chunk(META, &[10], false);
     add(
         "unknown metadata tag",
         b,
         at + 16,
-        "metadata chunk: unknown metadata entry tag 9",
+        "metadata chunk: unknown metadata entry tag 10",
+    );
+    let (b, at) = with_chunk(META, &[9, 1, 5], false);
+    add(
+        "allocations entry cut short",
+        b,
+        at + 16 + 3,
+        "metadata chunk: allocs bytes runs past the end of the payload",
     );
     let (b, at) = with_chunk(META, &[1, 1, 2], false);
     add(
@@ -600,8 +607,9 @@ fn async_events_round_trip_in_version_3() {
 
 #[test]
 fn errors_are_matchable() {
-    let e = err(&Capture::with_version(4).bytes);
-    assert_eq!(*e.kind(), ErrorKind::UnsupportedVersion(4));
+    let next = tickscope_fmt::tscap::VERSION + 1;
+    let e = err(&Capture::with_version(next).bytes);
+    assert_eq!(*e.kind(), ErrorKind::UnsupportedVersion(next));
     let (b, _) = with_chunk(EVENTS, &[1, 1, 0, 0, 1, 1, 0, 0x07, 0], false);
     assert!(matches!(
         err(&b).kind(),

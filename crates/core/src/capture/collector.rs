@@ -295,6 +295,9 @@ pub(crate) struct Collector {
     /// behind, and seals chunks uncompressed (LZ4 is a quarter of its time) until it has
     /// caught up. A busy machine then costs file size for a while, not events.
     behind: bool,
+    /// The program's allocation counts by call site when the capture started (where it
+    /// counts them), for the allocations entries written at its end.
+    allocs: Option<super::allocs::Base>,
     /// The sampler's stacks the samples use.
     stacks: Stacks,
     /// Names for the sampler's frames, made when a stack is first described.
@@ -333,6 +336,7 @@ impl Collector {
             freed: Vec::new(),
             dropped_scopes: 0,
             behind: false,
+            allocs: None,
             stacks: Stacks::default(),
             #[cfg(feature = "sampler")]
             names: Names::default(),
@@ -463,8 +467,10 @@ impl Collector {
             .store(self.dropped_scopes, Relaxed);
     }
 
-    /// Announces the scopes open on threads when the capture started (by call site).
+    /// Announces the scopes open on threads when the capture started (by call site), and
+    /// reads the allocation counts by call site it will take its own from at its end.
     pub(crate) fn in_flight_at_start(&mut self, open: &[(u32, u64)]) {
+        self.allocs = super::allocs::base();
         for &(id, n) in open {
             self.meta.push(meta::IN_FLIGHT);
             put_varint(&mut self.meta, id as u64);
@@ -564,6 +570,10 @@ impl Collector {
     /// Drains everything, seals it, writes the end chunk and closes the sink.
     pub(crate) fn finish(&mut self, deadline: Instant) {
         self.pass(true);
+        if let Some(base) = self.allocs.take() {
+            base.entries(&mut self.meta);
+            self.announce(u32::MAX, u32::MAX);
+        }
         let end = self.end_chunk();
         self.sink.finish(&end, deadline);
         ring::trim_pool();

@@ -1,4 +1,4 @@
-//! The `.tscap` format, version 3 (`VERSION`; what each version added is marked below): what
+//! The `.tscap` format, version 4 (`VERSION`; what each version added is marked below): what
 //! the collector writes to a file, a TCP connection or a flight-recorder dump. The bytes are
 //! the same on every sink. `tickscope-timeline` reads them.
 //!
@@ -64,6 +64,12 @@
 //!   the address in hex where no symbol covers it). Defined before the first sample that
 //!   uses it. CPU samples are recorded by the sampler's own thread (`tickscope-sampler`), at
 //!   the time each was taken, for the thread the sample is of.
+//! - `9` allocations (version 4): `varint scope id`, `varint allocations`, `varint bytes`,
+//!   `varint self allocations`, `varint self bytes`: what that call site's scopes allocated
+//!   between the capture's start and its end, where `tickscope::alloc::Profiled` counted
+//!   allocations by scope (inside its outermost calls, and not in its child scopes: self).
+//!   Written once, before the end chunk, for the call sites that allocated; a capture
+//!   without them (no such allocator, a dump, a cut stream) has none.
 //!
 //! Ids and thread indexes are defined in a metadata chunk before the first events chunk that
 //! uses them. A reader shows an id it was never told about as `<scope #id>`, not as an error.

@@ -50,6 +50,7 @@
 
 pub mod format;
 
+mod allocs;
 mod collector;
 mod marker;
 use marker::markers;

@@ -286,6 +286,29 @@ pub(crate) fn open_depth() -> u32 {
     HOT.with(|h| h.depth.get())
 }
 
+/// Per call-site id, the allocations counted by scope so far on every thread, live or
+/// exited (`heap::HeapRow`): what a capture's allocations entries are the difference of.
+#[cfg(feature = "capture")]
+pub(crate) fn heap_by_site() -> std::collections::BTreeMap<u32, heap::HeapRow> {
+    let reg = registry::lock();
+    let mut by = std::collections::BTreeMap::new();
+    let mut add = |id: u32, row: heap::HeapRow| {
+        if row != [0; 4] {
+            let to: &mut heap::HeapRow = by.entry(id).or_default();
+            for (a, b) in to.iter_mut().zip(row) {
+                *a = a.wrapping_add(b);
+            }
+        }
+    };
+    for t in &reg.live {
+        t.for_each_slot(|id, slot| add(id, heap::read(slot)));
+    }
+    for (&id, row) in &reg.retired {
+        add(id, row.heap);
+    }
+    by
+}
+
 /// Per call-site id, how many entries are open now on all live threads (the scopes in
 /// flight when a capture starts).
 #[cfg(feature = "capture")]

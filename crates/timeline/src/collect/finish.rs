@@ -54,6 +54,7 @@ impl Convert<'_> {
             dropped: 0,
             in_flight_at_start: 0,
             wall: None,
+            allocs: None,
         }
     }
 
@@ -205,6 +206,14 @@ impl Collector {
                 } else {
                     r.in_flight_at_start = r.in_flight_at_start.saturating_add(n);
                 }
+            }
+        }
+        // Allocations by scope (version 4) are the whole capture's: a summary of a range
+        // leaves them out rather than show what the range does not hold.
+        if self.range.is_none() {
+            for (&id, &counts) in c.meta.allocs() {
+                let i = c.row_index(&mut scopes, id);
+                scopes[i].allocs = Some(counts);
             }
         }
         // The lives of futures and spans: on their call site's row (a span never entered has

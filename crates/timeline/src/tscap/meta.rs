@@ -302,6 +302,14 @@ pub enum MetaEntry {
         /// Function names, leaf first.
         frames: Vec<String>,
     },
+    /// A call site's allocations over the capture, counted by scope (version 4).
+    Allocs {
+        /// The scope id.
+        scope: u64,
+        /// Allocations, bytes (inside its outermost calls), self allocations, self bytes
+        /// (not in its child scopes).
+        counts: [u64; 4],
+    },
 }
 
 /// Everything the metadata chunks read so far define.
@@ -321,6 +329,8 @@ pub struct Meta {
     in_flight: std::collections::BTreeMap<u64, u64>,
     /// The sampler's stacks, by id.
     stacks: std::collections::BTreeMap<u64, Vec<String>>,
+    /// Allocations by scope id, where the program counted them.
+    allocs: std::collections::BTreeMap<u64, [u64; 4]>,
     /// Thread indexes by OS thread id (the first thread of each tid).
     by_tid: std::collections::HashMap<u64, u64>,
 }
@@ -339,6 +349,7 @@ impl Meta {
             dropped_scopes: Default::default(),
             in_flight: Default::default(),
             stacks: Default::default(),
+            allocs: Default::default(),
             by_tid: Default::default(),
         }
     }
@@ -385,6 +396,12 @@ impl Meta {
             }
             MetaEntry::Stack { id, frames } => {
                 self.stacks.insert(*id, frames.clone());
+            }
+            MetaEntry::Allocs { scope, counts } => {
+                let to = self.allocs.entry(*scope).or_default();
+                for (a, b) in to.iter_mut().zip(counts) {
+                    *a = a.saturating_add(*b);
+                }
             }
         }
     }
@@ -518,6 +535,12 @@ impl Meta {
     /// scope id.
     pub fn in_flight_at_start(&self) -> &std::collections::BTreeMap<u64, u64> {
         &self.in_flight
+    }
+
+    /// Allocations by scope id over the capture (allocations, bytes, self allocations, self
+    /// bytes), where the program counted them by scope: empty otherwise.
+    pub fn allocs(&self) -> &std::collections::BTreeMap<u64, [u64; 4]> {
+        &self.allocs
     }
 
     /// Events and chunks the sink reported it could not take (sink-loss entries, summed).

@@ -134,6 +134,15 @@ pub(crate) fn meta(p: &[u8], mut f: impl FnMut(MetaEntry)) -> PResult<()> {
                 }
                 MetaEntry::Stack { id, frames }
             }
+            tag::ALLOCS => MetaEntry::Allocs {
+                scope: c.varint("allocs scope id")?,
+                counts: [
+                    c.varint("allocs count")?,
+                    c.varint("allocs bytes")?,
+                    c.varint("allocs self count")?,
+                    c.varint("allocs self bytes")?,
+                ],
+            },
             t => return Err((at, Problem::UnknownMetaTag(t))),
         };
         f(entry);
