@@ -37,6 +37,7 @@ pub(crate) mod var {
     pub const PER_THREAD: &str = "TICKSCOPE_PER_THREAD";
     pub const ENABLED: &str = "TICKSCOPE_ENABLED";
     pub const CLOCK: &str = "TICKSCOPE_CLOCK";
+    #[cfg(feature = "sampler")]
     pub const SCOPE_ALLOCS: &str = "TICKSCOPE_SCOPE_ALLOCS";
     #[cfg(feature = "capture")]
     pub const CAPTURE: &str = "TICKSCOPE_CAPTURE";
@@ -133,6 +134,7 @@ pub(crate) struct Env {
     pub enabled: Option<bool>,
     /// `TICKSCOPE_SCOPE_ALLOCS`: scopes count allocations where `alloc::Profiled` is the
     /// global allocator (on unless `0`).
+    #[cfg(feature = "sampler")]
     pub scope_allocs: Option<bool>,
 }
 
@@ -174,6 +176,7 @@ impl Env {
             ),
             per_thread: value(&get, var::PER_THREAD, parse_bool, "0 or 1"),
             enabled: value(&get, var::ENABLED, parse_bool, "0 or 1"),
+            #[cfg(feature = "sampler")]
             scope_allocs: value(&get, var::SCOPE_ALLOCS, parse_bool, "0 or 1"),
         }
     }

@@ -305,3 +305,119 @@ fn a_spans_allocations_are_counted_on_each_thread_that_enters_it() {
     assert_eq!(calls, 2);
     assert_eq!(figures(&allocs), [2, 64, 2, 64], "{allocs}");
 }
+
+/// Run by the test below, in a process of its own sampling an allocation every 4 KiB on
+/// average (the table's lock taken often, by several threads): fork children made while
+/// other threads allocate, and 5,000 threads that allocate and end, are not harmed.
+#[test]
+#[ignore = "run by fork_children_and_thousands_of_threads_allocate_unharmed"]
+fn heap_safety_in_a_process_of_its_own() {
+    if std::env::var_os("TICKSCOPE_TEST_OWN_PROCESS").is_none() {
+        return;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let v: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i]).collect();
+                    std::hint::black_box(v);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..10 {
+        // SAFETY: the child allocates through the profiler (whose locks another thread may
+        // have held at the fork: it must not wait on them) and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(|| {
+                let v: Vec<Vec<u8>> = (0..1000).map(|i| vec![1u8; i % 512 + 1]).collect();
+                drop(std::hint::black_box(v));
+            });
+            // SAFETY: ends the child without the parent's exit hooks.
+            unsafe { libc::_exit(if ok.is_ok() { 0 } else { 1 }) };
+        }
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is a valid out pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "fork child: status {status:#x}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in churn {
+        t.join().unwrap();
+    }
+    // 5,000 threads, 100 at a time, each allocating and ending (its thread-locals torn down
+    // while allocations still go through the profiler).
+    for _ in 0..50 {
+        let batch: Vec<_> = (0..100)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    tickscope::scope!("heap_thread");
+                    let v: Vec<Box<[u8]>> =
+                        (0..20).map(|i| vec![0u8; 8 << (i % 8)].into()).collect();
+                    std::hint::black_box(v).len()
+                })
+            })
+            .collect();
+        for t in batch {
+            assert_eq!(t.join().unwrap(), 20);
+        }
+    }
+    println!("heap safety: done");
+}
+
+#[test]
+fn fork_children_and_thousands_of_threads_allocate_unharmed() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("TICKSCOPE_TEST_OWN_PROCESS", "1")
+        .env("TICKSCOPE_HEAP_RATE", "4096")
+        .env("TICKSCOPE_SUMMARY", "json")
+        .args([
+            "--exact",
+            "heap::heap_safety_in_a_process_of_its_own",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang is the failure looked for: polled to a generous deadline, then killed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process hung (killed after 600 s)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("heap safety: done"),
+        "{text}"
+    );
+    // Every thread's scope was counted with its allocations (its 20 blocks and the vector
+    // holding them), none lost.
+    let json = text
+        .lines()
+        .find(|l| l.starts_with("{\"tickscope\""))
+        .unwrap_or_else(|| panic!("no JSON summary in {text}"));
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let row = v["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "heap_thread")
+        .unwrap_or_else(|| panic!("{json}"));
+    assert_eq!(row["calls"], 5000, "{row}");
+    assert_eq!(row["allocs"]["count"], 5000 * 21, "{row}");
+}
