@@ -281,7 +281,6 @@ pub(crate) fn lock_within<T>(
 }
 
 /// How many scopes are open on the calling thread.
-#[cfg(feature = "capture")]
 pub(crate) fn open_depth() -> u32 {
     HOT.with(|h| h.depth.get())
 }

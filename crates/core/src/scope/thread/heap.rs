@@ -186,8 +186,15 @@ pub(crate) fn begin(t0: Ticks, index: u32) -> bool {
 /// go to its slot.
 #[inline(never)]
 pub(crate) fn end(open: &Open) {
+    end_at(open, open.index);
+}
+
+/// [`end`], its mark at depth `index` of the thread's marks (the summary's overhead probe,
+/// whose scopes sit above the thread's open ones, uses its own depth).
+#[inline(always)]
+pub(crate) fn end_at(open: &Open, index: u32) {
     let now = thread_counts();
-    let i = open.index as usize;
+    let i = index as usize;
     let _ = MARKS.try_with(|m| {
         let Ok(mut m) = m.try_borrow_mut() else {
             return;
