@@ -10,6 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+// Heap profiles: the sample-type switch.
+mod heap;
 // Opening the browser: the token in no command line.
 mod opener;
 

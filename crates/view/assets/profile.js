@@ -14,7 +14,9 @@ export const PF = {
   async open() {
     const p = S.info.profiles[S.p];
     if (!p) return;
-    $('pf-name').textContent = `${p.name} · ${p.sample_types.join(', ')}`;
+    if (S.si !== null && !(S.si < p.sample_types.length)) S.si = null;
+    $('pf-name').textContent = p.name;
+    sampleTypes($('pf-si'), p, S.si);
     $('status').textContent = `${count(p.samples)} samples`;
     for (const b of document.querySelectorAll('#profile .seg button')) b.classList.toggle('on', b.dataset.pv === S.pv);
     const flame = S.pv === 'flame' || S.pv === 'icicle';
@@ -24,16 +26,17 @@ export const PF = {
     $('pf-source').hidden = S.pv !== 'source';
     try {
       if (flame) {
-        if (this.loaded !== S.p) {
+        if (this.loaded !== S.p || this.loadedSi !== S.si) {
           if (!this.flame) this.flame = new Flame($('pf-canvas'), { icicle: () => S.pv === 'icicle', tip: flameBox($('pf-canvas')), onPick: (n) => this.pick(n) });
           const t0 = performance.now();
-          this.flame.set(await api('flame', { p: S.p }));
+          this.flame.set(await api('flame', { p: S.p, si: S.si }));
           this.loaded = S.p;
+          this.loadedSi = S.si;
           document.body.dataset.flameMs = String(Math.round(performance.now() - t0));
         } else this.flame.draw();
         document.body.dataset.flamePainted = '1';
       } else if (S.pv === 'top') {
-        const t = await api('top', { p: S.p });
+        const t = await api('top', { p: S.p, si: S.si });
         $('pf-top').replaceChildren(el('p', { class: 'note', text: 'As tickscope top prints it; click a row for its callers and callees.' }), labels(t.labels), topTable(t.rows, t, (r) => this.pick(r.name)));
       } else if (S.pv === 'sandwich') await this.sandwich();
       else if (S.pv === 'source') await this.source();
@@ -55,8 +58,23 @@ export const PF = {
   ...functionViews,
 };
 
-// The profile tab's controls: its views, the search, the flame graph's size.
+// Fills `select` with profile `p`'s sample types, `si` (or the default) chosen; hidden when
+// there is one type only. A heap profile has four: what was allocated and what is still in
+// use, in objects and in bytes.
+function sampleTypes(select, p, si) {
+  const want = String(si ?? p.default_index ?? p.sample_types.length - 1);
+  if (select.dataset.types !== p.sample_types.join()) {
+    select.replaceChildren(...p.sample_types.map((t, i) => el('option', { value: String(i), text: t })));
+    select.dataset.types = p.sample_types.join();
+  }
+  select.value = want;
+  select.hidden = p.sample_types.length < 2;
+}
+
+// The profile tab's controls: its views, the sample type, the search, the flame graph's size.
 export function setupProfile() {
+  $('pf-si').addEventListener('change', (e) => { S.si = Number(e.target.value); PF.open(); });
+  $('df-si').addEventListener('change', (e) => { S.si = Number(e.target.value); DF.open(); });
   for (const b of document.querySelectorAll('#profile .seg button')) b.addEventListener('click', () => { S.pv = b.dataset.pv; PF.open(); });
   $('pf-search').addEventListener('input', (e) => {
     let re = null;
@@ -71,8 +89,11 @@ export const DF = {
   flame: null,
   async open() {
     try {
-      const d = await api('diff', {});
+      const base = S.info.profiles[S.info.diff.base];
+      if (S.si !== null && !(S.si < base.sample_types.length)) S.si = null;
+      const d = await api('diff', { si: S.si });
       $('df-name').textContent = `${d.base} → ${d.new}`;
+      sampleTypes($('df-si'), base, S.si);
       if (!this.flame) this.flame = new Flame($('df-canvas'), { diff: true, icicle: () => false, tip: flameBox($('df-canvas')) });
       this.flame.set(d);
       const t = d.table;

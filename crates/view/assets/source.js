@@ -10,7 +10,7 @@ export const functionViews = {
   async sandwich() {
     const box = $('pf-sandwich');
     if (!S.fn) { box.replaceChildren(el('p', { class: 'note', text: 'Pick a function: click a row of the top table, or double-click a frame of the flame graph.' })); return; }
-    const r = await api('peek', { p: S.p, name: S.fn });
+    const r = await api('peek', { p: S.p, name: S.fn, si: S.si });
     const n = r.nodes[0];
     if (!n) { box.replaceChildren(el('p', { class: 'note', text: `${S.fn}: not in the profile` })); return; }
     const total = r.total || 1;
@@ -32,7 +32,7 @@ export const functionViews = {
   async source() {
     const box = $('pf-source');
     if (!S.fn) { box.replaceChildren(el('p', { class: 'note', text: 'Pick a function first (top table or flame graph).' })); return; }
-    const r = await api('list', { p: S.p, name: S.fn });
+    const r = await api('list', { p: S.p, name: S.fn, si: S.si });
     const parts = [];
     for (const f of r.functions) {
       parts.push(el('h3', { class: 'mono', text: `${f.name} — ${f.file || '?'}` }), el('p', { class: 'note', text: `flat ${fmtUnit(f.flat, r.unit)} · cum ${fmtUnit(f.cum, r.unit)}${f.source_found ? '' : ` · source not found${f.error ? `: ${f.error}` : ''} (tickscope view --source-path DIRS)`}` }));

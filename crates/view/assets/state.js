@@ -9,6 +9,7 @@ export const S = {
   p: 0, // profile shown
   pv: 'flame', // profile view
   fn: null, // function of the sandwich and source views
+  si: null, // sample type shown (index), null: the profile's default
   from: null, until: null, // timeline window, ns
   sel: null, // selected range [from, until]
   scrollY: 0,
@@ -22,6 +23,7 @@ export function readHash() {
   for (const k of ['c', 'p']) if (h.get(k) !== null) S[k] = Number(h.get(k)) || 0;
   if (h.get('pv')) S.pv = h.get('pv');
   if (h.get('fn')) S.fn = h.get('fn');
+  if (h.get('si') !== null && /^\d+$/.test(h.get('si'))) S.si = Number(h.get('si'));
   if (h.get('from') && h.get('until')) { S.from = Number(h.get('from')); S.until = Number(h.get('until')); }
   if (h.get('sel')) {
     const [a, b] = h.get('sel').split(',').map(Number);
@@ -42,7 +44,8 @@ export function writeHash() {
       h.set('p', S.p);
       h.set('pv', S.pv);
       if (S.fn) h.set('fn', S.fn);
-    }
+      if (S.si !== null) h.set('si', S.si);
+    } else if (S.tab === 'diff' && S.si !== null) h.set('si', S.si);
     history.replaceState(null, '', `${location.pathname}${location.search}#${h}`);
   }, 100);
 }

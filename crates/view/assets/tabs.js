@@ -35,9 +35,11 @@ export function markTabs() {
 }
 
 export function show(tab, extra) {
+  // A sample type is chosen per tab: the diff's is not the profile tab's.
+  if (tab !== S.tab && (tab === 'diff' || S.tab === 'diff')) S.si = null;
   S.tab = tab;
   if (tab === 'timeline' && extra !== undefined && extra !== S.c) { S.c = extra; S.from = S.until = null; S.sel = null; TL.answer = null; TL.summaryFor = null; }
-  if (tab === 'profile' && extra !== undefined && extra !== S.p) { S.p = extra; S.fn = null; PF.loaded = null; }
+  if (tab === 'profile' && extra !== undefined && extra !== S.p) { S.p = extra; S.fn = null; S.si = null; PF.loaded = null; }
   for (const s of document.querySelectorAll('.tab')) s.hidden = s.id !== tab;
   markTabs();
   banner();

@@ -86,6 +86,10 @@ export function short(path) {
 // A value in a profile's unit.
 export function fmtUnit(v, unit) {
   if (unit === 'nanoseconds') return dur(v);
-  if (unit === 'bytes') return `${(v / 1e6).toFixed(2)} MB`;
+  if (unit === 'bytes') {
+    // As tickscope top prints them (pprof's units: 1 kB = 1,024 B).
+    for (const [n, d] of [['GB', 2 ** 30], ['MB', 2 ** 20], ['kB', 2 ** 10]]) if (Math.abs(v) >= d) return `${(v / d).toFixed(2)}${n}`;
+    return `${v}B`;
+  }
   return count(v);
 }

@@ -57,32 +57,43 @@ impl ProfileDoc {
         }
     }
 
-    fn report(&self, view: View) -> Result<Report, String> {
-        Report::new(self.profile.clone(), view, &self.options)
+    /// The options of a view of sample type `si` (`--sample-index`: a number or a type's
+    /// name; `None`: the profile's default).
+    fn options(&self, si: Option<&str>) -> Options {
+        let mut o = self.options.clone();
+        if let Some(si) = si {
+            o.sample_index = Some(si.to_owned());
+        }
+        o
     }
 
-    /// `tickscope top --json`.
-    pub fn top(&self) -> Result<Value, String> {
-        let mut r = self.report(View::Top)?;
+    fn report(&self, view: View, si: Option<&str>) -> Result<Report, String> {
+        Report::new(self.profile.clone(), view, &self.options(si))
+    }
+
+    /// `tickscope top --json [--sample-index SI]`.
+    pub fn top(&self, si: Option<&str>) -> Result<Value, String> {
+        let mut r = self.report(View::Top, si)?;
         Ok(views::top_json(&mut r))
     }
 
-    /// The flame graph's tree (`reverse`: the icicle of callers, leaf first).
-    pub fn flame(&self, reverse: bool) -> Result<Value, String> {
-        let r = self.report(View::Flame)?;
+    /// The flame graph's tree (`reverse`: the icicle of callers, leaf first) of sample type
+    /// `si`.
+    pub fn flame(&self, reverse: bool, si: Option<&str>) -> Result<Value, String> {
+        let r = self.report(View::Flame, si)?;
         Ok(tree_json(&views::flame_tree(&r, reverse), &r, false))
     }
 
     /// `tickscope peek` of the function named exactly `name`.
-    pub fn peek(&self, name: &str) -> Result<Value, String> {
-        let mut r = self.report(View::Peek)?;
+    pub fn peek(&self, name: &str, si: Option<&str>) -> Result<Value, String> {
+        let mut r = self.report(View::Peek, si)?;
         let rx = exact(name)?;
         views::peek_json(&mut r, &rx)
     }
 
     /// `tickscope list` of the function named exactly `name`.
-    pub fn list(&self, name: &str) -> Result<Value, String> {
-        let r = self.report(View::List)?;
+    pub fn list(&self, name: &str, si: Option<&str>) -> Result<Value, String> {
+        let r = self.report(View::List, si)?;
         views::list_json(&r, &exact(name)?)
     }
 
@@ -91,6 +102,9 @@ impl ProfileDoc {
         json!({
             "name": self.name,
             "sample_types": self.profile.sample_types.iter().map(|t| format!("{}/{}", t.ty, t.unit)).collect::<Vec<_>>(),
+            // The sample type the views show when none is asked for (as `top` without
+            // `--sample-index`): a heap profile's `inuse_space`, say.
+            "default_index": self.profile.default_sample_index(),
             "samples": self.profile.samples.len(),
             "comments": self.profile.comments,
             "notes": self.notes,
@@ -98,15 +112,17 @@ impl ProfileDoc {
     }
 }
 
-/// The differential flame graph of `base` and `new`, with `diff`'s table.
-pub fn diff(base: &ProfileDoc, new: &ProfileDoc) -> Result<Value, String> {
-    let b = base.report(View::Flame)?;
-    let mut opts = new.options.clone();
-    // The same sample type on both sides.
-    opts.sample_index = Some(b.index.to_string());
-    let n = Report::new(new.profile.clone(), View::Flame, &opts)?;
+/// The differential flame graph of `base` and `new`, with `diff`'s table, of sample type
+/// `si` (the base's default when `None`; the same type, by name, on both sides).
+pub fn diff(base: &ProfileDoc, new: &ProfileDoc, si: Option<&str>) -> Result<Value, String> {
+    let b = base.report(View::Flame, si)?;
+    // The same sample type on both sides: by its name, so that two profiles whose types are
+    // in different orders are still compared type for type.
+    let ty = b.sample_type.ty.clone();
+    let n = new.report(View::Flame, Some(&ty))?;
     let mut tree = tree_json(&views::diff_flame_tree(&b, &n, false), &n, true);
-    let mut table = views::diff_report(base.profile.clone(), new.profile.clone(), &new.options)?;
+    let mut table =
+        views::diff_report(base.profile.clone(), new.profile.clone(), &new.options(Some(&ty)))?;
     tree["table"] = views::diff_json(&mut table);
     tree["base"] = json!(base.name);
     tree["new"] = json!(new.name);

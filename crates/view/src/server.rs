@@ -22,6 +22,7 @@
 //! | `/api/top?p=`, `/api/flame?p=[&reverse=1]` | `tickscope top --json`; a flame tree |
 //! | `/api/peek?p=&name=`, `/api/list?p=&name=` | `peek` and `list` of one function |
 //! | `/api/diff` | the differential flame tree and `diff`'s table |
+//! | `&si=` on the four above and `diff` | the sample type shown (`--sample-index`: a number or a name, `inuse_space`) |
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -391,6 +392,8 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
         let c = q.num("c", true)?.unwrap_or(0) as usize;
         v.capture(c).ok_or_else(|| format!("no capture {c}"))
     };
+    // A profile's sample type (`--sample-index`: a number or a type's name).
+    let si = q.get("si");
     let profile = || -> Result<&crate::profiles::ProfileDoc, String> {
         let p = q.num("p", true)?.unwrap_or(0) as usize;
         v.profiles.get(p).ok_or_else(|| format!("no profile {p}"))
@@ -487,7 +490,7 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
                 None => not_ready(),
                 Some(Ok(p)) => {
                     let doc = crate::profiles::ProfileDoc::of(c.name.clone(), p, "", Vec::new());
-                    match (doc.flame(false), doc.top()) {
+                    match (doc.flame(false, None), doc.top(None)) {
                         (Ok(mut flame), Ok(top)) => {
                             flame["top"] = top;
                             json_resp(&flame)
@@ -501,20 +504,23 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
                 ),
             })
         }
-        "/api/top" => Ok(json_resp(&profile()?.top()?)),
-        "/api/flame" => Ok(json_resp(&profile()?.flame(q.get("reverse") == Some("1"))?)),
+        "/api/top" => Ok(json_resp(&profile()?.top(si)?)),
+        "/api/flame" => Ok(json_resp(
+            &profile()?.flame(q.get("reverse") == Some("1"), si)?,
+        )),
         "/api/peek" => {
             let name = q.get("name").ok_or("parameter name is missing")?;
-            Ok(json_resp(&profile()?.peek(name)?))
+            Ok(json_resp(&profile()?.peek(name, si)?))
         }
         "/api/list" => {
             let name = q.get("name").ok_or("parameter name is missing")?;
-            Ok(json_resp(&profile()?.list(name)?))
+            Ok(json_resp(&profile()?.list(name, si)?))
         }
         "/api/diff" => match v.diff {
             Some((b, n)) => Ok(json_resp(&crate::profiles::diff(
                 &v.profiles[b],
                 &v.profiles[n],
+                si,
             )?)),
             None => Err("no diff: start the viewer with --diff BASE NEW".into()),
         },

@@ -10,6 +10,9 @@
 //   --first-page-only: the first page's tables and banner, nothing more
 //   --lives: the futures' and spans' lives of the first page: each call site's lives as
 //     drawn, and the details of the widest one, clicked; nothing more
+//   --si=N: in the profile's and the diff's tabs, pick sample type N in the sample-type
+//     switch first (a heap profile's four: allocated and in use, objects and bytes); the
+//     flame graphs' sample types are in `profile_sample_type` and `diff_sample_type`
 //   --timeline-pending: the first two timeline requests are answered 202 ("being indexed"),
 //     as the server answers while it builds a capture's index (combine with
 //     --first-page-only); `pending_answered` says how many were
@@ -28,6 +31,7 @@ if (!url || !outdir) {
 }
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const out = { errors: [], shots: [] };
+const si = (flags.find((f) => f.startsWith('--si=')) || '').slice(5) || null;
 const browser = await chromium.launch({
   executablePath: CHROMIUM,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -264,6 +268,13 @@ try {
     if (i >= 0) {
       await page.click(`#tabs button[data-tab="profile"][data-extra="${i}"]`);
       await page.waitForFunction(() => document.body.dataset.flamePainted === '1', null, { timeout: 60000 });
+      if (si !== null) {
+        out.profile_default_type = await page.evaluate(() => window.tickscope.PF.flame.tree.sample_type);
+        await page.selectOption('#pf-si', si);
+        await page.waitForFunction((n) => window.tickscope.PF.loadedSi === n, Number(si), { timeout: 60000 });
+        await shot('profile-flame-si');
+      }
+      out.profile_sample_type = await page.evaluate(() => window.tickscope.PF.flame.tree.sample_type);
       out.flame_ms = await page.evaluate(() => Number(document.body.dataset.flameMs));
       out.flame_total = await page.evaluate(() => window.tickscope.PF.flame.tree.cum[0]);
       await shot('profile-flame');
@@ -297,6 +308,13 @@ try {
   if (flags.includes('--diff')) {
     await page.click('#tabs button[data-tab="diff"]');
     await page.waitForSelector('#df-table tbody tr', { timeout: 60000 });
+    if (si !== null) {
+      out.diff_default_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
+      const want = await page.evaluate((n) => window.tickscope.S.info.profiles[window.tickscope.S.info.diff.base].sample_types[n].split('/')[0], Number(si));
+      await page.selectOption('#df-si', si);
+      await page.waitForFunction((t) => window.tickscope.DF.flame.tree.sample_type === t, want, { timeout: 60000 });
+    }
+    out.diff_sample_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
     out.diff_rows = await rows('#df-table');
     out.diff_total = await page.evaluate(() => ({ new: window.tickscope.DF.flame.tree.cum[0], base: window.tickscope.DF.flame.tree.base_cum[0] }));
     await shot('diff');
