@@ -478,6 +478,56 @@ fn capture_and_sampler_in_one_run_put_the_samples_on_the_timeline() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The heap profiler's estimate of the bytes in use is a counter on the timeline, moving
+/// at each sampled block's allocation and free; with sampling off there is none.
+#[test]
+fn the_heap_in_use_is_a_counter_on_the_timeline() {
+    const TRACK: &str = "heap in use (sampled estimate)";
+    let d = dir("heap-counter");
+    let counter = |rate: &str| {
+        let (cap, heap) = (d.join(format!("{rate}.tscap")), d.join(format!("{rate}.pb.gz")));
+        ok(&demo("0.3", "2")
+            .arg("--capture")
+            .arg(&cap)
+            .env("TICKSCOPE_SUMMARY", "off")
+            .env("TICKSCOPE_HEAP_RATE", rate)
+            .env("TICKSCOPE_HEAPPROFILE", &heap)
+            .output()
+            .unwrap());
+        let report = report_json(&cap, &[]);
+        let c = report["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == TRACK)
+            .cloned();
+        (c, heap)
+    };
+    let (c, heap) = counter("65536");
+    let c = c.unwrap_or_else(|| panic!("no {TRACK:?} counter"));
+    let (count, min, max) = (
+        c["count"].as_u64().unwrap(),
+        c["min"].as_f64().unwrap(),
+        c["max"].as_f64().unwrap(),
+    );
+    // The demo allocates some 20 MB a second: hundreds of samples at 64 KiB, each a step.
+    assert!(count > 50, "{c}");
+    assert!(min >= 0.0 && max > 0.0, "{c}");
+    // Every block in use was allocated: the estimate in use never passes the run's estimate
+    // of every allocation, each sampled block standing for the same bytes in both.
+    let alloc = serde_json::from_str::<serde_json::Value>(&ok(&tickscope()
+        .args(["top", "--sample-index", "alloc_space", "--json"])
+        .arg(&heap)
+        .output()
+        .unwrap()))
+    .unwrap()["total"]
+        .as_f64()
+        .unwrap();
+    assert!(max <= alloc * 1.000_001, "in use {max} > allocated {alloc}");
+    assert!(counter("0").0.is_none(), "a counter with sampling off");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `TICKSCOPE_CAPTURE` records a program with no code change; killed mid-capture, it leaves a
 /// file that reads up to its last complete chunk.
 #[test]

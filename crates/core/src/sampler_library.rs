@@ -20,6 +20,10 @@ static LIBRARY: Library = Library {
     #[cfg(not(feature = "capture"))]
     sample: |_, _, _| {},
     scope_name: crate::scope::scope_name,
+    #[cfg(feature = "capture")]
+    heap_in_use: crate::capture::heap_in_use,
+    #[cfg(not(feature = "capture"))]
+    heap_in_use: |_| {},
 };
 
 /// Gives the sampler this library's side (the first call does; later ones do nothing). Runs

@@ -27,6 +27,11 @@ pub struct Library {
     pub sample: fn(ticks: u64, tid: u32, stack: u64),
     /// A scope id's name.
     pub scope_name: fn(id: u32) -> Option<String>,
+    /// The heap profiler's estimate of the bytes in use moved to `bytes` (a sampled block
+    /// allocated or freed): a counter on a running capture. Called on the thread that
+    /// allocated or freed, with its allocations unprofiled; it must not take a lock that
+    /// code allocating under it may hold.
+    pub heap_in_use: fn(bytes: f64),
 }
 
 static LIBRARY: OnceLock<&'static Library> = OnceLock::new();
@@ -41,6 +46,7 @@ static ALONE: Library = Library {
     define_stack: |_, _| {},
     sample: |_, _, _| {},
     scope_name: |_| None,
+    heap_in_use: |_| {},
 };
 
 /// Installs the library's side (the first installation stays). `tickscope` does it from an

@@ -101,6 +101,32 @@ pub fn plot(m: &'static Marker, value: f64) {
     );
 }
 
+/// The heap profiler's estimate of the bytes in use (where `tickscope::alloc::Profiled` is
+/// the global allocator): a counter that moves at each sampled block's allocation and free.
+#[cfg(feature = "sampler")]
+static HEAP_IN_USE: Marker = Marker::counter("heap in use (sampled estimate)");
+
+/// The library's `heap_in_use` for the sampler: the estimate moved to `bytes`. Recorded
+/// only once the counter is registered (at the capture's start, [`heap_at_start`]):
+/// registering takes a lock that code allocating under it may hold.
+#[cfg(feature = "sampler")]
+pub(crate) fn heap_in_use(bytes: f64) {
+    if crate::state::capturing() && HEAP_IN_USE.id.load(Relaxed) != 0 {
+        // Whole bytes: the digits past them would be the estimate's noise.
+        plot(&HEAP_IN_USE, bytes.round());
+    }
+}
+
+/// At a capture's start, where the heap profiler samples: the counter's track, from the
+/// estimate at that moment.
+pub(super) fn heap_at_start() {
+    #[cfg(feature = "sampler")]
+    if let Some(bytes) = tickscope_sampler::heap::in_use() {
+        HEAP_IN_USE.id();
+        plot(&HEAP_IN_USE, bytes.round());
+    }
+}
+
 /// The longest message kept; longer ones are cut (at a character boundary).
 pub const MAX_MESSAGE: usize = 1024;
 

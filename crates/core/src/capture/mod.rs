@@ -53,7 +53,9 @@ pub mod format;
 mod allocs;
 mod collector;
 mod marker;
-use marker::markers;
+#[cfg(feature = "sampler")]
+pub(crate) use marker::heap_in_use;
+use marker::{heap_at_start, markers};
 pub use marker::{frame, message, plot, Marker};
 #[allow(unsafe_code)] // blocks allocated, linked and freed by hand (each block is a raw allocation)
 mod ring;
@@ -274,6 +276,7 @@ impl Builder {
         let mut c = collector::Collector::new(s, self.flush_every);
         RUNNING.store(true, Relaxed);
         crate::state::set_capture(true);
+        heap_at_start();
         // Scopes open now began before the capture: their calls cannot be in it, so they are
         // counted, by call site. (Counted once the switch is on: a scope entered in the
         // moment the count takes is both recorded and counted, never neither.)

@@ -106,7 +106,9 @@ fn freed_slow(at: usize) {
         return;
     }
     let counts = COUNTS.get();
-    table::forget(at);
+    if let Some(bytes) = table::forget(at) {
+        (crate::library::get().heap_in_use)(bytes);
+    }
     COUNTS.set(counts);
     BUSY.set(false);
 }
@@ -151,7 +153,11 @@ fn sample(at: usize, size: usize, left: i64) {
         };
         let mut frames = [0u64; table::MAX_FRAMES];
         let (n, _) = crate::unwind::walk_own(stack, &mut frames);
-        table::record(at, size as u64, &frames[..n], rate);
+        if let Some(bytes) = table::record(at, size as u64, &frames[..n], rate) {
+            // On the timeline of a running capture: a step at each sampled block's
+            // allocation and free, the only moments the estimate moves.
+            (crate::library::get().heap_in_use)(bytes);
+        }
         // Memoryless: the next count starts afresh after this allocation.
         left = draw(rate);
     }
@@ -203,6 +209,17 @@ fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The estimate of the bytes in use now (the heap profile's `inuse_space` total), where the
+/// heap profiler samples (`None`: not installed, not started or sampling off). Not a stable
+/// API: a capture's heap counter starts from it.
+#[doc(hidden)]
+pub fn in_use() -> Option<f64> {
+    if !installed() || matches!(RATE.load(Relaxed), 0 | OFF) {
+        return None;
+    }
+    unprofiled(table::in_use)
 }
 
 /// The heap profile so far: what the sampled allocations estimate of every allocation since

@@ -51,6 +51,15 @@ struct Table {
     dropped: u64,
     rate: u64,
     started: Option<SystemTime>,
+    /// The live sampled blocks' bytes, each scaled as the profile scales it: the estimate
+    /// of the bytes in use (the profile's `inuse_space` total).
+    in_use: f64,
+}
+
+/// What one sampled block of `size` bytes stands for at `rate` (Go's formula, as the
+/// profile's figures: the block over the chance that a block of its size was sampled).
+fn estimate(size: u64, rate: u64) -> f64 {
+    size as f64 / -(-(size.max(1) as f64) / rate as f64).exp_m1()
 }
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
@@ -69,11 +78,12 @@ fn take() -> Option<std::sync::MutexGuard<'static, Option<Table>>> {
     None
 }
 
-/// Records the sampled block at `at` of `size` bytes, allocated from `stack`.
-pub(crate) fn record(at: usize, size: u64, stack: &[u64], rate: u64) {
+/// Records the sampled block at `at` of `size` bytes, allocated from `stack`. Returns the
+/// new estimate of the bytes in use where it changed.
+pub(crate) fn record(at: usize, size: u64, stack: &[u64], rate: u64) -> Option<f64> {
     let Some(mut t) = take() else {
         BUSY_SAMPLES.fetch_add(1, Relaxed);
-        return;
+        return None;
     };
     let t = t.get_or_insert_with(Table::default);
     t.rate = rate;
@@ -87,12 +97,12 @@ pub(crate) fn record(at: usize, size: u64, stack: &[u64], rate: u64) {
         }
         None => {
             t.dropped += 1;
-            return;
+            return None;
         }
     };
     if t.sums.len() >= MAX_SUMS && !t.sums.contains_key(&(id, size)) {
         t.dropped += 1;
-        return;
+        return None;
     }
     let sums = t.sums.entry((id, size)).or_default();
     sums.alloc += 1;
@@ -100,33 +110,49 @@ pub(crate) fn record(at: usize, size: u64, stack: &[u64], rate: u64) {
         sums.inuse += 1;
         // A block at this address still listed was freed unseen (its free could not take
         // the table): it is in use no more.
+        t.in_use += estimate(size, rate);
         if let Some(old) = t.live.insert(at, (id, size)) {
             if let Some(s) = t.sums.get_mut(&old) {
                 s.inuse = s.inuse.saturating_sub(1);
             }
+            t.in_use = (t.in_use - estimate(old.1, rate)).max(0.0);
         } else {
             let s = slot(at);
             let _ = s.fetch_update(Relaxed, Relaxed, |n| n.checked_add(1));
         }
+        Some(t.in_use)
     } else {
         t.dropped += 1;
+        None
     }
 }
 
-/// The block at `at` was freed: no longer in use, if it was a sampled one.
-pub(crate) fn forget(at: usize) {
+/// The block at `at` was freed: no longer in use, if it was a sampled one. Returns the new
+/// estimate of the bytes in use where it changed.
+pub(crate) fn forget(at: usize) -> Option<f64> {
     let Some(mut t) = take() else {
         BUSY_FREES.fetch_add(1, Relaxed);
-        return;
+        return None;
     };
-    let Some(t) = t.as_mut() else { return };
-    if let Some(key) = t.live.remove(&at) {
-        if let Some(s) = t.sums.get_mut(&key) {
-            s.inuse = s.inuse.saturating_sub(1);
-        }
-        let s = slot(at);
-        let _ = s.fetch_update(Relaxed, Relaxed, |n| (n != u8::MAX).then(|| n - 1));
+    let t = t.as_mut()?;
+    let key = t.live.remove(&at)?;
+    if let Some(s) = t.sums.get_mut(&key) {
+        s.inuse = s.inuse.saturating_sub(1);
     }
+    let s = slot(at);
+    let _ = s.fetch_update(Relaxed, Relaxed, |n| (n != u8::MAX).then(|| n - 1));
+    // An empty heap is 0 exactly, whatever the rounding of the sums before.
+    t.in_use = if t.live.is_empty() {
+        0.0
+    } else {
+        (t.in_use - estimate(key.1, t.rate)).max(0.0)
+    };
+    Some(t.in_use)
+}
+
+/// The estimate of the bytes in use now (0 before the first sample).
+pub(crate) fn in_use() -> Option<f64> {
+    Some(take()?.as_ref().map_or(0.0, |t| t.in_use))
 }
 
 /// A heap profile: what the sampled allocations estimate of every allocation since the
