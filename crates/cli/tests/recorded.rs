@@ -485,7 +485,10 @@ fn the_heap_in_use_is_a_counter_on_the_timeline() {
     const TRACK: &str = "heap in use (sampled estimate)";
     let d = dir("heap-counter");
     let counter = |rate: &str| {
-        let (cap, heap) = (d.join(format!("{rate}.tscap")), d.join(format!("{rate}.pb.gz")));
+        let (cap, heap) = (
+            d.join(format!("{rate}.tscap")),
+            d.join(format!("{rate}.pb.gz")),
+        );
         ok(&demo("0.3", "2")
             .arg("--capture")
             .arg(&cap)

@@ -115,6 +115,8 @@ pub use tickscope_sampler as sampler;
 /// ```
 #[cfg(feature = "sampler")]
 pub mod alloc {
+    #[doc(hidden)]
+    pub use tickscope_sampler::heap::{note_allocated, note_freed, write_at_exit_to};
     pub use tickscope_sampler::heap::{profile, HeapProfile, Profiled, DEFAULT_RATE};
 }
 #[cfg(feature = "sampler")]

@@ -30,6 +30,11 @@ pub mod env {
     pub const MESSAGES: &str = "TICKSCOPE_MESSAGES";
     /// For tests: the library's deferred start waits this long (ms).
     pub const START_DELAY_MS: &str = "TICKSCOPE_CPUPROFILE_START_DELAY_MS";
+    /// Where the heap profile goes (a program exec'd under the preload library writes
+    /// `<this>.<pid>`).
+    pub const HEAP_PROFILE: &str = "TICKSCOPE_HEAPPROFILE";
+    /// The heap profile's mean sampling interval, bytes.
+    pub const HEAP_RATE: &str = "TICKSCOPE_HEAP_RATE";
     /// Where `record` finds libtickscope.so (else beside its own binary).
     pub const LIB: &str = "TICKSCOPE_LIB";
 }

@@ -23,6 +23,7 @@
 //! | `TICKSCOPE_CPUPROFILE_FORKS=1` | a fork child that does not exec profiles too, into `PATH.<pid>` as a program exec'd does (`record --forks`); each fork then starts a thread in its child |
 //! | `TICKSCOPE_CPUPROFILE_START_DELAY_MS=MS` | under `record`, how long a program it execs waits before starting its sampler (default: one sampling period, at most 1 ms) |
 //! | `TICKSCOPE_CPUPROFILE_OUTSIDE=PID` | `record` sets its own pid: the program whose parent that is (the one `record` started, and what it execs in its place) runs no sampler and no thread; `record` samples it from outside (`tickscope::sampler::Attached`) and writes its profile |
+//! | `TICKSCOPE_HEAPPROFILE=PATH` | a heap profile (Go's four sample types), written to `PATH` at exit: `malloc` and the rest of its family are sampled every `TICKSCOPE_HEAP_RATE` bytes on average (512 KiB); a program exec'd writes `PATH.<pid>`; only where this library is preloaded |
 //! | `TICKSCOPE_MESSAGES=PATH` | tickscope's messages appended to `PATH` (an existing file; `record` sets it) instead of stderr, with a line for `record` giving the CPU time the profile's writing took; a profile of few samples is not warned of there (`record` judges the run's profiles together) |
 //!
 //! - **Read as the library loads**: every `TICKSCOPE_*` variable is taken as the program was

@@ -4,6 +4,7 @@
 //! the profile it wrote (read back by the real `go tool pprof`).
 
 mod capi;
+mod heap;
 mod preload;
 pub mod support;
 

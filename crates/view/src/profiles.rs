@@ -121,8 +121,11 @@ pub fn diff(base: &ProfileDoc, new: &ProfileDoc, si: Option<&str>) -> Result<Val
     let ty = b.sample_type.ty.clone();
     let n = new.report(View::Flame, Some(&ty))?;
     let mut tree = tree_json(&views::diff_flame_tree(&b, &n, false), &n, true);
-    let mut table =
-        views::diff_report(base.profile.clone(), new.profile.clone(), &new.options(Some(&ty)))?;
+    let mut table = views::diff_report(
+        base.profile.clone(),
+        new.profile.clone(),
+        &new.options(Some(&ty)),
+    )?;
     tree["table"] = views::diff_json(&mut table);
     tree["base"] = json!(base.name);
     tree["new"] = json!(new.name);

@@ -55,8 +55,8 @@ mod collector;
 mod marker;
 #[cfg(feature = "sampler")]
 pub(crate) use marker::heap_in_use;
-use marker::{heap_at_start, markers};
 pub use marker::{frame, message, plot, Marker};
+use marker::{heap_at_start, markers};
 #[allow(unsafe_code)] // blocks allocated, linked and freed by hand (each block is a raw allocation)
 mod ring;
 mod sink;

@@ -222,6 +222,28 @@ pub fn in_use() -> Option<f64> {
     unprofiled(table::in_use)
 }
 
+/// The preload library's `malloc` family: an allocation of `size` bytes at `at`, sampled
+/// as [`Profiled`] samples one. Not a stable API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn note_allocated(at: usize, size: usize) {
+    allocated(at, size);
+}
+
+/// The preload library's `free`: the block at `at` freed. Not a stable API.
+#[doc(hidden)]
+#[inline(always)]
+pub fn note_freed(at: usize) {
+    freed(at);
+}
+
+/// The profile is written at exit to `path` rather than to `TICKSCOPE_HEAPPROFILE` (the
+/// preload library's file for a program exec'd by the profiled one). Not a stable API.
+#[doc(hidden)]
+pub fn write_at_exit_to(path: std::path::PathBuf) {
+    table::write_to(path);
+}
+
 /// The heap profile so far: what the sampled allocations estimate of every allocation since
 /// the start, and of the blocks still in use. Empty where nothing was sampled (the wrapper
 /// not installed, or sampling off).

@@ -238,17 +238,40 @@ fn empty() -> Raw {
     }
 }
 
+/// Where the profile is written at exit when not `TICKSCOPE_HEAPPROFILE` itself (the preload
+/// library's choice for a program exec'd by the profiled one: `<path>.<pid>`).
+static OUTPUT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The process that registered the write at exit: a fork child (which inherits the
+/// registration, and the parent's samples) writes nothing, so that it never replaces the
+/// parent's file with its own.
+static WRITER: AtomicU64 = AtomicU64::new(0);
+
+/// The profile is written to `path` at exit, not to `TICKSCOPE_HEAPPROFILE` (the first
+/// choice stays). Not a stable API.
+pub(crate) fn write_to(path: std::path::PathBuf) {
+    let _ = OUTPUT.set(path);
+}
+
 /// Once, as sampling starts: with `TICKSCOPE_HEAPPROFILE=FILE`, the profile is written there
 /// at exit.
 pub(crate) fn at_first_sample() {
     if crate::sys::env::env_var("TICKSCOPE_HEAPPROFILE").is_some_and(|p| !p.is_empty()) {
+        WRITER.store(u64::from(std::process::id()), Relaxed);
         crate::sys::process::at_exit(write_at_exit);
     }
 }
 
 extern "C" fn write_at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(path) = crate::sys::env::env_var("TICKSCOPE_HEAPPROFILE") else {
+        if WRITER.load(Relaxed) != u64::from(std::process::id()) {
+            return;
+        }
+        let Some(path) = OUTPUT
+            .get()
+            .map(|p| p.display().to_string())
+            .or_else(|| crate::sys::env::env_var("TICKSCOPE_HEAPPROFILE"))
+        else {
             return;
         };
         let p = super::profile();

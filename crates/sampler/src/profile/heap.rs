@@ -27,7 +27,7 @@ pub(crate) struct HeapRaw {
 
 /// The allocator's own frames and what they call: a reader drops them (and everything they
 /// called) from every stack, so a stack's leaf is the code that asked for memory.
-const DROP_FRAMES: &str = "<?tickscope_sampler::heap::.*|(__rustc::)?__(rust|rdl|rg)_(alloc|alloc_zeroed|realloc|dealloc)";
+const DROP_FRAMES: &str = "<?tickscope_sampler::heap::.*|(__rustc::)?__(rust|rdl|rg)_(alloc|alloc_zeroed|realloc|dealloc)|tickscope::ffi::hooks::heap::.*|malloc|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc";
 
 /// The heap profile of `raw`: one sample per stack and block size, its four values the
 /// sampled figures divided by the chance a block of that size is sampled at the rate

@@ -19,6 +19,7 @@ extern "C" fn on_load() {
     find_real_signal_functions();
     // The library's own frames (its hooks) are named without reading its DWARF at exit.
     ts::sampler::host::own_frames_by_symbols();
+    let _ = catch_unwind(heap::start_from_env);
     let _ = catch_unwind(start_from_env);
 }
 
@@ -222,6 +223,7 @@ use tickscope_fmt::protocol::{Line, Reaped};
 /// core's, which its sampler's handler uses too.
 use tickscope_sys::thread::keeping_errno;
 
+mod heap;
 mod reap;
 mod sigaction;
 mod threads;
