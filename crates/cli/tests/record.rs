@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+// `record --heap`.
+mod heap;
+
 pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tickscope")
 }

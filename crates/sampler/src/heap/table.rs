@@ -275,7 +275,11 @@ extern "C" fn write_at_exit() {
             return;
         };
         let p = super::profile();
+        // Under `record`, which says where the run's profile went.
+        let quiet =
+            crate::sys::env::env_var(tickscope_fmt::protocol::env::QUIET).is_some_and(|q| q == "1");
         match p.write_pprof(&path) {
+            Ok(()) if quiet => {}
             Ok(()) => {
                 crate::sys::stderr::say(&format!("tickscope: heap profile written to {path}"))
             }

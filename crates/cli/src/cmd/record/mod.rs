@@ -24,6 +24,7 @@ use super::out::{self, Output};
 mod attached;
 mod files;
 mod forks;
+mod heap;
 mod messages;
 mod outside;
 mod profiles;
@@ -72,6 +73,12 @@ pub struct Args {
     /// forks for every command it runs pays for each one.
     #[arg(long)]
     forks: bool,
+    /// Profile the run's heap instead of its CPU time: every process's `malloc`, `free` and
+    /// the rest of their family sampled every `TICKSCOPE_HEAP_RATE` bytes on average (512 KiB),
+    /// one profile of them all (as --merge) with Go's four sample types, its top table by the
+    /// bytes still in use at each process's exit. Stacks by frame pointers.
+    #[arg(long, conflicts_with_all = ["wall", "forks", "pid"])]
+    heap: bool,
     /// Sample this running process (of the same user) from outside it, instead of running a
     /// program: until it ends, --duration passes, or Ctrl-C. CPU time only.
     #[arg(long, value_name = "PID", conflicts_with_all = ["command", "wall", "merge", "forks"],
@@ -143,6 +150,9 @@ fn started(n: usize) -> &'static str {
 pub fn run(args: Args) -> Result<u8> {
     if let Some(pid) = args.pid {
         return run_attached(&args, pid);
+    }
+    if args.heap {
+        return heap::run_heap(&args);
     }
     FORKS.store(args.forks, std::sync::atomic::Ordering::Relaxed);
     let lib = find_lib()?;
