@@ -151,3 +151,58 @@ fn without_a_heap_profile_asked_for_the_hooks_pass_every_call_through() {
     assert_eq!(names, ["heap"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn five_thousand_threads_and_a_bad_free_fare_as_without_the_profiler() {
+    let dir = scratch("heap-harm");
+    let exe = dir.join("heap");
+    compile(
+        "gcc",
+        &["-O2", "-fno-omit-frame-pointer", "-pthread"],
+        &[c_source("heap.c")],
+        &exe,
+        &[] as &[&str],
+    );
+    let run = |args: &[&str], profiled: bool| {
+        let mut c = Command::new(&exe);
+        c.args(args);
+        if profiled {
+            c.env("LD_PRELOAD", lib("libtickscope.so"))
+                .env("TICKSCOPE_HEAPPROFILE", dir.join("h.pb.gz"))
+                // Every thread samples: each takes the table.
+                .env("TICKSCOPE_HEAP_RATE", "4096");
+        }
+        c.output().unwrap()
+    };
+    let threads = run(&["--threads", "5000"], true);
+    let (stdout, stderr) = text(&threads);
+    assert!(
+        threads.status.success() && stdout.contains("heap: 5000 threads done"),
+        "{stdout}{stderr}"
+    );
+    assert!(stderr.contains("heap profile written to"), "{stderr}");
+    // The threads' blocks were sampled and all found freed.
+    let inuse = flat_bytes(&dir.join("h.pb.gz"), "inuse_space");
+    let alloc = flat_bytes(&dir.join("h.pb.gz"), "alloc_space");
+    let of = |rows: &[(String, f64)], f: &str| -> f64 {
+        rows.iter().filter(|(n, _)| n == f).map(|(_, v)| v).sum()
+    };
+    // 5,000 × (100 blocks of 1,000 to 1,099 bytes + 4,096): 8.3% standard error at most.
+    let want = 5000.0 * (100.0 * 1049.5 + 4096.0);
+    let got = of(&alloc, "light_worker");
+    assert!((got / want - 1.0).abs() < 0.2, "{got} of {want}: {alloc:?}");
+    assert_eq!(of(&inuse, "light_worker"), 0.0, "{inuse:?}");
+    // A pointer malloc never gave: glibc aborts, with the profiler as without it.
+    use std::os::unix::process::ExitStatusExt;
+    for profiled in [false, true] {
+        let out = run(&["--bad-free"], profiled);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGABRT),
+            "profiled {profiled}: {:?} {}",
+            out.status,
+            text(&out).1
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -81,7 +81,49 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int main(void) {
+/* One of many threads: a few blocks, the last one freed by the thread that joins it. */
+static void *light_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 100; i++) {
+        volatile char *p = malloc(1000 + i);
+        p[0] = 1;
+        free((void *)p);
+    }
+    return calloc(1, 4096);
+}
+
+/* --threads N: N threads, 250 at a time, each allocating and freeing. */
+static int many_threads(int n) {
+    for (int done = 0; done < n; done += 250) {
+        pthread_t t[250];
+        int k = n - done < 250 ? n - done : 250;
+        for (int i = 0; i < k; i++)
+            if (pthread_create(&t[i], NULL, light_worker, NULL) != 0) return 1;
+        for (int i = 0; i < k; i++) {
+            void *last = NULL;
+            pthread_join(t[i], &last);
+            free(last);
+        }
+    }
+    printf("heap: %d threads done\n", n);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--threads") == 0) return many_threads(atoi(argv[2]));
+    if (argc > 1 && strcmp(argv[1], "--bad-free") == 0) {
+        /* A pointer malloc never gave: what glibc's free does with it (abort), it does. */
+        char buf[64];
+        volatile char *bad = buf + 16;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+        free((void *)bad);
+#pragma GCC diagnostic pop
+        printf("heap: the bad free returned\n");
+        return 0;
+    }
+    /* --no-fork: the benchmark's run (heaptrack waited for ever on a fork child once). */
+    int forks = !(argc > 1 && strcmp(argv[1], "--no-fork") == 0);
     heap_keep();
     heap_churn();
     heap_leak();
@@ -92,7 +134,7 @@ int main(void) {
     pthread_t t[8];
     for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, worker, NULL);
     for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
-    pid_t child = fork();
+    pid_t child = forks ? fork() : -1;
     if (child == 0) {
         /* The child allocates and exits: it writes no profile over its parent's. */
         for (int i = 0; i < 1000; i++) {
@@ -103,8 +145,8 @@ int main(void) {
         exit(0);
     }
     int status = 0;
-    waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    if (forks && (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+        return 1;
     /* A block from elsewhere, freed as the program's own free would see it: mmap'd memory
      * is not the allocator's, so it is given back with munmap, never free; the profiler
      * only looks at what passes through free. */

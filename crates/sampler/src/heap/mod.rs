@@ -45,17 +45,49 @@ static RATE: AtomicU64 = AtomicU64::new(0);
 const OFF: u64 = u64::MAX;
 
 thread_local! {
-    /// Bytes this thread allocates before its next sample; at or below 0, a sample.
-    static LEFT: Cell<i64> = const { Cell::new(0) };
+    /// This thread's count: the bytes it allocates before its next sample, and its
+    /// allocations and their bytes. One thread-local, so that an allocation reaches it once
+    /// (in a shared library, each thread-local is a call to `__tls_get_addr`).
+    static COUNT: Cell<Count> = const { Cell::new(Count { left: 0, n: 0, bytes: 0 }) };
     /// This thread is inside the profiler: its allocations and frees are not profiled.
     static BUSY: Cell<bool> = const { Cell::new(false) };
     /// This thread's random state (0: its first allocation is yet to come).
     static RNG: Cell<u64> = const { Cell::new(0) };
     /// This thread's stack, `[low, high)` (0, 0: not read yet, or unknown).
     static STACK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A thread's count (see `COUNT`).
+#[derive(Clone, Copy)]
+struct Count {
+    /// Bytes to allocate before the next sample; at or below 0, a sample.
+    left: i64,
     /// Allocations this thread made, and their bytes, every one counted (the profiler's own
     /// left out): what scopes read at their entry and exit for their exact counts.
-    static COUNTS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    n: u64,
+    bytes: u64,
+}
+
+/// This thread's allocations and their bytes (what the profiler's own work puts back).
+#[inline(always)]
+fn counts() -> (u64, u64) {
+    let c = COUNT.get();
+    (c.n, c.bytes)
+}
+
+/// Puts this thread's allocations and bytes back to `(n, bytes)`, its count to the next
+/// sample as it is.
+#[inline(always)]
+fn set_counts((n, bytes): (u64, u64)) {
+    let c = COUNT.get();
+    COUNT.set(Count { n, bytes, ..c });
+}
+
+/// Sets the bytes this thread allocates before its next sample.
+#[inline(always)]
+fn set_left(left: i64) {
+    let c = COUNT.get();
+    COUNT.set(Count { left, ..c });
 }
 
 /// Set by the first allocation through [`Profiled`]: the wrapper is the global allocator.
@@ -74,18 +106,19 @@ pub fn installed() -> bool {
 #[doc(hidden)]
 #[inline(always)]
 pub fn thread_counts() -> (u64, u64) {
-    COUNTS.get()
+    counts()
 }
 
 /// An allocation of `size` bytes at `at`: counted down, sampled where the count crosses 0.
 #[inline(always)]
 pub(crate) fn allocated(at: usize, size: usize) {
-    let (n, bytes) = COUNTS.get();
-    COUNTS.set((n.wrapping_add(1), bytes.wrapping_add(size as u64)));
-    let left = LEFT.get().saturating_sub(size as i64);
+    let c = COUNT.get();
+    let (n, bytes) = (c.n.wrapping_add(1), c.bytes.wrapping_add(size as u64));
+    let left = c.left.saturating_sub(size as i64);
     if left > 0 {
-        LEFT.set(left);
+        COUNT.set(Count { left, n, bytes });
     } else {
+        COUNT.set(Count { n, bytes, ..c });
         sample(at, size, left);
     }
 }
@@ -105,11 +138,11 @@ fn freed_slow(at: usize) {
     if BUSY.replace(true) {
         return;
     }
-    let counts = COUNTS.get();
+    let counts = counts();
     if let Some(bytes) = table::forget(at) {
         (crate::library::get().heap_in_use)(bytes);
     }
-    COUNTS.set(counts);
+    set_counts(counts);
     BUSY.set(false);
 }
 
@@ -127,11 +160,11 @@ fn sample(at: usize, size: usize, left: i64) {
         INSTALLED.store(true, Relaxed);
     }
     // What the profiler allocates below is not the thread's.
-    let counts = COUNTS.get();
+    let counts = counts();
     let rate = rate();
     if rate == OFF {
-        LEFT.set(i64::MAX);
-        COUNTS.set(counts);
+        set_left(i64::MAX);
+        set_counts(counts);
         BUSY.set(false);
         return;
     }
@@ -161,8 +194,8 @@ fn sample(at: usize, size: usize, left: i64) {
         // Memoryless: the next count starts afresh after this allocation.
         left = draw(rate);
     }
-    LEFT.set(left);
-    COUNTS.set(counts);
+    set_left(left);
+    set_counts(counts);
     BUSY.set(false);
 }
 
@@ -256,9 +289,9 @@ pub fn profile() -> HeapProfile {
 #[doc(hidden)]
 pub fn unprofiled<T>(f: impl FnOnce() -> T) -> T {
     let busy = BUSY.replace(true);
-    let counts = COUNTS.get();
+    let counts = counts();
     let r = f();
-    COUNTS.set(counts);
+    set_counts(counts);
     BUSY.set(busy);
     r
 }
