@@ -48,17 +48,28 @@ fn flat_bytes(profile: &Path, index: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-#[test]
-fn a_c_programs_heap_is_estimated_within_its_sampling_error_and_unharmed() {
-    let dir = scratch("heap");
+/// `tests/c/heap.c` built -O2 into `dir/heap` (with frame pointers: `fp`).
+fn build(dir: &Path, fp: bool) -> std::path::PathBuf {
     let exe = dir.join("heap");
+    let flag = if fp {
+        "-fno-omit-frame-pointer"
+    } else {
+        "-fomit-frame-pointer"
+    };
     compile(
         "gcc",
-        &["-O2", "-fno-omit-frame-pointer", "-pthread"],
+        &["-O2", flag, "-pthread"],
         &[c_source("heap.c")],
         &exe,
         &[] as &[&str],
     );
+    exe
+}
+
+#[test]
+fn a_c_programs_heap_is_estimated_within_its_sampling_error_and_unharmed() {
+    let dir = scratch("heap");
+    let exe = build(&dir, true);
     let path = dir.join("heap.pb.gz");
     let out = Command::new(&exe)
         .env("LD_PRELOAD", lib("libtickscope.so"))
@@ -123,14 +134,7 @@ fn a_c_programs_heap_is_estimated_within_its_sampling_error_and_unharmed() {
 #[test]
 fn without_a_heap_profile_asked_for_the_hooks_pass_every_call_through() {
     let dir = scratch("heap-off");
-    let exe = dir.join("heap");
-    compile(
-        "gcc",
-        &["-O2", "-pthread"],
-        &[c_source("heap.c")],
-        &exe,
-        &[] as &[&str],
-    );
+    let exe = build(&dir, false);
     let out = Command::new(&exe)
         .env("LD_PRELOAD", lib("libtickscope.so"))
         .env_remove("TICKSCOPE_HEAPPROFILE")
@@ -155,14 +159,7 @@ fn without_a_heap_profile_asked_for_the_hooks_pass_every_call_through() {
 #[test]
 fn five_thousand_threads_and_a_bad_free_fare_as_without_the_profiler() {
     let dir = scratch("heap-harm");
-    let exe = dir.join("heap");
-    compile(
-        "gcc",
-        &["-O2", "-fno-omit-frame-pointer", "-pthread"],
-        &[c_source("heap.c")],
-        &exe,
-        &[] as &[&str],
-    );
+    let exe = build(&dir, true);
     let run = |args: &[&str], profiled: bool| {
         let mut c = Command::new(&exe);
         c.args(args);

@@ -4,7 +4,7 @@
 //! heap profiler running (dhat-rs records every allocation with its backtrace), in
 //! interleaved rounds; the best round of each, printed with its ratio to the plain one.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, System};
 use std::time::Instant;
 
 const ROUNDS: usize = 5;
@@ -14,38 +14,16 @@ const THREADS: usize = 2;
 static PROFILED: tickscope::alloc::Profiled<System> = tickscope::alloc::Profiled::new(System);
 static DHAT: dhat::Alloc = dhat::Alloc;
 
-/// `OPS` allocations and frees through `a`, 64 live at a time, sizes cycling 16..1024.
-#[inline(never)]
-fn churn(a: &'static (dyn GlobalAlloc + Sync)) {
-    let mut live = [(std::ptr::null_mut::<u8>(), Layout::new::<u8>()); 64];
-    for i in 0..OPS {
-        let slot = i % 64;
-        let (p, l) = live[slot];
-        if !p.is_null() {
-            // SAFETY: `p` came from `a` with layout `l` and is freed once.
-            unsafe { a.dealloc(p, l) };
-        }
-        let size = 16 + (i * 37) % 1009;
-        let layout = Layout::from_size_align(size, 8).unwrap();
-        // SAFETY: a non-zero size.
-        let q = unsafe { a.alloc(layout) };
-        std::hint::black_box(q);
-        live[slot] = (q, layout);
-    }
-    for (p, l) in live {
-        if !p.is_null() {
-            // SAFETY: as above.
-            unsafe { a.dealloc(p, l) };
-        }
-    }
-}
+#[path = "../../common/churn.rs"]
+mod churn;
+use churn::churn;
 
 /// Nanoseconds per allocation and free for `THREADS` threads running [`churn`] through `a`.
 fn round(a: &'static (dyn GlobalAlloc + Sync)) -> f64 {
     let t = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..THREADS {
-            s.spawn(|| churn(a));
+            s.spawn(|| churn(a, OPS));
         }
     });
     t.elapsed().as_nanos() as f64 / (OPS * THREADS) as f64

@@ -319,13 +319,11 @@ pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void
     unsafe { aligned(f, align, size) }
 }
 
-/// Interposes `valloc(3)`.
+/// A page-aligned allocation through `f` (`valloc`'s shape), noted.
 ///
 /// # Safety
-/// As `valloc(3)`.
-#[no_mangle]
-pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
-    let f = next_fn!(VALLOC, c"valloc", c"__libc_valloc", Malloc);
+/// `f` is the next object's function, called with the caller's argument.
+unsafe fn paged(f: Option<Malloc>, size: usize) -> *mut c_void {
     let Some(f) = f else {
         return arena(size, 4096);
     };
@@ -337,6 +335,17 @@ pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
     p
 }
 
+/// Interposes `valloc(3)`.
+///
+/// # Safety
+/// As `valloc(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    let f = next_fn!(VALLOC, c"valloc", c"__libc_valloc", Malloc);
+    // SAFETY: the caller's argument, to the next `valloc`.
+    unsafe { paged(f, size) }
+}
+
 /// Interposes `pvalloc(3)`.
 ///
 /// # Safety
@@ -344,15 +353,8 @@ pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
     let f = next_fn!(PVALLOC, c"pvalloc", c"__libc_pvalloc", Malloc);
-    let Some(f) = f else {
-        return arena(size, 4096);
-    };
-    // SAFETY: the caller's argument, as given.
-    let p = unsafe { f(size) };
-    if ACTIVE.load(Relaxed) && !p.is_null() {
-        ts::alloc::note_allocated(p as usize, size);
-    }
-    p
+    // SAFETY: the caller's argument, to the next `pvalloc`.
+    unsafe { paged(f, size) }
 }
 
 /// Interposes `posix_memalign(3)`.
