@@ -7,7 +7,7 @@
 //!
 //! **Before the next functions are found.** They are looked up (`dlsym(RTLD_NEXT, ...)`) at
 //! each one's first call. `dlsym` may allocate, and the loader allocates before any
-//! constructor runs: a call made while a lookup is under way is served from a small static
+//! constructor runs: a call made by a lookup, on its own thread, is served from a small static
 //! arena, never freed (its blocks are told by their address: `free` ignores them, `realloc`
 //! copies them out).
 //!
@@ -33,9 +33,12 @@ struct Arena(std::cell::UnsafeCell<[u8; ARENA]>);
 unsafe impl Sync for Arena {}
 static ARENA_BYTES: Arena = Arena(std::cell::UnsafeCell::new([0; ARENA]));
 static USED: AtomicUsize = AtomicUsize::new(0);
-/// The thread looking a next function up (its `pthread_self`), 0 when none: its calls
-/// meanwhile (from `dlsym`) are served from the arena; another thread's wait for it.
-static LOOKER: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// This thread is looking a next function up: its calls meanwhile (from `dlsym`) are
+    /// served from the arena. (The library is preloaded or linked wherever these hooks are
+    /// called: its thread-locals are in the static TLS block, reached without allocating.)
+    static LOOKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// A block of `size` bytes aligned to `align` (at most a page) from the arena, zeroed (the
 /// arena is never reused); null when it is spent.
@@ -74,32 +77,16 @@ fn arena_size(p: *mut c_void) -> usize {
 }
 
 /// The next object's `name` (NUL-terminated), looked up once into `slot`; null for a call
-/// made by the lookup itself (the caller serves the arena), or if there is none. A thread
-/// that finds another's lookup under way waits for it (a lookup takes microseconds).
+/// made by this thread's own lookup (the caller serves the arena), or if there is none.
+/// Threads that find it missing at once each look it up (`dlsym` is thread-safe, and they
+/// find the same function): none waits for another, which may hold the loader's lock.
 fn next(slot: &AtomicPtr<c_void>, name: &CStr, libc_name: &CStr) -> *mut c_void {
     let f = slot.load(Acquire);
     if !f.is_null() {
         return f;
     }
-    // SAFETY: pthread_self has no preconditions and cannot fail.
-    let me = unsafe { libc::pthread_self() } as usize;
-    loop {
-        match LOOKER.compare_exchange(0, me, Acquire, Relaxed) {
-            Ok(_) => break,
-            Err(who) if who == me => return std::ptr::null_mut(),
-            Err(_) => {
-                let f = slot.load(Acquire);
-                if !f.is_null() {
-                    return f;
-                }
-                std::thread::yield_now();
-            }
-        }
-    }
-    let f = slot.load(Acquire);
-    if !f.is_null() {
-        LOOKER.store(0, Release);
-        return f;
+    if LOOKING.replace(true) {
+        return std::ptr::null_mut();
     }
     // SAFETY: dlsym with RTLD_NEXT / RTLD_DEFAULT and NUL-terminated names: a function's
     // address, or null. Allocations it makes meanwhile come back here and take the arena.
@@ -109,7 +96,7 @@ fn next(slot: &AtomicPtr<c_void>, name: &CStr, libc_name: &CStr) -> *mut c_void 
         f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, libc_name.as_ptr()) };
     }
     slot.store(f, Release);
-    LOOKER.store(0, Release);
+    LOOKING.set(false);
     f
 }
 
