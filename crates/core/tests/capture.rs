@@ -151,6 +151,9 @@ fn past_the_memory_budget_scopes_are_dropped_whole_and_every_event_is_accounted_
     // No memory beyond the blocks the rings already hold: the thread gets what the pool
     // has, and the collector, which drains every millisecond, cannot keep up with it.
     let c = Builder::new(Sink::File(path.clone()))
+        // Exact counts: no heap counter values from other tests' threads (this binary's
+        // allocator is `Profiled`).
+        .heap_counter(false)
         .memory(1)
         .start()
         .unwrap();
@@ -216,6 +219,9 @@ fn the_block_policy_loses_nothing() {
     // 4 MiB: a few blocks beyond what other threads' rings hold; the thread's 2 million
     // events (32 MiB) make it wait for the collector again and again.
     let c = Builder::new(Sink::File(temp("block.tscap")))
+        // Exact counts: no heap counter values from other tests' threads (this binary's
+        // allocator is `Profiled`).
+        .heap_counter(false)
         .memory(4 << 20)
         .full(Full::Block)
         .start()
@@ -458,6 +464,9 @@ fn rings_stay_within_their_budget_however_many_threads_fill_them() {
     const THREADS: usize = 64;
     let path = temp("budget.tscap");
     let c = Builder::new(Sink::File(path.clone()))
+        // Exact counts: no heap counter values from other tests' threads (this binary's
+        // allocator is `Profiled`).
+        .heap_counter(false)
         .memory(8 << 20)
         .start()
         .unwrap();

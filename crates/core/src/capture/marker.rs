@@ -106,22 +106,38 @@ pub fn plot(m: &'static Marker, value: f64) {
 #[cfg(feature = "sampler")]
 static HEAP_IN_USE: Marker = Marker::counter("heap in use (sampled estimate)");
 
+/// The running capture records [`HEAP_IN_USE`] ([`Builder::heap_counter`]).
+static HEAP_ON: AtomicBool = AtomicBool::new(false);
+
 /// The library's `heap_in_use` for the sampler: the estimate moved to `bytes`. Recorded
-/// only once the counter is registered (at the capture's start, [`heap_at_start`]):
-/// registering takes a lock that code allocating under it may hold.
+/// only once the counter is registered (at the capture's start, [`heap_at_start`]), and only
+/// by a thread that records in the capture already: registering the counter or the thread's
+/// ring takes a lock that the code allocating under it may hold (the collector's list of
+/// rings, cloned under its lock, did: a deadlock).
 #[cfg(feature = "sampler")]
 pub(crate) fn heap_in_use(bytes: f64) {
-    if crate::state::capturing() && HEAP_IN_USE.id.load(Relaxed) != 0 {
+    let id = HEAP_IN_USE.id.load(Relaxed);
+    if crate::state::capturing() && HEAP_ON.load(Relaxed) && id != 0 {
         // Whole bytes: the digits past them would be the estimate's noise.
-        plot(&HEAP_IN_USE, bytes.round());
+        ring::push_group_if_registered(
+            &[
+                (
+                    crate::clock::now(),
+                    format::event::COUNTER as u64 | (id as u64) << 8,
+                ),
+                (bytes.round().to_bits(), 0),
+            ],
+            crate::scope::open_depth(),
+        );
     }
 }
 
-/// At a capture's start, where the heap profiler samples: the counter's track, from the
-/// estimate at that moment.
-pub(super) fn heap_at_start() {
+/// At a capture's start, where the heap profiler samples and the capture asks for it (`on`):
+/// the counter's track, from the estimate at that moment.
+pub(super) fn heap_at_start(on: bool) {
+    HEAP_ON.store(on, Relaxed);
     #[cfg(feature = "sampler")]
-    if let Some(bytes) = tickscope_sampler::heap::in_use() {
+    if let Some(bytes) = tickscope_sampler::heap::in_use().filter(|_| on) {
         HEAP_IN_USE.id();
         plot(&HEAP_IN_USE, bytes.round());
     }
