@@ -513,8 +513,10 @@ fn the_heap_in_use_is_a_counter_on_the_timeline() {
         c["min"].as_f64().unwrap(),
         c["max"].as_f64().unwrap(),
     );
-    // The demo allocates some 20 MB a second: hundreds of samples at 64 KiB, each a step.
-    assert!(count > 50, "{c}");
+    // The value at the start, then a step at each sampled allocation and free of the
+    // workers (the demo allocates some 20 MB a second: hundreds of samples at 64 KiB on an
+    // idle machine, 41 in a run beside two busy loops, where its 0.3 s hold less work).
+    assert!(count >= 10, "{c}");
     assert!(min >= 0.0 && max > 0.0, "{c}");
     // Every block in use was allocated: the estimate in use never passes the run's estimate
     // of every allocation, each sampled block standing for the same bytes in both.

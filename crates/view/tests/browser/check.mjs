@@ -307,13 +307,15 @@ try {
 
   if (flags.includes('--diff')) {
     await page.click('#tabs button[data-tab="diff"]');
-    await page.waitForSelector('#df-table tbody tr', { timeout: 60000 });
+    // The table drawn (a heap diff of what two runs still held at exit may have no row).
+    await page.waitForSelector('#df-table p.note', { timeout: 60000 });
     if (si !== null) {
       out.diff_default_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
       const want = await page.evaluate((n) => window.tickscope.S.info.profiles[window.tickscope.S.info.diff.base].sample_types[n].split('/')[0], Number(si));
       await page.selectOption('#df-si', si);
       await page.waitForFunction((t) => window.tickscope.DF.flame.tree.sample_type === t, want, { timeout: 60000 });
     }
+    await page.waitForSelector('#df-table tbody tr', { timeout: 60000 });
     out.diff_sample_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
     out.diff_rows = await rows('#df-table');
     out.diff_total = await page.evaluate(() => ({ new: window.tickscope.DF.flame.tree.cum[0], base: window.tickscope.DF.flame.tree.base_cum[0] }));
