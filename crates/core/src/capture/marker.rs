@@ -91,14 +91,17 @@ pub fn frame(m: &'static Marker) {
 #[doc(hidden)]
 #[inline]
 pub fn plot(m: &'static Marker, value: f64) {
+    ring::push_group(&counter(m.id(), value), crate::scope::open_depth());
+}
+
+/// A value of counter `id` now, as its records.
+#[inline]
+fn counter(id: u32, value: f64) -> [(u64, u64); 2] {
     let t = crate::clock::now();
-    ring::push_group(
-        &[
-            (t, format::event::COUNTER as u64 | (m.id() as u64) << 8),
-            (value.to_bits(), 0),
-        ],
-        crate::scope::open_depth(),
-    );
+    [
+        (t, format::event::COUNTER as u64 | (id as u64) << 8),
+        (value.to_bits(), 0),
+    ]
 }
 
 /// The heap profiler's estimate of the bytes in use (where `tickscope::alloc::Profiled` is
@@ -119,16 +122,7 @@ pub(crate) fn heap_in_use(bytes: f64) {
     let id = HEAP_IN_USE.id.load(Relaxed);
     if crate::state::capturing() && HEAP_ON.load(Relaxed) && id != 0 {
         // Whole bytes: the digits past them would be the estimate's noise.
-        ring::push_group_if_registered(
-            &[
-                (
-                    crate::clock::now(),
-                    format::event::COUNTER as u64 | (id as u64) << 8,
-                ),
-                (bytes.round().to_bits(), 0),
-            ],
-            crate::scope::open_depth(),
-        );
+        ring::push_group_if_registered(&counter(id, bytes.round()), crate::scope::open_depth());
     }
 }
 

@@ -621,6 +621,7 @@ pub(crate) fn push_group(recs: &[(u64, u64)], open: u32) {
 /// [`push_group`] where the calling thread has a ring already, else nothing: what the heap
 /// counter records from inside an allocation, which may be the library's own, made under
 /// the lock a new ring's registration takes.
+#[cfg(feature = "sampler")]
 pub(crate) fn push_group_if_registered(recs: &[(u64, u64)], open: u32) {
     if let Some(r) = RING.get() {
         r.push_group(recs, (open as u64).min(MAX_RESERVE));

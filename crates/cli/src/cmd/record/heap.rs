@@ -111,24 +111,8 @@ fn write_heap(
     seen: files::Seen,
     run: u32,
 ) -> Result<PathBuf> {
-    let mut pending = Output::create_with(
-        output,
-        tickscope_sys::output::Options {
-            refuse_if_changed: true,
-            ..Default::default()
-        },
-    )?;
+    let mut pending = pending_output(output)?;
     tickscope_profile::write::write_gz(profile, pending.file())
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    if seen.changed(output) || pending.changed() {
-        let apart = named_as_user(&args.output, &files::keep_apart(pending, output, run)?);
-        say!(
-            "tickscope: warning: another process wrote {} while this run went on: it is kept, and this run's heap profile is {}",
-            args.output.display(),
-            apart.display()
-        );
-        return Ok(apart);
-    }
-    pending.commit()?;
-    Ok(args.output.clone())
+    commit_or_keep_apart(pending, output, seen, args, run, "heap profile")
 }

@@ -141,13 +141,7 @@ pub(super) fn write_output(
     children: &[(u32, PathBuf)],
     unsampled_profile: Option<&tickscope_profile::Profile>,
 ) -> Result<(PathBuf, Vec<PathBuf>, Option<PathBuf>)> {
-    let mut pending = Output::create_with(
-        output,
-        tickscope_sys::output::Options {
-            refuse_if_changed: true,
-            ..Default::default()
-        },
-    )?;
+    let mut pending = pending_output(output)?;
     let others = if let (true, true, Some(m)) = (args.merge, several, merged) {
         tickscope_profile::write::write_gz(m, pending.file())
             .with_context(|| format!("cannot write {}", args.output.display()))?;
@@ -164,21 +158,44 @@ pub(super) fn write_output(
         (false, Some(u)) => run_dir.keep_unsampled(u, output, run),
         _ => None,
     };
-    // Another run wrote the output while this one went on: both profiles are kept.
-    let written_to = if seen.changed(output) || pending.changed() {
-        let apart = files::keep_apart(pending, output, run)?;
-        let apart = named_as_user(&args.output, &apart);
+    let written_to = commit_or_keep_apart(pending, output, seen, args, run, "profile")?;
+    Ok((written_to, others, unsampled_file))
+}
+
+/// The run's output, written through a temporary file that is renamed over it only if no
+/// other process wrote it meanwhile.
+pub(super) fn pending_output(output: &Path) -> Result<Output> {
+    Output::create_with(
+        output,
+        tickscope_sys::output::Options {
+            refuse_if_changed: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// Commits `pending` over the output; where another run wrote the output while this one went
+/// on, both are kept: this run's `what` apart, said. Returns the name written, as the user
+/// named it.
+pub(super) fn commit_or_keep_apart(
+    pending: Output,
+    output: &Path,
+    seen: files::Seen,
+    args: &Args,
+    run: u32,
+    what: &str,
+) -> Result<PathBuf> {
+    if seen.changed(output) || pending.changed() {
+        let apart = named_as_user(&args.output, &files::keep_apart(pending, output, run)?);
         say!(
-            "tickscope: warning: another process wrote {} while this run went on: it is kept, and this run's profile is {}",
+            "tickscope: warning: another process wrote {} while this run went on: it is kept, and this run's {what} is {}",
             args.output.display(),
             apart.display()
         );
-        apart
-    } else {
-        pending.commit()?;
-        args.output.clone()
-    };
-    Ok((written_to, others, unsampled_file))
+        return Ok(apart);
+    }
+    pending.commit()?;
+    Ok(args.output.clone())
 }
 
 /// The labels of a sample of process `pid` running `program`, in a profile of several.
