@@ -145,6 +145,9 @@ fn choose_source_and_read() -> Ticks {
     // Several threads may race here; they all compute the same answer.
     let _ = SOURCE.compare_exchange(SRC_UNSET, src, Relaxed, Relaxed);
     BASELINE.get_or_init(read_pair);
+    if SOURCE.load(Relaxed) == SRC_COUNTER {
+        crate::state::clock_is_counter();
+    }
     now()
 }
 
@@ -275,6 +278,25 @@ impl Counter for SystemCounter {
     #[inline(always)]
     fn ticks(&self) -> Ticks {
         now()
+    }
+    fn reference_ns(&self) -> u64 {
+        sys::clock::monotonic_ns()
+    }
+    fn rate(&self) -> f64 {
+        rate()
+    }
+}
+
+/// The CPU counter, read without asking which source the clock chose: for scopes opened
+/// while the switches say the counter is the clock ([`crate::state::SLOW_CLOCK`] clear, a
+/// final choice), and their exits.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CpuCounter;
+
+impl Counter for CpuCounter {
+    #[inline(always)]
+    fn ticks(&self) -> Ticks {
+        counter::read()
     }
     fn reference_ns(&self) -> u64 {
         sys::clock::monotonic_ns()
@@ -514,6 +536,16 @@ mod counter {
 pub(crate) mod tests {
     use super::*;
     use std::cell::Cell;
+
+    /// Scopes read the CPU counter directly only where the switches say the counter is the
+    /// clock: the bit is clear exactly when the chosen source is the counter.
+    #[test]
+    fn the_switches_say_whether_the_counter_is_the_clock() {
+        now();
+        let slow = crate::state::STATE.load(Relaxed) & crate::state::SLOW_CLOCK != 0;
+        assert_eq!(slow, source() == ClockSource::Monotonic);
+        assert_ne!(SOURCE.load(Relaxed), SRC_UNSET);
+    }
 
     /// A counter the test moves by hand: `ticks` and `reference_ns` advance separately, so a
     /// test can make the counter jump while the reference clock does not.

@@ -1,5 +1,6 @@
-//! The run-time switches every scope reads: recording on, a capture running, and allocations
-//! counted. All in one byte, so a scope reads them with one load. A leaf: the scopes'
+//! The run-time switches every scope reads: recording on, a capture running, allocations
+//! counted, and whether the clock is the CPU counter. All in one byte, so a scope reads them
+//! with one load, and takes its shortest path when the byte is exactly [`ON`]. A leaf: the scopes'
 //! implementation reads them, the runtime applies `TICKSCOPE_ENABLED` and turns allocation
 //! counting on where `tickscope::alloc::Profiled` is the global allocator, the capture sets
 //! its bit.
@@ -15,8 +16,19 @@ pub(crate) const CAPTURE: u8 = 2;
 /// made inside them (`scope::heap`).
 pub(crate) const ALLOCS: u8 = 4;
 
+/// Bit: the clock is not the CPU counter (not chosen yet, or the OS clock): scopes take the
+/// path that asks the clock which source it reads. Cleared once, when the counter is chosen
+/// (the choice is final): a scope that finds `STATE == ON` reads the counter directly, and
+/// so does its exit.
+pub(crate) const SLOW_CLOCK: u8 = 8;
+
 /// The switches.
-pub(crate) static STATE: AtomicU8 = AtomicU8::new(ON);
+pub(crate) static STATE: AtomicU8 = AtomicU8::new(ON | SLOW_CLOCK);
+
+/// The clock chose the CPU counter, for the life of the process.
+pub(crate) fn clock_is_counter() {
+    STATE.fetch_and(!SLOW_CLOCK, Relaxed);
+}
 
 /// Turns recording on or off.
 pub(crate) fn set_enabled(on: bool) {

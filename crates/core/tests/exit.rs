@@ -75,6 +75,16 @@ fn summary_after_main_returns() {
     assert!(stderr.contains("nothing lost"), "{stderr}");
 }
 
+/// With the OS clock, every scope takes the general path (the common one reads the CPU
+/// counter): the same summary.
+#[test]
+fn the_os_clock_gives_the_same_summary() {
+    let (out, stderr) = run("return", &[("TICKSCOPE_CLOCK", "monotonic")]);
+    assert!(out.status.success());
+    assert_full_summary(&stderr);
+    assert!(stderr.contains("clock: monotonic"), "{stderr}");
+}
+
 #[test]
 fn wall_time_starts_at_exec_not_at_fork() {
     // `cargo run` execs the program after building it: the build must not count. Here a shell

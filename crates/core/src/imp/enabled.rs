@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::scope::callsite::Callsite;
-use crate::scope::thread::HEAP_MARK;
+use crate::scope::thread::{HEAP_MARK, SITE_MASK};
 use crate::state::{ALLOCS, CAPTURE, ON, STATE};
 
 /// True when scopes are compiled in (the `enabled` feature).
@@ -36,6 +36,12 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// The guard's open scope, taken out of it (which then closes nothing).
+    #[inline(always)]
+    fn into_open(mut self) -> Option<crate::scope::thread::Open> {
+        self.open.take()
+    }
+
     /// A guard that records nothing.
     #[inline(always)]
     pub fn inert() -> Scope {
@@ -53,18 +59,45 @@ impl Drop for Scope {
     /// scope, and every guard — inert ones too — cost a call.
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(open) = &self.open {
-            close(open);
+        if let Some(open) = self.open {
+            let (slot, t0, index, epoch, flags) = open.into_parts();
+            close(slot, t0, index, epoch, flags);
         }
     }
 }
 
 /// Closes a guard's scope: one copy for every call site (the exit needs nothing from the
-/// call site that its guard does not carry).
+/// call site that its guard does not carry). The scope comes in registers, field by field,
+/// so that the guard need not live in memory at the call site.
 #[inline(never)]
-fn close(open: &crate::scope::thread::Open) {
+fn close(
+    slot: &'static crate::scope::thread::Slot,
+    t0: crate::Ticks,
+    index: u32,
+    epoch: u32,
+    flags: u32,
+) {
+    if flags == 0 {
+        let open = crate::scope::thread::Open::from_parts((slot, t0, index, epoch, flags));
+        crate::scope::exit_fast(&open);
+    } else {
+        close_other(slot, t0, index, epoch, flags);
+    }
+}
+
+/// [`close`] for a scope opened by the general path, or nested: the exit for every case,
+/// then what it recorded beyond its statistics.
+#[inline(never)]
+fn close_other(
+    slot: &'static crate::scope::thread::Slot,
+    t0: crate::Ticks,
+    index: u32,
+    epoch: u32,
+    flags: u32,
+) {
+    let open = &crate::scope::thread::Open::from_parts((slot, t0, index, epoch, flags));
     let t1 = crate::scope::exit(open);
-    if open.captured != 0 {
+    if open.flags & (HEAP_MARK | SITE_MASK) != 0 {
         extras_end(open, t1);
     }
 }
@@ -90,7 +123,7 @@ pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
     if state & ON == 0 {
         return None;
     }
-    let mut open = crate::scope::enter(id);
+    let mut open = crate::scope::enter(id, state == ON);
     if state & (CAPTURE | ALLOCS) != 0 {
         extras_begin(state, id, &mut open);
     }
@@ -100,8 +133,11 @@ pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
 /// Closes a scope opened by [`enter_raw`] on this thread; returns its end reading.
 #[inline(always)]
 pub(crate) fn exit_raw(open: &RawOpen) -> Option<crate::Ticks> {
+    if open.flags == 0 {
+        return crate::scope::exit_fast(open);
+    }
     let t1 = crate::scope::exit(open);
-    if open.captured != 0 {
+    if open.flags & (HEAP_MARK | SITE_MASK) != 0 {
         extras_end(open, t1);
     }
     t1
@@ -132,21 +168,22 @@ fn extras_begin(state: u8, id: u32, open: &mut Option<crate::scope::thread::Open
     if state & ALLOCS != 0 {
         if let Some(o) = open {
             if crate::scope::heap::begin(o.t0(), o.index()) {
-                o.captured |= HEAP_MARK;
+                o.flags |= HEAP_MARK;
             }
         }
     }
 }
 
-/// What a scope's exit does beyond its statistics (`open.captured` is not 0): its
+/// What a scope's exit does beyond its statistics (a heap mark or a call-site id in its
+/// flags): its
 /// allocations, then its end into the capture (whose block, if it takes one, is not the
 /// program's allocation).
 #[inline]
 fn extras_end(open: &crate::scope::thread::Open, t1: Option<crate::Ticks>) {
-    if open.captured & HEAP_MARK != 0 && t1.is_some() {
+    if open.flags & HEAP_MARK != 0 && t1.is_some() {
         crate::scope::heap::end(open);
     }
-    let id = open.captured & !HEAP_MARK;
+    let id = open.flags & SITE_MASK;
     if id != 0 {
         capture_end(id, t1);
     }
@@ -160,7 +197,7 @@ fn capture_begin(id: u32, open: &mut Option<crate::scope::thread::Open>) {
         // A begin dropped (memory budget spent) takes its end with it: the guard records
         // no end.
         if crate::capture::begin(id, o.t0(), o.depth()) {
-            o.captured = id;
+            o.flags |= id;
         }
     }
     #[cfg(not(feature = "capture"))]
@@ -179,11 +216,35 @@ fn enter_first(
     cache: Option<&'static std::thread::LocalKey<crate::scope::SlotCache>>,
 ) -> Scope {
     let mut open = match cache {
-        Some(cache) => crate::scope::enter_cached(cs, cache),
-        None => crate::scope::enter(cs.id()),
+        Some(cache) => crate::scope::enter_cached(cs, cache, false),
+        None => crate::scope::enter(cs.id(), false),
     };
     let state = STATE.load(Relaxed);
     if state & ON != 0 {
+        extras_begin(state, cs.id(), &mut open);
+    }
+    Scope {
+        open,
+        _not_send: PhantomData,
+    }
+}
+
+/// A scope whose switches are on but not only on (a capture running, allocations counted,
+/// the clock not the CPU counter), or a thread's first: the general path, out of line.
+#[inline(never)]
+fn enter_other(
+    state: u8,
+    cs: &'static Callsite,
+    cache: Option<&'static std::thread::LocalKey<crate::scope::SlotCache>>,
+) -> Scope {
+    if !crate::scope::registered() {
+        return enter_first(cs, cache);
+    }
+    let mut open = match cache {
+        Some(cache) => crate::scope::enter_cached(cs, cache, false),
+        None => crate::scope::enter(cs.id(), false),
+    };
+    if state & (CAPTURE | ALLOCS) != 0 {
         extras_begin(state, cs.id(), &mut open);
     }
     Scope {
@@ -199,14 +260,11 @@ pub fn enter(cs: &'static Callsite) -> Scope {
     if state & ON == 0 {
         return Scope::inert();
     }
-    if !crate::scope::registered() {
-        return enter_first(cs, None);
-    }
-    let id = cs.id();
-    let mut open = crate::scope::enter(id);
-    if state & (CAPTURE | ALLOCS) != 0 {
-        extras_begin(state, id, &mut open);
-    }
+    let open = if state != ON || !crate::scope::registered() {
+        enter_other(state, cs, None).into_open()
+    } else {
+        crate::scope::enter(cs.id(), true)
+    };
     Scope {
         open,
         _not_send: PhantomData,
@@ -214,6 +272,8 @@ pub fn enter(cs: &'static Callsite) -> Scope {
 }
 
 /// Opens a scope of call site `cs` through its per-thread slot cache (what the macros use).
+/// Inline: the switches' byte and, when it is exactly `ON` on a registered thread, the
+/// common path (`scope::thread::enter_fast`); anything else, one call.
 #[inline(always)]
 pub fn enter_cached(
     cs: &'static Callsite,
@@ -223,13 +283,11 @@ pub fn enter_cached(
     if state & ON == 0 {
         return Scope::inert();
     }
-    if !crate::scope::registered() {
-        return enter_first(cs, Some(cache));
-    }
-    let mut open = crate::scope::enter_cached(cs, cache);
-    if state & (CAPTURE | ALLOCS) != 0 {
-        extras_begin(state, cs.id(), &mut open);
-    }
+    let open = if state != ON || !crate::scope::registered() {
+        enter_other(state, cs, Some(cache)).into_open()
+    } else {
+        crate::scope::enter_cached(cs, cache, true)
+    };
     Scope {
         open,
         _not_send: PhantomData,

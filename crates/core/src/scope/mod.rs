@@ -3,8 +3,10 @@
 //! The path a `scope!` takes: the call site's per-thread slot cache (one thread-local load;
 //! [`Callsite::id`](callsite::Callsite::id), one relaxed load, on a miss), the thread's
 //! statistics in a destructor-free thread-local ([`ThreadStats`], registered once per
-//! thread), then [`thread::enter_slot`] over the thread-local stack ([`TlsStack`]) and, when
-//! the guard drops, [`thread::exit`]. No lock, no shared write, no allocation after a
+//! thread), then [`thread::enter_fast`] over the thread-local stack ([`TlsStack`]) and, when
+//! the guard drops, [`thread::exit_fast`] — or, whenever the switches are not exactly "on"
+//! (a capture, allocations counted, the OS clock) or the scope is nested or too deep,
+//! [`thread::enter_slot`] and [`thread::exit`], which handle every case. No lock, no shared write, no allocation after a
 //! thread's first entry of each call site. (Tests drive the same functions over a plain
 //! [`thread::Stack`] with a fake clock.)
 
@@ -20,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use std::thread::LocalKey;
 
-use crate::clock::{SystemCounter, Ticks};
+use crate::clock::{CpuCounter, SystemCounter, Ticks};
 use callsite::Callsite;
 pub(crate) use thread::heap;
 use thread::{DeepStack, Open, Slot, StackStore, ThreadStats, INLINE_DEPTH};
@@ -158,8 +160,10 @@ pub(crate) fn registered() -> bool {
 }
 
 /// Opens a scope of call site `id` on the calling thread; `None` if it cannot be recorded.
+/// `fast`: the switches were exactly `ON` (the clock is the CPU counter, nothing but
+/// statistics to record), and the scope takes [`thread::enter_fast`].
 #[inline(always)]
-pub(crate) fn enter(id: u32) -> Option<Open> {
+pub(crate) fn enter(id: u32, fast: bool) -> Option<Open> {
     let stats = match HOT.with(|h| h.stats.get()) {
         Some(s) => s,
         None => register()?,
@@ -168,7 +172,17 @@ pub(crate) fn enter(id: u32) -> Option<Open> {
         (k, Some(slot)) if k == id => slot,
         _ => fill_by_id(stats, id),
     };
-    thread::enter_slot(&TlsStack, stats, slot, &SystemCounter)
+    enter_slot(stats, slot, fast)
+}
+
+/// [`thread::enter_fast`] over the CPU counter, or [`thread::enter_slot`] over the clock.
+#[inline(always)]
+fn enter_slot(stats: &'static ThreadStats, slot: &'static Slot, fast: bool) -> Option<Open> {
+    if fast {
+        thread::enter_fast(&TlsStack, stats, slot, &CpuCounter)
+    } else {
+        thread::enter_slot(&TlsStack, stats, slot, &SystemCounter)
+    }
 }
 
 #[cold]
@@ -200,6 +214,7 @@ impl SlotCache {
 pub(crate) fn enter_cached(
     cs: &'static Callsite,
     cache: &'static LocalKey<SlotCache>,
+    fast: bool,
 ) -> Option<Open> {
     let stats = match HOT.with(|h| h.stats.get()) {
         Some(s) => s,
@@ -211,7 +226,7 @@ pub(crate) fn enter_cached(
         Some(slot) => slot,
         None => fill_cache(cs, cache, stats),
     };
-    thread::enter_slot(&TlsStack, stats, slot, &SystemCounter)
+    enter_slot(stats, slot, fast)
 }
 
 #[cold]
@@ -254,6 +269,14 @@ fn register_unowned() -> Option<&'static ThreadStats> {
 pub(crate) fn exit(open: &Open) -> Option<Ticks> {
     let stats = HOT.with(|h| h.stats.get())?;
     Some(thread::exit(&TlsStack, stats, open, &SystemCounter))
+}
+
+/// [`exit`] for a scope whose flags are 0 ([`thread::exit_fast`]: opened by
+/// [`thread::enter_fast`], which read the CPU counter).
+#[inline(always)]
+pub(crate) fn exit_fast(open: &Open) -> Option<Ticks> {
+    let stats = HOT.with(|h| h.stats.get())?;
+    Some(thread::exit_fast(&TlsStack, stats, open, &CpuCounter))
 }
 
 /// Locks `m`, taking over a poisoned lock (our code never panics while holding one, and the

@@ -27,9 +27,14 @@ use std::sync::{Mutex, OnceLock};
 use super::hist::{Counts, Hist, Pool, Reading};
 use crate::clock::{check_interval, Bracket, Counter, Ticks, SUSPECT_TICKS};
 
+mod anchor;
 pub(crate) mod heap;
 mod row;
+mod stack;
+use anchor::{check_long, refresh_anchor, AnchorLog};
 pub(crate) use row::Row;
+pub(crate) use stack::{depth, DeepStack, Stack, StackStore};
+use stack::{get, set, CHILD, T0};
 
 pub(crate) const PAGE_LEN: usize = 64;
 pub(crate) const DIR_LEN: usize = 256;
@@ -63,8 +68,9 @@ pub(crate) struct Slot {
     /// Where this call site's allocation counts are kept (`heap`: 0 until its first counted
     /// exit). In the padding after `depth`: the slot stays two cache lines.
     pub heap: AtomicU32,
-    /// Every entry, re-entries included.
-    pub calls: AtomicU64,
+    /// Re-entries: calls made while the call site was open on the thread already (a
+    /// row's calls are `outer + nested`; the common exit adds to `outer` alone).
+    pub nested: AtomicU64,
     /// Outermost entries: the calls whose time is in `incl`, `min`, `max` and the histogram.
     pub outer: AtomicU64,
     /// Inclusive ticks, added at outermost exits only.
@@ -86,7 +92,7 @@ pub(crate) const NONE: u64 = u64::MAX;
 impl Slot {
     const fn new() -> Slot {
         Slot {
-            calls: AtomicU64::new(0),
+            nested: AtomicU64::new(0),
             outer: AtomicU64::new(0),
             incl: AtomicU64::new(0),
             self_ticks: AtomicU64::new(0),
@@ -103,7 +109,7 @@ impl Slot {
     /// Clears the slot for reuse by another thread (no reader may be reading it).
     fn reset(&self, pool: &Pool) {
         for a in [
-            &self.calls,
+            &self.nested,
             &self.outer,
             &self.incl,
             &self.self_ticks,
@@ -143,40 +149,6 @@ pub(crate) struct ThreadStats {
     /// owner touches it, and only off the fast path (a refresh every ANCHOR_PERIOD ticks of
     /// scoped execution, a check per scope longer than SUSPECT_TICKS).
     anchors: Mutex<Option<Box<AnchorLog>>>,
-}
-
-/// Anchors by epoch: the last 64 exactly, then every 64th and every 4096th epoch, so a scope
-/// of any length finds an anchor taken before it began (at 1.4 ms per epoch the coarsest
-/// level spans about six minutes of scoped execution; past that, the thread's first anchor).
-struct AnchorLog {
-    levels: [[(u32, Bracket); 64]; 3],
-    first: (u32, Bracket),
-}
-
-impl AnchorLog {
-    fn record(&mut self, epoch: u32, b: Bracket) {
-        for (level, shift) in [0u32, 6, 12].into_iter().enumerate() {
-            if epoch & ((1 << shift) - 1) == 0 {
-                self.levels[level][((epoch >> shift) % 64) as usize] = (epoch, b);
-            }
-        }
-        if self.first.0 == 0 {
-            self.first = (epoch, b);
-        }
-    }
-
-    /// The newest anchor taken no later than `epoch` began, and whether it is that epoch's
-    /// own (then the scope began within one anchor period of it).
-    fn find(&self, epoch: u32) -> (Bracket, bool) {
-        for (level, shift) in [0u32, 6, 12].into_iter().enumerate() {
-            let e = epoch & !((1u32 << shift) - 1);
-            let (stored, b) = self.levels[level][((e >> shift) % 64) as usize];
-            if e != 0 && stored == e {
-                return (b, level == 0);
-            }
-        }
-        (self.first.1, self.first.0 == epoch)
-    }
 }
 
 impl ThreadStats {
@@ -273,18 +245,25 @@ pub(crate) struct Open {
     index: u32,
     /// The anchor epoch current when it began (see [`AnchorLog`]).
     epoch: u32,
-    /// The call site was already open below this scope (recursion, or a group's API calling
-    /// its own public function): count the call, but its time is inside the outer entry's.
-    nested: bool,
-    /// What the exit does beyond the statistics, one word its exit tests once: the call
-    /// site's id when a capture recorded this scope's begin (its end is recorded too), and
-    /// [`HEAP_MARK`] when its allocations are counted (`heap::begin` set its mark); 0 for
-    /// neither. Fits in the struct's padding.
-    pub(crate) captured: u32,
+    /// What the exit must do beyond the common case, one word it tests once: 0 where
+    /// [`exit_fast`] may close the scope. Bits: [`HEAP_MARK`], [`NESTED`], [`SLOW`], and
+    /// below them ([`SITE_MASK`]) the call site's id when a capture recorded this scope's
+    /// begin (its end is recorded too).
+    pub(crate) flags: u32,
 }
 
-/// [`Open::captured`]'s bit: the scope's allocations are counted. Call-site ids stay below it.
+/// [`Open::flags`]' bit: the scope's allocations are counted (`heap::begin` set its mark).
 pub(crate) const HEAP_MARK: u32 = 1 << 31;
+/// [`Open::flags`]' bit: the call site was already open below this scope (recursion, or a
+/// group's API calling its own public function): count the call, but its time is inside the
+/// outer entry's.
+pub(crate) const NESTED: u32 = 1 << 30;
+/// [`Open::flags`]' bit: opened by [`enter_slot`], the path for every other case (the OS
+/// clock, a level past the inline ones, a capture, allocations counted): closed by [`exit`].
+pub(crate) const SLOW: u32 = 1 << 29;
+/// [`Open::flags`]' low bits: a captured scope's call-site id (ids stay far below [`SLOW`]).
+pub(crate) const SITE_MASK: u32 = SLOW - 1;
+const _: () = assert!(super::callsite::MAX_CALLSITES <= SITE_MASK);
 
 impl Open {
     /// The scope's start reading.
@@ -305,159 +284,36 @@ impl Open {
     pub(crate) fn index(&self) -> u32 {
         self.index
     }
-}
 
-/// Child time of open scopes past the inline ones; pooled like `ThreadStats`.
-pub(crate) struct DeepStack(pub [[AtomicU64; 2]; MAX_DEPTH - INLINE_DEPTH]);
-
-/// Deep-stack extensions of exited threads, for the next threads that nest that deep.
-static FREE_DEEP: Mutex<Vec<&'static DeepStack>> = Mutex::new(Vec::new());
-
-impl DeepStack {
-    fn leak() -> &'static DeepStack {
-        Box::leak(Box::new(DeepStack(
-            [const { [const { AtomicU64::new(0) }; 2] }; MAX_DEPTH - INLINE_DEPTH],
-        )))
+    /// Its call site was open below it already (see [`NESTED`]).
+    #[inline(always)]
+    pub(crate) fn nested(&self) -> bool {
+        self.flags & NESTED != 0
     }
 
-    /// A deep-stack extension for a thread nesting past the inline depth: a pooled one, or
-    /// a new one.
-    fn take() -> &'static DeepStack {
-        let pooled = FREE_DEEP.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        pooled.unwrap_or_else(|| crate::own::own(DeepStack::leak))
+    /// Its fields, to pass in registers (a guard's drop to its out-of-line exit: a struct
+    /// this size would be passed through memory, and the guard then kept in memory too).
+    #[inline(always)]
+    pub(crate) fn into_parts(self) -> OpenParts {
+        (self.slot, self.t0, self.index, self.epoch, self.flags)
     }
 
-    /// Pools the extension of an exited thread, for the next thread that nests that deep.
-    pub(crate) fn give_back(&'static self) {
-        FREE_DEEP
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(self);
-    }
-}
-
-/// Per stack level, two cells: the child time of the scope open there (for self time)…
-const CHILD: usize = 0;
-/// …and its start reading, which identifies it: a guard whose scope was abandoned cannot
-/// close a newer scope that happens to sit at the same level.
-const T0: usize = 1;
-
-/// Where a thread's stack lives: plain cells for tests, small thread-locals for real threads
-/// (each accessed through a tiny closure, which the compiler always inlines; one big
-/// `LocalKey::with` closure was not inlined, costing a call per enter and exit).
-pub(crate) trait StackStore {
-    fn depth(&self) -> u32;
-    fn set_depth(&self, d: u32);
-    /// Cell `k` ([`CHILD`] or [`T0`]) of inline level `i < INLINE_DEPTH`.
-    fn inline(&self, i: usize, k: usize) -> Ticks;
-    fn set_inline(&self, i: usize, k: usize, v: Ticks);
-    fn deep(&self) -> Option<&'static DeepStack>;
-    fn set_deep(&self, d: Option<&'static DeepStack>);
-    /// The current anchor's counter reading and epoch.
-    fn anchor(&self) -> (Ticks, u32);
-    fn set_anchor(&self, ticks: Ticks, epoch: u32);
-    /// The slot whose [`Slot::pending`] duration waits for the thread's next exit.
-    fn pending(&self) -> Option<&'static Slot>;
-    fn set_pending(&self, slot: Option<&'static Slot>);
-}
-
-/// A stack in plain cells (tests and the overhead probe).
-pub(crate) struct Stack {
-    depth: Cell<u32>,
-    levels: [[Cell<Ticks>; 2]; INLINE_DEPTH],
-    deep: Cell<Option<&'static DeepStack>>,
-    anchor: Cell<(Ticks, u32)>,
-    pending: Cell<Option<&'static Slot>>,
-}
-
-impl Stack {
-    pub(crate) const fn new() -> Stack {
-        Stack {
-            depth: Cell::new(0),
-            levels: [const { [const { Cell::new(0) }; 2] }; INLINE_DEPTH],
-            deep: Cell::new(None),
-            // Ticks 0: the first entry refreshes the anchor.
-            anchor: Cell::new((0, 0)),
-            pending: Cell::new(None),
+    /// The scope [`Open::into_parts`] took apart.
+    #[inline(always)]
+    pub(crate) fn from_parts(p: OpenParts) -> Open {
+        let (slot, t0, index, epoch, flags) = p;
+        Open {
+            slot,
+            t0,
+            index,
+            epoch,
+            flags,
         }
     }
 }
 
-impl StackStore for Stack {
-    #[inline(always)]
-    fn depth(&self) -> u32 {
-        self.depth.get()
-    }
-    #[inline(always)]
-    fn set_depth(&self, d: u32) {
-        self.depth.set(d)
-    }
-    #[inline(always)]
-    fn inline(&self, i: usize, k: usize) -> Ticks {
-        self.levels[i][k].get()
-    }
-    #[inline(always)]
-    fn set_inline(&self, i: usize, k: usize, v: Ticks) {
-        self.levels[i][k].set(v)
-    }
-    fn deep(&self) -> Option<&'static DeepStack> {
-        self.deep.get()
-    }
-    fn set_deep(&self, d: Option<&'static DeepStack>) {
-        self.deep.set(d)
-    }
-    #[inline(always)]
-    fn anchor(&self) -> (Ticks, u32) {
-        self.anchor.get()
-    }
-    fn set_anchor(&self, ticks: Ticks, epoch: u32) {
-        self.anchor.set((ticks, epoch))
-    }
-    fn pending(&self) -> Option<&'static Slot> {
-        self.pending.get()
-    }
-    fn set_pending(&self, slot: Option<&'static Slot>) {
-        self.pending.set(slot)
-    }
-}
-
-/// Open scopes on a stack.
-pub(crate) fn depth(s: &impl StackStore) -> usize {
-    s.depth() as usize
-}
-
-/// Cell `k` of level `i`, inline or in the deep extension.
-#[inline(always)]
-fn get(s: &impl StackStore, i: usize, k: usize) -> Ticks {
-    if i < INLINE_DEPTH {
-        s.inline(i, k)
-    } else {
-        deep_cell(s, i, k).load(Relaxed)
-    }
-}
-
-#[inline(always)]
-fn set(s: &impl StackStore, i: usize, k: usize, v: Ticks) {
-    if i < INLINE_DEPTH {
-        s.set_inline(i, k, v)
-    } else {
-        deep_cell(s, i, k).store(v, Relaxed)
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn deep_cell(s: &impl StackStore, i: usize, k: usize) -> &'static AtomicU64 {
-    let deep = match s.deep() {
-        Some(d) => d,
-        None => {
-            let d = DeepStack::take();
-            s.set_deep(Some(d));
-            d
-        }
-    };
-    &deep.0[i - INLINE_DEPTH][k]
-}
+/// An [`Open`] as its fields: slot, start reading, index, epoch, flags.
+pub(crate) type OpenParts = (&'static Slot, Ticks, u32, u32, u32);
 
 /// Opens a scope of call site `id` on the thread whose statistics are `stats`. Returns what
 /// its guard keeps, or `None` when the stack is full (counted as lost). The tests' way in;
@@ -473,7 +329,8 @@ pub(crate) fn enter(
     enter_slot(s, stats, stats.slot(id), clock)
 }
 
-/// [`enter`] with the slot already found (the macros cache it per call site and thread).
+/// [`enter`] with the slot already found (the macros cache it per call site and thread): the
+/// path for every case, closed by [`exit`]. [`enter_fast`] is the common one's.
 #[inline(always)]
 pub(crate) fn enter_slot(
     s: &impl StackStore,
@@ -502,37 +359,54 @@ pub(crate) fn enter_slot(
         t0,
         index: d as u32,
         epoch,
-        nested: open > 0,
-        captured: 0,
+        flags: SLOW | if open > 0 { NESTED } else { 0 },
     })
 }
 
-/// Takes a new anchor (a counter reading bracketed by the reference clock); returns its
-/// reading, which becomes the scope's start, and its epoch.
+/// Opens a scope as [`enter_slot`] does, in the common case: a level of the inline stack,
+/// read by `clock`, which the caller knows to be the one its exit will read. The scope's
+/// flags are 0 unless it is nested, and then [`exit_fast`] closes it.
+#[inline(always)]
+pub(crate) fn enter_fast(
+    s: &impl StackStore,
+    stats: &'static ThreadStats,
+    slot: &'static Slot,
+    clock: &impl Counter,
+) -> Option<Open> {
+    let d = s.depth() as usize;
+    if d >= INLINE_DEPTH {
+        return enter_deep(s, stats, slot, clock);
+    }
+    s.set_inline(d, CHILD, 0);
+    let open = slot.depth.load(Relaxed);
+    slot.depth.store(open + 1, Relaxed);
+    s.set_depth(d as u32 + 1);
+    // Read the clock last, so the bookkeeping above is not in the scope's time.
+    let mut t0 = clock.ticks();
+    let (anchor_ticks, mut epoch) = s.anchor();
+    if t0.wrapping_sub(anchor_ticks) > ANCHOR_PERIOD {
+        (t0, epoch) = refresh_anchor(s, stats, epoch, clock);
+    }
+    s.set_inline(d, T0, t0);
+    Some(Open {
+        slot,
+        t0,
+        index: d as u32,
+        epoch,
+        flags: if open > 0 { NESTED } else { 0 },
+    })
+}
+
+/// [`enter_fast`] past the inline levels: the general path.
 #[cold]
 #[inline(never)]
-fn refresh_anchor(
+fn enter_deep(
     s: &impl StackStore,
-    stats: &ThreadStats,
-    epoch: u32,
+    stats: &'static ThreadStats,
+    slot: &'static Slot,
     clock: &impl Counter,
-) -> (Ticks, u32) {
-    let b = Bracket::read(clock);
-    // Epoch 0 means "none"; wrapping after 2^32 anchors (two months of scoped execution) only
-    // makes the oldest anchors unreachable, which the log treats as "use the first one".
-    let epoch = epoch.wrapping_add(1).max(1);
-    let mut log = stats.anchors.lock().unwrap_or_else(|p| p.into_inner());
-    let log = log.get_or_insert_with(|| {
-        crate::own::own(|| {
-            Box::new(AnchorLog {
-                levels: [[(0, Bracket::default()); 64]; 3],
-                first: (0, Bracket::default()),
-            })
-        })
-    });
-    log.record(epoch, b);
-    s.set_anchor(b.ticks, epoch);
-    (b.ticks, epoch)
+) -> Option<Open> {
+    enter_slot(s, stats, slot, clock)
 }
 
 /// Closes the scope `o`. If scopes opened inside it are still open (their guards were leaked,
@@ -547,6 +421,18 @@ pub(crate) fn exit(
 ) -> Ticks {
     // Read the clock first, so the bookkeeping below is not in the scope's time.
     let t1 = clock.ticks();
+    exit_at(s, stats, o, clock, t1)
+}
+
+/// [`exit`] once the clock was read (`t1`).
+#[inline(always)]
+fn exit_at(
+    s: &impl StackStore,
+    stats: &ThreadStats,
+    o: &Open,
+    clock: &impl Counter,
+    t1: Ticks,
+) -> Ticks {
     let index = o.index as usize;
     if (s.depth() as usize != index + 1 || get(s, index, T0) != o.t0) && !unwind_to(s, stats, o) {
         return t1;
@@ -558,9 +444,10 @@ pub(crate) fn exit(
     }
     slot.depth
         .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
-    add(&slot.calls, 1);
     add(&slot.self_ticks, dt.saturating_sub(get(s, index, CHILD)));
-    if !o.nested {
+    if o.nested() {
+        add(&slot.nested, 1);
+    } else {
         add(&slot.outer, 1);
         add(&slot.incl, dt);
         if dt < slot.min.load(Relaxed) {
@@ -591,6 +478,72 @@ pub(crate) fn exit(
     t1
 }
 
+/// Closes the scope `o` as [`exit`] does, in the common case: its flags are 0 (opened by
+/// [`enter_fast`], outermost for its call site, nothing captured or counted), the stack ends
+/// with it, its time is short enough to need no check. Anything else goes to [`exit`]'s
+/// path with the reading taken. Fewer instructions than [`exit`]: no stack level past the
+/// inline ones, no nesting test, no `calls` count (a row's calls are `outer + nested`),
+/// and the histogram's rare slow path last, where it needs nothing kept after it.
+#[inline(always)]
+pub(crate) fn exit_fast(
+    s: &impl StackStore,
+    stats: &ThreadStats,
+    o: &Open,
+    clock: &impl Counter,
+) -> Ticks {
+    // Read the clock first, so the bookkeeping below is not in the scope's time.
+    let t1 = clock.ticks();
+    // Below INLINE_DEPTH already (enter_fast opened it there); the mask tells the compiler.
+    let index = o.index as usize % INLINE_DEPTH;
+    let dt = t1.wrapping_sub(o.t0);
+    if s.depth() as usize != index + 1 || s.inline(index, T0) != o.t0 || dt > SUSPECT_TICKS {
+        return exit_after(s, stats, o.into_parts(), clock, t1);
+    }
+    let slot = o.slot;
+    slot.depth
+        .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
+    add(&slot.self_ticks, dt.saturating_sub(s.inline(index, CHILD)));
+    add(&slot.outer, 1);
+    add(&slot.incl, dt);
+    if dt < slot.min.load(Relaxed) {
+        slot.min.store(dt, Relaxed);
+    }
+    if dt > slot.max.load(Relaxed) {
+        slot.max.store(dt, Relaxed);
+    }
+    if index > 0 {
+        let parent = (index - 1) % INLINE_DEPTH;
+        s.set_inline(parent, CHILD, s.inline(parent, CHILD).wrapping_add(dt));
+    }
+    s.set_depth(index as u32);
+    // As in `exit`: this duration waits in its slot, the previous one goes to its histogram.
+    let prev = s.pending().map(|p| {
+        let v = p.pending.load(Relaxed);
+        p.pending.store(NONE, Relaxed);
+        (p, v)
+    });
+    slot.pending.store(dt, Relaxed);
+    s.set_pending(Some(slot));
+    if let Some((p, v)) = prev {
+        p.hist.record(v, &stats.pool);
+    }
+    t1
+}
+
+/// [`exit_fast`]'s other cases: [`exit`] with the reading taken. The scope comes as its
+/// parts, so that the fast path need not keep it in memory for this call.
+#[cold]
+#[inline(never)]
+fn exit_after(
+    s: &impl StackStore,
+    stats: &ThreadStats,
+    o: OpenParts,
+    clock: &impl Counter,
+    t1: Ticks,
+) -> Ticks {
+    exit_at(s, stats, &Open::from_parts(o), clock, t1)
+}
+
 /// Records the duration waiting in the thread's pending slot, if any, into its histogram.
 #[inline(always)]
 pub(crate) fn record_pending(s: &impl StackStore, stats: &ThreadStats) {
@@ -619,73 +572,30 @@ fn unwind_to(s: &impl StackStore, stats: &ThreadStats, o: &Open) -> bool {
     false
 }
 
-/// The anomaly guard for a long (or negative) delta: compare with the reference clock, read
-/// now bracketing a fresh counter reading, from the anchor the scope began after. Returns
-/// the delta to record; a clock error is counted in the scope's slot here.
-#[cold]
-#[inline(never)]
-fn check_long(stats: &ThreadStats, o: &Open, t1: Ticks, clock: &impl Counter) -> Ticks {
-    let (dt, error) = check_long_inner(stats, o, t1, clock);
-    if error {
-        add(&o.slot.clock_errors, 1);
-    }
-    dt
-}
-
-fn check_long_inner(
-    stats: &ThreadStats,
-    o: &Open,
-    t1: Ticks,
-    clock: &impl Counter,
-) -> (Ticks, bool) {
-    let rate = clock.rate();
-    let end = Bracket::read(clock);
-    let found = stats
-        .anchors
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|l| l.find(o.epoch));
-    let Some((anchor, exact)) = found else {
-        return (t1.wrapping_sub(o.t0), false); // no anchor: nothing to check against
-    };
-    // With the scope's own anchor, it began at most one anchor period after it; with an older
-    // one, how long after is unknown, so only the upper bound (and the sign) can be checked.
-    let lag = o.t0.wrapping_sub(anchor.ticks);
-    let lag_ns = if lag > 1 << 62 {
-        0
-    } else {
-        (lag as f64 * 1e9 / rate) as u64
-    };
-    let max_lag_ns = match (exact, lag) {
-        (true, 0) => 0,
-        (true, _) => (ANCHOR_PERIOD as f64 * 1e9 / rate) as u64,
-        (false, _) => u64::MAX,
-    };
-    let c = check_interval(&anchor, o.t0, lag_ns, max_lag_ns, &end, rate);
-    if !c.error && o.t0 <= t1 && t1 <= end.ticks {
-        // The clocks agree, and the reading taken when the scope ended lies between its start
-        // and the check's reading: keep it.
-        (t1 - o.t0, false)
-    } else {
-        (c.ticks, c.error)
-    }
-}
-
 /// A thread's statistics and stack together: what tests drive directly with a fake clock.
+/// `general`: every scope takes [`enter_slot`] and [`exit`]; otherwise each takes the path a
+/// real scope takes when the switches are only "on" ([`enter_fast`], and [`exit_fast`] when
+/// its flags are 0).
 #[cfg(test)]
 pub(crate) struct Recorder {
     pub stats: &'static ThreadStats,
     pub stack: Box<Stack>,
+    pub general: bool,
 }
 
 #[cfg(test)]
 impl Recorder {
     pub(crate) fn enter(&self, id: u32, clock: &impl Counter) -> Option<Open> {
-        enter(&*self.stack, self.stats, id, clock)
+        match self.general {
+            true => enter(&*self.stack, self.stats, id, clock),
+            false => enter_fast(&*self.stack, self.stats, self.stats.slot(id), clock),
+        }
     }
     pub(crate) fn exit(&self, o: Open, clock: &impl Counter) {
-        exit(&*self.stack, self.stats, &o, clock);
+        match o.flags {
+            0 => exit_fast(&*self.stack, self.stats, &o, clock),
+            _ => exit(&*self.stack, self.stats, &o, clock),
+        };
     }
     pub(crate) fn depth(&self) -> usize {
         depth(&*self.stack)
@@ -693,283 +603,4 @@ impl Recorder {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::clock::tests::FakeCounter;
-    use crate::scope::callsite::{Callsite, Kind, Name};
-
-    pub(crate) fn recorder() -> Recorder {
-        Recorder {
-            stats: ThreadStats::leak(),
-            stack: Box::new(Stack::new()),
-        }
-    }
-
-    pub(crate) fn row(r: &Recorder, cs: &'static Callsite) -> Row {
-        let mut out = Row::empty();
-        let id = cs.id();
-        let reading = r.stats.pool.reading();
-        r.stats.for_each_slot(|i, s| {
-            if i == id {
-                out = Row::read(s, &reading);
-            }
-        });
-        out
-    }
-
-    static OUTER: Callsite = Callsite::new(Name::Static("outer"), Kind::Scope, "t.rs", 1, "t");
-    static INNER: Callsite = Callsite::new(Name::Static("inner"), Kind::Scope, "t.rs", 2, "t");
-    static REC: Callsite = Callsite::new(Name::Static("rec"), Kind::Scope, "t.rs", 3, "t");
-    static API_A: Callsite = Callsite::new(Name::Static("thread-api"), Kind::Group, "t.rs", 4, "t");
-    static API_B: Callsite = Callsite::new(Name::Static("thread-api"), Kind::Group, "t.rs", 5, "t");
-
-    #[test]
-    fn nested_scopes_split_inclusive_and_self_time() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        let o = r.enter(OUTER.id(), &c).unwrap();
-        c.advance_ns(100);
-        for _ in 0..3 {
-            let i = r.enter(INNER.id(), &c).unwrap();
-            c.advance_ns(50);
-            r.exit(i, &c);
-        }
-        c.advance_ns(10);
-        r.exit(o, &c);
-        let (outer, inner) = (row(&r, &OUTER), row(&r, &INNER));
-        assert_eq!((outer.calls, outer.incl, outer.self_ticks), (1, 260, 110));
-        assert_eq!((inner.calls, inner.incl, inner.self_ticks), (3, 150, 150));
-        assert_eq!((inner.min, inner.max), (50, 50));
-        assert_eq!(r.depth(), 0);
-    }
-
-    /// The histogram takes each outermost duration at the thread's next exit; until then
-    /// the duration waits in its slot, and a read counts it either way, exactly once.
-    #[test]
-    fn the_latest_duration_waits_in_its_slot_and_is_read_once() {
-        static WAIT: Callsite = Callsite::new(Name::Static("wait"), Kind::Scope, "t.rs", 21, "t");
-        let (r, c) = (recorder(), FakeCounter::new());
-        let o = r.enter(WAIT.id(), &c).unwrap();
-        c.advance_ns(100);
-        r.exit(o, &c);
-        let slot = r.stats.slot(WAIT.id());
-        assert_eq!(slot.pending.load(Relaxed), 100);
-        let mut in_hist = super::super::hist::Counts::new();
-        slot.hist.add_to(&r.stats.pool.reading(), &mut in_hist);
-        assert_eq!(in_hist.quantile(0.5), None, "not in the histogram yet");
-        assert_eq!(row(&r, &WAIT).hist.quantile(0.5), Some(100), "but read");
-        // The next exit (of any scope) moves it in; the new one waits.
-        let i = r.enter(INNER.id(), &c).unwrap();
-        c.advance_ns(7);
-        r.exit(i, &c);
-        assert_eq!(slot.pending.load(Relaxed), NONE);
-        let mut in_hist = super::super::hist::Counts::new();
-        slot.hist.add_to(&r.stats.pool.reading(), &mut in_hist);
-        assert_eq!(in_hist.quantile(1.0), Some(100));
-        assert_eq!(row(&r, &WAIT).hist.quantile(1.0), Some(100), "counted once");
-        assert_eq!(row(&r, &INNER).hist.quantile(0.5), Some(7));
-        // Nested calls add no duration of their own (their time is in the outer call's).
-        let a = r.enter(WAIT.id(), &c).unwrap();
-        let b = r.enter(WAIT.id(), &c).unwrap();
-        c.advance_ns(50);
-        r.exit(b, &c);
-        r.exit(a, &c);
-        let w = row(&r, &WAIT);
-        assert_eq!((w.calls, w.outer), (3, 2));
-        assert_eq!(
-            (w.hist.quantile(0.0), w.hist.quantile(1.0)),
-            (Some(50), Some(100))
-        );
-    }
-
-    #[test]
-    fn recursive_scope_counts_outermost_time_once() {
-        fn fib(n: u32, r: &Recorder, c: &FakeCounter) {
-            let g = r.enter(REC.id(), c).unwrap();
-            c.advance_ns(10);
-            if n > 1 {
-                fib(n - 1, r, c);
-                fib(n - 2, r, c);
-            }
-            r.exit(g, c);
-        }
-        let (r, c) = (recorder(), FakeCounter::new());
-        fib(5, &r, &c); // 15 calls, 10 ns each
-        let rec = row(&r, &REC);
-        assert_eq!(rec.calls, 15);
-        assert_eq!(rec.outer, 1);
-        assert_eq!(
-            rec.incl, 150,
-            "inclusive time counted once, not once per level"
-        );
-        assert_eq!(
-            rec.self_ticks, 150,
-            "self time of all levels adds up to the whole"
-        );
-        let p50 = rec.hist.quantile(0.5).unwrap();
-        assert!(
-            p50.abs_diff(150) <= 3,
-            "one outermost call of 150 ticks: p50 {p50}"
-        );
-    }
-
-    #[test]
-    fn group_entered_through_its_own_api_counts_calls_but_time_once() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        // realloc() -> alloc(): both public functions of one API group.
-        let a = r.enter(API_A.id(), &c).unwrap();
-        c.advance_ns(30);
-        let b = r.enter(API_B.id(), &c).unwrap();
-        c.advance_ns(20);
-        r.exit(b, &c);
-        r.exit(a, &c);
-        let g = row(&r, &API_A);
-        assert_eq!(API_A.id(), API_B.id());
-        assert_eq!((g.calls, g.outer, g.incl, g.self_ticks), (2, 1, 50, 50));
-    }
-
-    #[test]
-    fn out_of_order_guards_abandon_inner_scopes_and_count_them() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        let o = r.enter(OUTER.id(), &c).unwrap();
-        let i = r.enter(INNER.id(), &c).unwrap();
-        c.advance_ns(40);
-        r.exit(o, &c); // the outer guard goes first: inner is abandoned, and counted
-        r.exit(i, &c); // and its own late exit is ignored
-        assert_eq!(row(&r, &INNER).calls, 0);
-        assert_eq!(r.stats.unbalanced.load(Relaxed), 1);
-        assert_eq!(row(&r, &OUTER).incl, 40);
-        assert_eq!(r.depth(), 0);
-        let o = r.enter(OUTER.id(), &c).unwrap();
-        r.exit(o, &c);
-        assert_eq!(row(&r, &OUTER).calls, 2, "the stack is usable again");
-    }
-
-    #[test]
-    fn scopes_longer_than_many_anchor_periods_are_still_checked() {
-        static LONG: Callsite = Callsite::new(Name::Static("long"), Kind::Scope, "t.rs", 11, "t");
-        let (r, c) = (recorder(), FakeCounter::new());
-        // 100 anchors first, so the long scope's own epoch is not the thread's first one.
-        for _ in 0..100 {
-            c.advance_ns(5_000_000);
-            let i = r.enter(INNER.id(), &c).unwrap();
-            r.exit(i, &c);
-        }
-        let g = r.enter(LONG.id(), &c).unwrap();
-        // 500 inner scopes, each a few anchor periods apart: the outer scope's own anchor
-        // is long gone from the exact ring when it ends.
-        for _ in 0..500 {
-            c.advance_ns(5_000_000);
-            let i = r.enter(INNER.id(), &c).unwrap();
-            r.exit(i, &c);
-        }
-        c.jump_ticks(60_000_000_000); // and then the counter leaps a minute
-        r.exit(g, &c);
-        let long = row(&r, &LONG);
-        assert_eq!(long.clock_errors, 1);
-        // Replaced by the reference time, measured from an older anchor (epoch 64).
-        assert!(long.incl <= 2_600_000_000, "{}", long.incl);
-        assert!(long.incl >= 2_400_000_000, "{}", long.incl);
-        assert_eq!(row(&r, &INNER).clock_errors, 0);
-    }
-
-    #[test]
-    fn an_abandoned_scope_does_not_stay_open_forever() {
-        // Two interleaved tasks on one thread (scopes held across an await): a opens, b
-        // opens, a closes (abandoning b), then b's guard drops late.
-        let (r, c) = (recorder(), FakeCounter::new());
-        let a = r.enter(OUTER.id(), &c).unwrap();
-        let b = r.enter(INNER.id(), &c).unwrap();
-        c.advance_ns(10);
-        r.exit(a, &c);
-        r.exit(b, &c);
-        // The next entry of INNER is an outermost call again, with its time counted.
-        let b = r.enter(INNER.id(), &c).unwrap();
-        c.advance_ns(30);
-        r.exit(b, &c);
-        let inner = row(&r, &INNER);
-        assert_eq!(
-            (inner.calls, inner.outer, inner.incl, inner.open),
-            (1, 1, 30, 0)
-        );
-    }
-
-    #[test]
-    fn a_late_guard_cannot_close_a_newer_scope_at_its_level() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        let a = r.enter(OUTER.id(), &c).unwrap();
-        let b = r.enter(INNER.id(), &c).unwrap(); // level 1
-        r.exit(a, &c); // b abandoned
-        c.advance_ns(5);
-        let c0 = r.enter(REC.id(), &c).unwrap(); // level 0
-        let d1 = r.enter(OUTER.id(), &c).unwrap(); // level 1, where b was
-        c.advance_ns(20);
-        r.exit(b, &c); // ignored: level 1 is d1 now
-        assert_eq!(r.depth(), 2, "d1 is still open");
-        r.exit(d1, &c);
-        r.exit(c0, &c);
-        let rec = row(&r, &REC);
-        assert_eq!(
-            (rec.calls, rec.incl, rec.self_ticks),
-            (1, 20, 0),
-            "d1 is c0's child"
-        );
-        assert_eq!(row(&r, &INNER).calls, 0);
-        assert_eq!(r.stats.unbalanced.load(Relaxed), 1);
-    }
-
-    #[test]
-    fn a_reset_thread_state_is_empty_for_its_next_thread() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        let o = r.enter(OUTER.id(), &c).unwrap();
-        c.advance_ns(40);
-        r.exit(o, &c);
-        r.stats.reset();
-        let row = row(&r, &OUTER);
-        assert_eq!((row.calls, row.incl, row.min, row.max), (0, 0, u64::MAX, 0));
-        assert_eq!(row.hist.quantile(0.5), None);
-    }
-
-    #[test]
-    fn counter_jumps_inside_scopes_are_clock_errors_replaced_by_reference_time() {
-        static JUMPY: Callsite = Callsite::new(Name::Static("jumpy"), Kind::Scope, "t.rs", 9, "t");
-        let (r, c) = (recorder(), FakeCounter::new());
-        // Forward: 5 ms of real time, the counter leaps 3 s.
-        let g = r.enter(JUMPY.id(), &c).unwrap();
-        c.advance_ns(5_000_000);
-        c.jump_ticks(3_000_000_000);
-        r.exit(g, &c);
-        // Backward: 2 ms of real time, the counter falls back 4 s.
-        let g = r.enter(JUMPY.id(), &c).unwrap();
-        c.advance_ns(2_000_000);
-        c.jump_ticks(-4_000_000_000);
-        r.exit(g, &c);
-        // Sane: a long scope the clocks agree on.
-        let g = r.enter(JUMPY.id(), &c).unwrap();
-        c.advance_ns(8_000_000);
-        r.exit(g, &c);
-        let row = row(&r, &JUMPY);
-        assert_eq!(row.clock_errors, 2);
-        assert_eq!(row.calls, 3);
-        // Each replaced delta is the reference clock's (exact here: every scope began at a
-        // fresh anchor, since each counter jump also made the anchor stale).
-        assert_eq!(
-            (row.min, row.max, row.incl),
-            (2_000_000, 8_000_000, 15_000_000)
-        );
-    }
-
-    #[test]
-    fn stack_deeper_than_the_limit_is_counted_not_recorded() {
-        let (r, c) = (recorder(), FakeCounter::new());
-        let mut frames = Vec::new();
-        for _ in 0..MAX_DEPTH + 5 {
-            frames.push(r.enter(REC.id(), &c));
-        }
-        assert_eq!(frames.iter().filter(|f| f.is_none()).count(), 5);
-        assert_eq!(r.stats.lost_too_deep.load(Relaxed), 5);
-        for f in frames.into_iter().rev().flatten() {
-            r.exit(f, &c);
-        }
-        assert_eq!(row(&r, &REC).calls, MAX_DEPTH as u64);
-    }
-}
+pub(crate) mod tests;

@@ -146,7 +146,9 @@ fn lines(prev: &mut Readings, elapsed: Duration) -> String {
                     t.tid.load(Relaxed),
                     id,
                     slot.incl.load(Relaxed),
-                    slot.calls.load(Relaxed),
+                    slot.outer
+                        .load(Relaxed)
+                        .wrapping_add(slot.nested.load(Relaxed)),
                 ));
             });
         }

@@ -325,7 +325,7 @@ pub(crate) fn exit_summary(s: &Settings) {
 pub(crate) fn overhead_ns() -> f64 {
     static OVERHEAD: OnceLock<f64> = OnceLock::new();
     *OVERHEAD.get_or_init(|| {
-        use crate::clock::{Counter, SystemCounter};
+        use crate::clock::{Counter, CpuCounter, SystemCounter};
         static PROBE: callsite::Callsite = callsite::Callsite::new(
             callsite::Name::Static("tickscope overhead probe"),
             Kind::Scope,
@@ -343,16 +343,27 @@ pub(crate) fn overhead_ns() -> f64 {
         // Where scopes count allocations, their marks too: above this thread's open scopes',
         // which stay as they are.
         let counting = crate::state::counting_allocs();
+        // The path the program's scopes take now (see `imp::enter_cached`).
+        let fast =
+            crate::state::STATE.load(std::sync::atomic::Ordering::Relaxed) == crate::state::ON;
+        use crate::scope::thread::{enter_fast, enter_slot, exit, exit_fast};
         let above = crate::scope::open_depth();
         for _ in 0..5 {
             let t0 = c.ticks();
             for _ in 0..N {
                 // As the macros do: the slot found once (their per-call-site cache).
                 let slot = std::hint::black_box(slot);
-                if let Some(o) = crate::scope::thread::enter_slot(&*stack, stats, slot, &c) {
+                let open = match fast {
+                    true => enter_fast(&*stack, stats, slot, &CpuCounter),
+                    false => enter_slot(&*stack, stats, slot, &c),
+                };
+                if let Some(o) = open {
                     let at = above + o.index();
                     let marked = counting && crate::scope::heap::begin(o.t0(), at);
-                    crate::scope::thread::exit(&*stack, stats, &o, &c);
+                    match o.flags {
+                        0 => exit_fast(&*stack, stats, &o, &CpuCounter),
+                        _ => exit(&*stack, stats, &o, &c),
+                    };
                     if marked {
                         crate::scope::heap::end_at(&o, at);
                     }

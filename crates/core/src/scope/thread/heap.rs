@@ -220,7 +220,7 @@ pub(crate) fn end_at(open: &Open, index: u32) {
                 add(&h.self_allocs, total.0.wrapping_sub(inside.0));
                 add(&h.self_bytes, total.1.wrapping_sub(inside.1));
                 // A re-entered call site's inner calls are inside its outer call's total.
-                if !open.nested {
+                if !open.nested() {
                     add(&h.allocs, total.0);
                     add(&h.bytes, total.1);
                 }

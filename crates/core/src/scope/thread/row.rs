@@ -58,9 +58,10 @@ impl Row {
     /// Adds a live slot into `acc` (its histogram straight into `acc`'s, with no copy of
     /// its own); returns the slot's row without a histogram.
     pub(crate) fn read_into(slot: &Slot, reading: &Reading<'_>, acc: &mut Row) -> Row {
+        let outer = slot.outer.load(Relaxed);
         let row = Row {
-            calls: slot.calls.load(Relaxed),
-            outer: slot.outer.load(Relaxed),
+            calls: outer.wrapping_add(slot.nested.load(Relaxed)),
+            outer,
             incl: slot.incl.load(Relaxed),
             self_ticks: slot.self_ticks.load(Relaxed),
             min: slot.min.load(Relaxed),
