@@ -75,8 +75,11 @@ pub(crate) struct Slot {
     pub outer: AtomicU64,
     /// Inclusive ticks, added at outermost exits only.
     pub incl: AtomicU64,
-    /// Ticks not spent in child scopes.
-    pub self_ticks: AtomicU64,
+    /// Ticks of outermost calls spent in child scopes, less the self time (ticks not in
+    /// child scopes) of nested calls, modulo 2^64: a call site's self time is
+    /// `incl - children` (see [`self_ticks`]). An outermost exit then adds one reading of
+    /// its stack level, where a self time per exit was a subtraction and a clamp more.
+    pub children: AtomicU64,
     pub min: AtomicU64,
     pub max: AtomicU64,
     pub clock_errors: AtomicU64,
@@ -84,6 +87,18 @@ pub(crate) struct Slot {
     /// yet ([`NONE`] if there is none): the thread's next exit records it (see [`exit`]).
     pub pending: AtomicU64,
     pub hist: Hist,
+}
+
+/// A call site's self time from its inclusive time and [`Slot::children`]: 0 where a clock
+/// anomaly (a child longer than its parent, after the guard's corrections) or a read between
+/// an exit's two adds would make it negative.
+pub(crate) fn self_ticks(incl: u64, children: u64) -> u64 {
+    let v = incl.wrapping_sub(children);
+    if (v as i64) < 0 {
+        0
+    } else {
+        v
+    }
 }
 
 /// [`Slot::pending`]: nothing waiting.
@@ -95,7 +110,7 @@ impl Slot {
             nested: AtomicU64::new(0),
             outer: AtomicU64::new(0),
             incl: AtomicU64::new(0),
-            self_ticks: AtomicU64::new(0),
+            children: AtomicU64::new(0),
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
             clock_errors: AtomicU64::new(0),
@@ -112,7 +127,7 @@ impl Slot {
             &self.nested,
             &self.outer,
             &self.incl,
-            &self.self_ticks,
+            &self.children,
             &self.max,
             &self.clock_errors,
         ] {
@@ -444,11 +459,13 @@ fn exit_at(
     }
     slot.depth
         .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
-    add(&slot.self_ticks, dt.saturating_sub(get(s, index, CHILD)));
+    let child = get(s, index, CHILD);
     if o.nested() {
         add(&slot.nested, 1);
+        add(&slot.children, dt.saturating_sub(child).wrapping_neg());
     } else {
         add(&slot.outer, 1);
+        add(&slot.children, child);
         add(&slot.incl, dt);
         if dt < slot.min.load(Relaxed) {
             slot.min.store(dt, Relaxed);
@@ -497,12 +514,12 @@ pub(crate) fn exit_fast(
     let index = o.index as usize % INLINE_DEPTH;
     let dt = t1.wrapping_sub(o.t0);
     if s.depth() as usize != index + 1 || s.inline(index, T0) != o.t0 || dt > SUSPECT_TICKS {
-        return exit_after(s, stats, o.into_parts(), clock, t1);
+        return exit_after(s, stats, o.slot, o.t0, o.index, o.epoch, clock, t1);
     }
     let slot = o.slot;
     slot.depth
         .store(slot.depth.load(Relaxed).wrapping_sub(1), Relaxed);
-    add(&slot.self_ticks, dt.saturating_sub(s.inline(index, CHILD)));
+    add(&slot.children, s.inline(index, CHILD));
     add(&slot.outer, 1);
     add(&slot.incl, dt);
     if dt < slot.min.load(Relaxed) {
@@ -531,17 +548,28 @@ pub(crate) fn exit_fast(
 }
 
 /// [`exit_fast`]'s other cases: [`exit`] with the reading taken. The scope comes as its
-/// parts, so that the fast path need not keep it in memory for this call.
+/// fields (its flags are 0): a struct would be passed through memory, and the common path
+/// would keep the scope there for this call.
 #[cold]
 #[inline(never)]
+#[allow(clippy::too_many_arguments)] // registers, not a struct in memory: see above
 fn exit_after(
     s: &impl StackStore,
     stats: &ThreadStats,
-    o: OpenParts,
+    slot: &'static Slot,
+    t0: Ticks,
+    index: u32,
+    epoch: u32,
     clock: &impl Counter,
     t1: Ticks,
 ) -> Ticks {
-    exit_at(s, stats, &Open::from_parts(o), clock, t1)
+    exit_at(
+        s,
+        stats,
+        &Open::from_parts((slot, t0, index, epoch, 0)),
+        clock,
+        t1,
+    )
 }
 
 /// Records the duration waiting in the thread's pending slot, if any, into its histogram.

@@ -58,12 +58,12 @@ impl Row {
     /// Adds a live slot into `acc` (its histogram straight into `acc`'s, with no copy of
     /// its own); returns the slot's row without a histogram.
     pub(crate) fn read_into(slot: &Slot, reading: &Reading<'_>, acc: &mut Row) -> Row {
-        let outer = slot.outer.load(Relaxed);
+        let (outer, incl) = (slot.outer.load(Relaxed), slot.incl.load(Relaxed));
         let row = Row {
             calls: outer.wrapping_add(slot.nested.load(Relaxed)),
             outer,
-            incl: slot.incl.load(Relaxed),
-            self_ticks: slot.self_ticks.load(Relaxed),
+            incl,
+            self_ticks: super::self_ticks(incl, slot.children.load(Relaxed)),
             min: slot.min.load(Relaxed),
             max: slot.max.load(Relaxed),
             clock_errors: slot.clock_errors.load(Relaxed),

@@ -329,3 +329,16 @@ fn stack_deeper_than_the_limit_is_counted_not_recorded() {
     }
     assert_eq!(row(&r, &REC).calls, MAX_DEPTH as u64);
 }
+
+/// Self time is `incl - children` modulo 2^64 (nested calls' self time is subtracted from
+/// `children`), and 0 where that would be negative.
+#[test]
+fn self_time_is_inclusive_less_children_and_never_negative() {
+    assert_eq!(self_ticks(100, 30), 70);
+    assert_eq!(
+        self_ticks(100, 0u64.wrapping_sub(20)),
+        120,
+        "nested self time added"
+    );
+    assert_eq!(self_ticks(10, 30), 0, "a child longer than its parent");
+}
