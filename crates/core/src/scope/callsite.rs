@@ -15,6 +15,8 @@ pub(crate) const MAX_CALLSITES: u32 =
     super::thread::DIR_LEN as u32 * super::thread::PAGE_LEN as u32;
 /// Call sites past the table's capacity all share this id, reported as one honest row.
 pub(crate) const OVERFLOW_ID: u32 = MAX_CALLSITES - 1;
+// A captured scope's guard keeps its call site's id below its flags.
+const _: () = assert!(MAX_CALLSITES <= super::thread::SITE_MASK);
 
 /// How a call site names its row.
 #[doc(hidden)]

@@ -278,7 +278,6 @@ pub(crate) const NESTED: u32 = 1 << 30;
 pub(crate) const SLOW: u32 = 1 << 29;
 /// [`Open::flags`]' low bits: a captured scope's call-site id (ids stay far below [`SLOW`]).
 pub(crate) const SITE_MASK: u32 = SLOW - 1;
-const _: () = assert!(super::callsite::MAX_CALLSITES <= SITE_MASK);
 
 impl Open {
     /// The scope's start reading.
