@@ -114,7 +114,11 @@ pub fn thread_counts() -> (u64, u64) {
 pub(crate) fn allocated(at: usize, size: usize) {
     let c = COUNT.get();
     let (n, bytes) = (c.n.wrapping_add(1), c.bytes.wrapping_add(size as u64));
-    let left = c.left.saturating_sub(size as i64);
+    // No overflow: a count starts at most at i64::MAX and is redrawn once it is not
+    // positive; only the profiler's own allocations (`BUSY`) take it further below 0, by
+    // their sizes, far from i64::MIN. One instruction where a saturating subtraction was
+    // three.
+    let left = c.left.wrapping_sub(size as i64);
     if left > 0 {
         COUNT.set(Count { left, n, bytes });
     } else {
