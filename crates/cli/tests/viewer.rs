@@ -205,6 +205,32 @@ fn browse_live(
 }
 
 /// The number in a table cell as the page wrote it.
+/// `n` as the page writes a count (`toLocaleString('en-US')`): 12,345.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The samples of profile `p` (not the records that hold them), as `top` counts them.
+fn samples_of(p: &Path) -> u64 {
+    let top = json(
+        &tickscope()
+            .arg("top")
+            .arg(p)
+            .args(["--sample-index", "samples", "--json"])
+            .output()
+            .unwrap(),
+    );
+    top["total"].as_u64().unwrap()
+}
+
 fn cell(row: &serde_json::Value, col: &str) -> Option<f64> {
     row[col]["value"].as_str().and_then(|v| v.parse().ok())
 }
@@ -507,6 +533,12 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         .collect();
     assert!(cums.windows(2).all(|w| w[0] >= w[1]), "{cums:?}");
     assert_eq!(page["flame_total"].as_f64(), top["total"].as_f64());
+    // The status line counts the samples, not the records that hold them (several samples
+    // of one stack are one record).
+    let status = page["profile_status"].as_str().unwrap();
+    let samples = format!("{} samples", thousands(samples_of(&prof)));
+    assert!(status.starts_with(&samples), "{status:?}, want {samples:?}");
+    assert_eq!(page["profile_empty"], serde_json::Value::Null);
     let sandwich = &page["sandwich"];
     assert!(
         sandwich["callers"].as_u64().unwrap() + sandwich["callees"].as_u64().unwrap() > 0,
@@ -610,6 +642,13 @@ fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
     };
     assert_eq!(page["diff_total"]["new"].as_f64(), total(&b));
     assert_eq!(page["diff_total"]["base"].as_f64(), total(&a));
+    // The diff's status: both profiles' samples, base first (not the profile tab's).
+    let status = page["diff_status"].as_str().unwrap();
+    let (sa, sb) = (thousands(samples_of(&a)), thousands(samples_of(&b)));
+    assert!(
+        status.starts_with(&format!("{sa} samples")) && status.contains(&format!("→ {sb} samples")),
+        "{status:?}, want {sa} → {sb} samples"
+    );
     assert!(out.join("diff.png").exists());
     drop(v);
     let _ = std::fs::remove_dir_all(&d);

@@ -4,7 +4,7 @@ import { Flame, flameBox } from './flame.js';
 import { functionViews } from './source.js';
 import { S, writeHash } from './state.js';
 import { labels, topTable } from './tables.js';
-import { $, count, el } from './util.js';
+import { $, count, el, fmtUnit } from './util.js';
 import { api } from './wire.js';
 
 export const PF = {
@@ -17,7 +17,7 @@ export const PF = {
     if (S.si !== null && !(S.si < p.sample_types.length)) S.si = null;
     $('pf-name').textContent = p.name;
     sampleTypes($('pf-si'), p, S.si);
-    $('status').textContent = `${count(p.samples)} samples`;
+    $('status').textContent = totalsLine(p, S.si);
     for (const b of document.querySelectorAll('#profile .seg button')) b.classList.toggle('on', b.dataset.pv === S.pv);
     const flame = S.pv === 'flame' || S.pv === 'icicle';
     $('pf-flamebox').hidden = !flame;
@@ -29,7 +29,9 @@ export const PF = {
         if (this.loaded !== S.p || this.loadedSi !== S.si) {
           if (!this.flame) this.flame = new Flame($('pf-canvas'), { icicle: () => S.pv === 'icicle', tip: flameBox($('pf-canvas')), onPick: (n) => this.pick(n) });
           const t0 = performance.now();
-          this.flame.set(await api('flame', { p: S.p, si: S.si }));
+          const tree = await api('flame', { p: S.p, si: S.si });
+          this.flame.set(tree);
+          emptyNote($('pf-empty'), $('pf-canvas'), tree, typeName(p, S.si));
           this.loaded = S.p;
           this.loadedSi = S.si;
           document.body.dataset.flameMs = String(Math.round(performance.now() - t0));
@@ -37,7 +39,10 @@ export const PF = {
         document.body.dataset.flamePainted = '1';
       } else if (S.pv === 'top') {
         const t = await api('top', { p: S.p, si: S.si });
-        $('pf-top').replaceChildren(el('p', { class: 'note', text: 'As tickscope top prints it; click a row for its callers and callees.' }), labels(t.labels), topTable(t.rows, t, (r) => this.pick(r.name)));
+        const table = t.rows.length
+          ? topTable(t.rows, t, (r) => this.pick(r.name))
+          : el('p', { class: 'note empty', text: `No ${typeName(p, S.si) || 'samples'} in this profile: nothing to list.` });
+        $('pf-top').replaceChildren(el('p', { class: 'note', text: 'As tickscope top prints it; click a row for its callers and callees.' }), labels(t.labels), table);
       } else if (S.pv === 'sandwich') await this.sandwich();
       else if (S.pv === 'source') await this.source();
     } catch (e) {
@@ -57,6 +62,38 @@ export const PF = {
   // The sandwich and source views (source.js).
   ...functionViews,
 };
+
+// The index of the sample type shown: `si`, or the profile's default (the last without one).
+function typeIndex(p, si) {
+  return si ?? p.default_index ?? p.sample_types.length - 1;
+}
+
+// Sample type `si`'s name (`cpu`, `inuse_space`).
+function typeName(p, si) {
+  return String(p.sample_types[typeIndex(p, si)] ?? '').split('/')[0];
+}
+
+// The status line of profile `p` shown by sample type `si`: that type's total in its unit,
+// and the number of samples where the profile counts them (a CPU profile's `samples` type:
+// samples, not the records that hold them).
+function totalsLine(p, si) {
+  const i = typeIndex(p, si);
+  const totals = p.totals || [];
+  const parts = [];
+  const [ty, unit] = String(p.sample_types[i] ?? '').split('/');
+  const n = p.sample_types.findIndex((t) => t === 'samples/count');
+  if (n >= 0 && n !== i) parts.push(`${count(totals[n] ?? 0)} samples`);
+  parts.push(ty === 'samples' ? `${count(totals[i] ?? 0)} samples` : `${fmtUnit(totals[i] ?? 0, unit)} ${ty}`);
+  return parts.join(' · ');
+}
+
+// Over an empty flame graph (nothing of the type shown), a word saying so, not a blank.
+function emptyNote(note, canvas, tree, ty) {
+  const empty = !(tree.cum && tree.cum[0]) && !(tree.base_cum && tree.base_cum[0]);
+  note.hidden = !empty;
+  canvas.hidden = empty;
+  if (empty) note.textContent = `No ${ty || 'samples'} in this profile: nothing to draw.`;
+}
 
 // Fills `select` with profile `p`'s sample types, `si` (or the default) chosen; hidden when
 // there is one type only. A heap profile has four: what was allocated and what is still in
@@ -96,6 +133,9 @@ export const DF = {
       sampleTypes($('df-si'), base, S.si);
       if (!this.flame) this.flame = new Flame($('df-canvas'), { diff: true, icicle: () => false, tip: flameBox($('df-canvas')) });
       this.flame.set(d);
+      const nw = S.info.profiles[S.info.diff.new];
+      $('status').textContent = nw ? `${totalsLine(base, S.si)} → ${totalsLine(nw, S.si)}` : totalsLine(base, S.si);
+      emptyNote($('df-empty'), $('df-canvas'), d, typeName(base, S.si));
       const t = d.table;
       $('df-table').replaceChildren(el('p', { class: 'note', text: 'As tickscope diff prints it (negative: shrank).' }), labels(t.labels), topTable(t.rows, t));
     } catch (e) {

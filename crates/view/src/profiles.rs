@@ -97,6 +97,18 @@ impl ProfileDoc {
         views::list_json(&r, &exact(name)?)
     }
 
+    /// Per sample type, the sum of every sample's value (saturating).
+    fn totals(&self) -> Vec<i64> {
+        let p = &self.profile;
+        let mut totals = vec![0i64; p.sample_types.len()];
+        for s in &p.samples {
+            for (t, &v) in totals.iter_mut().zip(p.values(s)) {
+                *t = t.saturating_add(v);
+            }
+        }
+        totals
+    }
+
     /// The profile's description: its sample types and comments.
     pub fn info(&self) -> Value {
         json!({
@@ -106,6 +118,9 @@ impl ProfileDoc {
             // `--sample-index`): a heap profile's `inuse_space`, say.
             "default_index": self.profile.default_sample_index(),
             "samples": self.profile.samples.len(),
+            // Per sample type, the sum of the samples' values: what `top` calls the total
+            // (a CPU profile's samples, not its records; a heap profile's bytes).
+            "totals": self.totals(),
             "comments": self.profile.comments,
             "notes": self.notes,
         })

@@ -277,10 +277,19 @@ try {
       out.profile_sample_type = await page.evaluate(() => window.tickscope.PF.flame.tree.sample_type);
       out.flame_ms = await page.evaluate(() => Number(document.body.dataset.flameMs));
       out.flame_total = await page.evaluate(() => window.tickscope.PF.flame.tree.cum[0]);
+      out.profile_status = await page.evaluate(() => document.getElementById('status').textContent);
+      out.profile_empty = await page.evaluate(() => { const e = document.getElementById('pf-empty'); return e.hidden ? null : e.textContent; });
       await shot('profile-flame');
       await page.click('#profile .seg button[data-pv="icicle"]');
       await shot('profile-icicle');
       await page.click('#profile .seg button[data-pv="top"]');
+      if (out.profile_empty !== null) {
+        // Nothing to list either: the table says so, and there is no function to pick.
+        await page.waitForSelector('#pf-top p.empty', { timeout: 30000 });
+        out.top_empty = await page.evaluate(() => document.querySelector('#pf-top p.empty').textContent);
+        await shot('profile-top');
+        throw 'done';
+      }
       await page.waitForSelector('#pf-top tbody tr', { timeout: 30000 });
       out.top = await rows('#pf-top');
       await shot('profile-top');
@@ -319,6 +328,7 @@ try {
     out.diff_sample_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
     out.diff_rows = await rows('#df-table');
     out.diff_total = await page.evaluate(() => ({ new: window.tickscope.DF.flame.tree.cum[0], base: window.tickscope.DF.flame.tree.base_cum[0] }));
+    out.diff_status = await page.evaluate(() => document.getElementById('status').textContent);
     await shot('diff');
   }
 } catch (e) {
