@@ -497,6 +497,10 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     );
     compare(&page["range_summary"], &want, "range");
     assert!(page["range_samples"].as_f64() > Some(0.0), "{page}");
+    assert_eq!(
+        page["range_root_visible"], true,
+        "the range's flame graph out of sight"
+    );
     // The URL restored the window and the range.
     let (before, after) = (&page["restored"]["before"], &page["restored"]["after"]);
     for k in ["from", "until"] {

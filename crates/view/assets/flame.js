@@ -61,11 +61,14 @@ export class Flame {
     const need = (this.maxDepth - this.depth[this.root] + 1) * this.rowH + 4;
     const tall = Math.max(box.clientHeight, need);
     const icicleNow = !!this.opts.icicle();
-    if (this.canvas.style.height !== `${tall}px` || this.wasIcicle !== icicleNow) {
+    // Sized again, and the root scrolled into view, when the box itself changed too (drawn
+    // while hidden, say: a range's samples before their tab is shown).
+    if (this.canvas.style.height !== `${tall}px` || this.wasIcicle !== icicleNow || this.boxH !== box.clientHeight) {
       this.canvas.style.height = `${tall}px`;
       // The root in view: at the bottom of a flame graph, the top of an icicle.
       box.scrollTop = icicleNow ? 0 : box.scrollHeight;
       this.wasIcicle = icicleNow;
+      this.boxH = box.clientHeight;
     }
     const { ctx, w, h } = setupCanvas(this.canvas);
     ctx.clearRect(0, 0, w, h);

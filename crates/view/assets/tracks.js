@@ -201,14 +201,15 @@ export const tracks = {
     ctx.fillStyle = '#f7f7f8';
     ctx.fillRect(0, y, w, tr.h - 2);
     ctx.fillStyle = '#1d1f21';
-    ctx.fillText(fit(ctx, name, GUTTER - 12), 6, y + 10);
+    // The name left of the value column (a long name ran under the values).
+    ctx.fillText(fit(ctx, name, GUTTER - 66), 6, y + 10);
     const co = a && a.counters.get(String(tr.id));
     if (!co || co.px.length === 0) return;
     let lo = Infinity, hi = -Infinity;
     for (let i = 0; i < co.px.length; i++) { lo = Math.min(lo, co.min[i]); hi = Math.max(hi, co.max[i]); }
     ctx.fillStyle = '#6b6f76';
-    ctx.fillText(`${+hi.toPrecision(4)}`, GUTTER - 56, y + 8);
-    ctx.fillText(`${+lo.toPrecision(4)}`, GUTTER - 56, y + tr.h - 10);
+    ctx.fillText(compact(hi), GUTTER - 56, y + 8);
+    ctx.fillText(compact(lo), GUTTER - 56, y + tr.h - 10);
     const range = hi - lo;
     const yy = (v) => (range > 0 ? y + tr.h - 4 - (v - lo) / range * (tr.h - 8) : y + tr.h / 2);
     const npp = (a.until - a.from) / a.px;
@@ -221,3 +222,11 @@ export const tracks = {
     }
   },
 };
+
+// A counter's value in at most four significant digits and a suffix (17280000: 17.28M), to
+// fit the value column.
+function compact(v) {
+  const a = Math.abs(v);
+  for (const [d, u] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e4, 'k']]) if (a >= d) return `${+(v / d).toPrecision(4)}${u}`;
+  return `${+v.toPrecision(4)}`;
+}

@@ -244,6 +244,13 @@ try {
       await page.click('#smp-tab');
       await page.waitForFunction(() => window.tickscope.TL.smpFlame && window.tickscope.TL.smpFlame.tree, null, { timeout: 30000 });
       out.range_samples = await page.evaluate(() => window.tickscope.TL.smpFlame.tree.cum[0]);
+      // Its root row is on screen, in its box (it was drawn ~800 px below the pane).
+      out.range_root_visible = await page.evaluate(() => {
+        const c = document.getElementById('smp-canvas').getBoundingClientRect();
+        const b = document.getElementById('smp-flamebox').getBoundingClientRect();
+        const root = c.bottom - window.tickscope.TL.smpFlame.rowH / 2;
+        return root >= b.top && root <= b.bottom && root <= window.innerHeight;
+      });
       await shot('timeline-samples');
     }
     // The URL restores the view: once the page has written it (debounced), reload and
