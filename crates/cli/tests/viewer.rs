@@ -536,6 +536,19 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         .map(|c| c.as_f64().unwrap())
         .collect();
     assert!(cums.windows(2).all(|w| w[0] >= w[1]), "{cums:?}");
+    // A second click on the header sorts the other way (then a third back).
+    let up: Vec<f64> = page["top_sorted_by_cum_up"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    assert!(up.windows(2).all(|w| w[0] <= w[1]), "{up:?}");
+    assert_eq!(up.len(), cums.len());
+    // A double-click in the flame graph opens the callers and callees of the frame it hit.
+    let dbl = &page["flame_dblclick"];
+    assert!(dbl["want"].is_string(), "no frame three rows up: {page}");
+    assert_eq!(dbl["got"], dbl["want"], "{dbl}");
     assert_eq!(page["flame_total"].as_f64(), top["total"].as_f64());
     // The status line counts the samples, not the records that hold them (several samples
     // of one stack are one record).

@@ -13,8 +13,10 @@ export class Flame {
     canvas.addEventListener('mousemove', (e) => this.hover(e));
     canvas.addEventListener('mouseleave', () => this.tip(null));
     canvas.addEventListener('click', (e) => this.click(e));
-    canvas.addEventListener('dblclick', (e) => {
-      const n = this.hit(e);
+    // A double-click's first click has zoomed already, which moves the frame under the
+    // pointer: the frame picked is the one that first click hit.
+    canvas.addEventListener('dblclick', () => {
+      const n = this.clicked;
       if (n > 0 && this.opts.onPick) this.opts.onPick(this.name(n));
     });
   }
@@ -157,7 +159,10 @@ export class Flame {
   }
 
   click(e) {
+    // A double-click's second click (`detail` 2) neither zooms again nor moves the pick.
+    if (e.detail > 1) return;
     const i = this.hit(e);
+    this.clicked = i;
     if (i < 0) return;
     this.root = i === this.root ? this.tree.parent[i] : i;
     if (this.opts.onZoom) this.opts.onZoom(this.root === 0 ? null : this.name(this.root));

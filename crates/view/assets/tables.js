@@ -2,12 +2,15 @@
 // capture's (or range's) summary as tickscope report prints it.
 import { count, dur, el, fmtAt, scopeColour, short } from './util.js';
 
-// A table of `rows`; columns: {key, label, num, text(row), value(row), title}; sortable.
+// A table of `rows`; columns: {key, label, num, text(row), value(row), title}; sortable:
+// a header's click sorts by it (numbers largest first, names A to Z), a second click the
+// other way.
 export function table(cols, rows, opts) {
   opts = opts || {};
   const t = el('table', { class: opts.class });
   const head = el('tr');
   let sortKey = opts.sort || null;
+  let reversed = false;
   const tbody = el('tbody');
   const fill = () => {
     tbody.textContent = '';
@@ -15,6 +18,7 @@ export function table(cols, rows, opts) {
     if (sortKey) {
       const c = cols.find((c) => c.key === sortKey);
       rs = [...rows].sort((a, b) => (c.num ? (c.value(b) - c.value(a)) : String(c.value(a)).localeCompare(String(c.value(b)))));
+      if (reversed) rs.reverse();
     }
     for (const r of rs) {
       const tr = el('tr', { class: opts.onPick ? 'pick' : null, onclick: opts.onPick ? () => opts.onPick(r) : null });
@@ -27,12 +31,21 @@ export function table(cols, rows, opts) {
       }
       tbody.append(tr);
     }
-    for (const th of head.children) th.classList.toggle('sorted', th.dataset.key === sortKey);
+    for (const th of head.children) {
+      th.classList.toggle('sorted', th.dataset.key === sortKey && !reversed);
+      th.classList.toggle('sorted-up', th.dataset.key === sortKey && reversed);
+    }
   };
   for (const c of cols) {
     const th = el('th', { class: `${c.num ? 'num ' : ''}${opts.sortable ? 'sortable' : ''}`, text: c.label, title: c.help });
     th.dataset.key = c.key;
-    if (opts.sortable) th.addEventListener('click', () => { sortKey = c.key; fill(); });
+    if (opts.sortable) {
+      th.addEventListener('click', () => {
+        reversed = sortKey === c.key && !reversed;
+        sortKey = c.key;
+        fill();
+      });
+    }
     head.append(th);
   }
   t.append(el('thead', {}, head), tbody);

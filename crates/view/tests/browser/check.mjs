@@ -287,6 +287,28 @@ try {
       out.profile_status = await page.evaluate(() => document.getElementById('status').textContent);
       out.profile_empty = await page.evaluate(() => { const e = document.getElementById('pf-empty'); return e.hidden ? null : e.textContent; });
       await shot('profile-flame');
+      if (out.profile_empty === null) {
+        // Double-click the widest frame three rows above the root: its callers and callees
+        // open for that frame (the first click's zoom moved it from under the pointer).
+        const target = await page.evaluate(() => {
+          const f = window.tickscope.PF.flame;
+          const r = f.canvas.getBoundingClientRect();
+          let best = -1;
+          for (const i of f.drawn) if (f.depth[i] === 3 && (best < 0 || f.width(i) > f.width(best))) best = i;
+          if (best < 0) return null;
+          const scale = r.width / (f.width(f.root) || 1);
+          return {
+            x: r.left + (f.x[best] - f.x[f.root] + f.width(best) / 2) * scale,
+            y: r.bottom - 3.5 * f.rowH,
+            name: f.name(best),
+          };
+        });
+        if (target) {
+          await page.mouse.dblclick(target.x, target.y);
+          await page.waitForSelector('#pf-sandwich h2', { timeout: 30000 });
+          out.flame_dblclick = { want: target.name, got: await page.evaluate(() => document.querySelector('#pf-sandwich h2').textContent) };
+        }
+      }
       await page.click('#profile .seg button[data-pv="icicle"]');
       await shot('profile-icicle');
       await page.click('#profile .seg button[data-pv="top"]');
@@ -303,11 +325,15 @@ try {
       // Sort by cum, then pick the heaviest function of the program's own (or the heaviest):
       // its callers and callees.
       await page.click('#pf-top th[data-key="cum"]');
+      await page.click('#pf-top th[data-key="cum"]');
+      out.top_sorted_by_cum_up = (await rows('#pf-top')).map((r) => Number(r.cum.value));
+      await page.click('#pf-top th[data-key="cum"]');
       const sorted = await rows('#pf-top');
       out.top_sorted_by_cum = sorted.map((r) => Number(r.cum.value));
       const pick = Math.max(0, sorted.findIndex((r) => /::demo::/.test(r.name.value)));
       await page.click(`#pf-top tbody tr:nth-child(${pick + 1})`);
-      await page.waitForSelector('#pf-sandwich h2', { timeout: 30000 });
+      // (A sandwich of the double-click's frame is there already: wait for this one's.)
+      await page.waitForFunction((n) => { const h = document.querySelector('#pf-sandwich h2'); return h && h.textContent === n; }, sorted[pick].name.value, { timeout: 30000 });
       out.sandwich = await page.evaluate(() => ({
         name: document.querySelector('#pf-sandwich h2').textContent,
         callers: [...document.querySelectorAll('#pf-sandwich div:nth-of-type(1) tbody tr')].length,
