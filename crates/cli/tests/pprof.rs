@@ -282,6 +282,31 @@ fn gzip_zeros(n: usize) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// Folded stacks whose first line is longer than the 4 KiB the loader sniffs (a frame with
+/// a name of 10,000 characters) are read as folded stacks, where they were "not a profile".
+#[test]
+fn folded_stacks_with_a_first_line_longer_than_the_sniff_are_read() {
+    let dir = std::env::temp_dir().join(format!("tickscope-longline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let long = format!("very_long_{}", "x".repeat(10_000));
+    let file = dir.join("long.folded");
+    std::fs::write(&file, format!("main;{long};leaf 10\nmain;other 5\n")).unwrap();
+    let out = tickscope(&["top", "--json", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let top: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(top["total"], 15);
+    assert!(top["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "leaf" && r["flat"] == 10));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Gzip bombs and endless devices are refused from their first bytes or by the ratio of
 /// decompressed to compressed size, in memory unrelated to what they would decompress to
 /// (before: 8.4 GB and a minute for 4 GiB of zeros; 4.2 GB for /dev/zero).

@@ -606,6 +606,33 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A frame named with 10,000 characters (read from folded stacks whose first line is longer
+/// than the loader sniffs): its tooltip, at the window's right edge, is flipped into the
+/// window, 520 px wide at most, and shows the name's two ends (issue 43 item 13).
+#[test]
+fn a_long_name_has_a_tooltip_that_stays_in_the_window() {
+    let d = dir("long-name");
+    let file = d.join("long.folded");
+    let long = format!("very_long_{}", "x".repeat(10_000));
+    std::fs::write(&file, format!("main;{long};leaf 10\n")).unwrap();
+    let v = view(&[file.to_str().unwrap()]);
+    let page = browse("check.mjs", &v.url, &shots("long-name"), &["--tip-edge"]);
+    let tip = &page["tip"];
+    let f = |k: &str| tip[k].as_f64().unwrap();
+    let (w, h) = (
+        tip["window"][0].as_f64().unwrap(),
+        tip["window"][1].as_f64().unwrap(),
+    );
+    // It was 67,000 px wide, past the window's edge.
+    assert!(f("width") <= 540.0, "{tip}");
+    assert!(f("left") >= 0.0 && f("right") <= w, "{tip}");
+    assert!(f("top") >= 0.0 && f("bottom") <= h, "{tip}");
+    // The name's two ends, not all of it.
+    assert!(tip["chars"].as_u64().unwrap() < 1000, "{tip}");
+    drop(v);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
     let d = dir("diff");

@@ -103,6 +103,11 @@ fn could_be_profile(head: &[u8]) -> bool {
     if pprof::looks_like_proto(head) {
         return true;
     }
+    // A first line longer than what is sniffed (folded stacks with a frame of 10,000
+    // characters): text that could begin one is read on, and the parser decides.
+    if head.len() == SNIFF && !head.contains(&b'\n') {
+        return text_line(head);
+    }
     // Text formats are judged on whole lines.
     let lines = match head.iter().rposition(|&b| b == b'\n') {
         Some(i) if head.len() == SNIFF => &head[..=i],
@@ -111,6 +116,16 @@ fn could_be_profile(head: &[u8]) -> bool {
     legacy::parse(head).is_some()
         || legacy::parse(lines).is_some()
         || folded::parse(lines).is_some()
+}
+
+/// Whether `head` could be the start of a line of text: UTF-8 (a character cut at its end
+/// allowed), no control character but tabs. Zeros, a device's or a binary's bytes are not.
+fn text_line(head: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    valid && !head.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f)
 }
 
 /// The first error reading or opening the file itself, as opposed to the decompressor's:

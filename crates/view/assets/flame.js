@@ -1,6 +1,6 @@
 // Flame graphs (a profile's, the CPU samples of a timeline's range, a diff's) on a canvas:
 // click a frame to zoom in (the root to zoom out), double-click for its callers and callees.
-import { colour, count, dur, el, fit, setupCanvas } from './util.js';
+import { clip, colour, count, dur, el, fit, placeTip, setupCanvas } from './util.js';
 
 export class Flame {
   constructor(canvas, opts) {
@@ -145,13 +145,15 @@ export class Flame {
     if (!e || i < 0) { tip.hidden = true; return; }
     const t = this.tree;
     const pct = (v) => (t.cum[0] ? (100 * v / t.cum[0]).toFixed(2) : '0') + '%';
-    let text = `${this.name(i)}\n${this.value(t.cum[i])} (${pct(t.cum[i])}) · self ${this.value(t.flat[i])}`;
-    if (this.opts.diff) text = `${this.name(i)}\nnew ${this.value(t.cum[i])} · base ${this.value(t.base_cum[i])} · change ${t.cum[i] - t.base_cum[i] >= 0 ? '+' : ''}${this.value(t.cum[i] - t.base_cum[i]).replace(/^-/, '−')}`;
+    const name = clip(this.name(i));
+    let text = `${name}\n${this.value(t.cum[i])} (${pct(t.cum[i])}) · self ${this.value(t.flat[i])}`;
+    if (this.opts.diff) text = `${name}\nnew ${this.value(t.cum[i])} · base ${this.value(t.base_cum[i])} · change ${t.cum[i] - t.base_cum[i] >= 0 ? '+' : ''}${this.value(t.cum[i] - t.base_cum[i]).replace(/^-/, '−')}`;
     tip.textContent = text;
     tip.hidden = false;
-    const box = tip.parentElement.getBoundingClientRect();
-    tip.style.left = `${Math.min(e.clientX - box.left + 12, box.width - 300)}px`;
-    tip.style.top = `${e.clientY - box.top + 14}px`;
+    const box = tip.parentElement;
+    const r = box.getBoundingClientRect();
+    // In the box's scrolled content: what is visible of it is scrollTop to + clientHeight.
+    placeTip(tip, e.clientX - r.left, e.clientY - r.top + box.scrollTop, box.clientWidth, box.scrollTop + box.clientHeight);
   }
 
   hover(e) {
@@ -182,7 +184,6 @@ export function flameBox(canvas) {
   if (!tip) {
     tip = el('div', { class: 'tip', hidden: true });
     tip.id = '';
-    tip.style.cssText = 'position:absolute;pointer-events:none;background:rgba(29,31,33,.92);color:#fff;padding:4px 8px;border-radius:3px;font-size:12px;white-space:pre-wrap;z-index:2';
     box.append(tip);
   }
   return tip;

@@ -10,7 +10,7 @@
 import { panes } from './panes.js';
 import { S, refreshInfo, writeHash } from './state.js';
 import { COUNTER, GUTTER, HEAD, HOW, LANE, NARROW, ROW, RULER, SAMPLES, tracks } from './tracks.js';
-import { $, count, dur, fmtAt } from './util.js';
+import { $, clip, count, dur, fmtAt, placeTip } from './util.js';
 import { api, readAnswer } from './wire.js';
 
 export const TL = {
@@ -207,10 +207,10 @@ export const TL = {
     let text = null;
     if (h.life) {
       const s = c.scopes[h.tr.site];
-      text = `${s ? s[0] : `<scope #${h.tr.site}>`}: a life of ${dur(h.life[1] - h.life[0])}${s ? ` · ${s[1]}:${s[2]}` : ''}\n${HOW[h.life[2]]}`;
+      text = `${s ? clip(s[0]) : `<scope #${h.tr.site}>`}: a life of ${dur(h.life[1] - h.life[0])}${s ? ` · ${s[1]}:${s[2]}` : ''}\n${HOW[h.life[2]]}`;
     } else if (h.slice) {
       const s = c.scopes[h.slice.id];
-      text = `${s ? s[0] : `<scope #${h.slice.id}>`}\n${dur(h.slice.e - h.slice.b)}${s ? ` · ${s[1]}:${s[2]}` : ''}${['', ' · abandoned', ' · cut', ' · still open'][h.slice.close]}`;
+      text = `${s ? clip(s[0]) : `<scope #${h.slice.id}>`}\n${dur(h.slice.e - h.slice.b)}${s ? ` · ${s[1]}:${s[2]}` : ''}${['', ' · abandoned', ' · cut', ' · still open'][h.slice.close]}`;
     } else if (h.busy) {
       text = `${Math.round(100 * h.busy / 255)}% busy with scopes narrower than a pixel: zoom in, or click for the scope here`;
     } else if (h.header && this.answer) {
@@ -225,8 +225,7 @@ export const TL = {
     if (!text) { tip.hidden = true; return; }
     tip.textContent = text;
     tip.hidden = false;
-    tip.style.left = `${Math.min(x + 14, r.width - 320)}px`;
-    tip.style.top = `${y + 16}px`;
+    placeTip(tip, x, y, r.width, r.height);
   },
 
   ...tracks,

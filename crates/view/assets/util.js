@@ -93,3 +93,24 @@ export function fmtUnit(v, unit) {
   }
   return count(v);
 }
+
+// A name cut in its middle past `max` characters (a tooltip shows a 10,000-character name's
+// two ends, not a wall of text).
+export function clip(name, max = 400) {
+  const s = String(name);
+  return s.length <= max ? s : `${s.slice(0, max / 2)}…${s.slice(-max / 2)}`;
+}
+
+// Places tooltip `tip` near the pointer at (x, y) in its positioned parent's coordinates
+// (`w` × `h` of it visible): right of and below the pointer, or left of / above it where it
+// would leave the parent or the window.
+export function placeTip(tip, x, y, w, h) {
+  const parent = tip.parentElement.getBoundingClientRect();
+  const right = Math.min(w, window.innerWidth - parent.left);
+  const bottom = Math.min(h, window.innerHeight - parent.top);
+  const tw = tip.offsetWidth, th = tip.offsetHeight;
+  const left = x + 14 + tw <= right ? x + 14 : Math.max(0, x - 14 - tw);
+  const top = y + 16 + th <= bottom ? y + 16 : Math.max(0, y - 12 - th);
+  tip.style.left = `${left}px`;
+  tip.style.top = `${top}px`;
+}

@@ -10,6 +10,8 @@
 //   --first-page-only: the first page's tables and banner, nothing more
 //   --lives: the futures' and spans' lives of the first page: each call site's lives as
 //     drawn, and the details of the widest one, clicked; nothing more
+//   --tip-edge: in the profile's tab, hover the flame graph at its right edge, two rows up;
+//     the tooltip's box is in `tip`
 //   --si=N: in the profile's and the diff's tabs, pick sample type N in the sample-type
 //     switch first (a heap profile's four: allocated and in use, objects and bytes); the
 //     flame graphs' sample types are in `profile_sample_type` and `diff_sample_type`
@@ -280,6 +282,25 @@ try {
         await page.selectOption('#pf-si', si);
         await page.waitForFunction((n) => window.tickscope.PF.loadedSi === n, Number(si), { timeout: 60000 });
         await shot('profile-flame-si');
+      }
+      if (flags.includes('--tip-edge')) {
+        // The pointer near the window's right edge over the widest frame two rows up: the
+        // tooltip stays in the window, at most 520 px wide (plus padding), however long
+        // the name.
+        const at = await page.evaluate(() => {
+          const f = window.tickscope.PF.flame;
+          const r = f.canvas.getBoundingClientRect();
+          return { x: r.right - 6, y: r.bottom - 2.5 * f.rowH };
+        });
+        await page.mouse.move(at.x, at.y);
+        await page.waitForSelector('#pf-flamebox .tip:not([hidden])', { timeout: 30000 });
+        out.tip = await page.evaluate(() => {
+          const t = document.querySelector('#pf-flamebox .tip');
+          const r = t.getBoundingClientRect();
+          return { left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, window: [window.innerWidth, window.innerHeight], chars: t.textContent.length };
+        });
+        await shot('profile-tip-edge');
+        throw 'done';
       }
       out.profile_sample_type = await page.evaluate(() => window.tickscope.PF.flame.tree.sample_type);
       out.flame_ms = await page.evaluate(() => Number(document.body.dataset.flameMs));
