@@ -580,6 +580,10 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         .unwrap_or_else(|| panic!("`list` shows no lines of {picked:?}: {list}"));
     let source = page["source"].as_str().unwrap();
     let text = hot["text"].as_str().unwrap().trim();
+    // It opens at that line, in view.
+    let hottest = &page["source_hottest"];
+    assert_eq!(hottest["visible"], true, "{hottest}");
+    assert_eq!(hottest["text"].as_str().map(str::trim), Some(text), "{hottest}");
     assert!(
         source.contains("demo.rs") && source.contains(text),
         "{text:?} not in {}",

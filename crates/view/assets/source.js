@@ -34,21 +34,31 @@ export const functionViews = {
     if (!S.fn) { box.replaceChildren(el('p', { class: 'note', text: 'Pick a function first (top table or flame graph).' })); return; }
     const r = await api('list', { p: S.p, name: S.fn, si: S.si });
     const parts = [];
+    let hottest = null;
     for (const f of r.functions) {
       parts.push(el('h3', { class: 'mono', text: `${f.name} — ${f.file || '?'}` }), el('p', { class: 'note', text: `flat ${fmtUnit(f.flat, r.unit)} · cum ${fmtUnit(f.cum, r.unit)}${f.source_found ? '' : ` · source not found${f.error ? `: ${f.error}` : ''} (tickscope view --source-path DIRS)`}` }));
       const max = Math.max(1, ...f.lines.map((l) => l.cum));
       const pre = el('div', { class: 'mono' }, el('div', { class: 'src-line head' },
         el('span', { class: 'num', text: 'flat' }), el('span', { class: 'num', text: 'cum' }),
         el('span', { class: 'num', text: 'line' }), el('span', { text: 'source' })));
+      let hot = null;
       for (const l of f.lines) {
-        pre.append(el('div', { class: `src-line${l.cum > 0.2 * max ? ' hot' : ''}` },
+        const line = el('div', { class: `src-line${l.cum > 0.2 * max ? ' hot' : ''}` },
           el('span', { class: 'num', text: l.flat ? fmtUnit(l.flat, r.unit) : '.' }),
           el('span', { class: 'num', text: l.cum ? fmtUnit(l.cum, r.unit) : '.' }),
           el('span', { class: 'num', text: String(l.line) }),
-          el('span', { class: 'code', text: l.text ?? '' })));
+          el('span', { class: 'code', text: l.text ?? '' }));
+        if (l.cum > 0 && (!hot || l.cum > hot.cum)) hot = { cum: l.cum, line };
+        pre.append(line);
       }
+      if (!hottest && hot) hottest = hot.line;
       parts.push(pre);
     }
     box.replaceChildren(...(parts.length ? parts : [el('p', { class: 'note', text: 'no source lines' })]));
+    // Opened at the first function's hottest line, not at the file's first.
+    if (hottest) {
+      hottest.classList.add('hottest');
+      hottest.scrollIntoView({ block: 'center' });
+    }
   },
 };

@@ -361,9 +361,20 @@ try {
         callees: [...document.querySelectorAll('#pf-sandwich div:nth-of-type(2) tbody tr')].length,
       }));
       await shot('profile-sandwich');
+      // A short window, so that a function's hottest line is below it unless the view
+      // opens there.
+      await page.setViewportSize({ width: 1400, height: 300 });
       await page.click('#pf-sandwich button');
       await page.waitForSelector('#pf-source h3', { timeout: 30000 });
       out.source = await page.evaluate(() => document.getElementById('pf-source').innerText);
+      // The hottest line is in view (the view opened at the file's first line).
+      out.source_hottest = await page.evaluate(() => {
+        const l = document.querySelector('#pf-source .src-line.hottest');
+        if (!l) return null;
+        const r = l.getBoundingClientRect();
+        return { text: l.querySelector('.code').textContent, visible: r.top >= 0 && r.bottom <= window.innerHeight };
+      });
+      await page.setViewportSize({ width: 1400, height: 900 });
       await shot('profile-source');
     }
   }
