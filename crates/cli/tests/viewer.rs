@@ -439,6 +439,12 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         first
     );
     assert_eq!(page["banner"], "", "a complete capture has no banner");
+    // W zooms with the focus off the canvas; `?` lists the keys, Esc closes the list.
+    let zoom = page["key_zoom"].as_f64().unwrap();
+    assert!((0.7..0.9).contains(&zoom), "W zoomed by {zoom}");
+    let help = page["help"].as_str().unwrap_or_else(|| panic!("no help: {page}"));
+    assert!(help.contains("zoom in / out") && help.contains("callers and callees"), "{help}");
+    assert_eq!(page["help_closed"], true);
     // Names and figures are text in the page, not pixels only.
     let text = page["dom_text"].as_str().unwrap();
     for name in ["process_batch", "parse_record", "tokenize"] {

@@ -39,9 +39,22 @@ async function poll() {
   setTimeout(poll, live ? 500 : 2000);
 }
 
+// The help panel: the `?` button or key opens and closes it, Esc closes it.
+function setupHelp() {
+  const toggle = (open) => { $('help').hidden = !(open ?? $('help').hidden); };
+  $('help-button').addEventListener('click', () => toggle());
+  document.addEventListener('keydown', (e) => {
+    const t = e.target;
+    if (t instanceof HTMLElement && ['INPUT', 'SELECT', 'TEXTAREA'].includes(t.tagName)) return;
+    if (e.key === '?') { toggle(); e.preventDefault(); }
+    else if (e.key === 'Escape' && !$('help').hidden) { toggle(false); e.preventDefault(); }
+  });
+}
+
 async function main() {
   setupTimeline();
   setupProfile();
+  setupHelp();
   try {
     await refreshInfo();
   } catch (e) {

@@ -233,6 +233,11 @@ export const TL = {
 };
 
 // The timeline's controls: wheel, mouse, keys, buttons, and the canvas's size.
+// Whether keys pressed in `t` are text (an input, a select, a text area).
+function typing(t) {
+  return t instanceof HTMLElement && (t.isContentEditable || ['INPUT', 'SELECT', 'TEXTAREA'].includes(t.tagName));
+}
+
 export function setupTimeline() {
   const canvas = $('tl-canvas');
   canvas.addEventListener('wheel', (e) => {
@@ -283,7 +288,11 @@ export function setupTimeline() {
     TL.draw();
   });
   canvas.addEventListener('mouseleave', () => { $('tip').hidden = true; });
-  canvas.addEventListener('keydown', (e) => {
+  // The timeline's keys anywhere on the page while its tab is shown (they worked only while
+  // the canvas had the focus), but in a text box or with a modifier held.
+  document.addEventListener('keydown', (e) => {
+    if (S.tab !== 'timeline' || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (!$('help').hidden && e.key === 'Escape') return;
     const k = e.key.toLowerCase();
     if (k === 'w') TL.zoom(0.8);
     else if (k === 's') TL.zoom(1.25);

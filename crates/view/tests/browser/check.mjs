@@ -97,6 +97,23 @@ try {
     }
     await shot('timeline');
     if (flags.includes('--first-page-only')) throw 'done';
+    {
+      // The keys work with the focus elsewhere on the page (they needed the canvas's), and
+      // `?` shows them.
+      const span = () => page.evaluate(() => window.tickscope.S.until - window.tickscope.S.from);
+      const before = await span();
+      await page.click('#bar .brand');
+      await page.keyboard.press('w');
+      await page.waitForFunction((b) => window.tickscope.S.until - window.tickscope.S.from < b, before, { timeout: 10000 });
+      out.key_zoom = (await span()) / before;
+      await page.keyboard.press('s');
+      await page.keyboard.press('?');
+      out.help = await page.evaluate(() => { const h = document.getElementById('help'); return h.hidden ? null : h.innerText; });
+      await shot('help');
+      await page.keyboard.press('Escape');
+      out.help_closed = await page.evaluate(() => document.getElementById('help').hidden);
+      await painted();
+    }
     if (flags.includes('--lives')) {
       out.lives = await page.evaluate(() => {
         const { TL } = window.tickscope;
