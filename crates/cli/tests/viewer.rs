@@ -442,8 +442,13 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     // W zooms with the focus off the canvas; `?` lists the keys, Esc closes the list.
     let zoom = page["key_zoom"].as_f64().unwrap();
     assert!((0.7..0.9).contains(&zoom), "W zoomed by {zoom}");
-    let help = page["help"].as_str().unwrap_or_else(|| panic!("no help: {page}"));
-    assert!(help.contains("zoom in / out") && help.contains("callers and callees"), "{help}");
+    let help = page["help"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no help: {page}"));
+    assert!(
+        help.contains("zoom in / out") && help.contains("callers and callees"),
+        "{help}"
+    );
     assert_eq!(page["help_closed"], true);
     // Names and figures are text in the page, not pixels only.
     let text = page["dom_text"].as_str().unwrap();
@@ -502,6 +507,24 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
             .unwrap(),
     );
     compare(&page["range_summary"], &want, "range");
+    // A second range, its answer held back: the first one's figures dimmed under a line
+    // naming the range asked for; then the answer in their place.
+    let loading = &page["range_loading"];
+    let line = loading["line"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{loading}"));
+    assert!(line.starts_with("Computing the summary of "), "{loading}");
+    assert!(
+        loading["stale_opacity"]
+            .as_str()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            < 0.5,
+        "{loading}"
+    );
+    let loaded = page["range_loaded"].as_str().unwrap();
+    assert!(loaded.starts_with("Range"), "{loaded}");
     assert!(page["range_samples"].as_f64() > Some(0.0), "{page}");
     assert_eq!(
         page["range_root_visible"], true,
@@ -589,7 +612,11 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
     // It opens at that line, in view.
     let hottest = &page["source_hottest"];
     assert_eq!(hottest["visible"], true, "{hottest}");
-    assert_eq!(hottest["text"].as_str().map(str::trim), Some(text), "{hottest}");
+    assert_eq!(
+        hottest["text"].as_str().map(str::trim),
+        Some(text),
+        "{hottest}"
+    );
     assert!(
         source.contains("demo.rs") && source.contains(text),
         "{text:?} not in {}",

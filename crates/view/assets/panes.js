@@ -60,9 +60,11 @@ export const panes = {
     if (this.summaryFor === key) return;
     this.summaryFor = key;
     const box = $('summary');
+    loading(box, 'summary-loading', `Computing the summary of ${S.sel ? `${fmtAt(S.sel[0], 1)} – ${fmtAt(S.sel[1], 1)}` : 'the whole capture'}…`);
     try {
       const s = await api('summary', S.sel ? { c: S.c, from: Math.round(S.sel[0]), until: Math.round(S.sel[1]) } : { c: S.c });
       if (this.summaryFor !== key) return;
+      delete box.dataset.loading;
       this.summaryAt = Date.now();
       if (!S.sel) this.summary = s;
       renderSummary(box, s, (r) => { S.highlight = r.id; this.draw(); });
@@ -70,6 +72,7 @@ export const panes = {
       this.profileTop(box);
     } catch (e) {
       if (e.status === 202) { this.summaryFor = null; box.replaceChildren(el('p', { class: 'note', text: 'Computing the summary…' })); setTimeout(() => { if (S.tab === 'timeline') this.loadSummary(); }, 300); return; }
+      if (this.summaryFor === key) delete box.dataset.loading;
       box.replaceChildren(el('p', { class: 'note', text: `summary: ${e.message}` }));
     }
     this.loadSamples();
@@ -96,16 +99,35 @@ export const panes = {
     $('smp-tab').hidden = !sampled;
     if (!sampled) return;
     const box = $('samples');
+    const r = S.sel || [0, c.duration_ns + 1];
+    box.dataset.loading = '1';
+    box.querySelector('.note').textContent = `Computing the CPU samples of ${S.sel ? `${fmtAt(r[0], 1)} – ${fmtAt(r[1], 1)}` : 'the whole capture'}…`;
     try {
-      const r = S.sel || [0, c.duration_ns + 1];
       const f = await api('samples', { c: S.c, from: Math.round(r[0]), until: Math.round(r[1]) });
+      if (S.sel !== null && (S.sel[0] !== r[0] || S.sel[1] !== r[1])) return; // a newer range's answer comes
+      delete box.dataset.loading;
       box.querySelector('.note').textContent = `${count(f.cum[0])} CPU samples ${S.sel ? `in ${fmtAt(r[0], 1)} – ${fmtAt(r[1], 1)}` : 'in the whole capture (select a range for its own)'}`;
       if (!this.smpFlame) this.smpFlame = new Flame($('smp-canvas'), { icicle: () => false, tip: flameBox($('smp-canvas')) });
       this.smpFlame.set(f);
       const rows = f.top.rows;
       $('smp-top').replaceChildren(topTable(rows, f.top));
     } catch (e) {
+      delete box.dataset.loading;
       box.querySelector('.note').textContent = `samples: ${e.message}`;
     }
   },
 };
+
+// Until `box`'s answer comes, what it shows is marked stale (dimmed) under a line naming what
+// is being computed (a new range showed the old range's figures for up to 2 s, as if they
+// were its own).
+function loading(box, id, text) {
+  box.dataset.loading = '1';
+  let line = document.getElementById(id);
+  if (!line) {
+    line = el('p', { class: 'note loading' });
+    line.id = id;
+    box.prepend(line);
+  }
+  line.textContent = text;
+}

@@ -272,6 +272,33 @@ try {
       });
       await shot('timeline-samples');
     }
+    // A second range, its summary's answer held back: meanwhile the first range's figures
+    // are marked stale under a line naming the range asked for (they showed for 0.7-2 s as
+    // the new range's), and the answer replaces both.
+    {
+      await page.click('#sum-tab');
+      let release;
+      const held = new Promise((r) => { release = r; });
+      const summaryOfRange = (url) => url.pathname.endsWith('/api/summary') && url.searchParams.has('from');
+      await page.route(summaryOfRange, async (route) => { await held; await route.continue(); });
+      await page.keyboard.down('Shift');
+      await page.mouse.move(box.x + 300, box.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(box.x + 420, box.y + 200, { steps: 5 });
+      await page.mouse.up();
+      await page.keyboard.up('Shift');
+      await page.waitForFunction(() => document.getElementById('summary').dataset.loading === '1', null, { timeout: 10000 });
+      out.range_loading = await page.evaluate(() => {
+        const l = document.getElementById('summary-loading');
+        const t = document.getElementById('summary-table');
+        return { line: l && l.textContent, stale_opacity: t ? getComputedStyle(t).opacity : null };
+      });
+      await shot('timeline-range-loading');
+      release();
+      await page.waitForFunction(() => !document.getElementById('summary').dataset.loading && !document.getElementById('summary-loading'), null, { timeout: 60000 });
+      await page.unroute(summaryOfRange);
+      out.range_loaded = await page.evaluate(() => document.querySelector('#summary .note').textContent);
+    }
     // The URL restores the view: once the page has written it (debounced), reload and
     // compare.
     await page.waitForFunction(() => {
