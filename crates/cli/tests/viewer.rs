@@ -411,6 +411,14 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
                     "{what}: {name} {col}: page {g}, report {w}"
                 );
             }
+            // %wall as report's text prints it (its last digit differed).
+            let wall = report["wall_ns"].as_f64().unwrap();
+            let pct = w["total_ns"].as_f64().unwrap() * 100.0 / wall;
+            assert_eq!(
+                g["wall_percent"]["text"].as_str(),
+                Some(format!("{pct:.1}").as_str()),
+                "{what}: {name} %wall: page {g}, report {w}"
+            );
         }
     };
     compare(&page["summary"], &report, "whole capture");
@@ -507,6 +515,7 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
             .unwrap(),
     );
     compare(&page["range_summary"], &want, "range");
+
     // A second range, its answer held back: the first one's figures dimmed under a line
     // naming the range asked for; then the answer in their place.
     let loading = &page["range_loading"];

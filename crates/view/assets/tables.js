@@ -1,6 +1,6 @@
 // Tables: sortable tables of rows, top's and diff's table, a profile's header lines, and a
 // capture's (or range's) summary as tickscope report prints it.
-import { count, dur, el, fmtAt, scopeColour, short } from './util.js';
+import { count, dur, el, fixed1, fmtAt, scopeColour, short } from './util.js';
 
 // A table of `rows`; columns: {key, label, num, text(row), value(row), title}; sortable:
 // a header's click sorts by it (numbers largest first, names A to Z), a second click the
@@ -87,7 +87,9 @@ export function renderSummary(box, s, onPick) {
     { key: 'p50_ns', label: 'p50', num: true, value: (r) => r.p50_ns ?? -1, text: (r) => dur(r.p50_ns ?? NaN) },
     { key: 'p99_ns', label: 'p99', num: true, value: (r) => r.p99_ns ?? -1, text: (r) => dur(r.p99_ns ?? NaN) },
     { key: 'max_ns', label: 'max', num: true, value: (r) => r.max_ns ?? -1, text: (r) => dur(r.max_ns ?? NaN) },
-    { key: 'wall_percent', label: '%wall', num: true, value: (r) => r.wall_percent, text: (r) => r.wall_percent.toFixed(1) },
+    // As report computes it (total × 100 ÷ wall) and prints it: the JSON's value is rounded
+    // to two decimals, and a second rounding of that moved the last digit.
+    { key: 'wall_percent', label: '%wall', num: true, value: (r) => r.wall_percent, text: (r) => fixed1(s.wall_ns > 0 ? r.total_ns * 100 / s.wall_ns : 0) },
     { key: 'dropped', label: 'dropped', num: true, value: (r) => r.dropped, text: (r) => count(r.dropped), help: 'calls dropped whole past the memory budget' },
   ];
   const t = table(cols, s.scopes, { sortable: true, onPick, class: 'summary' });

@@ -114,3 +114,11 @@ export function placeTip(tip, x, y, w, h) {
   tip.style.left = `${left}px`;
   tip.style.top = `${top}px`;
 }
+
+// `v` (not negative) with one decimal as tickscope's CLI prints it (Rust's `{:.1}`: a tie such as 13.25 goes
+// to the even digit, 13.2, where toFixed gives 13.3).
+export function fixed1(v) {
+  const q = v * 4;
+  if (Number.isInteger(q) && q % 4 === 1) return (Math.floor(v * 10) / 10).toFixed(1);
+  return v.toFixed(1);
+}
