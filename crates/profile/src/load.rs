@@ -103,11 +103,6 @@ fn could_be_profile(head: &[u8]) -> bool {
     if pprof::looks_like_proto(head) {
         return true;
     }
-    // A first line longer than what is sniffed (folded stacks with a frame of 10,000
-    // characters): text that could begin one is read on, and the parser decides.
-    if head.len() == SNIFF && !head.contains(&b'\n') {
-        return text_line(head);
-    }
     // Text formats are judged on whole lines.
     let lines = match head.iter().rposition(|&b| b == b'\n') {
         Some(i) if head.len() == SNIFF => &head[..=i],
@@ -116,6 +111,9 @@ fn could_be_profile(head: &[u8]) -> bool {
     legacy::parse(head).is_some()
         || legacy::parse(lines).is_some()
         || folded::parse(lines).is_some()
+        // A first line longer than what is sniffed (folded stacks with a frame of 10,000
+        // characters): text that could begin one is read on, and the parser decides.
+        || (head.len() == SNIFF && !head.contains(&b'\n') && text_line(head))
 }
 
 /// Whether `head` could be the start of a line of text: UTF-8 (a character cut at its end
