@@ -23,7 +23,7 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+use std::task::{Context, Poll};
 
 use tickscope::future::FutureExt;
 use tracing_subscriber::layer::SubscriberExt;
@@ -43,12 +43,9 @@ fn spans(n: u64) {
     }
 }
 
-fn noop_waker() -> Waker {
-    const VTABLE: RawWakerVTable =
-        RawWakerVTable::new(|p| RawWaker::new(p, &VTABLE), |_| {}, |_| {}, |_| {});
-    // SAFETY: every function of the vtable ignores the data pointer, which is never read.
-    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
-}
+#[path = "common/waker.rs"]
+mod waker;
+use waker::noop_waker;
 
 #[inline(never)]
 fn futures(n: u64, profiled: bool) {

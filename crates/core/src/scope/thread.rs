@@ -357,24 +357,8 @@ pub(crate) fn enter_slot(
         add(&stats.lost_too_deep, 1);
         return None;
     }
-    set(s, d, CHILD, 0);
-    let open = slot.depth.load(Relaxed);
-    slot.depth.store(open + 1, Relaxed);
-    s.set_depth(d as u32 + 1);
-    // Read the clock last, so the bookkeeping above is not in the scope's time.
-    let mut t0 = clock.ticks();
-    let (anchor_ticks, mut epoch) = s.anchor();
-    if t0.wrapping_sub(anchor_ticks) > ANCHOR_PERIOD {
-        (t0, epoch) = refresh_anchor(s, stats, epoch, clock);
-    }
-    set(s, d, T0, t0);
-    Some(Open {
-        slot,
-        t0,
-        index: d as u32,
-        epoch,
-        flags: SLOW | if open > 0 { NESTED } else { 0 },
-    })
+    let set_cell = |k, v| set(s, d, k, v);
+    Some(open_level(s, stats, slot, clock, d, set_cell, SLOW))
 }
 
 /// Opens a scope as [`enter_slot`] does, in the common case: a level of the inline stack,
@@ -391,7 +375,23 @@ pub(crate) fn enter_fast(
     if d >= INLINE_DEPTH {
         return enter_deep(s, stats, slot, clock);
     }
-    s.set_inline(d, CHILD, 0);
+    let set_cell = |k, v| s.set_inline(d, k, v);
+    Some(open_level(s, stats, slot, clock, d, set_cell, 0))
+}
+
+/// Opens level `d` of the stack for `slot` (its cells written by `set_cell(k, v)`): what
+/// [`enter_slot`] and [`enter_fast`] share once they know the level is theirs.
+#[inline(always)]
+fn open_level(
+    s: &impl StackStore,
+    stats: &'static ThreadStats,
+    slot: &'static Slot,
+    clock: &impl Counter,
+    d: usize,
+    set_cell: impl Fn(usize, Ticks),
+    flags: u32,
+) -> Open {
+    set_cell(CHILD, 0);
     let open = slot.depth.load(Relaxed);
     slot.depth.store(open + 1, Relaxed);
     s.set_depth(d as u32 + 1);
@@ -401,14 +401,14 @@ pub(crate) fn enter_fast(
     if t0.wrapping_sub(anchor_ticks) > ANCHOR_PERIOD {
         (t0, epoch) = refresh_anchor(s, stats, epoch, clock);
     }
-    s.set_inline(d, T0, t0);
-    Some(Open {
+    set_cell(T0, t0);
+    Open {
         slot,
         t0,
         index: d as u32,
         epoch,
-        flags: if open > 0 { NESTED } else { 0 },
-    })
+        flags: flags | if open > 0 { NESTED } else { 0 },
+    }
 }
 
 /// [`enter_fast`] past the inline levels: the general path.

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::task::{Context, RawWaker, RawWakerVTable, Waker};
+use std::task::Context;
 
 use tickscope::future::FutureExt;
 use tracing_subscriber::layer::SubscriberExt;
@@ -40,12 +40,9 @@ fn span_loop(n: u64) {
     }
 }
 
-fn noop_waker() -> Waker {
-    const VTABLE: RawWakerVTable =
-        RawWakerVTable::new(|p| RawWaker::new(p, &VTABLE), |_| {}, |_| {}, |_| {});
-    // SAFETY: every function of the vtable ignores the data pointer, which is never read.
-    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
-}
+#[path = "../../common/waker.rs"]
+mod waker;
+use waker::noop_waker;
 
 /// A one-poll future through `.profiled()` an iteration.
 #[inline(never)]
