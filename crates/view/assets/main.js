@@ -4,7 +4,7 @@ import { DF, PF, setupProfile } from './profile.js';
 import { S, readHash, refreshInfo } from './state.js';
 import { buildTabs, markTabs, show } from './tabs.js';
 import { TL, setupTimeline } from './timeline.js';
-import { $, el } from './util.js';
+import { $, el, typing } from './util.js';
 
 async function poll() {
   // A capture still arriving, or a viewer waiting for programs to connect (a page opened
@@ -44,8 +44,7 @@ function setupHelp() {
   const toggle = (open) => { $('help').hidden = !(open ?? $('help').hidden); };
   $('help-button').addEventListener('click', () => toggle());
   document.addEventListener('keydown', (e) => {
-    const t = e.target;
-    if (t instanceof HTMLElement && ['INPUT', 'SELECT', 'TEXTAREA'].includes(t.tagName)) return;
+    if (typing(e.target)) return;
     if (e.key === '?') { toggle(); e.preventDefault(); }
     else if (e.key === 'Escape' && !$('help').hidden) { toggle(false); e.preventDefault(); }
   });

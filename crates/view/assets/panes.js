@@ -100,11 +100,13 @@ export const panes = {
     if (!sampled) return;
     const box = $('samples');
     const r = S.sel || [0, c.duration_ns + 1];
+    // Only the latest question's answer is drawn (an older one may come after it).
+    const ask = (this.samplesAsked = (this.samplesAsked || 0) + 1);
     box.dataset.loading = '1';
     box.querySelector('.note').textContent = `Computing the CPU samples of ${S.sel ? `${fmtAt(r[0], 1)} – ${fmtAt(r[1], 1)}` : 'the whole capture'}…`;
     try {
       const f = await api('samples', { c: S.c, from: Math.round(r[0]), until: Math.round(r[1]) });
-      if (S.sel !== null && (S.sel[0] !== r[0] || S.sel[1] !== r[1])) return; // a newer range's answer comes
+      if (ask !== this.samplesAsked) return;
       delete box.dataset.loading;
       box.querySelector('.note').textContent = `${count(f.cum[0])} CPU samples ${S.sel ? `in ${fmtAt(r[0], 1)} – ${fmtAt(r[1], 1)}` : 'in the whole capture (select a range for its own)'}`;
       if (!this.smpFlame) this.smpFlame = new Flame($('smp-canvas'), { icicle: () => false, tip: flameBox($('smp-canvas')) });
@@ -112,6 +114,7 @@ export const panes = {
       const rows = f.top.rows;
       $('smp-top').replaceChildren(topTable(rows, f.top));
     } catch (e) {
+      if (ask !== this.samplesAsked) return;
       delete box.dataset.loading;
       box.querySelector('.note').textContent = `samples: ${e.message}`;
     }

@@ -10,7 +10,7 @@
 import { panes } from './panes.js';
 import { S, refreshInfo, writeHash } from './state.js';
 import { COUNTER, GUTTER, HEAD, HOW, LANE, NARROW, ROW, RULER, SAMPLES, tracks } from './tracks.js';
-import { $, clip, count, dur, fmtAt, placeTip } from './util.js';
+import { $, clip, count, dur, fmtAt, placeTip, typing } from './util.js';
 import { api, readAnswer } from './wire.js';
 
 export const TL = {
@@ -233,11 +233,6 @@ export const TL = {
 };
 
 // The timeline's controls: wheel, mouse, keys, buttons, and the canvas's size.
-// Whether keys pressed in `t` are text (an input, a select, a text area).
-function typing(t) {
-  return t instanceof HTMLElement && (t.isContentEditable || ['INPUT', 'SELECT', 'TEXTAREA'].includes(t.tagName));
-}
-
 export function setupTimeline() {
   const canvas = $('tl-canvas');
   canvas.addEventListener('wheel', (e) => {

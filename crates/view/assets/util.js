@@ -122,3 +122,11 @@ export function fixed1(v) {
   if (Number.isInteger(q) && q % 4 === 1) return (Math.floor(v * 10) / 10).toFixed(1);
   return v.toFixed(1);
 }
+
+// Whether keys pressed in element `t` are its text (a text box, a select), so that the page's
+// shortcuts leave them alone; a checkbox or a button is not.
+export function typing(t) {
+  if (!(t instanceof HTMLElement)) return false;
+  if (t.isContentEditable || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT') return true;
+  return t.tagName === 'INPUT' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'range', 'color'].includes(t.type);
+}

@@ -36,12 +36,6 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The guard's open scope, taken out of it (which then closes nothing).
-    #[inline(always)]
-    fn into_open(mut self) -> Option<crate::scope::thread::Open> {
-        self.open.take()
-    }
-
     /// A guard that records nothing.
     #[inline(always)]
     pub fn inert() -> Scope {
@@ -214,7 +208,7 @@ fn capture_begin(id: u32, open: &mut Option<crate::scope::thread::Open>) {
 fn enter_first(
     cs: &'static Callsite,
     cache: Option<&'static std::thread::LocalKey<crate::scope::SlotCache>>,
-) -> Scope {
+) -> Option<crate::scope::thread::Open> {
     let mut open = match cache {
         Some(cache) => crate::scope::enter_cached(cs, cache, false),
         None => crate::scope::enter(cs.id(), false),
@@ -223,10 +217,7 @@ fn enter_first(
     if state & ON != 0 {
         extras_begin(state, cs.id(), &mut open);
     }
-    Scope {
-        open,
-        _not_send: PhantomData,
-    }
+    open
 }
 
 /// A scope whose switches are on but not only on (a capture running, allocations counted,
@@ -236,7 +227,7 @@ fn enter_other(
     state: u8,
     cs: &'static Callsite,
     cache: Option<&'static std::thread::LocalKey<crate::scope::SlotCache>>,
-) -> Scope {
+) -> Option<crate::scope::thread::Open> {
     if !crate::scope::registered() {
         return enter_first(cs, cache);
     }
@@ -247,10 +238,7 @@ fn enter_other(
     if state & (CAPTURE | ALLOCS) != 0 {
         extras_begin(state, cs.id(), &mut open);
     }
-    Scope {
-        open,
-        _not_send: PhantomData,
-    }
+    open
 }
 
 /// Opens a scope of call site `cs` on the calling thread.
@@ -261,7 +249,7 @@ pub fn enter(cs: &'static Callsite) -> Scope {
         return Scope::inert();
     }
     let open = if state != ON || !crate::scope::registered() {
-        enter_other(state, cs, None).into_open()
+        enter_other(state, cs, None)
     } else {
         crate::scope::enter(cs.id(), true)
     };
@@ -284,7 +272,7 @@ pub fn enter_cached(
         return Scope::inert();
     }
     let open = if state != ON || !crate::scope::registered() {
-        enter_other(state, cs, Some(cache)).into_open()
+        enter_other(state, cs, Some(cache))
     } else {
         crate::scope::enter_cached(cs, cache, true)
     };
