@@ -440,6 +440,35 @@ mod spans {
     }
 
     #[test]
+    fn spans_nested_past_the_inline_list_pair_as_the_first_ones_do() {
+        let _turn = crate::scopes_turn();
+        let d = dispatch();
+        let (ooo, foreign) = (
+            tickscope::tracing::out_of_order_exits(),
+            tickscope::tracing::foreign_exits(),
+        );
+        tracing::dispatcher::with_default(&d, || {
+            // 48 entries of one call site, nested: the layer keeps 32 inline, the rest apart.
+            let spans: Vec<_> = (0..48).map(|_| tracing::info_span!("deep span")).collect();
+            let mut guards: Vec<_> = spans.iter().map(|s| s.enter()).collect();
+            // Out of order past the inline ones: 41..47 abandoned, 40 counted.
+            drop(guards.remove(40));
+            // Then among them, with entries beyond: 11..39 abandoned, 10 counted.
+            drop(guards.remove(10));
+            // The rest in order: the abandoned ones record nothing, 9..0 count.
+            while let Some(g) = guards.pop() {
+                drop(g);
+            }
+            // The list is empty again: a later span pairs as usual.
+            tracing::info_span!("after deep spans").in_scope(|| ());
+        });
+        assert_eq!(tickscope::tracing::out_of_order_exits(), ooo + 2);
+        assert_eq!(tickscope::tracing::foreign_exits(), foreign);
+        assert_eq!(row("deep span")["calls"].as_u64(), Some(12));
+        assert_eq!(row("after deep spans")["calls"].as_u64(), Some(1));
+    }
+
+    #[test]
     fn span_ids_reused_or_shared_by_two_subscribers_count_at_their_own_call_sites() {
         let _turn = crate::scopes_turn();
         let (d1, d2) = (dispatch(), dispatch());

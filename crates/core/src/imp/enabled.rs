@@ -75,24 +75,7 @@ fn close(
         let open = crate::scope::thread::Open::from_parts((slot, t0, index, epoch, flags));
         crate::scope::exit_fast(&open);
     } else {
-        close_other(slot, t0, index, epoch, flags);
-    }
-}
-
-/// [`close`] for a scope opened by the general path, or nested: the exit for every case,
-/// then what it recorded beyond its statistics.
-#[inline(never)]
-fn close_other(
-    slot: &'static crate::scope::thread::Slot,
-    t0: crate::Ticks,
-    index: u32,
-    epoch: u32,
-    flags: u32,
-) {
-    let open = &crate::scope::thread::Open::from_parts((slot, t0, index, epoch, flags));
-    let t1 = crate::scope::exit(open);
-    if open.flags & (HEAP_MARK | SITE_MASK) != 0 {
-        extras_end(open, t1);
+        exit_raw_other(slot, t0, index, epoch, flags);
     }
 }
 
@@ -110,15 +93,29 @@ pub(crate) fn enter_raw(cs: &'static Callsite) -> Option<RawOpen> {
 }
 
 /// Opens a scope of the call site whose id is `id` (from [`Callsite::id`]) on the calling
-/// thread, without a guard.
+/// thread, without a guard. As [`enter`]: the common case inline, the rest out of line (both
+/// inline, the function kept twice the registers and spilled them).
 #[inline(always)]
 pub(crate) fn enter_raw_id(id: u32) -> Option<RawOpen> {
     let state = STATE.load(Relaxed);
     if state & ON == 0 {
         return None;
     }
-    let mut open = crate::scope::enter(id, state == ON);
-    if state & (CAPTURE | ALLOCS) != 0 {
+    if state != ON || !crate::scope::registered() {
+        return enter_raw_other(state, id);
+    }
+    crate::scope::enter(id, true)
+}
+
+/// [`enter_raw_id`]'s general path: the switches on but not only on, or the thread's first
+/// scope (whose registration may start a capture: the switches are read again after it, as
+/// [`enter_first`] does).
+#[inline(never)]
+fn enter_raw_other(state: u8, id: u32) -> Option<RawOpen> {
+    let first = !crate::scope::registered();
+    let mut open = crate::scope::enter(id, false);
+    let state = if first { STATE.load(Relaxed) } else { state };
+    if state & ON != 0 && state & (CAPTURE | ALLOCS) != 0 {
         extras_begin(state, id, &mut open);
     }
     open
@@ -130,6 +127,21 @@ pub(crate) fn exit_raw(open: &RawOpen) -> Option<crate::Ticks> {
     if open.flags == 0 {
         return crate::scope::exit_fast(open);
     }
+    let (slot, t0, index, epoch, flags) = open.into_parts();
+    exit_raw_other(slot, t0, index, epoch, flags)
+}
+
+/// The exit for every case but the common one, then what the scope recorded beyond its
+/// statistics: [`close`]'s and [`exit_raw`]'s, out of line, the scope in registers.
+#[inline(never)]
+fn exit_raw_other(
+    slot: &'static crate::scope::thread::Slot,
+    t0: crate::Ticks,
+    index: u32,
+    epoch: u32,
+    flags: u32,
+) -> Option<crate::Ticks> {
+    let open = &crate::scope::thread::Open::from_parts((slot, t0, index, epoch, flags));
     let t1 = crate::scope::exit(open);
     if open.flags & (HEAP_MARK | SITE_MASK) != 0 {
         extras_end(open, t1);
