@@ -421,3 +421,114 @@ fn fork_children_and_thousands_of_threads_allocate_unharmed() {
     assert_eq!(row["calls"], 5000, "{row}");
     assert_eq!(row["allocs"]["count"], 5000 * 21, "{row}");
 }
+
+/// Signals the handler below has finished.
+static HANDLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Signals the test sends.
+const SIGNALS: u64 = 5000;
+/// Bytes the handler allocates each time (a vector and a box).
+const IN_HANDLER: u64 = 96 + 64;
+
+/// Allocates and frees from a signal handler, through the profiler; the inner allocator
+/// gives the handler's blocks from an arena (see `arena` in tests.rs), so whatever goes
+/// wrong is the profiler's doing.
+extern "C" fn allocating_handler(_: libc::c_int) {
+    crate::arena::IN_HANDLER.with(|h| h.set(true));
+    let v = std::hint::black_box(vec![7u8; 96]);
+    let b = std::hint::black_box(Box::new([1u64; 8]));
+    drop((v, b));
+    crate::arena::IN_HANDLER.with(|h| h.set(false));
+    HANDLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Run by the test below, in a process of its own sampling an allocation every KiB on
+/// average: a signal handler that allocates and frees interrupts the thread while it
+/// allocates (often inside the profiler's own sampling, holding its table).
+#[test]
+#[ignore = "run by allocations_from_a_signal_handler_are_unharmed"]
+fn heap_signals_in_a_process_of_its_own() {
+    use std::sync::atomic::Ordering::Relaxed;
+    if std::env::var_os("TICKSCOPE_TEST_OWN_PROCESS").is_none() {
+        return;
+    }
+    // SAFETY: a handler for SIGUSR2, which nothing else in this process uses; its
+    // allocations go to the arena, its other work is atomics.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = allocating_handler as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+    }
+    // SAFETY: the calling thread's own handle.
+    let me = unsafe { libc::pthread_self() } as usize;
+    let sender = std::thread::spawn(move || {
+        for _ in 0..SIGNALS {
+            let before = HANDLED.load(Relaxed);
+            // SAFETY: `me` is the test's thread, alive until this thread is joined.
+            unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGUSR2) };
+            // One signal at a time (a pending one would absorb the next): wait for it.
+            while HANDLED.load(Relaxed) == before {
+                std::hint::spin_loop();
+            }
+        }
+    });
+    let mut bytes = 0u64;
+    let mut allocations = 0u64;
+    while HANDLED.load(Relaxed) < SIGNALS || allocations < 200_000 {
+        let v = std::hint::black_box(vec![3u8; 128]);
+        drop(v);
+        bytes += 128;
+        allocations += 1;
+    }
+    sender.join().unwrap();
+    let (objects, space, _, _) = tickscope::alloc::profile().totals();
+    // Go's estimate of 128-byte blocks at a mean of 1 KiB: each block stands for 128/p with
+    // chance p = 1 - exp(-128/1024); the sum's standard deviation is
+    // 128 * sqrt(n (1-p)/p). The handler's blocks may or may not be sampled (not while the
+    // thread is inside the profiler): they widen the upper bound only.
+    let p = 1.0 - (-128.0f64 / 1024.0).exp();
+    let sd = 128.0 * (allocations as f64 * (1.0 - p) / p).sqrt();
+    let (low, high) = (
+        bytes as f64 - 5.0 * sd,
+        (bytes + SIGNALS * IN_HANDLER) as f64 + 5.0 * sd,
+    );
+    assert!(
+        objects > 0 && (low..=high).contains(&(space as f64)),
+        "alloc_space {space} outside [{low:.0}, {high:.0}] ({allocations} blocks of 128 B, {objects} objects)"
+    );
+    println!("heap signals: done, {} handled", HANDLED.load(Relaxed));
+}
+
+#[test]
+fn allocations_from_a_signal_handler_are_unharmed() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("TICKSCOPE_TEST_OWN_PROCESS", "1")
+        .env("TICKSCOPE_HEAP_RATE", "1024")
+        .args([
+            "--exact",
+            "heap::heap_signals_in_a_process_of_its_own",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang is the failure looked for: polled to a generous deadline, then killed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process hung (killed after 600 s)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains(&format!("heap signals: done, {SIGNALS} handled")),
+        "{text}"
+    );
+}
