@@ -451,14 +451,14 @@ fn heap_signals_in_a_process_of_its_own() {
     if std::env::var_os("TICKSCOPE_TEST_OWN_PROCESS").is_none() {
         return;
     }
+    // SAFETY: all-zero bytes are a valid `sigaction` (an empty mask, no flags).
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = allocating_handler as extern "C" fn(libc::c_int) as usize;
+    sa.sa_flags = libc::SA_RESTART;
     // SAFETY: a handler for SIGUSR2, which nothing else in this process uses; its
     // allocations go to the arena, its other work is atomics.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = allocating_handler as extern "C" fn(libc::c_int) as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
-    }
+    let set = unsafe { libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()) };
+    assert_eq!(set, 0);
     // SAFETY: the calling thread's own handle.
     let me = unsafe { libc::pthread_self() } as usize;
     let sender = std::thread::spawn(move || {
