@@ -23,6 +23,8 @@ mod record;
 // The user's files and everyone else's: planted links, devices and FIFOs as outputs, record's
 // private files, a full disk, two runs into one output, record killed (issue 38's probe).
 mod trust;
+// The pull endpoint: go tool pprof and Alloy's requests answered, with the token only (issue 42).
+mod http;
 // The module graph: no import circle but one documented edge per crate (issue 39).
 mod layout;
 

@@ -60,6 +60,7 @@
 //! | `sampler` | yes | [`sampler`]: the CPU profiler, pprof output, in-process symbolisation (crate `tickscope-sampler`: `addr2line`, `object`, `framehop`, `flate2`). |
 //! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
 //! | `tracing` | no | `tracing::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
+//! | `http` | no | [`http`]: the pull endpoint `go tool pprof`, Grafana Alloy and the OpenTelemetry Collector scrape (`/debug/pprof/profile`, `/heap`, `/allocs`, the scopes' summary), behind a token; `TICKSCOPE_HTTP=127.0.0.1:6060` (`httparse`). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead
@@ -101,6 +102,8 @@ mod own;
 mod runtime;
 // The sampler is its own crate (`tickscope-sampler`), below this one; this crate gives it
 // the clock, the open scopes and the running capture (`sampler_library`).
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "sampler")]
 pub use tickscope_sampler as sampler;
 /// Sampled heap profiles: [`alloc::Profiled`], a global allocator over any other that samples

@@ -51,6 +51,8 @@ pub(crate) fn ensure_init() {
         }
         #[cfg(feature = "capture")]
         start_capture_from_env();
+        #[cfg(feature = "http")]
+        crate::http::serve_from_env();
     });
 }
 
@@ -102,6 +104,8 @@ extern "C" fn on_process_exit() {
             return;
         }
         crate::summary::exit_summary(&config::current());
+        #[cfg(feature = "http")]
+        crate::http::at_exit();
     });
 }
 
