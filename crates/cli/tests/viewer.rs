@@ -355,6 +355,13 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
 
     // The summary table: `tickscope report --json`, row by row.
     let report = report_json(&cap);
+    // The status line counts the threads as report does (those without an event too).
+    let threads = report["threads"].as_array().unwrap().len();
+    let status = page["capture_status"].as_str().unwrap_or_default();
+    assert!(
+        status.contains(&format!(" {threads} threads")),
+        "{status:?}: report's {threads}"
+    );
     let compare = |table: &serde_json::Value, report: &serde_json::Value, what: &str| {
         let want = report["scopes"].as_array().unwrap();
         let got = table.as_array().unwrap();

@@ -27,7 +27,7 @@ export const TL = {
 
   // The status line: the capture's program, size and state.
   showStatus(c) {
-    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${c.threads.length} threads${c.live ? (c.status.done ? ' · connection ended' : ' · live') : ''}`;
+    $('status').textContent = `${c.program || ''} (pid ${c.pid}) · ${count(c.events)} events · ${threadCount(c)}${c.live ? (c.status.done ? ' · connection ended' : ' · live') : ''}`;
   },
 
   open() {
@@ -233,6 +233,16 @@ export const TL = {
 };
 
 // The timeline's controls: wheel, mouse, keys, buttons, and the canvas's size.
+// The capture's threads as `report` counts them (those that recorded no event too), and
+// those with events where fewer.
+function threadCount(c) {
+  const withEvents = c.threads.length + ((c.left_out && c.left_out.threads) || 0);
+  const named = Math.max(c.threads_named || 0, withEvents);
+  return named === withEvents
+    ? `${count(named)} threads`
+    : `${count(named)} threads (${count(withEvents)} with events)`;
+}
+
 export function setupTimeline() {
   const canvas = $('tl-canvas');
   canvas.addEventListener('wheel', (e) => {

@@ -256,14 +256,19 @@ impl Capture {
                 Some((f, u)) => (idx.map.ticks(f), idx.map.ticks(u)),
                 None => (0, u64::MAX),
             };
+            // Each thread's chunks that overlap the range, and the one after them: its list
+            // of the scopes open where it begins names those begun before the range and
+            // still open after it, on a thread with no event in the range (crossing calls
+            // that `report --from --until` counts, reading every chunk). The collector reads
+            // that chunk's events no further than the first past the range.
             let mut spans: Vec<Span> = idx
                 .threads
                 .iter()
                 .flat_map(|t| {
                     let first = t.chunks.partition_point(|c| c.last < lo);
-                    t.chunks[first..]
+                    let after = first + t.chunks[first..].partition_point(|c| c.first <= hi);
+                    t.chunks[first..(after + 1).min(t.chunks.len())]
                         .iter()
-                        .take_while(move |c| c.first <= hi)
                         .map(|c| c.span)
                 })
                 .collect();

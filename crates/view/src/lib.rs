@@ -509,6 +509,15 @@ fn capture_info(c: &Capture) -> Value {
             "events": idx.events,
             "index_bytes": idx.budget.used.max(idx.bytes()),
             "threads": threads,
+            // As `report` counts them: those with events and those the metadata names that
+            // recorded none.
+            "threads_named": idx
+                .threads
+                .iter()
+                .map(|t| t.index)
+                .chain(meta.threads().map(|t| t.index))
+                .collect::<std::collections::HashSet<u64>>()
+                .len(),
             "scopes": scopes,
             "markers": markers,
             "counters": idx.counters.keys().take(ANSWER_ROWS).collect::<Vec<_>>(),

@@ -98,6 +98,8 @@ pub(crate) fn generated(seed: u64) -> (Vec<u8>, Vec<Truth>, u64) {
         .collect();
     meta.push(thread(1, 101, "one"));
     meta.push(thread(2, 102, "two"));
+    // Named, never recording an event: `report` lists it.
+    meta.push(thread(3, 103, "idle"));
     meta.push(crate::writer::Entry::Marker {
         id: 20,
         counter: false,
@@ -374,8 +376,92 @@ fn a_scopes_details_and_a_ranges_summary_are_exact() {
         .unwrap();
         assert_eq!(got.scopes, want.scopes);
         assert_eq!(got.range, want.range);
+        assert_eq!(got.threads, want.threads);
         let inside = truth.iter().filter(|s| s.2 >= from && s.3 <= until).count() as u64;
         assert_eq!(got.scopes.iter().map(|r| r.calls).sum::<u64>(), inside);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A call that spans a range on a thread with no event inside it (its begin and end in
+/// chunks on either side) crosses the range's edges: the range's summary counts it, as
+/// `report --from --until` does, though no chunk the range overlaps holds an event of it.
+#[test]
+fn a_call_across_a_whole_range_counts_as_crossing_it() {
+    let mut c = Capture::with_version(2);
+    c.chunk(
+        PROCESS,
+        &process_payload(1e9, START, 1_700_000_000_000_000_000, 7, "spanning"),
+    );
+    c.meta(&[
+        scope(1, "long", "gen.rs", 1),
+        scope(2, "busy", "gen.rs", 2),
+        thread(1, 101, "one"),
+        thread(2, 102, "two"),
+    ]);
+    // Thread one: `long` begins in one chunk and ends in the next, 10 µs later.
+    c.events(
+        1,
+        &[],
+        &[Ev::Begin(1, START + 100), Ev::Frame(20, START + 150)],
+    );
+    c.events(
+        1,
+        &[(1, START + 100)],
+        &[Ev::Frame(20, START + 9_900), Ev::End(1, START + 10_000)],
+    );
+    // Thread two is busy in between.
+    c.events(
+        2,
+        &[],
+        &[
+            Ev::Begin(2, START + 2_000),
+            Ev::End(2, START + 3_000),
+            Ev::Begin(2, START + 4_000),
+            Ev::End(2, START + 8_000),
+        ],
+    );
+    c.end(&EndRec {
+        events: 0,
+        dropped: 0,
+        undelivered: 0,
+        evicted: 0,
+        end_ticks: START + 10_001,
+        end_unix_ns: 0,
+        threads: vec![],
+    });
+    let dir = std::env::temp_dir().join(format!("tickscope-view-span-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("spanning.tscap");
+    std::fs::write(&path, &c.bytes).unwrap();
+    let cap = tickscope_view::capture::Capture::open_file(&path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cap.status().done {
+        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for (from, until) in [(1_500, 8_500), (3_500, 3_800), (500, 9_500)] {
+        let got = cap.range_summary(Some((from, until))).unwrap().unwrap();
+        let mut r = Reader::open(&path).unwrap();
+        let map = TimeMap::new(r.process(), r.meta().clock());
+        let want = tickscope_timeline::summarize(
+            &mut r,
+            Options {
+                range: Some((map.ticks(from), map.ticks(until))),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        // The calls over an edge: overlapping the range, not inside it.
+        let crossing = [(100, 10_000), (2_000, 3_000), (4_000, 8_000)]
+            .iter()
+            .filter(|&&(b, e)| b < until && e > from && !(b >= from && e <= until))
+            .count() as u64;
+        let range = got.range.as_ref().expect("a range");
+        assert_eq!(range.crossing, crossing, "{from}..{until}: {range:?}");
+        assert_eq!(got.range, want.range, "{from}..{until}");
+        assert_eq!(got.scopes, want.scopes, "{from}..{until}");
+        assert_eq!(got.threads, want.threads, "{from}..{until}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -276,6 +276,13 @@ fn the_answers_are_the_librarys() {
         serde_json::from_slice(&want).unwrap(),
     );
     assert_eq!(got["scopes"], want["scopes"]);
+    // The threads, as report counts them: the idle one the metadata names too.
+    assert_eq!(
+        c["threads_named"],
+        want["threads"].as_array().unwrap().len(),
+        "{c}"
+    );
+    assert_eq!(c["threads_named"], 3);
     let range = json(
         &addr,
         &format!(

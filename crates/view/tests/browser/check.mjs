@@ -88,6 +88,7 @@ try {
   if (info.captures.length) {
     await painted();
     out.first_paint_ms = Date.now() - t0;
+    out.capture_status = await page.evaluate(() => document.getElementById('status').textContent);
     await page.waitForSelector('#summary-table tbody tr', { timeout: 60000 });
     out.summary = await rows('#summary-table');
     out.banner = await page.evaluate(() => (document.getElementById('banner').hidden ? '' : document.getElementById('banner').innerText));
