@@ -215,3 +215,50 @@ fn the_token_file_is_removed_at_exit() {
     assert!(!d.token_file.exists(), "{} left", d.token_file.display());
     assert!(!d.token_file.parent().unwrap().exists());
 }
+
+#[path = "../../core/tests/push_support.rs"]
+mod push_support;
+
+/// `TICKSCOPE_PUSH=… tickscope demo`: the demo's profile pushed every interval and at its
+/// exit, with the labels asked for, each a profile `go tool pprof` reads.
+#[test]
+fn the_demo_pushes_its_profiles_to_pyroscope() {
+    let (url, got) = push_support::receiver(vec![]);
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["demo", "--seconds", "3", "--interval", "off"])
+        .env("TICKSCOPE_PUSH", &url)
+        .env("TICKSCOPE_PUSH_INTERVAL", "1s")
+        .env("TICKSCOPE_PUSH_LABELS", "env=ci, region = eu")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("push"), "{stderr}");
+    let got = got.lock().unwrap();
+    // At least one interval's window and the last, partial one at the exit (how many more
+    // depends on how long each snapshot's symbolisation takes: seconds in a debug build).
+    assert!(got.len() >= 2, "{} requests", got.len());
+    let mut cpu = 0;
+    for g in got.iter() {
+        let (labels, _, pprof) = push_support::decode(&g.body);
+        for want in [
+            ("__name__", "process_cpu"),
+            ("service_name", "tickscope"),
+            ("env", "ci"),
+            ("region", "eu"),
+        ] {
+            assert!(
+                labels.iter().any(|(k, v)| k == want.0 && v == want.1),
+                "{want:?} not in {labels:?}"
+            );
+        }
+        cpu += push_support::sums(&pprof)[1];
+    }
+    // Three seconds of a four-thread demo on however many cores: seconds of CPU in all.
+    assert!(cpu > 1_000_000_000, "{cpu} ns pushed");
+    let (_, _, pprof) = push_support::decode(&got[got.len() / 2].body);
+    let file = write_temp("pushed.pb", &pprof);
+    let top = go_pprof_top(file.to_str().unwrap());
+    let _ = std::fs::remove_file(&file);
+    assert!(top.contains("demo::"), "{top}");
+}

@@ -61,6 +61,7 @@
 //! | `capture` | yes | [`capture`]: the timeline of every scope begin/end, [`frame!`], [`plot!`] and [`message!`], streamed to a `.tscap` file, a TCP listener or a flight recorder (`lz4_flex`, `crc32fast`). |
 //! | `tracing` | no | `tracing::Layer`: `tracing` spans as call sites (`tracing-core`, `tracing-subscriber` with the registry only). |
 //! | `http` | no | [`http`]: the pull endpoint `go tool pprof`, Grafana Alloy and the OpenTelemetry Collector scrape (`/debug/pprof/profile`, `/heap`, `/allocs`, the scopes' summary), behind a token; `TICKSCOPE_HTTP=127.0.0.1:6060` (`httparse`). |
+//! | `push` | no | [`push`]: the CPU profile sent to Grafana Pyroscope every interval (its Push API), every window exact, retried as Alloy does, losses counted; `TICKSCOPE_PUSH=http://HOST:4040` (`flate2`). |
 //! | `flamegraph` | no | `Profile::flamegraph_svg` through `inferno`. |
 //!
 //! # Overhead
@@ -104,6 +105,8 @@ mod runtime;
 // the clock, the open scopes and the running capture (`sampler_library`).
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "push")]
+pub mod push;
 #[cfg(feature = "sampler")]
 pub use tickscope_sampler as sampler;
 /// Sampled heap profiles: [`alloc::Profiled`], a global allocator over any other that samples

@@ -53,6 +53,8 @@ pub(crate) fn ensure_init() {
         start_capture_from_env();
         #[cfg(feature = "http")]
         crate::http::serve_from_env();
+        #[cfg(feature = "push")]
+        crate::push::push_from_env();
     });
 }
 
@@ -103,6 +105,9 @@ extern "C" fn on_process_exit() {
         if INIT_PID.get().is_some_and(|&pid| pid != std::process::id()) {
             return;
         }
+        // The last window pushed first: what it drops is in the summary.
+        #[cfg(feature = "push")]
+        crate::push::at_exit();
         crate::summary::exit_summary(&config::current());
         #[cfg(feature = "http")]
         crate::http::at_exit();

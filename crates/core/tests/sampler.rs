@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tickscope::sampler::{ErrorKind, Mode, Profile, Sampler, Source};
 
-static LOCK: Mutex<()> = Mutex::new(());
+pub(crate) static LOCK: Mutex<()> = Mutex::new(());
 
 fn lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())

@@ -34,6 +34,9 @@ mod sampler;
 // The heap profiler: estimates within the sampling error, frees found, `go tool pprof`.
 #[cfg(feature = "sampler")]
 mod heap;
+// Push to a loopback receiver: exact windows, Pyroscope's request, retries and drops.
+#[cfg(feature = "push")]
+mod push;
 
 /// Counts allocations made inside the sampler's signal handler (there must be none); every
 /// allocation is passed on to the system allocator.

@@ -126,6 +126,13 @@ fn footer(out: &mut String, snap: &Snapshot, meta: &Context) {
             count(snap.unfinished_at_thread_exit, "scope")
         ));
     }
+    #[cfg(feature = "push")]
+    if crate::push::dropped() > 0 {
+        notes.push(format!(
+            "{} pushed to Pyroscope dropped (refused, out of tries, or the queue full)",
+            count(crate::push::dropped(), "profile")
+        ));
+    }
     if notes.is_empty() {
         out.push_str("nothing lost · mean/min/p50/p99/max are per outermost call\n");
     } else {

@@ -16,6 +16,7 @@ use crate::symbolize::{Frame, Module};
 mod build;
 mod heap;
 mod pprof_out;
+mod window;
 pub(crate) use build::build;
 pub(crate) use heap::{heap_pprof, HeapRaw, HeapSums};
 pub(crate) use pprof_out::write_output;

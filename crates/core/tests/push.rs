@@ -1,0 +1,152 @@
+//! Push (issue 42): a loopback receiver that answers as Pyroscope's Push does (or fails as
+//! told), decodes every request, and adds the profiles up.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use tickscope::push::{Builder, Retry};
+
+#[path = "push_support.rs"]
+mod support;
+use support::{decode, receiver, sums};
+
+#[inline(never)]
+fn push_test_burn(until: Instant) -> u64 {
+    let mut x = 1u64;
+    while Instant::now() < until {
+        for i in 0..10_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+        }
+    }
+    x
+}
+
+fn burn(d: Duration) {
+    let until = Instant::now() + d;
+    let t = std::thread::spawn(move || push_test_burn(until));
+    std::hint::black_box(push_test_burn(until));
+    std::hint::black_box(t.join().unwrap());
+}
+
+#[test]
+fn pushed_windows_add_up_to_the_whole_profile_in_pyroscopes_shape() {
+    let _turn = crate::sampler::LOCK
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    // The first request fails (a 503): it is tried again, the same profile.
+    let (url, got) = receiver(vec![503]);
+    let pusher = Builder::new(&url)
+        .service_name("push-test")
+        .label("env", "test")
+        .tenant("tenant-1")
+        .interval(Duration::from_secs(1))
+        .retry(Retry {
+            first: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+            tries: 5,
+        })
+        .start()
+        .unwrap();
+    burn(Duration::from_millis(3500));
+    let report = pusher.stop();
+    let got = got.lock().unwrap();
+    assert_eq!(report.dropped, 0, "{report:?}");
+    assert!(report.retried >= 1, "{report:?}");
+    assert_eq!(report.sent, report.windows);
+    assert!(report.windows >= 3, "{report:?}");
+    let mut ids = std::collections::HashSet::new();
+    let mut total = [0i64; 2];
+    let mut first_failed = None;
+    for g in got.iter() {
+        assert_eq!(g.path, "/push.v1.PusherService/Push");
+        assert_eq!(g.headers["content-type"], "application/proto");
+        assert_eq!(g.headers["content-encoding"], "gzip");
+        assert_eq!(g.headers["x-scope-orgid"], "tenant-1");
+        let (labels, id, pprof) = decode(&g.body);
+        for want in [
+            ("__name__", "process_cpu"),
+            ("service_name", "push-test"),
+            ("env", "test"),
+        ] {
+            assert!(
+                labels.iter().any(|(k, v)| k == want.0 && v == want.1),
+                "{want:?} not in {labels:?}"
+            );
+        }
+        if g.status != 200 {
+            first_failed = Some(id);
+            continue;
+        }
+        // Nothing taken twice.
+        assert!(ids.insert(id), "a profile taken twice");
+        let s = sums(&pprof);
+        total[0] += s[0];
+        total[1] += s[1];
+    }
+    // The failed one was sent again and taken.
+    assert!(ids.contains(&first_failed.expect("the 503")));
+    assert_eq!(ids.len() as u64, report.sent);
+    // The windows add up to the whole profile, exactly.
+    let whole = sums(&report.profile.to_pprof_bytes());
+    assert_eq!(total, whole);
+    assert!(whole[1] > 1_000_000_000, "{whole:?}: the burn's CPU time");
+    // A window is a profile go tool pprof reads, with the burn in it.
+    let (_, _, pprof) = decode(&got.iter().find(|g| g.status == 200).unwrap().body);
+    let file = std::env::temp_dir().join(format!("tickscope-push-{}.pb", std::process::id()));
+    std::fs::write(&file, &pprof).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top"])
+        .arg(&file)
+        .output()
+        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+    let _ = std::fs::remove_file(&file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("push_test_burn"), "{text}");
+}
+
+#[test]
+fn refused_and_unreachable_pushes_are_dropped_and_counted() {
+    let _turn = crate::sampler::LOCK
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    // Refused (400): dropped at once, never tried again.
+    let (url, got) = receiver(vec![400; 100]);
+    let pusher = Builder::new(&url)
+        .interval(Duration::from_secs(1))
+        .start()
+        .unwrap();
+    burn(Duration::from_millis(2200));
+    let r = pusher.stop();
+    assert_eq!((r.sent, r.retried), (0, 0), "{r:?}");
+    assert!(r.windows >= 2, "{r:?}");
+    assert_eq!(r.dropped, r.windows);
+    assert_eq!(got.lock().unwrap().len() as u64, r.windows);
+    // Nothing listening: each window tried twice, then dropped.
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let pusher = Builder::new(&format!("http://{closed}"))
+        .interval(Duration::from_secs(1))
+        .retry(Retry {
+            first: Duration::from_millis(10),
+            max: Duration::from_millis(10),
+            tries: 2,
+        })
+        .start()
+        .unwrap();
+    burn(Duration::from_millis(2200));
+    let r = pusher.stop();
+    assert_eq!(r.sent, 0, "{r:?}");
+    assert!(r.windows >= 2, "{r:?}");
+    assert_eq!(r.dropped, r.windows, "{r:?}");
+    assert_eq!(r.retried, r.windows, "{r:?}");
+    // The program was told.
+    let summary = tickscope::report_string(tickscope::SummaryFormat::Text);
+    assert!(summary.contains("pushed to Pyroscope dropped"), "{summary}");
+}
