@@ -262,11 +262,11 @@ mod tests {
     fn the_request_is_the_protos_shape() {
         let req = push_request(&[("__name__".into(), "process_cpu".into())], b"PPROF", "id");
         // series (1) { labels (1) { name (1), value (2) }, samples (2) { raw_profile (1), ID (2) } }
-        let mut want = vec![0x0a, 0x26, 0x0a, 0x19, 0x0a, 0x08];
+        let mut want = vec![0x0a, 0x26, 0x0a, 0x17, 0x0a, 0x08];
         want.extend_from_slice(b"__name__");
         want.extend_from_slice(&[0x12, 0x0b]);
         want.extend_from_slice(b"process_cpu");
-        want.extend_from_slice(&[0x12, 0x09, 0x0a, 0x05]);
+        want.extend_from_slice(&[0x12, 0x0b, 0x0a, 0x05]);
         want.extend_from_slice(b"PPROF");
         want.extend_from_slice(&[0x12, 0x02]);
         want.extend_from_slice(b"id");
