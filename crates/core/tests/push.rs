@@ -90,23 +90,27 @@ fn pushed_windows_add_up_to_the_whole_profile_in_pyroscopes_shape() {
     let whole = sums(&report.profile.to_pprof_bytes());
     assert_eq!(total, whole);
     assert!(whole[1] > 1_000_000_000, "{whole:?}: the burn's CPU time");
-    // A window is a profile go tool pprof reads, with the burn in it.
-    let (_, _, pprof) = decode(&got.iter().find(|g| g.status == 200).unwrap().body);
-    let file = std::env::temp_dir().join(format!("tickscope-push-{}.pb", std::process::id()));
-    std::fs::write(&file, &pprof).unwrap();
-    let out = std::process::Command::new("go")
-        .args(["tool", "pprof", "-top"])
-        .arg(&file)
-        .output()
-        .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
-    let _ = std::fs::remove_file(&file);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("push_test_burn"), "{text}");
+    // Each window is a profile go tool pprof reads, with the burn in it, named: later
+    // snapshots name their new addresses with the symboliser the first one built.
+    for (i, g) in got.iter().filter(|g| g.status == 200).enumerate() {
+        let (_, _, pprof) = decode(&g.body);
+        let file =
+            std::env::temp_dir().join(format!("tickscope-push-{}-{i}.pb", std::process::id()));
+        std::fs::write(&file, &pprof).unwrap();
+        let out = std::process::Command::new("go")
+            .args(["tool", "pprof", "-top"])
+            .arg(&file)
+            .output()
+            .expect("`go` not found: install Go (Debian: apt-get install golang-go; .ci/run does)");
+        let _ = std::fs::remove_file(&file);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("push_test_burn"), "window {i}: {text}");
+    }
 }
 
 #[test]

@@ -128,6 +128,8 @@ pub(super) fn finish(r: Running, how: Ending) -> Option<Result<Profile, u64>> {
     poller::to_timeline(&shared, &drained.stacks, &mut drained.timeline, true);
     let profile = (how != Ending::Dropped)
         .then(|| profile::build(parts(meta, &shared, drained, process_cpu_ns)));
+    // The symboliser snapshots on this thread kept goes with the sampler.
+    profile::keep_symbols(false);
     if exiting {
         std::mem::forget(shared);
     }

@@ -353,6 +353,8 @@ impl Sampler {
         }
         let drained = rx.recv().unwrap_or_default();
         let process_cpu_ns = r.meta.process_cpu_ns();
+        // Snapshots taken one after another (a pusher's) name only what is new.
+        profile::keep_symbols(true);
         profile::build(parts(&r.meta, &r.shared, drained, process_cpu_ns))
     }
 

@@ -17,7 +17,7 @@ mod build;
 mod heap;
 mod pprof_out;
 mod window;
-pub(crate) use build::build;
+pub(crate) use build::{build, keep_symbols};
 pub(crate) use heap::{heap_pprof, HeapRaw, HeapSums};
 pub(crate) use pprof_out::write_output;
 
