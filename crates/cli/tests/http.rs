@@ -262,3 +262,73 @@ fn the_demo_pushes_its_profiles_to_pyroscope() {
     let _ = std::fs::remove_file(&file);
     assert!(top.contains("demo::"), "{top}");
 }
+
+/// The official client's requests and ours, to one receiver: Grafana's Python SDK
+/// (`pyroscope-io`, over pyroscope-rs) and `TICKSCOPE_PUSH=… tickscope demo` send the same
+/// path, content type and encoding, the same label names, and the same message shape.
+#[test]
+fn our_push_requests_are_shaped_as_the_official_clients() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/readers/.venv/bin/python");
+    let (url, got) = push_support::receiver(vec![]);
+    let script = format!(
+        "import pyroscope, time\n\
+         pyroscope.configure(application_name='py-app', server_address='{url}', tags={{'env': 'ci'}})\n\
+         t = time.time()\n\
+         while time.time() - t < 2: pass\n\
+         pyroscope.shutdown()\n"
+    );
+    let out = Command::new(&python)
+        .args(["-c", &script])
+        .output()
+        .expect("the readers' venv is missing: run tests/readers/install.sh (.ci/run does)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = got.lock().unwrap().len();
+    assert!(theirs >= 1, "the SDK sent nothing");
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["demo", "--seconds", "1", "--interval", "off"])
+        .env("TICKSCOPE_PUSH", &url)
+        .env("TICKSCOPE_PUSH_LABELS", "env=ci")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = got.lock().unwrap();
+    let (sdk, ours) = (&got[0], &got[theirs]);
+    assert_eq!(ours.path, sdk.path);
+    assert_eq!(sdk.path, "/push.v1.PusherService/Push");
+    for h in ["content-type", "content-encoding"] {
+        assert_eq!(ours.headers.get(h), sdk.headers.get(h), "{h}");
+    }
+    // One series, one raw sample each (`decode` checks), its id a UUID, its pprof plain.
+    let (sdk_labels, sdk_id, sdk_pprof) = push_support::decode(&sdk.body);
+    let (our_labels, our_id, our_pprof) = push_support::decode(&ours.body);
+    assert_eq!(our_id.len(), sdk_id.len());
+    assert_eq!(our_id.matches('-').count(), sdk_id.matches('-').count());
+    for p in [&sdk_pprof, &our_pprof] {
+        assert_ne!(&p[..2], &[0x1f, 0x8b], "a pprof inside is plain");
+    }
+    // The label names, but the SDK's own runtime's (`process.runtime.*`: Python's).
+    let names = |l: &[(String, String)]| -> std::collections::BTreeSet<String> {
+        l.iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| !k.starts_with("process.runtime."))
+            .collect()
+    };
+    assert_eq!(
+        names(&our_labels),
+        names(&sdk_labels),
+        "{our_labels:?} vs {sdk_labels:?}"
+    );
+    let value =
+        |l: &[(String, String)], k: &str| l.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    for k in ["__name__", "env"] {
+        assert_eq!(value(&our_labels, k), value(&sdk_labels, k), "{k}");
+    }
+}

@@ -221,6 +221,12 @@ fn labels(service: Option<String>, user: &[(String, String)]) -> Vec<(String, St
     let mut out = vec![
         ("__name__".to_string(), "process_cpu".to_string()),
         ("service_name".to_string(), service),
+        // What the SDKs say of themselves (pyroscope-rs: `com.grafana.pyroscope/python`).
+        ("otel.scope.name".to_string(), "tickscope".to_string()),
+        (
+            "otel.scope.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
     ];
     for (k, v) in user {
         if k == "service_name" || k == "__name__" || out.iter().any(|(o, _)| o == k) {
