@@ -238,11 +238,11 @@ fn the_demo_pushes_its_profiles_to_pyroscope() {
     // At least one interval's window and the last, partial one at the exit (how many more
     // depends on how long each snapshot's symbolisation takes: seconds in a debug build).
     assert!(got.len() >= 2, "{} requests", got.len());
-    let mut cpu = 0;
+    let (mut cpu, mut kinds) = (0, std::collections::BTreeSet::new());
+    let mut last = std::collections::BTreeMap::new();
     for g in got.iter() {
         let (labels, _, pprof) = push_support::decode(&g.body);
         for want in [
-            ("__name__", "process_cpu"),
             ("service_name", "tickscope"),
             ("env", "ci"),
             ("region", "eu"),
@@ -252,20 +252,32 @@ fn the_demo_pushes_its_profiles_to_pyroscope() {
                 "{want:?} not in {labels:?}"
             );
         }
-        cpu += push_support::sums(&pprof)[1];
+        let kind = labels
+            .iter()
+            .find(|(k, _)| k == "__name__")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        if kind == "process_cpu" {
+            cpu += push_support::sums(&pprof)[1];
+        }
+        kinds.insert(kind.clone());
+        last.insert(kind, pprof);
     }
+    // The CPU profile, and the heap's (the binary's allocator is tickscope's).
+    assert_eq!(
+        kinds.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["memory", "process_cpu"]
+    );
     // Three seconds of a four-thread demo on however many cores: seconds of CPU in all.
     assert!(cpu > 1_000_000_000, "{cpu} ns pushed");
-    let (_, _, pprof) = push_support::decode(&got[got.len() / 2].body);
-    let file = write_temp("pushed.pb", &pprof);
-    let top = go_pprof_top(file.to_str().unwrap());
-    let _ = std::fs::remove_file(&file);
-    assert!(top.contains("demo::"), "{top}");
+    for (kind, want) in [("process_cpu", "demo::"), ("memory", "inuse_space")] {
+        let file = write_temp(&format!("pushed-{kind}.pb"), &last[kind]);
+        let top = go_pprof_top(file.to_str().unwrap());
+        let _ = std::fs::remove_file(&file);
+        assert!(top.contains(want), "{kind}: {top}");
+    }
 }
 
-/// The official client's requests and ours, to one receiver: Grafana's Python SDK
-/// (`pyroscope-io`, over pyroscope-rs) and `TICKSCOPE_PUSH=… tickscope demo` send the same
-/// path, content type and encoding, the same label names, and the same message shape.
 #[test]
 fn our_push_requests_are_shaped_as_the_official_clients() {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/readers/.venv/bin/python");

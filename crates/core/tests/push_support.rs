@@ -136,7 +136,17 @@ pub fn decode(body: &[u8]) -> (Vec<(String, String)>, String, Vec<u8>) {
 
 /// A pprof profile's values summed by sample type (packed int64s, two's complement).
 pub fn sums(pprof: &[u8]) -> [i64; 2] {
-    let mut t = [0i64; 2];
+    let t = sums_of::<2>(pprof);
+    [t[0], t[1]]
+}
+
+/// [`sums`] of a heap profile's four sample types.
+pub fn sums4(pprof: &[u8]) -> [i64; 4] {
+    sums_of::<4>(pprof)
+}
+
+fn sums_of<const N: usize>(pprof: &[u8]) -> [i64; N] {
+    let mut t = [0i64; N];
     for s in bytes(&fields(pprof), 2) {
         let f = fields(&s);
         let mut packed = &bytes(&f, 2)[0][..];

@@ -1,4 +1,6 @@
-//! Push (feature `push`): the program's CPU profile sent to Grafana Pyroscope every interval,
+//! Push (feature `push`): the program's CPU profile (and its heap profile, where
+//! `tickscope::alloc::Profiled` is the global allocator) sent to Grafana Pyroscope every
+//! interval,
 //! as its SDKs send it — `POST {url}/push.v1.PusherService/Push`, Connect's protobuf
 //! encoding, the request gzipped, the pprof inside plain.
 //!
@@ -21,7 +23,9 @@
 //! **Exact windows.** The pusher runs the sampler itself and, every interval, sends the
 //! difference between its snapshot and the previous one: the profiles sent add up, stack by
 //! stack, to the one profile of the whole run (the last window holds the stop's
-//! corrections). Each carries the labels `__name__=process_cpu`, `service_name` (the
+//! corrections). A heap profile's allocations are likewise the window's (its memory in use
+//! the heap at the window's end), as the Go SDK sends them. Each carries the labels
+//! `__name__=process_cpu` (`memory`), `service_name` (the
 //! program's name unless a label gives it) and the user's; at most 30 names, values cut at
 //! 2,048 characters, and at most 16,000 samples (the lightest stacks past that folded into
 //! one `[cut: …]` sample, totals kept), within Pyroscope's default limits.
@@ -189,6 +193,7 @@ impl Builder {
             dropped: 0,
             retried: 0,
             windows: 0,
+            heap: None,
         };
         let thread = std::thread::Builder::new()
             .name("tickscope-push".into())
@@ -267,7 +272,8 @@ pub struct Report {
     pub dropped: u64,
     /// Tries after a failed one.
     pub retried: u64,
-    /// Profiles made (one a window): each was sent or dropped.
+    /// Profiles made (one a window, two where the heap is profiled too): each was sent or
+    /// dropped.
     pub windows: u64,
     /// The profile of the whole run: what the profiles sent add up to.
     pub profile: crate::sampler::Profile,
@@ -316,6 +322,8 @@ struct Job {
     dropped: u64,
     retried: u64,
     windows: u64,
+    /// The heap profile's windows, once the heap profiler is seen installed.
+    heap: Option<crate::sampler::heap::HeapWindows>,
 }
 
 impl Job {
@@ -360,11 +368,28 @@ impl Job {
         }
     }
 
-    /// Queues the window from `prev` to `snap`.
+    /// Queues the window from `prev` to `snap`, and the heap profile's window.
     fn enqueue(&mut self, snap: &crate::sampler::Profile, prev: Option<&crate::sampler::Profile>) {
         let pprof = snap.pprof_since(prev, MAX_SAMPLES);
+        self.queue_profile(&pprof, "process_cpu");
+        if self.heap.is_none()
+            && crate::sampler::heap::installed()
+            && crate::sampler::heap::in_use().is_some()
+        {
+            self.heap = Some(Default::default());
+        }
+        if let Some(h) = self.heap.as_mut() {
+            let pprof = h.next().to_pprof_bytes();
+            self.queue_profile(&pprof, "memory");
+        }
+    }
+
+    /// Queues `pprof` as a profile of type `name` (`__name__`).
+    fn queue_profile(&mut self, pprof: &[u8], name: &str) {
         self.windows += 1;
-        let body = wire::gzip(&wire::push_request(&self.labels, &pprof, &wire::uuid()));
+        let mut labels = self.labels.clone();
+        labels[0].1 = name.to_string();
+        let body = wire::gzip(&wire::push_request(&labels, pprof, &wire::uuid()));
         if self.queue.len() >= QUEUE {
             self.queue.pop_front();
             self.drop_n(1, "the queue was full");

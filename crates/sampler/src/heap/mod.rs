@@ -288,6 +288,22 @@ pub fn profile() -> HeapProfile {
     unprofiled(table::profile)
 }
 
+/// Heap profiles of consecutive windows (a pusher's): each one's `alloc_*` are the
+/// allocations since the previous one's (they add up to the whole profile's), its `inuse_*`
+/// the heap at its end. Not a stable API.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct HeapWindows {
+    seen: std::collections::HashMap<(u32, u64), u64>,
+}
+
+impl HeapWindows {
+    /// The profile of the window since the last call (the first: since the start).
+    pub fn next(&mut self) -> HeapProfile {
+        unprofiled(|| table::profile_since(Some(&mut self.seen)))
+    }
+}
+
 /// Runs `f` with this thread's allocations neither profiled nor counted (the profiler's own
 /// work, and the library's: the scopes' allocation marks). Not a stable API.
 #[doc(hidden)]

@@ -199,7 +199,14 @@ impl HeapProfile {
 
 /// The profile of the table as it is now.
 pub(crate) fn profile() -> HeapProfile {
-    let raw = match take() {
+    profile_since(None)
+}
+
+/// [`profile`], its allocations counted since the last call with `seen` (which keeps, per
+/// stack and size, the allocations counted so far): consecutive windows' `alloc_*` add up
+/// to the whole profile's, their `inuse_*` are the heap at each window's end.
+pub(crate) fn profile_since(mut seen: Option<&mut HashMap<(u32, u64), u64>>) -> HeapProfile {
+    let mut raw = match take() {
         Some(t) => match t.as_ref() {
             Some(t) => Raw {
                 stacks: {
@@ -220,6 +227,13 @@ pub(crate) fn profile() -> HeapProfile {
         },
         None => empty(),
     };
+    if let Some(seen) = seen.as_deref_mut() {
+        for (key, sums) in raw.sums.iter_mut() {
+            let before = seen.insert(*key, sums.alloc).unwrap_or(0);
+            sums.alloc = sums.alloc.saturating_sub(before);
+        }
+        raw.sums.retain(|(_, s)| s.alloc > 0 || s.inuse > 0);
+    }
     HeapProfile {
         pprof: crate::profile::heap_pprof(raw),
     }
