@@ -379,7 +379,7 @@ impl Job {
             self.heap = Some(Default::default());
         }
         if let Some(h) = self.heap.as_mut() {
-            let pprof = h.next().to_pprof_bytes();
+            let pprof = h.take().to_pprof_bytes();
             self.queue_profile(&pprof, "memory");
         }
     }

@@ -299,7 +299,7 @@ pub struct HeapWindows {
 
 impl HeapWindows {
     /// The profile of the window since the last call (the first: since the start).
-    pub fn next(&mut self) -> HeapProfile {
+    pub fn take(&mut self) -> HeapProfile {
         unprofiled(|| table::profile_since(Some(&mut self.seen)))
     }
 }

@@ -205,7 +205,7 @@ pub(crate) fn profile() -> HeapProfile {
 /// [`profile`], its allocations counted since the last call with `seen` (which keeps, per
 /// stack and size, the allocations counted so far): consecutive windows' `alloc_*` add up
 /// to the whole profile's, their `inuse_*` are the heap at each window's end.
-pub(crate) fn profile_since(mut seen: Option<&mut HashMap<(u32, u64), u64>>) -> HeapProfile {
+pub(crate) fn profile_since(seen: Option<&mut HashMap<(u32, u64), u64>>) -> HeapProfile {
     let mut raw = match take() {
         Some(t) => match t.as_ref() {
             Some(t) => Raw {
@@ -227,7 +227,7 @@ pub(crate) fn profile_since(mut seen: Option<&mut HashMap<(u32, u64), u64>>) -> 
         },
         None => empty(),
     };
-    if let Some(seen) = seen.as_deref_mut() {
+    if let Some(seen) = seen {
         for (key, sums) in raw.sums.iter_mut() {
             let before = seen.insert(*key, sums.alloc).unwrap_or(0);
             sums.alloc = sums.alloc.saturating_sub(before);
