@@ -246,7 +246,15 @@ pub fn start(config: &Config) -> Result<Started, Error> {
         } else if is_capture(input)? {
             captures.push(Capture::open_file(input.as_ref())?);
         } else {
-            profiles.push(ProfileDoc::open(input.as_ref(), &config.source_path)?);
+            match ProfileDoc::open(input.as_ref(), &config.source_path) {
+                Ok(p) => profiles.push(p),
+                // Named as a capture and no profile either: said to be no capture (what its
+                // name promised), not "not a profile".
+                Err(e) if input.ends_with(".tscap") => {
+                    return Err(Capture::open_file(input.as_ref()).err().unwrap_or(e))
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     let mut diff = None;

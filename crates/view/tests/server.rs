@@ -329,8 +329,21 @@ fn files_are_checked_before_anything_is_served() {
     std::fs::write(&foreign, "just some text\n").unwrap();
     let cut = d.join("cut.tscap");
     std::fs::write(&cut, &b"TSCAP\r\n\x1a\x02\x00"[..]).unwrap();
+    // Garbage named as a capture is said to be no capture (it was "not a profile").
+    let garbage = d.join("garbage.tscap");
+    std::fs::write(
+        &garbage,
+        (0..4096u32)
+            .map(|i| (i * 7919 % 251) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     for (input, says) in [
         (foreign.display().to_string(), "notes.txt"),
+        (
+            garbage.display().to_string(),
+            "garbage.tscap: at byte 0: not a tickscope capture",
+        ),
         (
             d.join("missing.pb.gz").display().to_string(),
             "missing.pb.gz",
