@@ -10,6 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+// Counters: the value held between settings.
+mod counters;
 // Heap profiles: the sample-type switch.
 mod heap;
 // Live captures arriving on the page.

@@ -214,9 +214,17 @@ export const tracks = {
     const yy = (v) => (range > 0 ? y + tr.h - 4 - (v - lo) / range * (tr.h - 8) : y + tr.h / 2);
     const npp = (a.until - a.from) / a.px;
     ctx.fillStyle = '#00897b';
+    // A counter holds its value until it is set again: the value a pixel ended on is drawn
+    // on to the next pixel set (or the capture's end), where only the pixels set were drawn
+    // and a counter set now and then looked dashed.
+    const end = this.x(c.duration_ns || a.until);
     for (let i = 0; i < co.px.length; i++) {
       const x0 = this.x(a.from + co.px[i] * npp), x1 = this.x(a.from + (co.px[i] + 1) * npp);
-      if (x1 < GUTTER || x0 > w) continue;
+      if (x0 > w) break;
+      const next = i + 1 < co.px.length ? this.x(a.from + co.px[i + 1] * npp) : end;
+      const from = Math.max(x1, GUTTER), to = Math.min(next, w);
+      if (to > from) ctx.fillRect(from, Math.round(yy(co.last[i])) - 1, to - from, 2);
+      if (x1 < GUTTER) continue;
       const top = yy(co.max[i]), bot = yy(co.min[i]);
       ctx.fillRect(Math.max(x0, GUTTER), top, Math.max(1, x1 - x0), Math.max(1.5, bot - top));
     }

@@ -74,9 +74,9 @@ export function readAnswer(buf) {
   for (let c = 0; c < nc; c++) {
     const id = f64();
     const n = u32();
-    const px = new Uint16Array(n), min = new Float32Array(n), max = new Float32Array(n);
-    for (let i = 0; i < n; i++) { px[i] = u16(); min[i] = f32(); max[i] = f32(); }
-    a.counters.set(String(id), { px, min, max });
+    const px = new Uint16Array(n), min = new Float32Array(n), max = new Float32Array(n), last = new Float32Array(n);
+    for (let i = 0; i < n; i++) { px[i] = u16(); min[i] = f32(); max[i] = f32(); last[i] = f32(); }
+    a.counters.set(String(id), { px, min, max, last });
   }
   return a;
 }

@@ -12,7 +12,7 @@
 //! | – frames, messages, samples | each `u32 N`, N × (`u16 pixel`, `u32 count`) |
 //! | – message texts | `u32 N`, N × (`f64 ns`, `u32 bytes`, UTF-8) |
 //! | – losses | `u32 N`, N × (`f64 ns`, `f64 events`) |
-//! | counters | `u32 N`, then per counter: `f64 id`, `u32 N`, N × (`u16 pixel`, `f32 min`, `f32 max`) |
+//! | counters | `u32 N`, then per counter: `f64 id`, `u32 N`, N × (`u16 pixel`, `f32 min`, `f32 max`, `f32 last`) |
 //!
 //! `close` is [`Close::code`](crate::index::Close::code): 0 ended, 1 abandoned, 2 cut, 3 open.
 
@@ -85,6 +85,7 @@ pub fn encode(a: &Answer) -> Vec<u8> {
             w.u16(p as u16);
             w.f32(r.min);
             w.f32(r.max);
+            w.f32(r.last);
         }
     }
     w.0

@@ -25,13 +25,17 @@ impl Bin for u32 {
     }
 }
 
-/// A counter's smallest and largest value in the bin (`NaN`s: none).
+/// A counter's smallest, largest and last value in the bin (`NaN`s: none). The last is
+/// the value it holds after the bin, until it is set again (what the page draws on).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Range {
     /// Smallest value.
     pub min: f32,
     /// Largest value.
     pub max: f32,
+    /// The value set last in the bin: each thread's in time order; where two threads set
+    /// the counter within one bin, the one whose chunk was read last.
+    pub last: f32,
 }
 
 impl Default for Range {
@@ -39,6 +43,7 @@ impl Default for Range {
         Range {
             min: f32::NAN,
             max: f32::NAN,
+            last: f32::NAN,
         }
     }
 }
@@ -49,15 +54,20 @@ impl Range {
         !self.min.is_nan()
     }
 
-    /// The range with `v` in it too.
+    /// The range with `v`, set after the others, in it too.
     pub fn with(self, v: f32) -> Range {
         if self.is_set() {
             Range {
                 min: self.min.min(v),
                 max: self.max.max(v),
+                last: v,
             }
         } else {
-            Range { min: v, max: v }
+            Range {
+                min: v,
+                max: v,
+                last: v,
+            }
         }
     }
 }
@@ -68,6 +78,7 @@ impl Bin for Range {
             (true, true) => Range {
                 min: a.min.min(b.min),
                 max: a.max.max(b.max),
+                last: b.last,
             },
             (true, false) => a,
             _ => b,

@@ -15,6 +15,8 @@
 //   --si=N: in the profile's and the diff's tabs, pick sample type N in the sample-type
 //     switch first (a heap profile's four: allocated and in use, objects and bytes); the
 //     flame graphs' sample types are in `profile_sample_type` and `diff_sample_type`
+//   --counter-line: the first counter track's columns drawn in its colour, between its
+//     first and last (`counter_line`); combine with --first-page-only
 //   --timeline-pending: the first two timeline requests are answered 202 ("being indexed"),
 //     as the server answers while it builds a capture's index (combine with
 //     --first-page-only); `pending_answered` says how many were
@@ -97,6 +99,32 @@ try {
       out.first_page_top = (await rows('#first-top-table')).map((r) => r.name.value);
     }
     await shot('timeline');
+    if (flags.includes('--counter-line')) {
+      // The first counter track's drawn columns: for each canvas column between the
+      // track's first and last drawn one, whether any pixel of the counter's colour is in it.
+      out.counter_line = await page.evaluate(() => {
+        const { TL } = window.tickscope;
+        const tr = TL.layout.find((t) => t.kind === 'counter');
+        if (!tr) return null;
+        const canvas = document.getElementById('tl-canvas');
+        const dpr = window.devicePixelRatio || 1;
+        const ctx = canvas.getContext('2d');
+        const img = ctx.getImageData(0, Math.round(tr.y * dpr), canvas.width, Math.round(tr.h * dpr));
+        const cols = [];
+        for (let x = 0; x < img.width; x++) {
+          let hit = false;
+          for (let y = 0; y < img.height && !hit; y++) {
+            const i = (y * img.width + x) * 4;
+            hit = Math.abs(img.data[i] - 0x00) < 24 && Math.abs(img.data[i + 1] - 0x89) < 24 && Math.abs(img.data[i + 2] - 0x7b) < 24;
+          }
+          cols.push(hit);
+        }
+        const first = cols.indexOf(true), last = cols.lastIndexOf(true);
+        const drawn = first < 0 ? 0 : cols.slice(first, last + 1).filter(Boolean).length;
+        return { first, last, drawn };
+      });
+      await shot('counter');
+    }
     if (flags.includes('--first-page-only')) throw 'done';
     {
       // The keys work with the focus elsewhere on the page (they needed the canvas's), and
