@@ -204,7 +204,9 @@ mod tests {
             r.get(0),
             Range {
                 min: -1.0,
-                max: 7.0
+                max: 7.0,
+                // The later bin's last.
+                last: 7.0,
             }
         );
         assert!(!r.get(1).is_set());
