@@ -2,7 +2,7 @@
 // the server what it holds, opens the tab the URL names, and keeps up with live captures.
 import { DF, PF, setupProfile } from './profile.js';
 import { S, readHash, refreshInfo } from './state.js';
-import { buildTabs, markTabs, show } from './tabs.js';
+import { banner, buildTabs, markTabs, show, tabsStale } from './tabs.js';
 import { TL, setupTimeline } from './timeline.js';
 import { $, el, typing } from './util.js';
 
@@ -33,7 +33,7 @@ async function poll() {
         if (c.live && (Date.now() - (TL.summaryAt || 0) > 3000 || c.status.done)) TL.summaryFor = null;
         if (!TL.ready || c.live) { TL.open(); }
       }
-      if (S.info.captures.length !== $('tabs').children.length) { buildTabs(); markTabs(); }
+      if (tabsStale()) { buildTabs(); markTabs(); banner(); }
     } catch (_) { /* the server went away */ }
   }
   setTimeout(poll, live ? 500 : 2000);

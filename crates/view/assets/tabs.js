@@ -18,12 +18,26 @@ export function buildTabs() {
     if (extra !== undefined) b.dataset.extra = extra;
     nav.append(b);
   };
-  S.info.captures.forEach((c, i) => add(`Timeline: ${short(c.name)}`, 'timeline', i));
+  S.info.captures.forEach((c, i) => add(captureLabel(c), 'timeline', i));
   S.info.profiles.forEach((p, i) => {
     if (S.info.diff && (i === S.info.diff.base || i === S.info.diff.new)) return;
     add(`Profile: ${short(p.name)}`, 'profile', i);
   });
   if (S.info.diff) add('Diff', 'diff');
+}
+
+// A capture's tab: its file, or a live one's program once its header said it (the peer's
+// address until then).
+function captureLabel(c) {
+  return c.live && c.program ? `Live: ${short(c.program)} (pid ${c.pid})` : `Timeline: ${short(c.name)}`;
+}
+
+// Whether the tabs no longer match the captures (one arrived, or a live one's program is
+// now known).
+export function tabsStale() {
+  const tabs = [...$('tabs').children].filter((b) => b.dataset.tab === 'timeline');
+  return tabs.length !== S.info.captures.length
+    || S.info.captures.some((c, i) => tabs[i].textContent !== captureLabel(c));
 }
 
 export function markTabs() {
@@ -55,6 +69,12 @@ export function banner() {
   const lines = [];
   if (S.tab === 'timeline') {
     const c = S.info.captures[S.c];
+    if (!c && S.info.listening) {
+      const on = (S.info.listen_on || []).join(' or ');
+      lines.push(on
+        ? `Waiting for a program to connect on ${on}: run it with TICKSCOPE_CAPTURE=${S.info.listen_on[0]}.`
+        : 'Waiting for a capture to arrive.');
+    }
     if (c) {
       if (c.status.error) lines.push(`${c.name}: ${c.status.error}`);
       for (const w of c.status.warnings) lines.push(`This capture is incomplete: ${w}. It is shown up to its last good chunk.`);

@@ -170,6 +170,8 @@ pub struct Viewer {
     pub diff: Option<(usize, usize)>,
     /// Live captures may arrive (`tcp://` inputs, or a feed): the page keeps asking.
     pub listening: bool,
+    /// Where programs connect (`tcp://` inputs' addresses, as bound), for the page to say.
+    pub listen_on: Vec<String>,
     /// The bounds it keeps.
     pub limits: Limits,
     /// The memory live captures share.
@@ -290,6 +292,11 @@ pub fn start(config: &Config) -> Result<Started, Error> {
         profiles,
         diff,
         listening: !live.is_empty() || config.fed,
+        listen_on: live
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .map(|a| format!("tcp://{a}"))
+            .collect(),
         live_budget: Arc::new(LiveBudget::new(config.limits.live_bytes)),
         limits: config.limits.clone(),
         notices: Mutex::new((Vec::new(), 0)),
@@ -404,6 +411,7 @@ impl Viewer {
             "profiles": self.profiles.iter().map(ProfileDoc::info).collect::<Vec<_>>(),
             "diff": self.diff.map(|(b, n)| json!({"base": b, "new": n})),
             "listening": self.listening,
+            "listen_on": self.listen_on,
             "notices": notices,
         })
     }

@@ -87,6 +87,11 @@ fn check_live(page: &serde_json::Value) {
         seen[1]["until"].as_f64() > seen[0]["until"].as_f64(),
         "{page}"
     );
+    // Before: what the page waits for; after: the program's name on its tab.
+    let waiting = page["waiting"].as_str().unwrap_or_default();
+    assert!(waiting.starts_with("Waiting for"), "{page}");
+    let tab = page["tab"].as_str().unwrap_or_default();
+    assert!(tab.starts_with("Live: tickscope (pid "), "{page}");
 }
 
 #[test]
@@ -104,6 +109,12 @@ fn live_captures_arrive_on_the_page_from_view_and_from_capture_listen() {
     let (page, status) = browse_live(&v.url, &out, || demo_into(&addr, LIVE_SECONDS));
     assert!(status.success());
     check_live(&page);
+    // It named where to connect.
+    let waiting = page["waiting"].as_str().unwrap_or_default();
+    assert!(
+        waiting.contains(&format!("TICKSCOPE_CAPTURE=tcp://{addr}")),
+        "{waiting}"
+    );
     drop(v);
 
     // `tickscope capture listen --view`: the file is written and the page shows it.

@@ -37,6 +37,9 @@ try {
     };
   });
   await page.waitForFunction(() => window.tickscope && window.tickscope.S.info, null, { timeout: 60000, polling: 50 });
+  // Before a program connects, the page says what it waits for (it was blank).
+  out.waiting = await page.evaluate(() => document.getElementById('banner').innerText);
+  await page.screenshot({ path: path.join(outdir, 'live-waiting.png') });
   // The test starts the program only now, so that the page sees its capture arrive
   // however long a loaded machine took to get here.
   await new Promise((resolve) => process.stdout.write('loaded\n', resolve));
@@ -47,6 +50,9 @@ try {
     return c && c.threads && c.duration_ns > 0 && window.drawn() > 0;
   }, null, { timeout: 60000, polling: 50 });
   out.seen.push(await look());
+  // Its tab is named after the program once its header arrived (it was the peer's port).
+  await page.waitForFunction(() => /^Live: /.test(document.querySelector('#tabs button').textContent), null, { timeout: 60000, polling: 50 });
+  out.tab = await page.evaluate(() => document.querySelector('#tabs button').textContent);
   // Nothing more can arrive: say so now rather than wait out the timeouts below.
   if (out.seen[0].done) throw new Error('the capture had ended by the page\'s first look: the program ran too short for this machine');
   await page.screenshot({ path: path.join(outdir, 'live-1.png') });
