@@ -18,6 +18,8 @@ mod heap;
 mod live;
 // Opening the browser: the token in no command line.
 mod opener;
+// The URL: zoom and search kept, Back and an edited hash.
+mod url;
 
 fn tickscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickscope"))

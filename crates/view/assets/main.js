@@ -1,7 +1,7 @@
 // tickscope view: the page's entry point. It wires the views (timeline.js, profile.js), asks
 // the server what it holds, opens the tab the URL names, and keeps up with live captures.
 import { DF, PF, setupProfile } from './profile.js';
-import { S, readHash, refreshInfo } from './state.js';
+import { S, readHash, refreshInfo, written } from './state.js';
 import { banner, buildTabs, markTabs, show, tabsStale } from './tabs.js';
 import { TL, setupTimeline } from './timeline.js';
 import { $, el, typing } from './util.js';
@@ -50,6 +50,19 @@ function setupHelp() {
   });
 }
 
+// Back, Forward and an edited hash: the view the hash names (they did nothing).
+function restore() {
+  if (location.hash === written.hash) return;
+  const before = { tab: S.tab, c: S.c };
+  readHash();
+  written.hash = location.hash;
+  written.place = null;
+  if (S.tab === 'timeline' && S.c !== before.c) { TL.answer = null; TL.summaryFor = null; }
+  if (S.tab === 'profile' && !S.info.profiles[S.p]) S.tab = 'timeline';
+  show(S.tab, S.tab === 'timeline' ? S.c : S.tab === 'profile' ? S.p : undefined);
+  if (S.sel) TL.loadSummary();
+}
+
 async function main() {
   setupTimeline();
   setupProfile();
@@ -66,6 +79,8 @@ async function main() {
   if (S.tab === 'profile' && !S.info.profiles[S.p]) S.tab = 'timeline';
   show(S.tab, S.tab === 'timeline' ? S.c : S.tab === 'profile' ? S.p : undefined);
   if (S.sel) TL.loadSummary();
+  window.addEventListener('hashchange', restore);
+  window.addEventListener('popstate', restore);
   poll();
 }
 

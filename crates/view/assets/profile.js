@@ -16,6 +16,7 @@ export const PF = {
     if (!p) return;
     if (S.si !== null && !(S.si < p.sample_types.length)) S.si = null;
     $('pf-name').textContent = p.name;
+    if ($('pf-search').value !== S.q) $('pf-search').value = S.q;
     sampleTypes($('pf-si'), p, S.si);
     $('status').textContent = totalsLine(p, S.si);
     for (const b of document.querySelectorAll('#profile .seg button')) b.classList.toggle('on', b.dataset.pv === S.pv);
@@ -27,7 +28,14 @@ export const PF = {
     try {
       if (flame) {
         if (this.loaded !== S.p || this.loadedSi !== S.si) {
-          if (!this.flame) this.flame = new Flame($('pf-canvas'), { icicle: () => S.pv === 'icicle', tip: flameBox($('pf-canvas')), onPick: (n) => this.pick(n) });
+          if (!this.flame) {
+            this.flame = new Flame($('pf-canvas'), {
+              icicle: () => S.pv === 'icicle',
+              tip: flameBox($('pf-canvas')),
+              onPick: (n) => this.pick(n),
+              onZoom: () => { S.zoom = this.flame.root; writeHash(); },
+            });
+          }
           const t0 = performance.now();
           const tree = await api('flame', { p: S.p, si: S.si });
           this.flame.set(tree);
@@ -35,7 +43,11 @@ export const PF = {
           this.loaded = S.p;
           this.loadedSi = S.si;
           document.body.dataset.flameMs = String(Math.round(performance.now() - t0));
-        } else this.flame.draw();
+        }
+        // The zoom and the search the URL holds (a node of this tree: another is the whole).
+        this.flame.root = S.zoom > 0 && S.zoom < this.flame.tree.parent.length ? S.zoom : 0;
+        this.flame.match = searchOf(S.q);
+        this.flame.draw();
         document.body.dataset.flamePainted = '1';
       } else if (S.pv === 'top') {
         const t = await api('top', { p: S.p, si: S.si });
@@ -62,6 +74,11 @@ export const PF = {
   // The sandwich and source views (source.js).
   ...functionViews,
 };
+
+// The search box's text as a regular expression (none: empty or not one).
+function searchOf(q) {
+  try { return q ? new RegExp(q) : null; } catch (_) { return null; }
+}
 
 // The index of the sample type shown: `si`, or the profile's default (the last without one).
 function typeIndex(p, si) {
@@ -110,13 +127,13 @@ function sampleTypes(select, p, si) {
 
 // The profile tab's controls: its views, the sample type, the search, the flame graph's size.
 export function setupProfile() {
-  $('pf-si').addEventListener('change', (e) => { S.si = Number(e.target.value); PF.open(); });
+  $('pf-si').addEventListener('change', (e) => { S.si = Number(e.target.value); S.zoom = 0; PF.open(); });
   $('df-si').addEventListener('change', (e) => { S.si = Number(e.target.value); DF.open(); });
   for (const b of document.querySelectorAll('#profile .seg button')) b.addEventListener('click', () => { S.pv = b.dataset.pv; PF.open(); });
   $('pf-search').addEventListener('input', (e) => {
-    let re = null;
-    try { re = e.target.value ? new RegExp(e.target.value) : null; } catch (_) { re = null; }
-    if (PF.flame) PF.flame.search(re);
+    S.q = e.target.value;
+    if (PF.flame) PF.flame.search(searchOf(S.q));
+    writeHash();
   });
   new ResizeObserver(() => { if (S.tab === 'profile' && PF.flame) PF.flame.draw(); }).observe($('pf-flamebox'));
 }

@@ -10,6 +10,8 @@ export const S = {
   pv: 'flame', // profile view
   fn: null, // function of the sandwich and source views
   si: null, // sample type shown (index), null: the profile's default
+  zoom: 0, // the profile's flame graph's root (a node of its tree; 0: the whole)
+  q: '', // the profile's flame graph's search
   from: null, until: null, // timeline window, ns
   sel: null, // selected range [from, until]
   scrollY: 0,
@@ -17,19 +19,29 @@ export const S = {
   highlight: null, // scope id
 };
 
+// Reads the view from the hash; what it does not name goes back to its default (so that
+// Back, or an edited hash, shows what the hash says and nothing left from before).
 export function readHash() {
   const h = new URLSearchParams(location.hash.slice(1));
   if (h.get('t')) S.tab = h.get('t');
   for (const k of ['c', 'p']) if (h.get(k) !== null) S[k] = Number(h.get(k)) || 0;
-  if (h.get('pv')) S.pv = h.get('pv');
-  if (h.get('fn')) S.fn = h.get('fn');
-  if (h.get('si') !== null && /^\d+$/.test(h.get('si'))) S.si = Number(h.get('si'));
+  S.pv = h.get('pv') || 'flame';
+  S.fn = h.get('fn') || null;
+  S.si = h.get('si') !== null && /^\d+$/.test(h.get('si')) ? Number(h.get('si')) : null;
+  S.zoom = /^\d+$/.test(h.get('z') || '') ? Number(h.get('z')) : 0;
+  S.q = h.get('q') || '';
   if (h.get('from') && h.get('until')) { S.from = Number(h.get('from')); S.until = Number(h.get('until')); }
+  S.sel = null;
   if (h.get('sel')) {
     const [a, b] = h.get('sel').split(',').map(Number);
     if (b > a) S.sel = [a, b];
   }
 }
+
+// The hash written last (what a `hashchange` of our own would bring back), and the place
+// it named: a new place (another tab, file, view or function) is a history entry of its
+// own, for Back to return to; a window moved or a range selected replaces the current one.
+export const written = { hash: null, place: null };
 
 let hashTimer = 0;
 export function writeHash() {
@@ -45,8 +57,15 @@ export function writeHash() {
       h.set('pv', S.pv);
       if (S.fn) h.set('fn', S.fn);
       if (S.si !== null) h.set('si', S.si);
+      if (S.zoom) h.set('z', S.zoom);
+      if (S.q) h.set('q', S.q);
     } else if (S.tab === 'diff' && S.si !== null) h.set('si', S.si);
-    history.replaceState(null, '', `${location.pathname}${location.search}#${h}`);
+    const place = [S.tab, S.tab === 'timeline' ? S.c : S.p, S.tab === 'profile' ? `${S.pv}/${S.fn}` : ''].join('|');
+    const url = `${location.pathname}${location.search}#${h}`;
+    if (written.place !== null && place !== written.place) history.pushState(null, '', url);
+    else history.replaceState(null, '', url);
+    written.hash = `#${h}`;
+    written.place = place;
   }, 100);
 }
 

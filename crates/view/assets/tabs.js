@@ -53,7 +53,7 @@ export function show(tab, extra) {
   if (tab !== S.tab && (tab === 'diff' || S.tab === 'diff')) S.si = null;
   S.tab = tab;
   if (tab === 'timeline' && extra !== undefined && extra !== S.c) { S.c = extra; S.from = S.until = null; S.sel = null; TL.answer = null; TL.summaryFor = null; }
-  if (tab === 'profile' && extra !== undefined && extra !== S.p) { S.p = extra; S.fn = null; S.si = null; PF.loaded = null; }
+  if (tab === 'profile' && extra !== undefined && extra !== S.p) { S.p = extra; S.fn = null; S.si = null; S.zoom = 0; PF.loaded = null; }
   for (const s of document.querySelectorAll('.tab')) s.hidden = s.id !== tab;
   markTabs();
   banner();
