@@ -24,8 +24,19 @@ export class Flame {
   set(tree) {
     this.tree = tree;
     this.root = 0;
+    this.layout();
+    this.draw();
+  }
+
+  // Each frame's offset in its parent (children in order; parents come before children),
+  // from the widths: again when a diff's widths change.
+  layout() {
+    const tree = this.tree;
     const n = tree.parent.length;
-    // x offsets within the parent, children in order (parents come before children).
+    const d = this.opts.diff ? this.opts.diffBy() : null;
+    // A diff's base scaled to the new profile's total where normalised.
+    this.baseScale = d && d.normalised && tree.base_cum[0] > 0 ? tree.cum[0] / tree.base_cum[0] : 1;
+    this.widthBy = d ? d.width : 'new';
     this.x = new Float64Array(n);
     const next = new Float64Array(n);
     this.maxDepth = 0;
@@ -37,12 +48,20 @@ export class Flame {
       this.depth[i] = this.depth[p] + 1;
       if (this.depth[i] > this.maxDepth) this.maxDepth = this.depth[i];
     }
-    this.draw();
   }
 
+  // A frame's base figure, scaled where the diff is normalised.
+  base(i) {
+    return this.tree.base_cum[i] * this.baseScale;
+  }
+
+  // A frame's width: its time in the profile, or in a diff the new profile's, the base's,
+  // or both together (the default: a frame found only in the base is drawn too).
   width(i) {
     const t = this.tree;
-    return this.opts.diff ? Math.max(t.cum[i], 0) : t.cum[i];
+    if (!this.opts.diff) return t.cum[i];
+    const nw = Math.max(t.cum[i], 0), b = Math.max(this.base(i), 0);
+    return this.widthBy === 'base' ? b : this.widthBy === 'both' ? nw + b : nw;
   }
 
   name(i) {
@@ -82,7 +101,7 @@ export class Flame {
     const y = (d) => (icicle ? (d - d0) * this.rowH : h - (d - d0 + 1) * this.rowH);
     let maxDelta = 1;
     if (this.opts.diff) {
-      for (let i = 1; i < t.cum.length; i++) maxDelta = Math.max(maxDelta, Math.abs(t.cum[i] - t.base_cum[i]));
+      for (let i = 1; i < t.cum.length; i++) maxDelta = Math.max(maxDelta, Math.abs(t.cum[i] - this.base(i)));
     }
     this.drawn = [];
     for (let i = 0; i < t.parent.length; i++) {
@@ -97,7 +116,7 @@ export class Flame {
       let fill;
       const name = this.name(i);
       if (this.opts.diff) {
-        const d = (t.cum[i] - t.base_cum[i]) / maxDelta;
+        const d = (t.cum[i] - this.base(i)) / maxDelta;
         fill = d > 0 ? `hsl(0, ${Math.round(30 + 60 * d)}%, ${Math.round(88 - 30 * d)}%)` : d < 0 ? `hsl(215, ${Math.round(30 - 60 * d)}%, ${Math.round(88 + 30 * d)}%)` : '#e9e9ea';
       } else {
         fill = i === 0 ? '#d8d9dc' : colour(name, this.match && !this.match.test(name) ? 90 : 70);

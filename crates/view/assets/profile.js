@@ -129,6 +129,10 @@ function sampleTypes(select, p, si) {
 export function setupProfile() {
   $('pf-si').addEventListener('change', (e) => { S.si = Number(e.target.value); S.zoom = 0; PF.open(); });
   $('df-si').addEventListener('change', (e) => { S.si = Number(e.target.value); DF.open(); });
+  // The diff's widths and normalisation: the same tree laid out again.
+  const relayout = () => { if (DF.flame && DF.flame.tree) { DF.flame.layout(); DF.flame.draw(); } writeHash(); };
+  $('df-width').addEventListener('change', (e) => { S.dw = e.target.value; relayout(); });
+  $('df-norm').addEventListener('change', (e) => { S.norm = e.target.checked; relayout(); });
   for (const b of document.querySelectorAll('#profile .seg button')) b.addEventListener('click', () => { S.pv = b.dataset.pv; PF.open(); });
   $('pf-search').addEventListener('input', (e) => {
     S.q = e.target.value;
@@ -148,7 +152,16 @@ export const DF = {
       const d = await api('diff', { si: S.si });
       $('df-name').textContent = `${d.base} → ${d.new}`;
       sampleTypes($('df-si'), base, S.si);
-      if (!this.flame) this.flame = new Flame($('df-canvas'), { diff: true, icicle: () => false, tip: flameBox($('df-canvas')) });
+      if (!this.flame) {
+        this.flame = new Flame($('df-canvas'), {
+          diff: true,
+          diffBy: () => ({ width: S.dw, normalised: S.norm }),
+          icicle: () => false,
+          tip: flameBox($('df-canvas')),
+        });
+      }
+      $('df-width').value = S.dw;
+      $('df-norm').checked = S.norm;
       this.flame.set(d);
       const nw = S.info.profiles[S.info.diff.new];
       $('status').textContent = nw ? `${totalsLine(base, S.si)} → ${totalsLine(nw, S.si)}` : totalsLine(base, S.si);

@@ -12,6 +12,8 @@ export const S = {
   si: null, // sample type shown (index), null: the profile's default
   zoom: 0, // the profile's flame graph's root (a node of its tree; 0: the whole)
   q: '', // the profile's flame graph's search
+  dw: 'both', // the diff's frame widths: 'both', 'new' or 'base'
+  norm: false, // the diff's base scaled to the new profile's total
   from: null, until: null, // timeline window, ns
   sel: null, // selected range [from, until]
   scrollY: 0,
@@ -30,6 +32,8 @@ export function readHash() {
   S.si = h.get('si') !== null && /^\d+$/.test(h.get('si')) ? Number(h.get('si')) : null;
   S.zoom = /^\d+$/.test(h.get('z') || '') ? Number(h.get('z')) : 0;
   S.q = h.get('q') || '';
+  S.dw = ['new', 'base'].includes(h.get('dw')) ? h.get('dw') : 'both';
+  S.norm = h.get('norm') === '1';
   if (h.get('from') && h.get('until')) { S.from = Number(h.get('from')); S.until = Number(h.get('until')); }
   S.sel = null;
   if (h.get('sel')) {
@@ -59,7 +63,11 @@ export function writeHash() {
       if (S.si !== null) h.set('si', S.si);
       if (S.zoom) h.set('z', S.zoom);
       if (S.q) h.set('q', S.q);
-    } else if (S.tab === 'diff' && S.si !== null) h.set('si', S.si);
+    } else if (S.tab === 'diff') {
+      if (S.si !== null) h.set('si', S.si);
+      if (S.dw !== 'both') h.set('dw', S.dw);
+      if (S.norm) h.set('norm', '1');
+    }
     const place = [S.tab, S.tab === 'timeline' ? S.c : S.p, S.tab === 'profile' ? `${S.pv}/${S.fn}` : ''].join('|');
     const url = `${location.pathname}${location.search}#${h}`;
     if (written.place !== null && place !== written.place) history.pushState(null, '', url);

@@ -466,6 +466,26 @@ try {
     out.diff_sample_type = await page.evaluate(() => window.tickscope.DF.flame.tree.sample_type);
     out.diff_rows = await rows('#df-table');
     out.diff_total = await page.evaluate(() => ({ new: window.tickscope.DF.flame.tree.cum[0], base: window.tickscope.DF.flame.tree.base_cum[0] }));
+    // Frames found only in the base, as drawn with each choice of widths: their width in
+    // all, and how many were drawn (by default both profiles' widths: they were dropped).
+    const baseOnly = () => page.evaluate(() => {
+      const f = window.tickscope.DF.flame, t = f.tree;
+      let width = 0, n = 0;
+      const drawn = new Set(f.drawn);
+      let drawnN = 0;
+      for (let i = 1; i < t.cum.length; i++) {
+        if (t.cum[i] === 0 && t.base_cum[i] > 0) { n++; width += f.width(i); if (drawn.has(i)) drawnN++; }
+      }
+      return { n, width, drawn: drawnN, root: f.width(0) };
+    });
+    out.diff_base_only = { both: await baseOnly() };
+    await page.selectOption('#df-width', 'new');
+    out.diff_base_only.new = await baseOnly();
+    await page.check('#df-norm');
+    out.diff_normalised = await page.evaluate(() => { const f = window.tickscope.DF.flame; return { base_root: f.base(0), new_root: f.tree.cum[0] }; });
+    await page.waitForFunction(() => location.hash.includes('dw=new') && location.hash.includes('norm=1'), null, { timeout: 30000 });
+    await page.uncheck('#df-norm');
+    await page.selectOption('#df-width', 'both');
     out.diff_status = await page.evaluate(() => document.getElementById('status').textContent);
     await shot('diff');
   }
