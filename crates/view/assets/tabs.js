@@ -19,10 +19,8 @@ export function buildTabs() {
     nav.append(b);
   };
   S.info.captures.forEach((c, i) => add(captureLabel(c), 'timeline', i));
-  S.info.profiles.forEach((p, i) => {
-    if (S.info.diff && (i === S.info.diff.base || i === S.info.diff.new)) return;
-    add(`Profile: ${short(p.name)}`, 'profile', i);
-  });
+  // A diff's two profiles have their own tabs too (they were hidden).
+  S.info.profiles.forEach((p, i) => add(`Profile: ${short(p.name)}`, 'profile', i));
   if (S.info.diff) add('Diff', 'diff');
 }
 

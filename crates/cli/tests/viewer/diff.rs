@@ -78,6 +78,12 @@ fn a_diff_of_two_profiles_is_diffs_table_and_both_totals() {
         Some(total(&a).unwrap() + total(&b).unwrap()),
         "{only}"
     );
+    // The two profiles have their own tabs beside the diff's.
+    assert_eq!(
+        page["tabs"],
+        serde_json::json!(["Profile: a.pb.gz", "Profile: b.pb.gz", "Diff"]),
+        "{page}"
+    );
     // Normalised: the base scaled to the new profile's total.
     let norm = &page["diff_normalised"];
     assert_eq!(norm["base_root"], norm["new_root"], "{norm}");

@@ -487,6 +487,7 @@ try {
     await page.uncheck('#df-norm');
     await page.selectOption('#df-width', 'both');
     out.diff_status = await page.evaluate(() => document.getElementById('status').textContent);
+    out.tabs = await page.evaluate(() => [...document.querySelectorAll('#tabs button')].map((b) => b.textContent));
     await shot('diff');
   }
 } catch (e) {
