@@ -544,6 +544,9 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
         assert_eq!(cell(g, "cum"), w["cum"].as_f64());
         assert_eq!(g["flat"]["text"], w["flat_text"]);
     }
+    // The callers' icicle's widest top row: the function top puts first (most flat time).
+    let widest = &page["icicle_widest"];
+    assert_eq!(widest["cum"].as_f64(), want[0]["flat"].as_f64(), "{widest}");
     let cums: Vec<f64> = page["top_sorted_by_cum"]
         .as_array()
         .unwrap()

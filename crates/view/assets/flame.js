@@ -38,15 +38,23 @@ export class Flame {
     this.baseScale = d && d.normalised && tree.base_cum[0] > 0 ? tree.cum[0] / tree.base_cum[0] : 1;
     this.widthBy = d ? d.width : 'new';
     this.x = new Float64Array(n);
-    const next = new Float64Array(n);
     this.maxDepth = 0;
     this.depth = new Uint16Array(n);
+    const children = Array.from({ length: n }, () => []);
     for (let i = 1; i < n; i++) {
       const p = tree.parent[i];
-      this.x[i] = next[p] + this.x[p];
-      next[p] += this.width(i);
+      children[p].push(i);
       this.depth[i] = this.depth[p] + 1;
       if (this.depth[i] > this.maxDepth) this.maxDepth = this.depth[i];
+    }
+    // Children side by side from their parent's left edge, in the tree's order, or the
+    // widest first where asked (the callers' icicle: the heaviest functions leftmost).
+    const widestFirst = this.opts.widestFirst && this.opts.widestFirst();
+    for (let p = 0; p < n; p++) {
+      const c = children[p];
+      if (widestFirst) c.sort((a, b) => this.width(b) - this.width(a));
+      let at = this.x[p];
+      for (const i of c) { this.x[i] = at; at += this.width(i); }
     }
   }
 

@@ -27,21 +27,26 @@ export const PF = {
     $('pf-source').hidden = S.pv !== 'source';
     try {
       if (flame) {
-        if (this.loaded !== S.p || this.loadedSi !== S.si) {
+        // The icicle is the callers' tree (leaf functions at the top, their callers below),
+        // not the flame graph upside down.
+        const reverse = S.pv === 'icicle';
+        if (this.loaded !== S.p || this.loadedSi !== S.si || this.loadedReverse !== reverse) {
           if (!this.flame) {
             this.flame = new Flame($('pf-canvas'), {
               icicle: () => S.pv === 'icicle',
+              widestFirst: () => S.pv === 'icicle',
               tip: flameBox($('pf-canvas')),
               onPick: (n) => this.pick(n),
               onZoom: () => { S.zoom = this.flame.root; writeHash(); },
             });
           }
           const t0 = performance.now();
-          const tree = await api('flame', { p: S.p, si: S.si });
+          const tree = await api('flame', reverse ? { p: S.p, si: S.si, reverse: 1 } : { p: S.p, si: S.si });
           this.flame.set(tree);
           emptyNote($('pf-empty'), $('pf-canvas'), tree, typeName(p, S.si));
           this.loaded = S.p;
           this.loadedSi = S.si;
+          this.loadedReverse = reverse;
           document.body.dataset.flameMs = String(Math.round(performance.now() - t0));
         }
         // The zoom and the search the URL holds (a node of this tree: another is the whole).
@@ -133,7 +138,14 @@ export function setupProfile() {
   const relayout = () => { if (DF.flame && DF.flame.tree) { DF.flame.layout(); DF.flame.draw(); } writeHash(); };
   $('df-width').addEventListener('change', (e) => { S.dw = e.target.value; relayout(); });
   $('df-norm').addEventListener('change', (e) => { S.norm = e.target.checked; relayout(); });
-  for (const b of document.querySelectorAll('#profile .seg button')) b.addEventListener('click', () => { S.pv = b.dataset.pv; PF.open(); });
+  for (const b of document.querySelectorAll('#profile .seg button')) {
+    b.addEventListener('click', () => {
+      // The flame graph and the callers' icicle are two trees: a zoom is the one's.
+      if ((S.pv === 'icicle') !== (b.dataset.pv === 'icicle')) S.zoom = 0;
+      S.pv = b.dataset.pv;
+      PF.open();
+    });
+  }
   $('pf-search').addEventListener('input', (e) => {
     S.q = e.target.value;
     if (PF.flame) PF.flame.search(searchOf(S.q));

@@ -404,6 +404,15 @@ try {
         }
       }
       await page.click('#profile .seg button[data-pv="icicle"]');
+      // The callers' icicle: the root's children are where the time was spent (leaf
+      // functions), the widest first.
+      await page.waitForFunction(() => window.tickscope.PF.loadedReverse === true, null, { timeout: 30000 });
+      out.icicle_widest = await page.evaluate(() => {
+        const f = window.tickscope.PF.flame, t = f.tree;
+        let best = -1;
+        for (let i = 1; i < t.parent.length; i++) if (t.parent[i] === 0 && (best < 0 || t.cum[i] > t.cum[best])) best = i;
+        return best < 0 ? null : { name: f.name(best), cum: t.cum[best] };
+      });
       await shot('profile-icicle');
       await page.click('#profile .seg button[data-pv="top"]');
       if (out.profile_empty !== null) {
