@@ -13,6 +13,9 @@
 //!   2000 px, answered by the index in this process. Target: p99 ≤ 50 ms.
 //! - **flame graph**: `tickscope view large.cpu.pb.gz` (tests/data/pprof, 20,430 samples):
 //!   from the page's load to its flame graph drawn. Target ≤ 1 s.
+//! - **frames**: the 10 s demo's capture (`demo --seconds 10`) at 1440 × 900, its whole
+//!   window in view: the time of one full redraw (30 of them), and the intervals between the
+//!   frames drawn while the mouse drags and wheels the timeline. Target: a redraw ≤ 16 ms.
 //!
 //! The capture is `tickscope demo --capture` (3 s, the default threads), made afresh, or the
 //! file `TICKSCOPE_BENCH_CAPTURE` names. Needs node and Chromium (`tests/readers/install.sh`).
@@ -154,7 +157,39 @@ fn main() {
         "  RATIO flame graph / 1 s: {:.3}   (target <= 1.0)",
         ms / 1000.0
     );
-    for v in [&tl, &fl] {
+    // Frames, on the 10 s demo.
+    let ten = dir.join("ten.tscap");
+    let out = Command::new(&tickscope)
+        .args(["demo", "--seconds", "10", "--interval", "off", "--capture"])
+        .arg(&ten)
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fr = node("frames", &ten);
+    let at = |v: &serde_json::Value, q: f64| {
+        let a = v.as_array().unwrap();
+        a[((a.len() - 1) as f64 * q) as usize].as_f64().unwrap()
+    };
+    let (redraw, frames) = (&fr["redraw_ms"], &fr["frame_ms"]);
+    println!(
+        "  frames, the 10 s demo ({:.1} MB) at 1440 x 900: a full redraw p50 {:.1} ms, max {:.1} ms; dragged and wheeled: {} frames, p50 {:.1} ms, p90 {:.1} ms apart",
+        std::fs::metadata(&ten).map_or(0, |m| m.len()) as f64 / 1e6,
+        at(redraw, 0.5),
+        at(redraw, 1.0),
+        frames.as_array().unwrap().len(),
+        at(frames, 0.5),
+        at(frames, 0.9)
+    );
+    println!(
+        "  RATIO redraw p50 / 16 ms: {:.3}   (target <= 1.0)",
+        at(redraw, 0.5) / 16.0
+    );
+    for v in [&tl, &fl, &fr] {
         assert_eq!(v["errors"], serde_json::json!([]), "{v}");
     }
     let _ = std::fs::remove_dir_all(&dir);

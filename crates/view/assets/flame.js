@@ -40,21 +40,36 @@ export class Flame {
     this.x = new Float64Array(n);
     this.maxDepth = 0;
     this.depth = new Uint16Array(n);
-    const children = Array.from({ length: n }, () => []);
     for (let i = 1; i < n; i++) {
-      const p = tree.parent[i];
-      children[p].push(i);
-      this.depth[i] = this.depth[p] + 1;
-      if (this.depth[i] > this.maxDepth) this.maxDepth = this.depth[i];
+      const d = this.depth[tree.parent[i]] + 1;
+      this.depth[i] = d;
+      if (d > this.maxDepth) this.maxDepth = d;
     }
-    // Children side by side from their parent's left edge, in the tree's order, or the
-    // widest first where asked (the callers' icicle: the heaviest functions leftmost).
-    const widestFirst = this.opts.widestFirst && this.opts.widestFirst();
+    // Children side by side from their parent's left edge: in the tree's order (one pass),
+    // or the widest first where asked (the callers' icicle: the heaviest functions leftmost),
+    // each parent's children then listed in typed arrays and sorted.
+    if (!(this.opts.widestFirst && this.opts.widestFirst())) {
+      const next = new Float64Array(n);
+      for (let i = 1; i < n; i++) {
+        const p = tree.parent[i];
+        this.x[i] = next[p] + this.x[p];
+        next[p] += this.width(i);
+      }
+      return;
+    }
+    const start = new Uint32Array(n + 1);
+    for (let i = 1; i < n; i++) start[tree.parent[i] + 1]++;
+    for (let p = 0; p < n; p++) start[p + 1] += start[p];
+    const kids = new Uint32Array(Math.max(n - 1, 0));
+    const fillAt = start.slice(0, n);
+    for (let i = 1; i < n; i++) kids[fillAt[tree.parent[i]]++] = i;
+    const wid = new Float64Array(n);
+    for (let i = 0; i < n; i++) wid[i] = this.width(i);
     for (let p = 0; p < n; p++) {
-      const c = children[p];
-      if (widestFirst) c.sort((a, b) => this.width(b) - this.width(a));
+      const c = kids.subarray(start[p], start[p + 1]);
+      if (c.length > 1) c.sort((a, b) => wid[b] - wid[a]);
       let at = this.x[p];
-      for (const i of c) { this.x[i] = at; at += this.width(i); }
+      for (let k = 0; k < c.length; k++) { this.x[c[k]] = at; at += wid[c[k]]; }
     }
   }
 

@@ -110,8 +110,15 @@ export const TL = {
     from = Math.max(-span * 0.1, Math.min(from, full - span * 0.5));
     S.from = from; S.until = from + span;
     writeHash();
-    this.draw();
+    this.schedule();
     this.fetch();
+  },
+
+  // A redraw at the next animation frame, however many are asked before it (a drag or a
+  // wheel asks one per event: each was drawn at once, several a frame).
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(); });
   },
 
   zoom(factor, atX) {
@@ -128,7 +135,9 @@ export const TL = {
     this.setView(S.from + d, S.until + d);
   },
 
-  x(ns) { return GUTTER + (ns - S.from) / (S.until - S.from) * this.width(); },
+  // Within a redraw the canvas's width is read once (`drawW`): read for every x, the layout
+  // it forces was most of a redraw's time.
+  x(ns) { return GUTTER + (ns - S.from) / (S.until - S.from) * (this.drawW || this.width()); },
   ns(x) { return S.from + (x - GUTTER) / this.width() * (S.until - S.from); },
 
   // Tracks: counters first, then each thread (header, depth rows, samples).
@@ -248,7 +257,7 @@ export function setupTimeline() {
   canvas.addEventListener('wheel', (e) => {
     e.preventDefault();
     if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY) * 2) {
-      if (e.shiftKey) { S.scrollY += e.deltaY; TL.draw(); } else TL.pan(e.deltaX);
+      if (e.shiftKey) { S.scrollY += e.deltaY; TL.schedule(); } else TL.pan(e.deltaX);
       return;
     }
     const r = canvas.getBoundingClientRect();
@@ -272,7 +281,7 @@ export function setupTimeline() {
     if (d.mode === 'pan') {
       const ns = (d.x0 - x) * (d.until - d.from) / TL.width();
       TL.setView(d.from + ns, d.until + ns);
-    } else TL.draw();
+    } else TL.schedule();
   });
   window.addEventListener('mouseup', (e) => {
     const d = TL.drag;

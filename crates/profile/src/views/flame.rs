@@ -178,6 +178,9 @@ impl TreeBuilder {
         }
         let (cum, flat) = if base { (2, 3) } else { (0, 1) };
         let mut path: Vec<u32> = Vec::new();
+        // Each graph node's name id here, found once: looking its name up for every frame of
+        // every sample (a string hash and compare each) was most of a large profile's tree.
+        let mut memo = vec![u32::MAX; rpt.table.node_count()];
         for s in &rpt.profile.samples {
             let w = rpt.profile.value(s, rpt.index);
             if w <= 0 {
@@ -186,13 +189,22 @@ impl TreeBuilder {
             path.clear();
             for l in rpt.profile.stack(s).rev() {
                 for &id in rpt.table.loc_nodes(l).iter().rev() {
-                    let name = rpt.names().get(id);
-                    let n = match self.name_ids.get(name) {
-                        Some(&n) => n,
-                        None => {
-                            let n = self.names.len() as u32;
-                            self.names.push(name.to_owned());
-                            self.name_ids.insert(name.to_owned(), n);
+                    let n = match memo.get(id as usize) {
+                        Some(&n) if n != u32::MAX => n,
+                        _ => {
+                            let name = rpt.names().get(id);
+                            let n = match self.name_ids.get(name) {
+                                Some(&n) => n,
+                                None => {
+                                    let n = self.names.len() as u32;
+                                    self.names.push(name.to_owned());
+                                    self.name_ids.insert(name.to_owned(), n);
+                                    n
+                                }
+                            };
+                            if let Some(m) = memo.get_mut(id as usize) {
+                                *m = n;
+                            }
                             n
                         }
                     };

@@ -7,6 +7,9 @@
 //          from `tickscope view CAPTURE` starting to the timeline drawn with its answer
 //        node bench.mjs flame TICKSCOPE PROFILE
 //          from the page's load to the profile's flame graph drawn
+//        node bench.mjs frames TICKSCOPE CAPTURE
+//          at 1440 x 900, the whole capture in view: the time of one full redraw (30 of them),
+//          and the frames drawn while the timeline is dragged and zoomed by the mouse
 import { createRequire } from 'node:module';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,7 +26,7 @@ const browser = await chromium.launch({
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
-const page = await browser.newPage({ viewport: { width: 2200, height: 1000 } });
+const page = await browser.newPage({ viewport: what === 'frames' ? { width: 1440, height: 900 } : { width: 2200, height: 1000 } });
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
 
@@ -53,6 +56,36 @@ if (what === 'timeline') {
   // The summary, a few moments later (it waits for the index on two cores).
   await page.waitForSelector('#summary-table tbody tr', { timeout: 120000 });
   out.summary_ms = Math.round(performance.now() - t0);
+} else if (what === 'frames') {
+  await page.waitForFunction(() => document.body.dataset.painted === '1' && !window.tickscope.TL.inflight, null, { timeout: 120000, polling: 10 });
+  // Full redraws of the same answer.
+  out.redraw_ms = await page.evaluate(() => {
+    const { TL } = window.tickscope;
+    const t = [];
+    for (let i = 0; i < 30; i++) {
+      const a = performance.now();
+      TL.draw();
+      t.push(performance.now() - a);
+    }
+    return t.sort((x, y) => x - y);
+  });
+  // Frames while dragged (pan) and wheeled (zoom): requestAnimationFrame's intervals.
+  await page.evaluate(() => {
+    window.frameTimes = [];
+    let last = performance.now();
+    const tick = (now) => { window.frameTimes.push(now - last); last = now; if (window.recording) requestAnimationFrame(tick); };
+    window.recording = true;
+    requestAnimationFrame(tick);
+  });
+  const box = await page.evaluate(() => { const r = document.getElementById('tl-canvas').getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+  const y = box.y + box.h / 2;
+  await page.mouse.move(box.x + box.w * 0.8, y);
+  await page.mouse.down();
+  for (let i = 0; i < 60; i++) await page.mouse.move(box.x + box.w * (0.8 - i * 0.01), y);
+  await page.mouse.up();
+  for (let i = 0; i < 30; i++) await page.mouse.wheel(0, i < 15 ? -120 : 120);
+  out.frame_ms = await page.evaluate(() => { window.recording = false; return window.frameTimes.slice(1).sort((x, y) => x - y); });
+  out.draws = await page.evaluate(() => window.tickscope.TL.draws || null);
 } else {
   await page.waitForFunction(() => document.body.dataset.flamePainted === '1', null, { timeout: 120000, polling: 10 });
   out.flame_after_load_ms = Math.round(performance.now() - loaded);

@@ -250,6 +250,11 @@ impl NodeTable {
     }
 
     /// The nodes of location `l`'s lines, innermost first.
+    /// How many nodes the table holds (ids are `0..node_count()`).
+    pub(crate) fn node_count(&self) -> usize {
+        self.names.len()
+    }
+
     pub(crate) fn loc_nodes(&self, l: u32) -> &[u32] {
         &self.nodes[self.loc_spans[l as usize].range()]
     }
