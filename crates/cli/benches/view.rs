@@ -13,6 +13,11 @@
 //!   2000 px, answered by the index in this process. Target: p99 ≤ 50 ms.
 //! - **flame graph**: `tickscope view large.cpu.pb.gz` (tests/data/pprof, 20,430 samples):
 //!   from the page's load to its flame graph drawn. Target ≤ 1 s.
+//! - **live**: a 2 s demo on 4 threads streamed (`TICKSCOPE_CAPTURE=tcp://…`) into `tickscope
+//!   view tcp://…`, then the same into `tickscope capture listen -o FILE`, one after the
+//!   other on this machine: the share of events each lost (undelivered: the receiver did not
+//!   keep up). Target: the viewer loses no more than the listener (ratio ≤ 1, with a few
+//!   points' noise between two runs).
 //! - **frames**: the 10 s demo's capture (`demo --seconds 10`) at 1440 × 900, its whole
 //!   window in view: the time of one full redraw (30 of them), and the intervals between the
 //!   frames drawn while the mouse drags and wheels the timeline. Target: a redraw ≤ 16 ms.
@@ -157,6 +162,21 @@ fn main() {
         "  RATIO flame graph / 1 s: {:.3}   (target <= 1.0)",
         ms / 1000.0
     );
+    // Live: the viewer and the listener, one after the other.
+    let (viewer_lost, listener_lost) = (
+        live_into_view(&tickscope),
+        live_into_listener(&tickscope, &dir),
+    );
+    println!(
+        "  live, a 2 s demo on 4 threads: the viewer lost {:.1}% of its events, capture listen {:.1}%",
+        viewer_lost * 100.0,
+        listener_lost * 100.0
+    );
+    println!(
+        "  RATIO viewer's loss / listener's: {:.3}   (target <= 1.0)",
+        viewer_lost / listener_lost.max(1e-9)
+    );
+
     // Frames, on the 10 s demo.
     let ten = dir.join("ten.tscap");
     let out = Command::new(&tickscope)
@@ -193,4 +213,154 @@ fn main() {
         assert_eq!(v["errors"], serde_json::json!([]), "{v}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The 2 s demo streamed into the program `recv` starts (on `127.0.0.1:0`): the share of
+/// its events lost (`undelivered` over what it sent), from `report --json`'s figures.
+fn lost_share(summary: &serde_json::Value) -> f64 {
+    let lost = summary["lost"]["undelivered"].as_f64().unwrap_or(0.0);
+    let got = summary["events"].as_f64().unwrap_or(0.0);
+    lost / (lost + got).max(1.0)
+}
+
+/// Runs the demo for 2 s on 4 threads with `TICKSCOPE_CAPTURE=tcp://ADDR`.
+fn demo_into(tickscope: &Path, addr: &str) {
+    let out = Command::new(tickscope)
+        .args([
+            "demo",
+            "--seconds",
+            "2",
+            "--threads",
+            "4",
+            "--interval",
+            "off",
+        ])
+        .env("TICKSCOPE_CAPTURE", format!("tcp://{addr}"))
+        .env("TICKSCOPE_SUMMARY", "off")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The first line of `r` that holds `mark`, read until it comes.
+fn line_with(r: &mut impl std::io::BufRead, mark: &str) -> String {
+    let mut l = String::new();
+    loop {
+        l.clear();
+        assert!(r.read_line(&mut l).unwrap() > 0, "no line with {mark:?}");
+        if l.contains(mark) {
+            return l;
+        }
+    }
+}
+
+/// The share of events `tickscope view tcp://…` lost.
+fn live_into_view(tickscope: &Path) -> f64 {
+    use std::io::BufRead;
+    let mut v = Command::new(tickscope)
+        .args(["view", "--no-open", "tcp://127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(v.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
+    let l = line_with(&mut err, "receiving live captures on ");
+    let addr = l.split("receiving live captures on ").nth(1).unwrap();
+    let addr = addr.split_whitespace().next().unwrap().to_string();
+    demo_into(tickscope, &addr);
+    // The capture's summary once its connection ended (polled to a deadline).
+    let url = url.trim();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let host = base.strip_prefix("http://").unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    let summary = loop {
+        let info = http_get(host, &format!("/api/info?token={token}"));
+        let done = info["captures"][0]["status"]["done"] == true;
+        if done {
+            break http_get(host, &format!("/api/summary?token={token}&c=0"));
+        }
+        assert!(Instant::now() < deadline, "the live capture never ended");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = v.kill();
+    let _ = v.wait();
+    lost_share(&summary)
+}
+
+/// The share of events `tickscope capture listen -o FILE` lost.
+fn live_into_listener(tickscope: &Path, dir: &Path) -> f64 {
+    let file = dir.join("listened.tscap");
+    let mut l = Command::new(tickscope)
+        .args([
+            "capture",
+            "listen",
+            "127.0.0.1:0",
+            "--connections",
+            "1",
+            "-o",
+        ])
+        .arg(&file)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(l.stderr.take().unwrap());
+    let line = line_with(&mut err, "listening on ");
+    let addr = line.split("listening on ").nth(1).unwrap();
+    let addr = addr.split_whitespace().next().unwrap().to_string();
+    demo_into(tickscope, &addr);
+    assert!(l.wait().unwrap().success());
+    let out = Command::new(tickscope)
+        .arg("report")
+        .arg(&file)
+        .arg("--json")
+        .output()
+        .unwrap();
+    lost_share(&serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// A GET of the viewer's API, its JSON answer.
+fn http_get(host: &str, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&all[..at]).to_ascii_lowercase();
+    let body = if head.contains("transfer-encoding: chunked") {
+        dechunk(&all[at..])
+    } else {
+        all[at..].to_vec()
+    };
+    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
+}
+
+/// A chunked body's bytes.
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let n =
+            usize::from_str_radix(std::str::from_utf8(&b[..nl]).unwrap().trim(), 16).unwrap_or(0);
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[nl + 2..nl + 2 + n]);
+        b = &b[nl + 2 + n + 2..];
+    }
 }

@@ -78,6 +78,8 @@ fn receive(viewer: &Viewer, stream: TcpStream, peer: &str, allow_remote: bool) {
     let Ok(control) = stream.try_clone() else {
         return;
     };
+    // However this ends, the connection is shut down: the pump's blocked read returns.
+    let _shut = Shut(&control);
     let header = limits.live_header_timeout;
     let input = Silence {
         stream,
@@ -86,6 +88,11 @@ fn receive(viewer: &Viewer, stream: TcpStream, peer: &str, allow_remote: bool) {
     if control.set_read_timeout(Some(header)).is_err() {
         return;
     }
+    // The socket is drained by a thread of its own into a bounded queue, the capture indexed
+    // from the queue: read and indexed by one thread, a sender faster than the index (a
+    // busy program on a machine of few cores) found the socket full and lost what its own
+    // queue could not hold, twice what `capture listen` writing a file lost.
+    let input = pump(input);
     // Only a connection that sends a capture's header becomes a capture.
     let reader = match Reader::new(io::BufReader::new(input), peer.to_owned()) {
         Ok(r) => r,
@@ -114,8 +121,80 @@ fn receive(viewer: &Viewer, stream: TcpStream, peer: &str, allow_remote: bool) {
     }
 }
 
+/// Shuts a connection down when dropped.
+struct Shut<'a>(&'a TcpStream);
+
+impl Drop for Shut<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 /// What a read that timed out says.
 const SILENT: &str = "sent nothing for";
+
+/// Blocks read from a connection ahead of the index: at most this many (of at most
+/// [`BLOCK`] bytes each, 64 MiB in all) wait to be indexed; past that the pump waits, and
+/// the socket, then the sender's own queue, fill up.
+const BLOCKS: usize = 256;
+const BLOCK: usize = 256 << 10;
+
+/// `input` read on a thread of its own into a queue of [`BLOCKS`] blocks; what is returned
+/// reads the queue (a read error, a timeout among them, comes through in its turn).
+fn pump(mut input: impl Read + Send + 'static) -> Pumped {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(BLOCKS);
+    let spawned = std::thread::Builder::new()
+        .name("tickscope-live-read".into())
+        .spawn(move || loop {
+            let mut block = vec![0u8; BLOCK];
+            match input.read(&mut block) {
+                Ok(0) => return,
+                Ok(n) => {
+                    block.truncate(n);
+                    if tx.send(Ok(block)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        });
+    Pumped {
+        rx: spawned.ok().map(|_| rx),
+        buf: Vec::new(),
+        at: 0,
+    }
+}
+
+/// The reading end of [`pump`]'s queue (`None`: the thread could not start, read nothing).
+struct Pumped {
+    rx: Option<std::sync::mpsc::Receiver<io::Result<Vec<u8>>>>,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Pumped {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.buf.len() {
+            let Some(rx) = &self.rx else { return Ok(0) };
+            match rx.recv() {
+                Ok(Ok(b)) => {
+                    self.buf = b;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
 
 /// A connection whose reads time out (the socket's read timeout) with an error saying so.
 struct Silence {
