@@ -372,15 +372,16 @@ fn heap_safety_in_a_process_of_its_own() {
     println!("heap safety: done");
 }
 
-#[test]
-fn fork_children_and_thousands_of_threads_allocate_unharmed() {
+/// Runs test `name` of this binary in a process of its own with `env` (a hang, the failure
+/// such tests look for, polled to a generous deadline, then killed): whether it succeeded,
+/// and its standard output and error.
+fn own_process(name: &str, env: &[(&str, &str)]) -> (bool, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env("TICKSCOPE_TEST_OWN_PROCESS", "1")
-        .env("TICKSCOPE_HEAP_RATE", "4096")
-        .env("TICKSCOPE_SUMMARY", "json")
+        .envs(env.iter().copied())
         .args([
             "--exact",
-            "heap::heap_safety_in_a_process_of_its_own",
+            name,
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -389,22 +390,30 @@ fn fork_children_and_thousands_of_threads_allocate_unharmed() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // A hang is the failure looked for: polled to a generous deadline, then killed.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the process hung (killed after 600 s)");
+            panic!("{name}: the process hung (killed after 600 s)");
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let out = child.wait_with_output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && text.contains("heap safety: done"),
-        "{text}"
+    (out.status.success(), text)
+}
+
+#[test]
+fn fork_children_and_thousands_of_threads_allocate_unharmed() {
+    let (ok, text) = own_process(
+        "heap::heap_safety_in_a_process_of_its_own",
+        &[
+            ("TICKSCOPE_HEAP_RATE", "4096"),
+            ("TICKSCOPE_SUMMARY", "json"),
+        ],
     );
+    assert!(ok && text.contains("heap safety: done"), "{text}");
     // Every thread's scope was counted with its allocations (its 20 blocks and the vector
     // holding them), none lost.
     let json = text
@@ -501,34 +510,12 @@ fn heap_signals_in_a_process_of_its_own() {
 
 #[test]
 fn allocations_from_a_signal_handler_are_unharmed() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("TICKSCOPE_TEST_OWN_PROCESS", "1")
-        .env("TICKSCOPE_HEAP_RATE", "1024")
-        .args([
-            "--exact",
-            "heap::heap_signals_in_a_process_of_its_own",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A hang is the failure looked for: polled to a generous deadline, then killed.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process hung (killed after 600 s)");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (ok, text) = own_process(
+        "heap::heap_signals_in_a_process_of_its_own",
+        &[("TICKSCOPE_HEAP_RATE", "1024")],
+    );
     assert!(
-        out.status.success() && text.contains(&format!("heap signals: done, {SIGNALS} handled")),
+        ok && text.contains(&format!("heap signals: done, {SIGNALS} handled")),
         "{text}"
     );
 }

@@ -330,6 +330,25 @@ fn frames_messages_and_counters_are_counted_per_pixel() {
     );
 }
 
+/// `tickscope report --from --until` of the capture at `path`: its summary of the range
+/// `from..until` (ns), from the whole file.
+fn report_range(
+    path: &std::path::Path,
+    from: u64,
+    until: u64,
+) -> tickscope_timeline::collect::Summary {
+    let mut r = Reader::open(path).unwrap();
+    let map = TimeMap::new(r.process(), r.meta().clock());
+    tickscope_timeline::summarize(
+        &mut r,
+        Options {
+            range: Some((map.ticks(from), map.ticks(until))),
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_scopes_details_and_a_ranges_summary_are_exact() {
     let (bytes, truth, last) = generated(5);
@@ -364,16 +383,7 @@ fn a_scopes_details_and_a_ranges_summary_are_exact() {
     // A range's summary, as `report --from --until` computes it from the whole file.
     for (from, until) in [(0, last / 3), (last / 4, last / 2), (last / 2, last + 1)] {
         let got = c.range_summary(Some((from, until))).unwrap().unwrap();
-        let mut r = Reader::open(&path).unwrap();
-        let map = TimeMap::new(r.process(), r.meta().clock());
-        let want = tickscope_timeline::summarize(
-            &mut r,
-            Options {
-                range: Some((map.ticks(from), map.ticks(until))),
-                ..Options::default()
-            },
-        )
-        .unwrap();
+        let want = report_range(&path, from, until);
         assert_eq!(got.scopes, want.scopes);
         assert_eq!(got.range, want.range);
         assert_eq!(got.threads, want.threads);
@@ -442,16 +452,7 @@ fn a_call_across_a_whole_range_counts_as_crossing_it() {
     }
     for (from, until) in [(1_500, 8_500), (3_500, 3_800), (500, 9_500)] {
         let got = cap.range_summary(Some((from, until))).unwrap().unwrap();
-        let mut r = Reader::open(&path).unwrap();
-        let map = TimeMap::new(r.process(), r.meta().clock());
-        let want = tickscope_timeline::summarize(
-            &mut r,
-            Options {
-                range: Some((map.ticks(from), map.ticks(until))),
-                ..Options::default()
-            },
-        )
-        .unwrap();
+        let want = report_range(&path, from, until);
         // The calls over an edge: overlapping the range, not inside it.
         let crossing = [(100, 10_000), (2_000, 3_000), (4_000, 8_000)]
             .iter()
