@@ -344,3 +344,32 @@ fn our_push_requests_are_shaped_as_the_official_clients() {
         assert_eq!(value(&our_labels, k), value(&sdk_labels, k), "{k}");
     }
 }
+
+/// A Pyroscope that takes the connection and never answers does not hold the program's
+/// exit for the uploads' timeouts: the exit waits its 3 s, then says what it could not send,
+/// and the exit summary counts it.
+#[test]
+fn a_server_that_never_answers_does_not_hold_the_exit() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    // Accepts, keeps every connection open, reads nothing and answers nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming() {
+            held.push(c);
+        }
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_tickscope"))
+        .args(["demo", "--seconds", "1", "--interval", "off"])
+        .env("TICKSCOPE_PUSH", format!("http://{addr}"))
+        .env("TICKSCOPE_PUSH_INTERVAL", "1s")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not sent: the server did not answer"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pushed to Pyroscope dropped"), "{stderr}");
+}

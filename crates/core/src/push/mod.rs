@@ -35,7 +35,9 @@
 //! doubling to at most 5 min, 10 tries in all; another answer (4xx) drops it at once. At
 //! most [`QUEUE`] uploads wait; past that the oldest is dropped. Every drop is counted,
 //! said once on standard error and in the exit summary. At the stop, what is still queued
-//! gets the stop's deadline (2 s at the process's exit), then is dropped and counted.
+//! gets the stop's deadline (2 s at the process's exit), then is dropped and counted; at the
+//! exit, an upload in flight to a server that does not answer is left after 3 s (the process
+//! ends with it), and what was not sent is counted and said.
 
 use std::collections::VecDeque;
 use std::io;
@@ -64,6 +66,8 @@ static SENT: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// A drop was said on standard error.
 static SAID: AtomicBool = AtomicBool::new(false);
+/// Uploads the pushers hold now (what an exit that cannot wait for them loses).
+static QUEUED: AtomicU64 = AtomicU64::new(0);
 
 /// Profiles dropped by every pusher so far (for the exit summary).
 pub(crate) fn dropped() -> u64 {
@@ -358,6 +362,7 @@ impl Job {
         self.enqueue(&whole, prev.as_ref());
         self.send_due(Some(Instant::now() + deadline));
         let left = self.queue.len() as u64;
+        QUEUED.fetch_sub(left, Relaxed);
         self.drop_n(left, "still queued at the stop");
         Report {
             sent: self.sent,
@@ -392,6 +397,7 @@ impl Job {
         let body = wire::gzip(&wire::push_request(&labels, pprof, &wire::uuid()));
         if self.queue.len() >= QUEUE {
             self.queue.pop_front();
+            QUEUED.fetch_sub(1, Relaxed);
             self.drop_n(1, "the queue was full");
         }
         self.queue.push_back(Upload {
@@ -399,6 +405,7 @@ impl Job {
             tries: 0,
             next: Instant::now(),
         });
+        QUEUED.fetch_add(1, Relaxed);
     }
 
     /// Sends the uploads whose time has come, in order; with `until`, keeps at it (waiting
@@ -415,11 +422,21 @@ impl Job {
             if until.is_some_and(|end| Instant::now() >= end) {
                 return;
             }
-            let outcome = wire::post(&self.target, PUSH_PATH, &self.headers, &u.body, TIMEOUT);
+            // At the stop, no step past its deadline: a server that accepts and never answers
+            // must not hold the program's exit for the steps' whole timeouts.
+            let step = match until {
+                Some(end) => end
+                    .saturating_duration_since(Instant::now())
+                    .min(TIMEOUT)
+                    .max(Duration::from_millis(1)),
+                None => TIMEOUT,
+            };
+            let outcome = wire::post(&self.target, PUSH_PATH, &self.headers, &u.body, step);
             u.tries += 1;
             match outcome {
                 Outcome::Sent => {
                     self.queue.pop_front();
+                    QUEUED.fetch_sub(1, Relaxed);
                     self.sent += 1;
                     SENT.fetch_add(1, Relaxed);
                 }
@@ -435,11 +452,13 @@ impl Job {
                 }
                 Outcome::Again(why) => {
                     self.queue.pop_front();
+                    QUEUED.fetch_sub(1, Relaxed);
                     let tries = self.retry.tries;
                     self.drop_n(1, &format!("{why}, {tries} tries"));
                 }
                 Outcome::Refused(why) => {
                     self.queue.pop_front();
+                    QUEUED.fetch_sub(1, Relaxed);
                     self.drop_n(1, &why);
                 }
             }
@@ -516,7 +535,25 @@ pub(crate) fn at_exit() {
         Ok(mut g) => g.take(),
         Err(_) => None,
     };
-    if let Some(p) = p {
-        p.stop_within(Duration::from_secs(2));
+    if let Some(mut p) = p {
+        // The exit waits 2 s for the last window, and a little more for the thread: one
+        // upload in flight to a server that does not answer could hold it for its steps'
+        // timeouts. Past that the exit goes on; the thread ends with the process, and what
+        // it had not sent is said.
+        let _ = p.stop.send(Duration::from_secs(2));
+        let Some(t) = p.thread.take() else { return };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !t.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if t.is_finished() {
+            let _ = t.join();
+        } else {
+            let lost = QUEUED.load(Relaxed).max(1);
+            DROPPED.fetch_add(lost, Relaxed);
+            crate::sys::stderr::warn(&format!(
+                "push: {lost} profiles not sent: the server did not answer within the exit's 3 s"
+            ));
+        }
     }
 }
