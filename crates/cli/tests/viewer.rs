@@ -361,6 +361,23 @@ fn the_page_shows_what_report_and_top_print_and_every_view_works_in_chromium() {
 
     // The summary table: `tickscope report --json`, row by row.
     let report = report_json(&cap);
+    // The summary's max goes to that call: parse_record's slowest, its details showing it.
+    let slow = &page["slowest"];
+    let want_max = report["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "parse_record")
+        .and_then(|r| r["max_ns"].as_f64())
+        .unwrap();
+    let got = slow["duration_ns"].as_f64().unwrap_or(-1.0);
+    assert!(
+        (got - want_max).abs() <= 1.0,
+        "{slow}: report's max {want_max}"
+    );
+    // The call is in the window, a third of it.
+    let span = slow["until"].as_f64().unwrap() - slow["from"].as_f64().unwrap();
+    assert!((span / got - 3.0).abs() < 0.1, "{slow}");
     // The status line counts the threads as report does (those without an event too).
     let threads = report["threads"].as_array().unwrap().len();
     let status = page["capture_status"].as_str().unwrap_or_default();

@@ -55,6 +55,18 @@ export const panes = {
     this.draw();
   },
 
+  // The summary's `max` clicked: the view goes to that call (a third of the window) and
+  // shows its details. Within the range the summary is of, if it is a range's.
+  async goSlowest(id, range) {
+    const q = range ? { c: S.c, id, from: range[0], until: range[1] } : { c: S.c, id };
+    let k;
+    try { k = await api('slowest', q); } catch (e) { $('status').textContent = `slowest call: ${e.message}`; return; }
+    if (!k) return;
+    const d = Math.max(k.end_ns - k.begin_ns, 1);
+    this.setView(k.begin_ns - d, k.end_ns + d);
+    await this.details({ tr: { t: { index: k.thread } }, depth: k.depth, ns: (k.begin_ns + k.end_ns) / 2 });
+  },
+
   async loadSummary() {
     const key = `${S.c}:${S.sel ? S.sel.join(',') : ''}`;
     if (this.summaryFor === key) return;
@@ -67,7 +79,8 @@ export const panes = {
       delete box.dataset.loading;
       this.summaryAt = Date.now();
       if (!S.sel) this.summary = s;
-      renderSummary(box, s, (r) => { S.highlight = r.id; this.draw(); });
+      const range = S.sel ? [Math.round(S.sel[0]), Math.round(S.sel[1])] : null;
+      renderSummary(box, s, (r) => { S.highlight = r.id; this.draw(); }, (r) => this.goSlowest(r.id, range));
       banner();
       this.profileTop(box);
     } catch (e) {

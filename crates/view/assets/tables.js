@@ -72,7 +72,8 @@ export function labels(lines) {
 }
 
 // Summary `s` (of a capture or a range) into `box`; `onPick(row)` when a scope's row is clicked.
-export function renderSummary(box, s, onPick) {
+// `onSlowest(row)`: a row's `max` is a button that goes to that call.
+export function renderSummary(box, s, onPick, onSlowest) {
   const head = s.range
     ? `Range ${fmtAt(s.range.from_ns, 1)} – ${fmtAt(s.range.until_ns, 1)}: the calls that began and ended in it (${count(s.range.crossing)} crossing its edges not counted), as tickscope report --from --until.`
     : `The whole capture: ${dur(s.wall_ns)} of wall time, ${count(s.events)} events, as tickscope report prints it.`;
@@ -86,7 +87,12 @@ export function renderSummary(box, s, onPick) {
     { key: 'min_ns', label: 'min', num: true, value: (r) => r.min_ns ?? -1, text: (r) => dur(r.min_ns ?? NaN) },
     { key: 'p50_ns', label: 'p50', num: true, value: (r) => r.p50_ns ?? -1, text: (r) => dur(r.p50_ns ?? NaN) },
     { key: 'p99_ns', label: 'p99', num: true, value: (r) => r.p99_ns ?? -1, text: (r) => dur(r.p99_ns ?? NaN) },
-    { key: 'max_ns', label: 'max', num: true, value: (r) => r.max_ns ?? -1, text: (r) => dur(r.max_ns ?? NaN) },
+    {
+      key: 'max_ns', label: 'max', num: true, value: (r) => r.max_ns ?? -1,
+      html: (r) => (onSlowest && r.max_ns != null
+        ? el('button', { class: 'link', text: dur(r.max_ns), title: 'go to this call', onclick: (e) => { e.stopPropagation(); onSlowest(r); } })
+        : document.createTextNode(dur(r.max_ns ?? NaN))),
+    },
     // As report computes it (total × 100 ÷ wall) and prints it: the JSON's value is rounded
     // to two decimals, and a second rounding of that moved the last digit.
     { key: 'wall_percent', label: '%wall', num: true, value: (r) => r.wall_percent, text: (r) => fixed1(s.wall_ns > 0 ? r.total_ns * 100 / s.wall_ns : 0) },

@@ -20,7 +20,9 @@ use crate::index::{Budget, Index, Span};
 use crate::Error;
 
 mod ingest;
+mod slowest;
 pub use ingest::{Feed, LiveBudget};
+pub use slowest::Call;
 
 /// A live capture's bytes as they arrive: the file header and every complete chunk.
 #[derive(Default)]

@@ -18,6 +18,7 @@
 //! | `/api/timeline?c=&from=&until=&px=` | a window, binary ([`crate::wire`]) |
 //! | `/api/summary?c=[&from=&until=]` | `tickscope report --json [--from --until]` |
 //! | `/api/scope?c=&thread=&depth=&at=` | the scope there: times, self time, children |
+//! | `/api/slowest?c=&id=[&from=&until=]` | where scope `id`'s slowest call (the summary's `max`) is: thread, depth, begin, end |
 //! | `/api/samples?c=&from=&until=[&tid=]` | the range's CPU samples: flame tree and top |
 //! | `/api/top?p=`, `/api/flame?p=[&reverse=1]` | `tickscope top --json`; a flame tree |
 //! | `/api/peek?p=&name=`, `/api/list?p=&name=` | `peek` and `list` of one function |
@@ -466,6 +467,26 @@ fn api(v: &Viewer, path: &str, q: &Query) -> Resp {
                     respond(StatusCode::OK, "application/json", out)
                 }
                 Some(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+            })
+        }
+        "/api/slowest" => {
+            let c = capture()?;
+            let id = q.num("id", true)?.unwrap_or(0);
+            Ok(match c.slowest(id, range()?) {
+                None => not_ready(),
+                Some(Ok(call)) => json_resp(&match call {
+                    Some(k) => serde_json::json!({
+                        "thread": k.thread,
+                        "depth": k.depth,
+                        "begin_ns": k.begin_ns,
+                        "end_ns": k.end_ns,
+                    }),
+                    None => serde_json::Value::Null,
+                }),
+                Some(Err(e)) => error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("{}: {e}", c.name),
+                ),
             })
         }
         "/api/scope" => {

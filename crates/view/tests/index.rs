@@ -467,6 +467,80 @@ fn a_call_across_a_whole_range_counts_as_crossing_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A scope's slowest call, as the summary's `max` names it: from the index where a call is
+/// a bin long, from the chunks decoded again where every call is shorter; within a range
+/// when asked.
+#[test]
+fn a_scopes_slowest_call_is_found_from_the_index_or_the_chunks() {
+    let mut c = Capture::with_version(2);
+    c.chunk(
+        PROCESS,
+        &process_payload(1e9, START, 1_700_000_000_000_000_000, 7, "slowest"),
+    );
+    c.meta(&[
+        scope(1, "short", "gen.rs", 1),
+        scope(2, "long", "gen.rs", 2),
+        thread(1, 101, "one"),
+        thread(2, 102, "two"),
+    ]);
+    // Bins are at least 4,096 ticks: `short`'s calls (at most 300) are never in the index.
+    c.events(
+        1,
+        &[],
+        &[
+            Ev::Begin(1, START + 1_000),
+            Ev::End(1, START + 1_100),
+            Ev::Begin(2, START + 2_000),
+            Ev::End(2, START + 50_000),
+            Ev::Begin(1, START + 60_000),
+            Ev::End(1, START + 60_300),
+        ],
+    );
+    c.events(
+        2,
+        &[],
+        &[
+            Ev::Begin(2, START + 1_000),
+            Ev::Begin(1, START + 5_000),
+            Ev::End(1, START + 5_250),
+            Ev::End(2, START + 90_000),
+        ],
+    );
+    c.end(&EndRec {
+        events: 0,
+        dropped: 0,
+        undelivered: 0,
+        evicted: 0,
+        end_ticks: START + 100_000,
+        end_unix_ns: 0,
+        threads: vec![],
+    });
+    let dir = std::env::temp_dir().join(format!("tickscope-view-slow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("slowest.tscap");
+    std::fs::write(&path, &c.bytes).unwrap();
+    let cap = tickscope_view::capture::Capture::open_file(&path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cap.status().done {
+        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let found = |id, range| cap.slowest(id, range).unwrap().unwrap();
+    let call = |thread, depth, begin_ns, end_ns| tickscope_view::capture::Call {
+        thread,
+        depth,
+        begin_ns,
+        end_ns,
+    };
+    assert_eq!(found(2, None), Some(call(2, 0, 1_000, 90_000)));
+    assert_eq!(found(1, None), Some(call(1, 0, 60_000, 60_300)));
+    // Within a range: the calls that began and ended in it.
+    assert_eq!(found(1, Some((0, 10_000))), Some(call(2, 1, 5_000, 5_250)));
+    assert_eq!(found(2, Some((0, 80_000))), Some(call(1, 0, 2_000, 50_000)));
+    assert_eq!(found(1, Some((70_000, 80_000))), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The real writer's version 3 capture (a tokio service: requests as spans, `#[profile]`
 /// async fns, cancelled cache lookups) and its `tickscope report --json`.
 fn v3_writer() -> (Vec<u8>, serde_json::Value) {

@@ -143,6 +143,35 @@ try {
       out.help_closed = await page.evaluate(() => document.getElementById('help').hidden);
       await painted();
     }
+    {
+      // The summary's max of parse_record clicked: the view goes to that call and its
+      // details show it; then back to the whole capture.
+      const clicked = await page.evaluate(() => {
+        for (const tr of document.querySelectorAll('#summary-table tbody tr')) {
+          if (tr.querySelector('td[data-col="name"]').dataset.value === 'parse_record') {
+            tr.querySelector('td[data-col="max_ns"] button').click();
+            return true;
+          }
+        }
+        return false;
+      });
+      if (clicked) {
+        await page.waitForFunction(() => {
+          const dd = document.querySelector('#details dd.mono');
+          return dd && dd.textContent === 'parse_record';
+        }, null, { timeout: 60000 });
+        out.slowest = await page.evaluate(() => {
+          const kv = {};
+          for (const dt of document.querySelectorAll('#details dt')) kv[dt.textContent] = dt.nextElementSibling.dataset.value ?? dt.nextElementSibling.textContent;
+          const { S } = window.tickscope;
+          return { duration_ns: Number(kv.duration), from: S.from, until: S.until, highlight: S.highlight };
+        });
+        await painted();
+        await shot('timeline-slowest');
+        await page.click('#tl-all');
+        await painted();
+      }
+    }
     if (flags.includes('--lives')) {
       out.lives = await page.evaluate(() => {
         const { TL } = window.tickscope;
