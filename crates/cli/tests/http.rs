@@ -368,7 +368,7 @@ fn a_server_that_never_answers_does_not_hold_the_exit() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("not sent: the server did not answer"),
+        stderr.contains("not sent: the server did not answer within 3 s at the exit"),
         "{stderr}"
     );
     assert!(stderr.contains("pushed to Pyroscope dropped"), "{stderr}");

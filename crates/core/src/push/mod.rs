@@ -37,7 +37,8 @@
 //! said once on standard error and in the exit summary. At the stop, what is still queued
 //! gets the stop's deadline (2 s at the process's exit), then is dropped and counted; at the
 //! exit, an upload in flight to a server that does not answer is left after 3 s (the process
-//! ends with it), and what was not sent is counted and said.
+//! ends with it), and what was not sent is counted and said; making the last window (the
+//! sampler's stop) is waited for.
 
 use std::collections::VecDeque;
 use std::io;
@@ -68,6 +69,14 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static SAID: AtomicBool = AtomicBool::new(false);
 /// Uploads the pushers hold now (what an exit that cannot wait for them loses).
 static QUEUED: AtomicU64 = AtomicU64::new(0);
+/// When the upload in flight began (ms since the process's first use of this; 0: none).
+static POSTING_SINCE: AtomicU64 = AtomicU64::new(0);
+
+/// Milliseconds since the first call, never 0.
+fn now_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
 
 /// Profiles dropped by every pusher so far (for the exit summary).
 pub(crate) fn dropped() -> u64 {
@@ -431,7 +440,9 @@ impl Job {
                     .max(Duration::from_millis(1)),
                 None => TIMEOUT,
             };
+            POSTING_SINCE.store(now_ms(), Relaxed);
             let outcome = wire::post(&self.target, PUSH_PATH, &self.headers, &u.body, step);
+            POSTING_SINCE.store(0, Relaxed);
             u.tries += 1;
             match outcome {
                 Outcome::Sent => {
@@ -536,14 +547,19 @@ pub(crate) fn at_exit() {
         Err(_) => None,
     };
     if let Some(mut p) = p {
-        // The exit waits 2 s for the last window, and a little more for the thread: one
-        // upload in flight to a server that does not answer could hold it for its steps'
-        // timeouts. Past that the exit goes on; the thread ends with the process, and what
-        // it had not sent is said.
+        // The exit waits for the last window to be made (the sampler's stop, symbolising:
+        // bounded work, seconds in a debug build on a busy machine) and sent, but not for a
+        // server: an upload in flight for more than 3 s (one that does not answer could hold
+        // it for its steps' timeouts) is left, the exit goes on, the thread ends with the
+        // process, and what it had not sent is said.
         let _ = p.stop.send(Duration::from_secs(2));
         let Some(t) = p.thread.take() else { return };
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !t.is_finished() && Instant::now() < deadline {
+        let cap = Instant::now() + Duration::from_secs(60);
+        while !t.is_finished() && Instant::now() < cap {
+            let since = POSTING_SINCE.load(Relaxed);
+            if since != 0 && now_ms().saturating_sub(since) > 3000 {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
         if t.is_finished() {
@@ -552,7 +568,7 @@ pub(crate) fn at_exit() {
             let lost = QUEUED.load(Relaxed).max(1);
             DROPPED.fetch_add(lost, Relaxed);
             crate::sys::stderr::warn(&format!(
-                "push: {lost} profiles not sent: the server did not answer within the exit's 3 s"
+                "push: {lost} profiles not sent: the server did not answer within 3 s at the exit"
             ));
         }
     }
