@@ -393,6 +393,40 @@ fn a_scopes_details_and_a_ranges_summary_are_exact() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Capture `c` ended at `end_ticks`, written to a directory of its own as `NAME.tscap` and
+/// opened by the viewer once indexed (polled to a deadline): the capture, its path and the
+/// directory (for the test to remove).
+fn ended_and_opened(
+    mut c: Capture,
+    end_ticks: u64,
+    name: &str,
+) -> (
+    std::sync::Arc<tickscope_view::capture::Capture>,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    c.end(&EndRec {
+        events: 0,
+        dropped: 0,
+        undelivered: 0,
+        evicted: 0,
+        end_ticks,
+        end_unix_ns: 0,
+        threads: vec![],
+    });
+    let dir = std::env::temp_dir().join(format!("tickscope-view-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.tscap"));
+    std::fs::write(&path, &c.bytes).unwrap();
+    let cap = tickscope_view::capture::Capture::open_file(&path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cap.status().done {
+        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    (cap, path, dir)
+}
+
 /// A call that spans a range on a thread with no event inside it (its begin and end in
 /// chunks on either side) crosses the range's edges: the range's summary counts it, as
 /// `report --from --until` does, though no chunk the range overlaps holds an event of it.
@@ -431,25 +465,7 @@ fn a_call_across_a_whole_range_counts_as_crossing_it() {
             Ev::End(2, START + 8_000),
         ],
     );
-    c.end(&EndRec {
-        events: 0,
-        dropped: 0,
-        undelivered: 0,
-        evicted: 0,
-        end_ticks: START + 10_001,
-        end_unix_ns: 0,
-        threads: vec![],
-    });
-    let dir = std::env::temp_dir().join(format!("tickscope-view-span-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("spanning.tscap");
-    std::fs::write(&path, &c.bytes).unwrap();
-    let cap = tickscope_view::capture::Capture::open_file(&path).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !cap.status().done {
-        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let (cap, path, dir) = ended_and_opened(c, START + 10_001, "spanning");
     for (from, until) in [(1_500, 8_500), (3_500, 3_800), (500, 9_500)] {
         let got = cap.range_summary(Some((from, until))).unwrap().unwrap();
         let want = report_range(&path, from, until);
@@ -506,25 +522,7 @@ fn a_scopes_slowest_call_is_found_from_the_index_or_the_chunks() {
             Ev::End(2, START + 90_000),
         ],
     );
-    c.end(&EndRec {
-        events: 0,
-        dropped: 0,
-        undelivered: 0,
-        evicted: 0,
-        end_ticks: START + 100_000,
-        end_unix_ns: 0,
-        threads: vec![],
-    });
-    let dir = std::env::temp_dir().join(format!("tickscope-view-slow-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("slowest.tscap");
-    std::fs::write(&path, &c.bytes).unwrap();
-    let cap = tickscope_view::capture::Capture::open_file(&path).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !cap.status().done {
-        assert!(std::time::Instant::now() < deadline, "not indexed in 60 s");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let (cap, _, dir) = ended_and_opened(c, START + 100_000, "slowest");
     let found = |id, range| cap.slowest(id, range).unwrap().unwrap();
     let call = |thread, depth, begin_ns, end_ns| tickscope_view::capture::Call {
         thread,
